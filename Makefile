@@ -1,0 +1,43 @@
+# Setup on a fresh machine: `make serve` or `make test` create .venv from pyproject.toml.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+
+.PHONY: serve test check lint typecheck unit bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# Stamp files: reinstall only when pyproject.toml changes.
+$(VENV)/.installed-server: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[server]'
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[server,dev]'
+	touch $@ $(VENV)/.installed-server
+
+serve: $(VENV)/.installed-server
+	$(BIN)/planner serve --host $(HOST) --port $(PORT)
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(VENV)/.installed-dev
+	$(BIN)/mypy
+
+unit: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest
+
+check: lint typecheck
+
+test: check unit
+
+bench: $(VENV)/.installed-dev
+	$(BIN)/planner bench ../shared/benchmarks/minimalloc/*.csv --capacity 1048576
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,49 @@
+"""Data types: the request and the plan (DESIGN section 3)."""
+
+from planner.models.plan import (
+    Barriers,
+    Certificate,
+    Diagnostic,
+    Footprint,
+    GraphStats,
+    Launch,
+    Placement,
+    Plan,
+    SolverAttempt,
+    SolverInfo,
+    Status,
+)
+from planner.models.report import ValidationReport, Violation, ViolationCode
+from planner.models.request import (
+    DEFAULT_MAX_BUFFERS,
+    MAX_POINT,
+    MAX_SIZE,
+    Access,
+    Buffer,
+    Options,
+    PlanRequest,
+)
+
+__all__ = [
+    "DEFAULT_MAX_BUFFERS",
+    "MAX_POINT",
+    "MAX_SIZE",
+    "Access",
+    "Barriers",
+    "Buffer",
+    "Certificate",
+    "Diagnostic",
+    "Footprint",
+    "GraphStats",
+    "Launch",
+    "Options",
+    "Placement",
+    "Plan",
+    "PlanRequest",
+    "SolverAttempt",
+    "SolverInfo",
+    "Status",
+    "ValidationReport",
+    "Violation",
+    "ViolationCode",
+]

@@ -1,0 +1,44 @@
+"""What the static validator says about a plan."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["ViolationCode", "Violation", "ValidationReport"]
+
+ViolationCode = Literal[
+    "overlap",  # two buffers live at the same time share a byte
+    "misaligned",  # offset negative or not a multiple of the buffer's alignment
+    "pinned_moved",  # a buffer pinned by the request is placed elsewhere
+    "over_capacity",  # a plan that claims to fit uses more than the capacity
+    "missing_barrier",  # a reuse with no barrier between the last and the first access
+    "bad_barrier",  # barrier lists that contradict the request or its sync policy
+    "wrong_arena",  # arena_bytes differs from max(offset + size)
+    "wrong_size",  # a placement's size differs from its buffer's
+    "missing_buffer",  # a request buffer with no placement
+    "unknown_buffer",  # a placement for no request buffer
+    "duplicate_buffer",  # two placements for one buffer
+]
+
+
+class Violation(BaseModel):
+    """One way a plan breaks the contract."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    code: ViolationCode
+    message: str
+    buffers: list[str] = Field(default_factory=list)
+    point: int | None = None  # program point, where one applies
+
+
+class ValidationReport(BaseModel):
+    """Every violation found; ``valid`` when there is none."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    valid: bool
+    violations: list[Violation] = Field(default_factory=list)
+    truncated: bool = False  # more violations exist than are listed

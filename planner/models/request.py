@@ -1,0 +1,387 @@
+"""The version-1 request (DESIGN section 3) and every semantic check on it.
+
+A request that constructs is a request the planner can plan: each check that needs more than
+one field lives in a model validator that raises one ``ValidationError`` listing every
+problem, each with a ``loc`` naming the field and a message naming the value.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from planner.targets import TARGETS
+
+__all__ = [
+    "DEFAULT_MAX_BUFFERS",
+    "MAX_POINT",
+    "MAX_SIZE",
+    "THREAD_VARS",
+    "Access",
+    "Buffer",
+    "Options",
+    "PlanRequest",
+]
+
+MAX_SIZE = 1 << 40  # bytes; anything larger is a mistake, not a kernel
+MAX_POINT = 1 << 40  # program points
+MAX_ALIGNMENT = 1 << 30  # bytes
+MAX_TIME_LIMIT = 3600.0  # seconds
+DEFAULT_MAX_BUFFERS = 100_000  # overridable with validation context {"max_buffers": n}
+THREAD_VARS = {"threadIdx.x": 0, "threadIdx.y": 1, "threadIdx.z": 2}
+BLOCK_VARS = {"blockIdx.x": 0, "blockIdx.y": 1, "blockIdx.z": 2}
+MAX_BLOCK = (1024, 1024, 64)  # CUDA's per-dimension block limits; 1024 threads in all
+MAX_GRID = ((1 << 31) - 1, 65535, 65535)
+
+Point = Annotated[int, Field(ge=0, le=MAX_POINT)]
+Bytes = Annotated[int, Field(ge=1, le=MAX_SIZE)]
+
+Loc = tuple[str | int, ...]
+
+
+class _Errors:
+    """Collects semantic errors and raises them together as one ValidationError."""
+
+    def __init__(self, title: str) -> None:
+        self.title = title
+        self.items: list[InitErrorDetails] = []
+
+    def add(self, loc: Loc, type_: str, msg: str, value: Any) -> None:
+        # Braces in user strings must not be read as template fields.
+        safe = msg.replace("{", "{{").replace("}", "}}")
+        self.items.append(
+            InitErrorDetails(type=PydanticCustomError(type_, safe), loc=loc, input=value)
+        )
+
+    def raise_if_any(self) -> None:
+        if self.items:
+            raise ValidationError.from_exception_data(self.title, self.items)
+
+
+def _is_power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def _check_alignment(value: int | None) -> int | None:
+    if value is not None and not _is_power_of_two(value):
+        raise PydanticCustomError(
+            "alignment_not_power_of_two", f"alignment {value} is not a power of two"
+        )
+    return value
+
+
+def _normalize_dims(value: list[int] | None, limits: tuple[int, int, int], what: str) -> Any:
+    if value is None:
+        return None
+    dims = [*value, *[1] * (3 - len(value))]
+    for axis, (d, cap) in enumerate(zip(dims, limits, strict=True)):
+        if d > cap:
+            raise PydanticCustomError(
+                f"{what}_too_large", f"{what}[{axis}] = {d} exceeds the CUDA limit {cap}"
+            )
+    if what == "block" and dims[0] * dims[1] * dims[2] > 1024:
+        raise PydanticCustomError(
+            "block_too_large", f"block {dims} has {dims[0] * dims[1] * dims[2]} threads; max 1024"
+        )
+    return dims
+
+
+class Access(BaseModel):
+    """One access of a buffer by every thread: element ``sum(coeff * var) + offset``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    op: Literal["read", "write"]
+    at: Point
+    bytes: int = Field(ge=1, le=256)  # element width
+    index: dict[str, int] | None = None  # var -> coefficient, in elements
+    offset: int = 0  # elements
+    loops: dict[str, Annotated[int, Field(ge=1, le=1 << 30)]] = Field(default_factory=dict)
+    threads: Literal["all"] | None = None  # "all": any thread may touch any byte
+
+    @model_validator(mode="after")
+    def _index_or_threads(self) -> Access:
+        errors = _Errors("Access")
+        if self.index is None and self.threads is None:
+            errors.add(("index",), "missing_index", "give either index or threads: 'all'", None)
+        if self.index is not None and self.threads is not None:
+            errors.add(
+                ("threads",), "index_and_threads", "give index or threads: 'all', not both", "all"
+            )
+        for var in self.loops:
+            if var in THREAD_VARS or var in BLOCK_VARS:
+                errors.add(
+                    ("loops", var), "reserved_loop_name", f"loop name {var!r} is reserved", var
+                )
+        errors.raise_if_any()
+        return self
+
+
+class Buffer(BaseModel):
+    """One temporary buffer: ``size`` bytes live on the half-open interval ``[start, end)``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1, max_length=256)
+    size: Bytes
+    start: Point
+    end: Point
+    alignment: int | None = Field(default=None, ge=1, le=MAX_ALIGNMENT)  # None: the request's
+    offset: int | None = Field(default=None, ge=0, le=MAX_SIZE)  # pinned by the caller
+    accesses: list[Access] = Field(default_factory=list)
+
+    _alignment = field_validator("alignment")(_check_alignment)
+
+    @model_validator(mode="after")
+    def _lifetime(self) -> Buffer:
+        errors = _Errors("Buffer")
+        if self.end <= self.start:
+            errors.add(
+                ("end",),
+                "empty_lifetime",
+                f"end ({self.end}) must be greater than start ({self.start})",
+                self.end,
+            )
+        for k, access in enumerate(self.accesses):
+            if not self.start <= access.at < self.end:
+                errors.add(
+                    ("accesses", k, "at"),
+                    "access_outside_lifetime",
+                    f"access at point {access.at} is outside the lifetime "
+                    f"[{self.start}, {self.end}) of buffer {self.id!r}",
+                    access.at,
+                )
+        errors.raise_if_any()
+        return self
+
+
+class Options(BaseModel):
+    """How to plan."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    solver: str = Field(default="auto", min_length=1, max_length=64)
+    time_limit: float = Field(default=10.0, gt=0, le=MAX_TIME_LIMIT, allow_inf_nan=False)  # s
+    sync: Literal["existing", "insert", "none"] = "insert"
+    overflow: Literal["error", "spill"] = "error"
+    barrier_candidates: list[Point] | None = None
+    max_new_barriers: int | None = Field(default=None, ge=0, le=MAX_POINT)
+    shrink: bool = False
+
+    @field_validator("overflow")
+    @classmethod
+    def _overflow_supported(cls, value: str) -> str:
+        if value == "spill":
+            raise PydanticCustomError(
+                "not_supported",
+                "overflow 'spill' is not supported by this version; use 'error'",
+            )
+        return value
+
+    @field_validator("shrink")
+    @classmethod
+    def _shrink_supported(cls, value: bool) -> bool:
+        if value:
+            raise PydanticCustomError(
+                "not_supported", "shrink true is not supported by this version; use false"
+            )
+        return value
+
+
+class PlanRequest(BaseModel):
+    """The buffers of one kernel, their lifetimes and barriers, and how to plan them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(default="kernel", max_length=256)
+    target: str | None = None
+    capacity: int | None = Field(default=None, ge=1, le=MAX_SIZE)  # bytes; None: target's
+    alignment: int = Field(default=1, ge=1, le=MAX_ALIGNMENT)  # default per buffer, bytes
+    block: list[Annotated[int, Field(ge=1)]] | None = Field(default=None, min_length=1, max_length=3)
+    grid: list[Annotated[int, Field(ge=1)]] | None = Field(default=None, min_length=1, max_length=3)
+    barriers: list[Point] = Field(default_factory=list)
+    buffers: list[Buffer] = Field(default_factory=list)
+    options: Options = Field(default_factory=Options)
+
+    _alignment = field_validator("alignment")(_check_alignment)
+
+    @field_validator("target")
+    @classmethod
+    def _known_target(cls, value: str | None) -> str | None:
+        if value is not None and value not in TARGETS:
+            known = ", ".join(TARGETS)
+            raise PydanticCustomError(
+                "unknown_target", f"unknown target {value!r}; known targets: {known}"
+            )
+        return value
+
+    @field_validator("block")
+    @classmethod
+    def _block(cls, value: list[int] | None) -> list[int] | None:
+        result: list[int] | None = _normalize_dims(value, MAX_BLOCK, "block")
+        return result
+
+    @field_validator("grid")
+    @classmethod
+    def _grid(cls, value: list[int] | None) -> list[int] | None:
+        result: list[int] | None = _normalize_dims(value, MAX_GRID, "grid")
+        return result
+
+    @property
+    def effective_capacity(self) -> int | None:
+        """Bytes available: ``capacity`` if given, else the target's per-block maximum."""
+        if self.capacity is not None:
+            return self.capacity
+        if self.target is not None:
+            return TARGETS[self.target].max_smem_per_block
+        return None
+
+    @property
+    def horizon(self) -> int:
+        """One past the last program point any buffer is live at."""
+        return max((b.end for b in self.buffers), default=0)
+
+    def alignment_of(self, buffer: Buffer) -> int:
+        """The buffer's alignment in bytes, defaulting to the request's."""
+        return buffer.alignment if buffer.alignment is not None else self.alignment
+
+    @model_validator(mode="after")
+    def _semantics(self, info: Any) -> PlanRequest:
+        errors = _Errors("PlanRequest")
+        context = getattr(info, "context", None) or {}
+        max_buffers = int(context.get("max_buffers", DEFAULT_MAX_BUFFERS))
+        if len(self.buffers) > max_buffers:
+            errors.add(
+                ("buffers",),
+                "too_many_buffers",
+                f"{len(self.buffers)} buffers exceed the limit of {max_buffers}",
+                len(self.buffers),
+            )
+            errors.raise_if_any()
+        self._check_ids(errors)
+        self._check_pins(errors)
+        self._check_points(errors)
+        self._check_accesses(errors)
+        errors.raise_if_any()
+        return self
+
+    def _check_ids(self, errors: _Errors) -> None:
+        seen: dict[str, int] = {}
+        for i, b in enumerate(self.buffers):
+            if b.id in seen:
+                errors.add(
+                    ("buffers", i, "id"),
+                    "duplicate_id",
+                    f"id {b.id!r} is already used by buffers[{seen[b.id]}]",
+                    b.id,
+                )
+            else:
+                seen[b.id] = i
+
+    def _check_pins(self, errors: _Errors) -> None:
+        pinned = [(i, b) for i, b in enumerate(self.buffers) if b.offset is not None]
+        for i, b in pinned:
+            assert b.offset is not None
+            align = self.alignment_of(b)
+            if b.offset % align:
+                errors.add(
+                    ("buffers", i, "offset"),
+                    "misaligned_offset",
+                    f"pinned offset {b.offset} of {b.id!r} is not a multiple of its "
+                    f"alignment {align}",
+                    b.offset,
+                )
+        # Two pinned buffers that are live together and share a byte can never be planned.
+        # Sweep in start order; live pinned extents stay disjoint and sorted by offset, so only
+        # the neighbours of an insertion point can clash. A clashing buffer is not inserted.
+        live: list[tuple[int, int, int]] = []  # (offset, end offset, index), sorted
+        expiry: list[tuple[int, int, int, int]] = []  # heap of (end point, offset, end, index)
+        for i, b in sorted(pinned, key=lambda ib: (ib[1].start, ib[0])):
+            assert b.offset is not None
+            while expiry and expiry[0][0] <= b.start:
+                _, lo_, hi_, j = heapq.heappop(expiry)
+                del live[bisect.bisect_left(live, (lo_, hi_, j))]
+            lo, hi = b.offset, b.offset + b.size
+            pos = bisect.bisect_left(live, (lo, hi, i))
+            near = live[max(pos - 1, 0) : pos + 1]
+            clash = next((x for x in near if x[0] < hi and lo < x[1]), None)
+            if clash is not None:
+                other = self.buffers[clash[2]]
+                errors.add(
+                    ("buffers", i, "offset"),
+                    "pinned_overlap",
+                    f"pinned {b.id!r} at [{lo}, {hi}) overlaps pinned {other.id!r} at "
+                    f"[{clash[0]}, {clash[1]}) while both are live",
+                    b.offset,
+                )
+                continue
+            live.insert(pos, (lo, hi, i))
+            heapq.heappush(expiry, (b.end, lo, hi, i))
+
+    def _check_points(self, errors: _Errors) -> None:
+        horizon = self.horizon
+        for k, p in enumerate(self.barriers):
+            if p > horizon:
+                errors.add(
+                    ("barriers", k),
+                    "barrier_out_of_range",
+                    f"barrier at point {p} is past the last point {horizon} of any lifetime",
+                    p,
+                )
+        for k, p in enumerate(self.options.barrier_candidates or ()):
+            if p > horizon:
+                errors.add(
+                    ("options", "barrier_candidates", k),
+                    "barrier_out_of_range",
+                    f"barrier candidate {p} is past the last point {horizon} of any lifetime",
+                    p,
+                )
+
+    def _extent(self, var: str, access: Access) -> int | None:
+        if var in THREAD_VARS:
+            return None if self.block is None else self.block[THREAD_VARS[var]]
+        if var in BLOCK_VARS:
+            return None if self.grid is None else self.grid[BLOCK_VARS[var]]
+        return access.loops.get(var)
+
+    def _check_accesses(self, errors: _Errors) -> None:
+        for i, b in enumerate(self.buffers):
+            for k, access in enumerate(b.accesses):
+                if access.index is None:
+                    continue
+                loc: Loc = ("buffers", i, "accesses", k)
+                lo = hi = access.offset  # element index range
+                complete = True
+                for var, coeff in access.index.items():
+                    extent = self._extent(var, access)
+                    if extent is None:
+                        complete = False
+                        if var in THREAD_VARS:
+                            why = f"index variable {var!r} needs the request's block"
+                        elif var in BLOCK_VARS:
+                            why = f"index variable {var!r} needs the request's grid"
+                        else:
+                            why = (
+                                f"index variable {var!r} is neither threadIdx/blockIdx nor a "
+                                "declared loop"
+                            )
+                        errors.add((*loc, "index", var), "unknown_index_variable", why, var)
+                        continue
+                    span = coeff * (extent - 1)
+                    lo += min(0, span)
+                    hi += max(0, span)
+                if not complete:
+                    continue
+                first, last = lo * access.bytes, (hi + 1) * access.bytes  # bytes, half-open
+                if first < 0 or last > b.size:
+                    errors.add(
+                        (*loc, "index"),
+                        "access_outside_buffer",
+                        f"access touches bytes [{first}, {last}) outside buffer {b.id!r} of "
+                        f"{b.size} bytes",
+                        access.index,
+                    )
