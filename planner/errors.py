@@ -1,9 +1,9 @@
 """The planner's error tree. Every failure is one of these; nothing returns ``None``.
 
-    PlannerError
-     ├── RequestError          bad input: a list of field errors, each with loc, msg, type
-     │    └── FormatError      a file that is not valid JSON or MiniMalloc CSV
-     └── InternalError         a plan the planner built failed its own static check
+PlannerError
+ ├── RequestError          bad input: a list of field errors, each with loc, msg, type
+ │    └── FormatError      a file that is not valid JSON or MiniMalloc CSV
+ └── InternalError         a plan the planner built failed its own static check
 """
 
 from __future__ import annotations
@@ -49,7 +49,9 @@ class RequestError(PlannerError):
         return cls([{"loc": list(loc), "msg": msg, "type": type_, "input": value}])
 
     @classmethod
-    def from_validation(cls, exc: ValidationError, prefix: tuple[str | int, ...] = ()) -> RequestError:
+    def from_validation(
+        cls, exc: ValidationError, prefix: tuple[str | int, ...] = ()
+    ) -> RequestError:
         """Wrap pydantic's errors, keeping loc, msg, type and the offending input."""
         errors: list[FieldError] = []
         for err in exc.errors(include_url=False, include_context=False):

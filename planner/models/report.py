@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ViolationCode", "Violation", "ValidationReport"]
+__all__ = ["ValidationReport", "Violation", "ViolationCode"]
 
 ViolationCode = Literal[
     "overlap",  # two buffers live at the same time share a byte

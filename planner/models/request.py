@@ -25,6 +25,7 @@ __all__ = [
     "Buffer",
     "Options",
     "PlanRequest",
+    "SyncPolicy",
 ]
 
 MAX_SIZE = 1 << 40  # bytes; anything larger is a mistake, not a kernel
@@ -37,6 +38,7 @@ BLOCK_VARS = {"blockIdx.x": 0, "blockIdx.y": 1, "blockIdx.z": 2}
 MAX_BLOCK = (1024, 1024, 64)  # CUDA's per-dimension block limits; 1024 threads in all
 MAX_GRID = ((1 << 31) - 1, 65535, 65535)
 
+SyncPolicy = Literal["existing", "insert", "none"]
 Point = Annotated[int, Field(ge=0, le=MAX_POINT)]
 Bytes = Annotated[int, Field(ge=1, le=MAX_SIZE)]
 
@@ -166,7 +168,7 @@ class Options(BaseModel):
 
     solver: str = Field(default="auto", min_length=1, max_length=64)
     time_limit: float = Field(default=10.0, gt=0, le=MAX_TIME_LIMIT, allow_inf_nan=False)  # s
-    sync: Literal["existing", "insert", "none"] = "insert"
+    sync: SyncPolicy = "insert"
     overflow: Literal["error", "spill"] = "error"
     barrier_candidates: list[Point] | None = None
     max_new_barriers: int | None = Field(default=None, ge=0, le=MAX_POINT)
@@ -201,7 +203,9 @@ class PlanRequest(BaseModel):
     target: str | None = None
     capacity: int | None = Field(default=None, ge=1, le=MAX_SIZE)  # bytes; None: target's
     alignment: int = Field(default=1, ge=1, le=MAX_ALIGNMENT)  # default per buffer, bytes
-    block: list[Annotated[int, Field(ge=1)]] | None = Field(default=None, min_length=1, max_length=3)
+    block: list[Annotated[int, Field(ge=1)]] | None = Field(
+        default=None, min_length=1, max_length=3
+    )
     grid: list[Annotated[int, Field(ge=1)]] | None = Field(default=None, min_length=1, max_length=3)
     barriers: list[Point] = Field(default_factory=list)
     buffers: list[Buffer] = Field(default_factory=list)

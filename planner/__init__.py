@@ -1,0 +1,23 @@
+"""alloc-planner: plans where every temporary buffer of a GPU kernel lives in shared memory.
+
+>>> import planner
+>>> p = planner.plan({"buffers": [{"id": "a", "size": 64, "start": 0, "end": 2}]})
+>>> p.arena_bytes
+64
+"""
+
+from planner.errors import FormatError, InternalError, PlannerError, RequestError
+from planner.models import Plan, PlanRequest, ValidationReport
+from planner.pipeline import plan, validate
+
+__all__ = [
+    "FormatError",
+    "InternalError",
+    "Plan",
+    "PlanRequest",
+    "PlannerError",
+    "RequestError",
+    "ValidationReport",
+    "plan",
+    "validate",
+]

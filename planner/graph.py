@@ -1,0 +1,240 @@
+"""The interference graph: which buffers may never share a byte, and the lower bound.
+
+Two buffers conflict when their *occupied* intervals intersect. The occupied interval is the
+lifetime ``[start, end)`` extended, under a sync policy, until the first barrier at or after
+``end`` (barrier-extended: without a thread-local exemption a buffer stays occupied until the
+next barrier after its last access, DESIGN section 2):
+
+- ``"none"``: no extension; the caller synchronizes.
+- ``"existing"``: extended to the next barrier of the request.
+- ``"insert"``: extended to the next barrier or barrier candidate (all points by default,
+  so no extension); sharings no candidate can protect stay conflicts.
+
+Occupied intervals form an interval graph, so edges are counted and components found by
+sorting, and neighbour lists are built by one sweep, never by testing all pairs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from planner._jit import njit
+from planner.models import PlanRequest
+from planner.models.request import SyncPolicy
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+__all__ = ["InterferenceGraph", "LowerBound", "build_graph", "count_overlaps", "sync_barriers"]
+
+I64 = npt.NDArray[np.int64]
+
+
+def sync_barriers(request: PlanRequest, sync: SyncPolicy | None = None) -> list[int] | None:
+    """Points that end an occupied interval under a policy (default: the request's).
+
+    None means no extension at all.
+    """
+    opts = request.options
+    sync = opts.sync if sync is None else sync
+    existing = sorted(set(request.barriers))
+    if sync == "none":
+        return None
+    if sync == "existing" or opts.max_new_barriers == 0:
+        return existing
+    if opts.barrier_candidates is None:
+        return None
+    return sorted(set(existing) | set(opts.barrier_candidates))
+
+
+def extend_to_barriers(end: I64, barriers: list[int] | None, horizon: int) -> I64:
+    """Each end moved to the first barrier at or after it; past the last barrier: horizon."""
+    if barriers is None:
+        return end.copy()
+    points = np.asarray(barriers, dtype=np.int64)
+    k = np.searchsorted(points, end, side="left")
+    extended = np.full_like(end, horizon)
+    inside = k < points.size
+    extended[inside] = points[k[inside]]
+    return np.maximum(extended, end)
+
+
+def count_overlaps(start: I64, end: I64) -> int:
+    """Pairs of half-open intervals that intersect, in O(n log n)."""
+    n = int(start.size)
+    # An unordered pair is disjoint iff one ends at or before the other starts.
+    disjoint = int(np.searchsorted(np.sort(end), start, side="right").sum())
+    return n * (n - 1) // 2 - disjoint
+
+
+@dataclass(frozen=True)
+class LowerBound:
+    """Most bytes occupied at one point: no plan fits in fewer. ``point`` is where."""
+
+    bytes: int
+    point: int | None
+    buffers: list[int]  # indices of the buffers occupied at ``point``
+
+
+@dataclass(frozen=True)
+class InterferenceGraph:
+    """Buffers as arrays (request order) with their occupied intervals."""
+
+    ids: list[str]
+    start: I64  # program point, inclusive
+    end: I64  # program point, exclusive (the lifetime)
+    occupied_end: I64  # program point, exclusive (barrier-extended)
+    size: I64  # bytes
+    alignment: I64  # bytes, power of two
+    pinned: I64  # bytes, -1 where free
+
+    @property
+    def n(self) -> int:
+        return len(self.ids)
+
+    @cached_property
+    def live_edges(self) -> int:
+        """Pairs live at the same time (raw lifetimes)."""
+        return count_overlaps(self.start, self.end)
+
+    @cached_property
+    def conflict_edges(self) -> int:
+        """Pairs that may not share bytes under the policy (occupied intervals)."""
+        return count_overlaps(self.start, self.occupied_end)
+
+    @property
+    def hazard_edges(self) -> int:
+        """Sequential pairs that conflict only through a missing barrier."""
+        return self.conflict_edges - self.live_edges
+
+    @cached_property
+    def by_start(self) -> I64:
+        """Buffer indices sorted by start, ties by index."""
+        return np.argsort(self.start, kind="stable").astype(np.int64)
+
+    @cached_property
+    def component(self) -> I64:
+        """Connected component of each buffer, numbered in start order."""
+        order = self.by_start
+        ends = self.occupied_end[order]
+        reach = np.maximum.accumulate(ends) if ends.size else ends
+        breaks = np.zeros(order.size, dtype=np.int64)
+        breaks[1:] = self.start[order][1:] >= reach[:-1]
+        labels = np.empty_like(order)
+        labels[order] = np.cumsum(breaks)
+        return labels
+
+    @property
+    def components(self) -> int:
+        return int(self.component.max()) + 1 if self.n else 0
+
+    @cached_property
+    def lower_bound(self) -> LowerBound:
+        """Peak occupied bytes, by a sweep over interval ends and starts."""
+        if self.n == 0:
+            return LowerBound(0, None, [])
+        points = np.concatenate([self.occupied_end, self.start])
+        deltas = np.concatenate([-self.size, self.size])
+        # Half-open: at equal points ends (negative deltas) come first.
+        order = np.lexsort((deltas, points))
+        live = np.cumsum(deltas[order])
+        k = int(np.argmax(live))
+        point = int(points[order][k])
+        occupied = np.flatnonzero((self.start <= point) & (self.occupied_end > point))
+        return LowerBound(int(live[k]), point, [int(i) for i in occupied])
+
+    @cached_property
+    def neighbours(self) -> tuple[I64, I64, I64, I64]:
+        """Sweep-built adjacency: ``(pos, hi, back_ptr, back)``.
+
+        In start order, the buffers after position ``p`` that conflict with it are exactly
+        positions ``p+1 .. hi[p]-1`` (contiguous); the ones before it are listed in
+        ``back[back_ptr[p]:back_ptr[p+1]]``. ``pos[i]`` is buffer ``i``'s position.
+        """
+        order = self.by_start
+        starts = self.start[order]
+        hi = np.searchsorted(starts, self.occupied_end[order], side="left").astype(np.int64)
+        back_ptr, back = _backward_lists(hi)
+        pos = np.empty_like(order)
+        pos[order] = np.arange(order.size, dtype=np.int64)
+        return pos, hi, back_ptr, back
+
+    @cached_property
+    def degree(self) -> I64:
+        """Conflict degree of each buffer."""
+        pos, hi, back_ptr, _ = self.neighbours
+        p = np.arange(self.n, dtype=np.int64)
+        by_pos = (hi - p - 1) + (back_ptr[1:] - back_ptr[:-1])
+        result: I64 = by_pos[pos]
+        return result
+
+    def edges(self) -> list[tuple[int, int]]:
+        """Every conflicting pair ``(i, j)`` with ``i < j``, in a deterministic order."""
+        _, hi, _, _ = self.neighbours
+        order = self.by_start
+        pairs: list[tuple[int, int]] = []
+        for p in range(self.n):
+            a = int(order[p])
+            for q in range(p + 1, int(hi[p])):
+                b = int(order[q])
+                pairs.append((a, b) if a < b else (b, a))
+        return sorted(pairs)
+
+    def to_networkx(self) -> nx.Graph:
+        """The graph with node attributes and edge ``kind`` "live" or "hazard"."""
+        import networkx as nx
+
+        g = nx.Graph()
+        for i, ident in enumerate(self.ids):
+            g.add_node(
+                ident,
+                size=int(self.size[i]),
+                start=int(self.start[i]),
+                end=int(self.end[i]),
+                occupied_end=int(self.occupied_end[i]),
+            )
+        for a, b in self.edges():
+            live = self.start[a] < self.end[b] and self.start[b] < self.end[a]
+            g.add_edge(self.ids[a], self.ids[b], kind="live" if live else "hazard")
+        return g
+
+
+@njit
+def _backward_lists(hi: I64) -> tuple[I64, I64]:
+    n = hi.shape[0]
+    count = np.zeros(n + 1, dtype=np.int64)
+    for q in range(n):
+        for p in range(q + 1, hi[q]):
+            count[p + 1] += 1
+    ptr = np.cumsum(count)
+    back = np.empty(ptr[n], dtype=np.int64)
+    fill = ptr[:-1].copy()
+    for q in range(n):
+        for p in range(q + 1, hi[q]):
+            back[fill[p]] = q
+            fill[p] += 1
+    return ptr, back
+
+
+def build_graph(request: PlanRequest, sync: SyncPolicy | None = None) -> InterferenceGraph:
+    """Arrays and occupied intervals of the request's buffers under a sync policy."""
+    bufs = request.buffers
+    n = len(bufs)
+    start = np.fromiter((b.start for b in bufs), dtype=np.int64, count=n)
+    end = np.fromiter((b.end for b in bufs), dtype=np.int64, count=n)
+    return InterferenceGraph(
+        ids=[b.id for b in bufs],
+        start=start,
+        end=end,
+        occupied_end=extend_to_barriers(end, sync_barriers(request, sync), request.horizon),
+        size=np.fromiter((b.size for b in bufs), dtype=np.int64, count=n),
+        alignment=np.fromiter((request.alignment_of(b) for b in bufs), dtype=np.int64, count=n),
+        pinned=np.fromiter(
+            (-1 if b.offset is None else b.offset for b in bufs), dtype=np.int64, count=n
+        ),
+    )

@@ -1,0 +1,63 @@
+"""Reading requests and plans from JSON, with errors that name the field and the value."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from pydantic import ValidationError
+
+from planner.errors import FormatError, RequestError
+from planner.models import DEFAULT_MAX_BUFFERS, Plan, PlanRequest
+
+__all__ = ["canonical_json", "parse_plan", "parse_request", "request_sha256"]
+
+
+def parse_request(
+    data: PlanRequest | dict[str, Any] | str | bytes, *, max_buffers: int = DEFAULT_MAX_BUFFERS
+) -> PlanRequest:
+    """A validated request from a model, a dict or JSON text; raises RequestError."""
+    if isinstance(data, PlanRequest):
+        return data
+    context = {"max_buffers": max_buffers}
+    try:
+        if isinstance(data, str | bytes):
+            return PlanRequest.model_validate_json(data, context=context)
+        return PlanRequest.model_validate(data, context=context)
+    except ValidationError as exc:
+        raise _as_request_error(exc) from None
+
+
+def parse_plan(data: Plan | dict[str, Any] | str | bytes) -> Plan:
+    """A plan from a model, a dict or JSON text; raises RequestError with loc under 'plan'."""
+    if isinstance(data, Plan):
+        return data
+    try:
+        if isinstance(data, str | bytes):
+            return Plan.model_validate_json(data)
+        return Plan.model_validate(data)
+    except ValidationError as exc:
+        raise _as_request_error(exc, ("plan",)) from None
+
+
+def _as_request_error(exc: ValidationError, prefix: tuple[str | int, ...] = ()) -> RequestError:
+    errors = exc.errors(include_url=False)
+    if errors and errors[0]["type"] == "json_invalid":
+        msg = errors[0].get("ctx", {}).get("error", errors[0]["msg"])
+        return FormatError(
+            [{"loc": [*prefix], "msg": f"malformed JSON: {msg}", "type": "json_invalid"}]
+        )
+    return RequestError.from_validation(exc, prefix)
+
+
+def canonical_json(request: PlanRequest) -> bytes:
+    """The request with defaults filled, keys sorted, no whitespace: what the hash covers."""
+    return json.dumps(
+        request.model_dump(mode="json"), sort_keys=True, separators=(",", ":")
+    ).encode()
+
+
+def request_sha256(request: PlanRequest) -> str:
+    """Hex SHA-256 of the canonical request: equal requests plan to equal plans."""
+    return hashlib.sha256(canonical_json(request)).hexdigest()

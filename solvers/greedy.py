@@ -1,0 +1,214 @@
+"""Greedy portfolio: orderings crossed with placement rules, registered by name.
+
+A heuristic is ``"<ordering>/<placement>"``:
+
+- ``"size/best-fit"`` and the like: visit buffers in the order the ordering gives (pinned
+  buffers always first, at their offsets) and put each into the lowest (first fit) or
+  tightest (best fit) gap among the placed buffers it conflicts with;
+- ``"length/skyline"``, ``"size/skyline"``, ``"area/skyline"``: build the arena bottom-up on
+  its skyline (``solvers._skyline``), the named key choosing among the buffers that fit;
+- ``"random/skyline"``: the best of ``SKYLINE_RUNS`` skyline runs with seeded random weights.
+
+Skyline heuristics apply to requests with no pinned buffer and at most
+``SKYLINE_MAX_BUFFERS`` buffers (their cost grows with buffers x time points). The portfolio
+runs every applicable heuristic and keeps the smallest arena; ties go to the earlier name in
+``HEURISTICS``, and every random choice is seeded, so the result is deterministic.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from planner.graph import InterferenceGraph
+from solvers._place import place
+from solvers._skyline import RULES, skyline
+
+__all__ = [
+    "FITS",
+    "HEURISTICS",
+    "ORDERINGS",
+    "GreedyResult",
+    "applicable",
+    "arena_of",
+    "default_heuristics",
+    "portfolio",
+    "run",
+]
+
+I64 = npt.NDArray[np.int64]
+Ordering = Callable[[InterferenceGraph], I64]
+
+
+def _length(g: InterferenceGraph) -> I64:
+    result: I64 = g.occupied_end - g.start
+    return result
+
+
+def _lexsort(*keys: npt.NDArray[np.int64] | npt.NDArray[np.float64]) -> I64:
+    """Indices sorted by ``keys[0]``, then ``keys[1]``..., ties by index (stable)."""
+    return np.lexsort(tuple(reversed(keys))).astype(np.int64)
+
+
+def order_by_size(g: InterferenceGraph) -> I64:
+    """Largest first; then longest occupied interval, then earliest start."""
+    return _lexsort(-g.size, -_length(g), g.start)
+
+
+def order_by_length(g: InterferenceGraph) -> I64:
+    """Longest occupied interval first; then largest."""
+    return _lexsort(-_length(g), -g.size, g.start)
+
+
+def order_by_area(g: InterferenceGraph) -> I64:
+    """Largest bytes x points first (float: the product can pass 2**63)."""
+    area = g.size.astype(np.float64) * _length(g).astype(np.float64)
+    return _lexsort(-area, -g.size, g.start)
+
+
+def order_by_start(g: InterferenceGraph) -> I64:
+    """Earliest start first; then largest."""
+    return _lexsort(g.start, -g.size)
+
+
+def order_by_degree(g: InterferenceGraph) -> I64:
+    """Most conflicts first; then largest."""
+    return _lexsort(-g.degree, -g.size, g.start)
+
+
+ORDERINGS: dict[str, Ordering] = {
+    "size": order_by_size,
+    "length": order_by_length,
+    "area": order_by_area,
+    "start": order_by_start,
+    "degree": order_by_degree,
+}
+FITS: dict[str, bool] = {"best-fit": True, "first-fit": False}  # name -> best fit?
+SKYLINE_MAX_BUFFERS = 2000
+LARGE_INPUT = 20_000  # buffers; above this the portfolio runs LARGE_PORTFOLIO only
+LARGE_PORTFOLIO = ("size/best-fit", "start/first-fit", "area/best-fit", "length/best-fit")
+SKYLINE_RUNS = 256  # random/skyline: seeded runs, cycling rules and noise levels
+SKYLINE_NOISE = (0.05, 0.1, 0.2, 0.4)  # relative spread of the random weights
+SKYLINE_SEED = 20231
+HEURISTICS: list[str] = [
+    *(f"{o}/{f}" for o in ORDERINGS for f in FITS),
+    *(f"{rule}/skyline" for rule in RULES),
+    "random/skyline",
+]
+
+
+@dataclass(frozen=True)
+class GreedyResult:
+    """The winning heuristic's offsets and every heuristic's arena."""
+
+    name: str
+    offsets: I64  # bytes, request order
+    arena_bytes: int
+    tried: list[tuple[str, int]]  # (heuristic, arena bytes), in the order run
+
+
+def arena_of(g: InterferenceGraph, offsets: I64) -> int:
+    """Bytes from the arena base to the end of the highest buffer."""
+    return int((offsets + g.size).max()) if g.n else 0
+
+
+def applicable(g: InterferenceGraph, heuristic: str) -> bool:
+    """Whether the heuristic can plan this graph (skyline: no pins, not too large)."""
+    if heuristic.endswith("/skyline"):
+        return g.n <= SKYLINE_MAX_BUFFERS and not bool((g.pinned >= 0).any())
+    return True
+
+
+def _skyline(g: InterferenceGraph, rule: str) -> I64:
+    if rule != "random":
+        ones = np.ones(g.n, dtype=np.float64)
+        result: I64 = skyline(g.start, g.occupied_end, g.size, g.alignment, RULES[rule], ones)
+        return result
+    rng = np.random.default_rng(SKYLINE_SEED)
+    rules = list(RULES.values())
+    best: I64 | None = None
+    best_arena = 0
+    for k in range(SKYLINE_RUNS):
+        noise = SKYLINE_NOISE[(k // len(rules)) % len(SKYLINE_NOISE)]
+        weight = 1.0 + noise * rng.random(g.n)
+        offsets = skyline(
+            g.start, g.occupied_end, g.size, g.alignment, rules[k % len(rules)], weight
+        )
+        arena = arena_of(g, offsets)
+        if best is None or arena < best_arena:
+            best, best_arena = offsets, arena
+    assert best is not None
+    return best
+
+
+def run(g: InterferenceGraph, heuristic: str) -> I64:
+    """Offsets from one named heuristic."""
+    ordering, fit = heuristic.split("/")
+    if fit == "skyline":
+        return _skyline(g, ordering)
+    order = ORDERINGS[ordering](g)
+    pinned = g.pinned[order] >= 0
+    order = np.concatenate([order[pinned], order[~pinned]])  # pinned first, fixed
+    pos, hi, back_ptr, back = g.neighbours
+    offsets: I64 = place(
+        order,
+        g.size,
+        g.alignment,
+        g.pinned,
+        pos,
+        g.by_start,
+        hi,
+        back_ptr,
+        back,
+        FITS[fit],
+        _index_bits(g),
+    )
+    return offsets
+
+
+def _index_bits(g: InterferenceGraph) -> int:
+    """Bits for a scratch slot in a packed sort key; 0 if offsets might not fit beside it."""
+    bits = max(1, int(g.n).bit_length())
+    highest = int(g.pinned.max(initial=0)) + int(g.size.sum()) + int(g.alignment.max(initial=1))
+    return bits if highest.bit_length() + bits <= 62 else 0
+
+
+def default_heuristics(g: InterferenceGraph) -> list[str]:
+    """Every heuristic, or on very large inputs the ones that win there."""
+    return list(HEURISTICS) if g.n <= LARGE_INPUT else list(LARGE_PORTFOLIO)
+
+
+def portfolio(
+    g: InterferenceGraph, heuristics: list[str] | None = None, bound: int | None = None
+) -> GreedyResult:
+    """Run each heuristic; keep the smallest arena, ties to the earliest listed.
+
+    Stops once a plan meets ``bound`` (a lower bound: nothing can beat it). Heuristics run
+    in parallel (the kernels release the GIL), but the result and ``tried`` are those of
+    running them one by one in order, whatever the number of cores.
+    """
+    wanted = default_heuristics(g) if heuristics is None else heuristics
+    names = [h for h in wanted if applicable(g, h)]
+    best: tuple[int, str, I64] | None = None
+    tried: list[tuple[str, int]] = []
+    workers = max(1, min(len(names), os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for first in range(0, len(names), workers):
+            batch = names[first : first + workers]
+            for name, offsets in zip(batch, pool.map(lambda h: run(g, h), batch), strict=True):
+                arena = arena_of(g, offsets)
+                tried.append((name, arena))
+                if best is None or arena < best[0]:
+                    best = (arena, name, offsets)
+                if bound is not None and arena <= bound:
+                    break
+            if best is not None and bound is not None and best[0] <= bound:
+                break
+    if best is None:
+        raise ValueError(f"none of the heuristics {names} applies to this request")
+    return GreedyResult(best[1], best[2], best[0], tried)

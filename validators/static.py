@@ -1,0 +1,375 @@
+"""The exact static check of a plan against its request (DESIGN sections 2, 3 and 6).
+
+It depends on the data types alone, never on the graph, the solvers or the pipeline, so it is
+an independent check of whatever they produce. A bad plan never raises: every problem becomes
+a ``Violation`` whose message names the buffers and the numbers.
+
+Overlaps and missing barriers come from one sweep over *barrier-extended* lifetimes: a buffer
+occupies its bytes from its start until the first run-time barrier at or after its end. A
+later buffer that starts inside that window and shares a byte is an ``overlap`` while the
+first is still live, and a ``missing_barrier`` after. Every such pair is reported, exactly.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from planner.models import (
+        Placement,
+        Plan,
+        PlanRequest,
+        ValidationReport,
+        Violation,
+        ViolationCode,
+    )
+
+__all__ = ["validate_plan"]
+
+# The report is sorted in this order; the checks run in it too, but for bad_barrier, which
+# runs before the one sweep that finds overlaps and missing barriers.
+_CODES: tuple[ViolationCode, ...] = (
+    "missing_buffer",
+    "unknown_buffer",
+    "duplicate_buffer",
+    "wrong_size",
+    "misaligned",
+    "pinned_moved",
+    "wrong_arena",
+    "over_capacity",
+    "overlap",
+    "bad_barrier",
+    "missing_barrier",
+)
+_CODE_ORDER = {code: rank for rank, code in enumerate(_CODES)}
+_FITTING_STATUSES = ("optimal", "feasible")  # plans that claim to fit the capacity
+_LIST_PREVIEW = 8  # list items shown in a message before "..."
+
+# Where a buffer is during the sweep.
+_OUT, _DISJOINT, _MISPLACED = 0, 1, 2
+
+
+class _Extent(NamedTuple):
+    """One buffer in the shared arena: bytes ``[lo, hi)`` on the points ``[start, end)``."""
+
+    id: str
+    lo: int  # bytes from the arena base
+    hi: int  # bytes, one past the last
+    start: int  # program point
+    end: int  # program point, half-open
+
+
+class _ReportFullError(Exception):
+    """Raised inside the checks once the report holds ``max_violations`` and one more exists."""
+
+
+class _Collector:
+    """Violations found so far, capped at ``limit``."""
+
+    def __init__(self, limit: int, violation: type[Violation]) -> None:
+        self.limit = limit
+        self.violation = violation
+        self.items: list[Violation] = []
+        self.truncated = False
+
+    def add(
+        self,
+        code: ViolationCode,
+        message: str,
+        buffers: Iterable[str] = (),
+        point: int | None = None,
+    ) -> None:
+        if len(self.items) >= self.limit:
+            self.truncated = True
+            raise _ReportFullError
+        self.items.append(
+            self.violation(code=code, message=message, buffers=list(buffers), point=point)
+        )
+
+
+def validate_plan(
+    request: PlanRequest, plan: Plan, *, max_violations: int = 1000
+) -> ValidationReport:
+    """Check ``plan`` against ``request`` and return every violation, up to ``max_violations``.
+
+    ``truncated`` is set when more violations exist than are listed; the checks stop there.
+    The same request and plan always give the same report.
+    """
+    # Imported here: planner/__init__ imports the pipeline, which imports this package, so a
+    # module-level import would make `import validators` on its own a circular import.
+    from planner.models import ValidationReport, Violation
+
+    if max_violations < 0:
+        raise ValueError(f"max_violations must be >= 0, got {max_violations!r}")
+    out = _Collector(max_violations, Violation)
+    try:
+        extents = _check_placements(request, plan, out)
+        _check_arena(request, plan, out)
+        runtime_barriers = _check_barriers(request, plan, out)
+        _sweep(extents, runtime_barriers, out)
+    except _ReportFullError:
+        pass
+    violations = sorted(out.items, key=_sort_key)
+    return ValidationReport(
+        valid=not violations and not out.truncated,
+        violations=violations,
+        truncated=out.truncated,
+    )
+
+
+def _sort_key(v: Violation) -> tuple[int, list[str], int, str]:
+    return (_CODE_ORDER[v.code], v.buffers, -1 if v.point is None else v.point, v.message)
+
+
+def _preview(points: Sequence[int]) -> str:
+    if len(points) <= _LIST_PREVIEW:
+        return str(list(points))
+    head = ", ".join(str(p) for p in points[:_LIST_PREVIEW])
+    return f"[{head}, ...] ({len(points)} in all)"
+
+
+def _check_placements(request: PlanRequest, plan: Plan, out: _Collector) -> list[_Extent]:
+    """Placement set, sizes, alignment and pins; returns the extents the arena checks use.
+
+    A buffer placed twice is checked at its first placement only. Placements in global memory
+    are outside the shared arena and take no part in the arena checks.
+    """
+    known = {b.id for b in request.buffers}
+    first: dict[str, Placement] = {}
+    count: dict[str, int] = {}
+    unknown: dict[str, list[Placement]] = {}
+    for p in plan.placements:
+        if p.id in known:
+            count[p.id] = count.get(p.id, 0) + 1
+            first.setdefault(p.id, p)
+        else:
+            unknown.setdefault(p.id, []).append(p)
+
+    for pid, ps in unknown.items():
+        where = ", ".join(f"offset {p.offset} ({p.size} bytes)" for p in ps[:_LIST_PREVIEW])
+        more = f" and {len(ps) - _LIST_PREVIEW} more" if len(ps) > _LIST_PREVIEW else ""
+        out.add(
+            "unknown_buffer",
+            f"placement {pid!r} at {where}{more} names no buffer of the request",
+            [pid],
+        )
+
+    extents: list[_Extent] = []
+    for b in request.buffers:
+        if b.id not in first:
+            out.add(
+                "missing_buffer",
+                f"buffer {b.id!r} ({b.size} bytes, live [{b.start}, {b.end})) has no placement",
+                [b.id],
+            )
+            continue
+        p = first[b.id]
+        if count[b.id] > 1:
+            out.add(
+                "duplicate_buffer",
+                f"buffer {b.id!r} has {count[b.id]} placements; only the first, at offset "
+                f"{p.offset}, is checked further",
+                [b.id],
+            )
+        if p.size != b.size:
+            out.add(
+                "wrong_size",
+                f"placement of {b.id!r} has size {p.size} bytes; the buffer has {b.size}",
+                [b.id],
+            )
+        align = request.alignment_of(b)
+        if p.offset < 0:
+            out.add("misaligned", f"buffer {b.id!r} has negative offset {p.offset}", [b.id])
+        elif p.offset % align:
+            out.add(
+                "misaligned",
+                f"offset {p.offset} of {b.id!r} is not a multiple of its alignment {align} "
+                f"(remainder {p.offset % align})",
+                [b.id],
+            )
+        if b.offset is not None and (p.offset != b.offset or p.memory != "shared"):
+            where = f"offset {p.offset}" if p.memory == "shared" else f"{p.memory} memory"
+            out.add(
+                "pinned_moved",
+                f"buffer {b.id!r} is pinned at offset {b.offset} but placed at {where}",
+                [b.id],
+            )
+        if p.memory == "shared":
+            # The kernel touches the buffer's own size, whatever the placement claims.
+            extents.append(_Extent(b.id, p.offset, p.offset + b.size, b.start, b.end))
+    return extents
+
+
+def _check_arena(request: PlanRequest, plan: Plan, out: _Collector) -> None:
+    shared = [p for p in plan.placements if p.memory == "shared"]
+    arena = max(0, max((p.offset + p.size for p in shared), default=0))  # bytes
+    if plan.arena_bytes != arena:
+        top = max(shared, key=lambda p: (p.offset + p.size, p.id, p.offset), default=None)
+        why = (
+            f", reached by {top.id!r} at [{top.offset}, {top.offset + top.size})"
+            if top is not None and arena > 0
+            else ""
+        )
+        out.add(
+            "wrong_arena",
+            f"arena_bytes is {plan.arena_bytes} but max(offset + size) over shared placements "
+            f"is {arena}{why}",
+            [top.id] if top is not None and arena > 0 else [],
+        )
+    capacity = request.effective_capacity
+    used = max(arena, plan.arena_bytes)
+    if plan.status in _FITTING_STATUSES and capacity is not None and used > capacity:
+        out.add(
+            "over_capacity",
+            f"plan with status {plan.status!r} uses {used} bytes (arena_bytes "
+            f"{plan.arena_bytes}, placements reach {arena}), over the capacity of {capacity} "
+            f"by {used - capacity}",
+        )
+
+
+def _check_barriers(request: PlanRequest, plan: Plan, out: _Collector) -> list[int]:
+    """The barrier lists against the request and its sync policy; returns the run-time barriers.
+
+    Run-time barriers are the request's plus the inserted ones, and under sync ``"none"`` also
+    the required ones, which the caller guarantees.
+    """
+    existing = sorted(set(request.barriers))
+    inserted = plan.barriers.inserted
+    required = plan.barriers.required
+    options = request.options
+    if plan.barriers.existing != existing:
+        out.add(
+            "bad_barrier",
+            f"barriers.existing is {_preview(plan.barriers.existing)} but the request's "
+            f"barriers are {_preview(existing)}",
+        )
+    if options.sync == "existing" and inserted:
+        out.add(
+            "bad_barrier",
+            f"sync 'existing' allows no new barrier, but {len(inserted)} are inserted: "
+            f"{_preview(inserted)}",
+        )
+    if options.sync == "insert":
+        candidates = None if options.barrier_candidates is None else set(options.barrier_candidates)
+        existing_set = set(existing)
+        seen: set[int] = set()
+        for p in inserted:
+            if p in seen:
+                out.add("bad_barrier", f"inserted barrier at point {p} is listed twice", point=p)
+                continue
+            seen.add(p)
+            if candidates is not None and p not in candidates:
+                out.add(
+                    "bad_barrier",
+                    f"inserted barrier at point {p} is not among options.barrier_candidates",
+                    point=p,
+                )
+            if p in existing_set:
+                out.add(
+                    "bad_barrier",
+                    f"inserted barrier at point {p} is already an existing barrier",
+                    point=p,
+                )
+        cap = options.max_new_barriers
+        if cap is not None and len(seen) > cap:
+            out.add(
+                "bad_barrier",
+                f"{len(seen)} barriers inserted, over options.max_new_barriers = {cap}",
+            )
+    if options.sync in ("existing", "insert"):
+        have = set(existing) | set(inserted)
+        for p in sorted(set(required) - have):
+            out.add(
+                "bad_barrier",
+                f"required barrier at point {p} is neither existing nor inserted",
+                point=p,
+            )
+    runtime = set(existing) | set(inserted)
+    if options.sync == "none":
+        runtime |= set(required)
+    return sorted(runtime)
+
+
+def _sweep(extents: list[_Extent], barriers: list[int], out: _Collector) -> None:
+    """Report every overlapping pair and every reuse not separated by a barrier.
+
+    Buffers enter in order of start (ties by end, then index) and stay until their release,
+    the first barrier at or after their end (never, if there is none). Entered extents that
+    clash with nothing are kept in a disjoint list sorted by offset, where a new extent can
+    only meet one contiguous run found by bisection; one that clashes goes to a small
+    ``misplaced`` list that every later extent is checked against by brute force. So each
+    pair whose barrier-extended lifetimes meet is seen exactly once, by its later buffer.
+    """
+    n = len(extents)
+    releases: list[tuple[int, int]] = []  # (program point, extent index)
+    for i, e in enumerate(extents):
+        k = bisect.bisect_left(barriers, e.end)  # a barrier at e.end already separates
+        if k < len(barriers):
+            releases.append((barriers[k], i))
+    releases.sort()
+    order = sorted(range(n), key=lambda i: (extents[i].start, extents[i].end, i))
+
+    # Invariant: los and his strictly increase together; entry k is [los[k], his[k]).
+    los: list[int] = []
+    his: list[int] = []
+    owners: list[int] = []
+    misplaced: list[int] = []
+    where = [_OUT] * n
+    r = 0
+    for i in order:
+        b = extents[i]
+        # Releases at b.start come first: a barrier at b.start runs before b's accesses.
+        while r < len(releases) and releases[r][0] <= b.start:
+            j = releases[r][1]
+            r += 1
+            if where[j] == _DISJOINT:
+                pos = bisect.bisect_left(los, extents[j].lo)
+                del los[pos], his[pos], owners[pos]
+            elif where[j] == _MISPLACED:
+                misplaced.remove(j)
+            where[j] = _OUT
+        if b.hi <= b.lo:
+            continue  # no byte to share
+        pos = bisect.bisect_right(his, b.lo)
+        stop = pos
+        while stop < len(los) and los[stop] < b.hi:
+            _report(extents[owners[stop]], b, out)
+            stop += 1
+        clash = stop > pos
+        for j in misplaced:
+            a = extents[j]
+            if a.lo < b.hi and b.lo < a.hi:
+                _report(a, b, out)
+                clash = True
+        if clash:
+            misplaced.append(i)
+            where[i] = _MISPLACED
+        else:
+            los.insert(pos, b.lo)
+            his.insert(pos, b.hi)
+            owners.insert(pos, i)
+            where[i] = _DISJOINT
+
+
+def _report(a: _Extent, b: _Extent, out: _Collector) -> None:
+    """``a`` entered the sweep before ``b`` and still holds bytes ``b`` uses at ``b.start``."""
+    lo, hi = max(a.lo, b.lo), min(a.hi, b.hi)  # shared bytes
+    if b.start < a.end:
+        out.add(
+            "overlap",
+            f"{a.id!r} at [{a.lo}, {a.hi}) live [{a.start}, {a.end}) and {b.id!r} at "
+            f"[{b.lo}, {b.hi}) live [{b.start}, {b.end}) share bytes [{lo}, {hi}) while both "
+            f"are live on [{b.start}, {min(a.end, b.end)})",
+            [a.id, b.id],
+            point=b.start,
+        )
+    else:
+        out.add(
+            "missing_barrier",
+            f"{b.id!r} (live from {b.start}) reuses bytes [{lo}, {hi}) of {a.id!r} (live until "
+            f"{a.end}) with no barrier in [{a.end}, {b.start}]",
+            [a.id, b.id],
+            point=b.start,
+        )
