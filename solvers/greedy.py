@@ -81,12 +81,18 @@ def order_by_degree(g: InterferenceGraph) -> I64:
     return _lexsort(-g.degree, -g.size, g.start)
 
 
+def order_by_input(g: InterferenceGraph) -> I64:
+    """The request's own order: with first fit, never above the naive end-to-end layout."""
+    return np.arange(g.n, dtype=np.int64)
+
+
 ORDERINGS: dict[str, Ordering] = {
     "size": order_by_size,
     "length": order_by_length,
     "area": order_by_area,
     "start": order_by_start,
     "degree": order_by_degree,
+    "input": order_by_input,
 }
 FITS: dict[str, bool] = {"best-fit": True, "first-fit": False}  # name -> best fit?
 SKYLINE_MAX_BUFFERS = 2000

@@ -1,0 +1,239 @@
+"""``planner bench``: plan a suite of instances, check each plan, and tabulate the results.
+
+For every instance: buffers, lower bound, arena, gap, status, winning method and the best
+wall time over several runs, each plan checked by the static validator. The process's peak
+memory closes the report; a plan holds no timings, so this is where they are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from pydantic import ValidationError
+
+import planner
+from planner.csvio import load_request, with_overrides
+from planner.errors import RequestError
+from planner.generate import random_request
+from planner.models import DEFAULT_MAX_BUFFERS, Options, PlanRequest
+
+__all__ = [
+    "BenchRow",
+    "Instance",
+    "bench",
+    "expand_paths",
+    "format_json",
+    "format_table",
+    "load_instance",
+    "peak_memory_bytes",
+    "random_instance",
+    "run_instance",
+    "summary",
+]
+
+FILE_REPEAT = 3  # runs per file instance; the best time is reported
+RANDOM_REPEAT = 1  # random instances are large: one run each
+_SUFFIXES = (".csv", ".json")
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One request to plan, its name in the table and how often to time it."""
+
+    name: str
+    request: PlanRequest
+    repeat: int
+
+
+@dataclass(frozen=True)
+class BenchRow:
+    """One line of the table."""
+
+    instance: str
+    buffers: int
+    lower_bound: int  # bytes
+    arena_bytes: int
+    gap: float  # (arena - lower bound) / lower bound
+    status: str
+    winner: str  # the method that produced the plan, e.g. "greedy:size/best-fit"
+    time_ms: float  # best wall time of planner.plan over the runs
+    valid: bool  # planner.validate accepts the plan
+    violations: int
+
+    @property
+    def ok(self) -> bool:
+        """Planned within capacity and checked."""
+        return self.valid and self.status in ("optimal", "feasible")
+
+
+def expand_paths(paths: Iterable[str]) -> list[str]:
+    """Files as given; a directory stands for its ``*.csv`` and ``*.json`` files, sorted."""
+    out: list[str] = []
+    for path in paths:
+        p = Path(path)
+        if p.is_dir():
+            out.extend(str(f) for f in sorted(p.iterdir()) if f.suffix.lower() in _SUFFIXES)
+        else:
+            out.append(path)
+    return out
+
+
+def load_instance(
+    path: str,
+    *,
+    capacity: int | None = None,
+    solver: str | None = None,
+    time_limit: float | None = None,
+    repeat: int | None = None,
+) -> Instance:
+    """A JSON or CSV file as an instance, with the overrides applied; raises FormatError or
+    RequestError for a bad file."""
+    request = load_request(path, capacity=capacity)
+    request = with_overrides(request, solver=solver, time_limit=time_limit)
+    name = "stdin" if path == "-" else Path(path).name
+    return Instance(name, request, repeat or FILE_REPEAT)
+
+
+def random_instance(
+    n: int,
+    *,
+    overlap: float = 0.01,
+    seed: int = 0,
+    capacity: int | None = None,
+    solver: str | None = None,
+    time_limit: float | None = None,
+    repeat: int | None = None,
+) -> Instance:
+    """A synthetic instance of ``n`` buffers (plain DSA, ``sync = "none"``)."""
+    request = random_request(n, overlap=overlap, seed=seed, capacity=capacity)
+    update = {k: v for k, v in (("solver", solver), ("time_limit", time_limit)) if v is not None}
+    if update:
+        # Only the options are checked again: the generated buffers are valid already.
+        try:
+            options = Options.model_validate({**request.options.model_dump(), **update})
+        except ValidationError as exc:
+            raise RequestError.from_validation(exc, ("options",)) from None
+        request = request.model_copy(update={"options": options})
+    return Instance(f"random-{n}", request, repeat or RANDOM_REPEAT)
+
+
+def run_instance(instance: Instance) -> BenchRow:
+    """Plan the instance ``repeat`` times (keeping the best time) and validate the plan."""
+    n = len(instance.request.buffers)
+    best = float("inf")
+    plan = None
+    for _ in range(max(1, instance.repeat)):
+        t0 = time.perf_counter()
+        plan = planner.plan(instance.request, max_buffers=max(n, DEFAULT_MAX_BUFFERS))
+        best = min(best, time.perf_counter() - t0)
+    assert plan is not None
+    report = planner.validate(instance.request, plan)
+    return BenchRow(
+        instance=instance.name,
+        buffers=n,
+        lower_bound=plan.lower_bound,
+        arena_bytes=plan.arena_bytes,
+        gap=plan.solver.gap,
+        status=plan.status,
+        winner=plan.solver.name,
+        time_ms=best * 1000.0,
+        valid=report.valid,
+        violations=len(report.violations),
+    )
+
+
+def peak_memory_bytes() -> int:
+    """Peak resident memory of this process (ru_maxrss: KiB on Linux, bytes on macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) if sys.platform == "darwin" else int(peak) * 1024
+
+
+_COLUMNS = (
+    ("instance", "<"),
+    ("buffers", ">"),
+    ("lower bound", ">"),
+    ("arena", ">"),
+    ("gap %", ">"),
+    ("status", "<"),
+    ("winner", "<"),
+    ("time ms", ">"),
+    ("valid", "<"),
+)
+
+
+def _cells(row: BenchRow) -> list[str]:
+    return [
+        row.instance,
+        str(row.buffers),
+        str(row.lower_bound),
+        str(row.arena_bytes),
+        f"{row.gap * 100:.2f}",
+        row.status,
+        row.winner,
+        f"{row.time_ms:.1f}",
+        "yes" if row.valid else f"NO ({row.violations})",
+    ]
+
+
+def format_table(rows: Sequence[BenchRow]) -> str:
+    """A fixed-width table, one line per instance, under a header."""
+    body = [_cells(r) for r in rows]
+    widths = [max([len(name), *(len(c[k]) for c in body)]) for k, (name, _) in enumerate(_COLUMNS)]
+    lines = []
+    for cells in [[name for name, _ in _COLUMNS], *body]:
+        parts = [
+            f"{cell:{align}{width}}"
+            for cell, (_, align), width in zip(cells, _COLUMNS, widths, strict=True)
+        ]
+        lines.append("  ".join(parts).rstrip())
+    return "\n".join(lines)
+
+
+def _summary_data(rows: Sequence[BenchRow]) -> dict[str, Any]:
+    gaps = [r.gap for r in rows if r.status != "infeasible"]  # unknown: best plan found
+    return {
+        "instances": len(rows),
+        "planned": sum(r.ok for r in rows),
+        "invalid": sum(not r.valid for r in rows),
+        "mean_gap": sum(gaps) / len(gaps) if gaps else 0.0,
+        "max_time_ms": max((r.time_ms for r in rows), default=0.0),
+        "peak_memory_bytes": peak_memory_bytes(),
+    }
+
+
+def summary(rows: Sequence[BenchRow]) -> str:
+    """One line: instances planned, mean gap, max time and the process's peak memory."""
+    s = _summary_data(rows)
+    invalid = f", {s['invalid']} INVALID" if s["invalid"] else ""
+    return (
+        f"{s['planned']}/{s['instances']} planned{invalid}, mean gap {s['mean_gap'] * 100:.2f} %, "
+        f"max time {s['max_time_ms']:.1f} ms, peak memory {s['peak_memory_bytes'] / 2**20:.1f} MiB"
+    )
+
+
+def format_json(rows: Sequence[BenchRow]) -> str:
+    """``{"rows": [...], "summary": {...}}``: the table's numbers, unrounded."""
+    data = {"rows": [asdict(r) for r in rows], "summary": _summary_data(rows)}
+    return json.dumps(data, indent=2)
+
+
+def bench(
+    instances: Sequence[Instance], *, as_json: bool = False, out: TextIO | None = None
+) -> int:
+    """Run every instance and print the table (or JSON); 0 if every plan fits and checks out,
+    1 if any is infeasible, unknown or invalid."""
+    stream = out if out is not None else sys.stdout
+    rows = [run_instance(instance) for instance in instances]
+    if as_json:
+        print(format_json(rows), file=stream)
+    else:
+        print(format_table(rows), file=stream)
+        print(summary(rows), file=stream)
+    return 0 if all(r.ok for r in rows) else 1

@@ -1,0 +1,377 @@
+"""The ``planner`` command: plan, validate, convert, bench and serve.
+
+Exit codes: 0 planned (optimal or feasible) or valid; 1 infeasible, unknown or an invalid
+plan; 2 bad input (a missing or malformed file, a bad request, a bad flag value), reported
+as one line ``planner: error: <field>: <message>`` on stderr; 130 on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import NoReturn
+
+import planner
+from planner import bench as bench_mod
+from planner.csvio import csv_losses, load_request, with_overrides, write_csv
+from planner.errors import FormatError, InternalError, RequestError
+from planner.io import parse_plan
+from planner.models import Plan
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1  # infeasible, unknown, or an invalid plan
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+_SERVER_EXTRA = "pip install 'alloc-planner[server]'"
+
+
+class _UsageError(Exception):
+    """A bad flag value or combination found after argparse; exits 2 with one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr like every other bad input."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"planner: error: {message} (see '{self.prog} --help')\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be in [0, 65535], got {value}")
+    return value
+
+
+def _overlap(text: str) -> float:
+    value = _positive_float(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
+    return value
+
+
+def _parser() -> _Parser:
+    parser = _Parser(
+        prog="planner",
+        description="Plan the shared-memory offsets of a GPU kernel's temporary buffers.",
+        epilog="Exit codes: 0 planned or valid; 1 infeasible, unknown or invalid; 2 bad input.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("plan", help="plan a request (JSON or MiniMalloc CSV)")
+    p.add_argument("request", metavar="REQUEST", help="request .json or .csv file; - for stdin")
+    _add_capacity(p)
+    p.add_argument("--solver", metavar="NAME", help="auto, greedy, exact, or one heuristic")
+    p.add_argument("--sync", choices=["existing", "insert", "none"], help="sync policy")
+    p.add_argument("--time-limit", type=_positive_float, metavar="S", help="seconds")
+    p.add_argument("-o", "--output", metavar="OUT", help="write the plan here (default stdout)")
+
+    v = sub.add_parser("validate", help="check a plan against its request")
+    v.add_argument("request", metavar="REQUEST", help="request .json or .csv file")
+    v.add_argument("plan", metavar="PLAN", help="plan .json file")
+
+    c = sub.add_parser("convert", help="MiniMalloc CSV to JSON request, or JSON to CSV")
+    c.add_argument("input", metavar="IN", help=".csv or .json; - for stdin")
+    c.add_argument("output", metavar="OUT", help=".csv or .json; - for stdout (as JSON)")
+    c.add_argument("--plan", metavar="PLAN", help="plan .json whose offsets fill the CSV")
+    _add_capacity(c)
+
+    s = sub.add_parser("serve", help="start the HTTP service")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=_port, default=8000)
+
+    b = sub.add_parser("bench", help="plan a suite and tabulate arena, bound and time")
+    b.add_argument("paths", nargs="*", metavar="PATH", help=".csv/.json files or directories")
+    _add_capacity(b)
+    b.add_argument("--solver", metavar="NAME", help="auto, greedy, exact, or one heuristic")
+    b.add_argument("--time-limit", type=_positive_float, metavar="S", help="seconds")
+    b.add_argument(
+        "--random",
+        type=_positive_int,
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="N",
+        help="also plan a synthetic instance of N buffers",
+    )
+    b.add_argument(
+        "--overlap", type=_overlap, default=0.01, help="fraction of buffers each one overlaps"
+    )
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument(
+        "--repeat",
+        type=_positive_int,
+        metavar="K",
+        help=f"runs per instance, best time kept (default {bench_mod.FILE_REPEAT} for files, "
+        f"{bench_mod.RANDOM_REPEAT} for random)",
+    )
+    b.add_argument("--json", action="store_true", help="print the rows as JSON")
+    return parser
+
+
+def _add_capacity(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--capacity", type=_positive_int, metavar="N", help="bytes; replaces the request's"
+    )
+
+
+def _describe(exc: RequestError, source: str | None, *, always: bool = False) -> str:
+    """``<field>: <message>``: the dotted loc of a model error, else the file at fault
+    (``always``: the file, then the loc)."""
+    first = exc.errors[0] if exc.errors else {"loc": [], "msg": str(exc)}
+    loc = ".".join(str(part) for part in first.get("loc", ()))
+    msg = str(first.get("msg", "invalid"))
+    more = len(exc.errors) - 1
+    tail = f" (and {more} more error{'s' if more > 1 else ''})" if more > 0 else ""
+    if isinstance(exc, FormatError) or not loc:
+        field = source or "input"
+        if loc:
+            msg = f"{loc}: {msg}"
+    else:
+        field = f"{source}: {loc}" if always and source else loc
+        value = first.get("input")
+        if isinstance(value, int | float | str) and not isinstance(value, bool):
+            shown = repr(value)
+            if (shown if isinstance(value, str) else str(value)) not in msg:
+                msg += f", got {shown}"  # pydantic's own messages leave the value out
+    return f"{field}: {msg}{tail}"
+
+
+def _fail(message: str) -> int:
+    print(f"planner: error: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _label(path: str) -> str:
+    return "stdin" if path == "-" else path
+
+
+def _write(path: str | None, text: str) -> None:
+    if path is None or path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise _UsageError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _read_plan(path: str) -> Plan:
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise _UsageError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _UsageError(f"{path}: cannot read: {exc}") from None
+    try:
+        return parse_plan(text)
+    except RequestError as exc:
+        raise _UsageError(_describe(exc, path)) from None
+
+
+def _summary(plan: Plan, seconds: float) -> str:
+    line = (
+        f"{plan.name}: {plan.status}, arena {plan.arena_bytes} B, "
+        f"lower bound {plan.lower_bound} B, gap {plan.solver.gap * 100:.2f} %, "
+        f"winner {plan.solver.name}, {seconds * 1000:.1f} ms"
+    )
+    cert = plan.certificate
+    if plan.status == "unknown" and plan.capacity is not None:
+        over = plan.arena_bytes - plan.capacity
+        line += f"; best plan is {over} B over capacity {plan.capacity} B"
+    if cert is not None:
+        at = f" at point {cert.point}" if cert.point is not None else ""
+        line += f"; {cert.live_bytes} B live{at} > capacity {cert.capacity} B"
+    return line
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    source = _label(args.request)
+    try:
+        request = load_request(args.request, capacity=args.capacity)
+        request = with_overrides(
+            request, solver=args.solver, sync=args.sync, time_limit=args.time_limit
+        )
+        t0 = time.perf_counter()
+        plan = planner.plan(request)
+        seconds = time.perf_counter() - t0
+    except RequestError as exc:
+        return _fail(_describe(exc, source))
+    _write(args.output, plan.model_dump_json(indent=2) + "\n")
+    print(_summary(plan, seconds), file=sys.stderr)
+    return EXIT_OK if plan.status in ("optimal", "feasible") else EXIT_FAILED
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    if args.request == "-" and args.plan == "-":
+        raise _UsageError("REQUEST and PLAN cannot both be read from stdin")
+    try:
+        request = load_request(args.request)
+    except RequestError as exc:
+        return _fail(_describe(exc, _label(args.request)))
+    plan = _read_plan(args.plan)
+    report = planner.validate(request, plan)
+    for v in report.violations:
+        where = f" at point {v.point}" if v.point is not None else ""
+        print(f"{v.code}{where}: {v.message}")
+    if report.valid:
+        print(
+            f"valid: {len(plan.placements)} placements of {request.name!r}, "
+            f"arena {plan.arena_bytes} B"
+        )
+        return EXIT_OK
+    more = " (list truncated)" if report.truncated else ""
+    n = len(report.violations)
+    print(f"invalid: {n} violation{'s' if n != 1 else ''}{more}")
+    return EXIT_FAILED
+
+
+def _kind(path: str, role: str) -> str:
+    if path == "-":
+        return "json"
+    suffix = Path(path).suffix.lower()
+    if suffix not in (".csv", ".json"):
+        raise _UsageError(f"{role} {path}: cannot tell the format; name it .csv or .json")
+    return suffix[1:]
+
+
+def _cmd_convert(args: argparse.Namespace) -> int:
+    _kind(args.input, "IN")
+    out_kind = _kind(args.output, "OUT")
+    if args.plan is not None and out_kind != "csv":
+        raise _UsageError("--plan: offsets go into a CSV; name OUT .csv")
+    try:
+        request = load_request(args.input, capacity=args.capacity)
+    except RequestError as exc:
+        return _fail(_describe(exc, _label(args.input)))
+    if out_kind == "json":
+        _write(args.output, request.model_dump_json(indent=2, exclude_defaults=True) + "\n")
+        return EXIT_OK
+    plan = _read_plan(args.plan) if args.plan is not None else None
+    try:
+        text = write_csv(request, plan)
+    except RequestError as exc:
+        return _fail(_describe(exc, args.plan))
+    losses = csv_losses(request)
+    if losses:
+        print(f"planner: warning: the CSV drops {', '.join(losses)}", file=sys.stderr)
+    _write(args.output, text)
+    return EXIT_OK
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        import api
+    except ModuleNotFoundError as exc:
+        missing = exc.name or "a dependency"
+        return _fail(f"serve: {missing} is not installed; {_SERVER_EXTRA}")
+    serve = getattr(api, "serve", None)
+    if serve is None:
+        return _fail("serve: this installation's api package has no serve()")
+    serve(args.host, args.port)
+    return EXIT_OK
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    if not args.paths and not args.random:
+        raise _UsageError("bench: give at least one PATH or --random N")
+    instances: list[bench_mod.Instance] = []
+    for path in bench_mod.expand_paths(args.paths):
+        try:
+            instances.append(
+                bench_mod.load_instance(
+                    path,
+                    capacity=args.capacity,
+                    solver=args.solver,
+                    time_limit=args.time_limit,
+                    repeat=args.repeat,
+                )
+            )
+        except RequestError as exc:
+            return _fail(_describe(exc, _label(path), always=True))
+    for n in args.random:
+        try:
+            instances.append(
+                bench_mod.random_instance(
+                    n,
+                    overlap=args.overlap,
+                    seed=args.seed,
+                    capacity=args.capacity,
+                    solver=args.solver,
+                    time_limit=args.time_limit,
+                    repeat=args.repeat,
+                )
+            )
+        except RequestError as exc:
+            return _fail(_describe(exc, f"random-{n}"))
+    try:
+        return bench_mod.bench(instances, as_json=args.json)
+    except RequestError as exc:  # e.g. an unknown --solver, found when planning
+        return _fail(_describe(exc, None))
+
+
+_COMMANDS = {
+    "plan": _cmd_plan,
+    "validate": _cmd_validate,
+    "convert": _cmd_convert,
+    "serve": _cmd_serve,
+    "bench": _cmd_bench,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    try:
+        try:
+            args = _parser().parse_args(argv)
+        except SystemExit as exc:  # --help, or a usage error already reported
+            if exc.code is None or isinstance(exc.code, int):
+                return exc.code or EXIT_OK
+            return EXIT_BAD_INPUT
+        return _COMMANDS[args.command](args)
+    except _UsageError as exc:
+        return _fail(str(exc))
+    except InternalError as exc:
+        print(f"planner: internal error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (| head): say nothing, like other Unix tools, and keep the
+        # interpreter's final flush of stdout from failing again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

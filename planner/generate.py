@@ -1,0 +1,79 @@
+"""Synthetic requests for benchmarks and property tests: random lifetimes and sizes.
+
+Starts are uniform over ``T = 10 * n`` program points. Two intervals of length ``L`` whose
+starts are uniform over ``T`` intersect with probability about ``2L / T``, so a mean
+lifetime length of ``L = overlap * T / 2`` makes each buffer overlap about ``overlap`` of
+the others. Lengths are uniform in ``[1, 2L - 1]`` (mean ``L``) so that orderings by length
+have something to sort. Sizes are log-uniform between 16 and 65536 bytes, rounded up to 16.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from planner.io import parse_request
+from planner.models import Buffer, PlanRequest
+
+__all__ = ["MAX_BYTES", "MIN_BYTES", "random_request"]
+
+MIN_BYTES = 16
+MAX_BYTES = 65536
+_GRANULE = 16  # bytes; sizes are rounded up to a multiple of this
+_SET = {"id", "size", "start", "end"}  # fields given, as if validated from a dict
+
+
+def random_request(
+    n: int,
+    *,
+    overlap: float = 0.01,
+    seed: int = 0,
+    alignment: int = 16,
+    capacity: int | None = None,
+    sync: str = "none",
+) -> PlanRequest:
+    """``n`` buffers named ``b0..b{n-1}``; the same arguments give the same request.
+
+    Raises ValueError for a negative ``n`` or an overlap outside ``(0, 1]``, and RequestError
+    for a bad ``alignment``, ``capacity`` or ``sync``.
+    """
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    if not 0.0 < overlap <= 1.0:
+        raise ValueError(f"overlap must be in (0, 1], got {overlap}")
+    rng = np.random.default_rng(seed)
+    horizon = 10 * max(n, 1)  # program points
+    mean_length = max(1.0, overlap * horizon / 2)
+    start = rng.integers(0, horizon, size=n, dtype=np.int64)
+    top = max(1, round(2 * mean_length - 1))
+    length = rng.integers(1, top, size=n, dtype=np.int64, endpoint=True)
+    raw = np.exp(rng.uniform(math.log(MIN_BYTES), math.log(MAX_BYTES), size=n))
+    size = np.minimum(np.ceil(raw / _GRANULE).astype(np.int64) * _GRANULE, MAX_BYTES)
+    # Top-level fields are validated; the buffers are valid by construction (sizes >= 16,
+    # end > start >= 0), and constructing them unvalidated is ~3x faster for 100 000. Every
+    # field is passed: pydantic's default_factory lookup would cost more than validation.
+    request = parse_request(
+        {
+            "name": f"random-{n}-overlap{overlap:g}-seed{seed}",
+            "capacity": capacity,
+            "alignment": alignment,
+            "options": {"sync": sync},
+        }
+    )
+    buffers = [
+        Buffer.model_construct(
+            set(_SET),
+            id=f"b{i}",
+            size=s,
+            start=lo,
+            end=lo + ln,
+            alignment=None,
+            offset=None,
+            accesses=[],
+        )
+        for i, (s, lo, ln) in enumerate(
+            zip(size.tolist(), start.tolist(), length.tolist(), strict=True)
+        )
+    ]
+    return request.model_copy(update={"buffers": buffers})

@@ -1,0 +1,164 @@
+"""Every kind of bad request is one error list naming the field (loc) and the value."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from planner.errors import RequestError
+from planner.io import parse_request
+
+BASE: dict[str, Any] = {
+    "name": "k",
+    "block": [128],
+    "grid": [4],
+    "barriers": [2],
+    "options": {},
+    "buffers": [
+        {"id": "A", "size": 256, "start": 0, "end": 3, "alignment": 16},
+        {"id": "B", "size": 256, "start": 3, "end": 5},
+    ],
+}
+
+
+def bad(path: list[Any], value: Any) -> dict[str, Any]:
+    request = copy.deepcopy(BASE)
+    node: Any = request
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return request
+
+
+def errors_of(request: dict[str, Any], **kwargs: Any) -> list[dict[str, Any]]:
+    with pytest.raises(RequestError) as info:
+        parse_request(request, **kwargs)
+    return info.value.errors
+
+
+ACCESS = {"op": "read", "at": 1, "bytes": 4, "index": {"threadIdx.x": 1}}
+
+CASES = [
+    # (request, loc, type, text the message must contain)
+    (bad(["buffers", 1, "end"], 2), ["buffers", 1, "end"], "empty_lifetime", "end (2)"),
+    (bad(["buffers", 0, "size"], 0), ["buffers", 0, "size"], "greater_than_equal", "1"),
+    (bad(["buffers", 0, "size"], 1 << 41), ["buffers", 0, "size"], "less_than_equal", ""),
+    (bad(["buffers", 0, "start"], -1), ["buffers", 0, "start"], "greater_than_equal", ""),
+    (
+        bad(["buffers", 0, "alignment"], 24),
+        ["buffers", 0, "alignment"],
+        "alignment_not_power_of_two",
+        "24",
+    ),
+    (bad(["alignment"], 3), ["alignment"], "alignment_not_power_of_two", "3"),
+    (bad(["buffers", 1, "id"], "A"), ["buffers", 1, "id"], "duplicate_id", "'A'"),
+    (
+        bad(["buffers", 0, "offset"], 8),
+        ["buffers", 0, "offset"],
+        "misaligned_offset",
+        "offset 8",
+    ),
+    (bad(["barriers"], [-1]), ["barriers", 0], "greater_than_equal", ""),
+    (bad(["barriers"], [2, 9]), ["barriers", 1], "barrier_out_of_range", "point 9"),
+    (
+        bad(["options", "barrier_candidates"], [7]),
+        ["options", "barrier_candidates", 0],
+        "barrier_out_of_range",
+        "7",
+    ),
+    (
+        bad(["buffers", 0, "accesses"], [{**ACCESS, "at": 4}]),
+        ["buffers", 0, "accesses", 0, "at"],
+        "access_outside_lifetime",
+        "point 4",
+    ),
+    (
+        bad(["buffers", 0, "accesses"], [{**ACCESS, "bytes": 4, "offset": 1}]),
+        ["buffers", 0, "accesses", 0, "index"],
+        "access_outside_buffer",
+        "[4, 516)",
+    ),
+    (
+        bad(["buffers", 0, "accesses"], [{**ACCESS, "index": {"k": 1}}]),
+        ["buffers", 0, "accesses", 0, "index", "k"],
+        "unknown_index_variable",
+        "'k'",
+    ),
+    (
+        {**bad(["buffers", 0, "accesses"], [{**ACCESS, "index": {"blockIdx.x": 1}}]), "grid": None},
+        ["buffers", 0, "accesses", 0, "index", "blockIdx.x"],
+        "unknown_index_variable",
+        "grid",
+    ),
+    (
+        bad(["buffers", 0, "accesses"], [{"op": "read", "at": 1, "bytes": 4}]),
+        ["buffers", 0, "accesses", 0, "index"],
+        "missing_index",
+        "threads",
+    ),
+    (bad(["buffers", 0, "colour"], "red"), ["buffers", 0, "colour"], "extra_forbidden", ""),
+    (bad(["target"], "sm_99"), ["target"], "unknown_target", "'sm_99'"),
+    (bad(["block"], [2048]), ["block"], "block_too_large", "2048"),
+    (bad(["options", "sync"], "sometimes"), ["options", "sync"], "literal_error", ""),
+    (bad(["options", "time_limit"], 0), ["options", "time_limit"], "greater_than", ""),
+    (bad(["options", "overflow"], "spill"), ["options", "overflow"], "not_supported", "spill"),
+    (
+        bad(
+            ["buffers"],
+            [
+                {**BASE["buffers"][0], "offset": 0},
+                {"id": "B", "size": 8, "start": 1, "end": 5, "offset": 128},
+            ],
+        ),
+        ["buffers", 1, "offset"],
+        "pinned_overlap",
+        "'A'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("request_", "loc", "type_", "text"), CASES)
+def test_rejects_bad_input(request_: dict[str, Any], loc: list[Any], type_: str, text: str) -> None:
+    errors = errors_of(request_)
+    assert [e["loc"] for e in errors] == [loc]
+    assert errors[0]["type"] == type_
+    assert text in errors[0]["msg"]
+
+
+def test_rejects_too_many_buffers() -> None:
+    errors = errors_of(BASE, max_buffers=1)
+    assert errors[0]["loc"] == ["buffers"]
+    assert errors[0]["type"] == "too_many_buffers"
+    assert "2 buffers" in errors[0]["msg"]
+
+
+def test_rejects_malformed_json() -> None:
+    with pytest.raises(RequestError) as info:
+        parse_request(b'{"buffers": [')
+    assert info.value.errors[0]["type"] == "json_invalid"
+    assert "malformed JSON" in str(info.value)
+
+
+def test_reports_every_error_at_once() -> None:
+    request = copy.deepcopy(BASE)
+    request["buffers"][1]["id"] = "A"
+    request["barriers"] = [99]
+    errors = errors_of(request)
+    assert sorted(e["type"] for e in errors) == ["barrier_out_of_range", "duplicate_id"]
+
+
+def test_summary_names_the_field() -> None:
+    with pytest.raises(RequestError) as info:
+        parse_request(bad(["buffers", 1, "end"], 2))
+    assert str(info.value).startswith("buffers.1.end: end (2) must be greater")
+
+
+def test_valid_request_normalizes_dims_and_capacity() -> None:
+    request = parse_request({**BASE, "target": "sm_75"})
+    assert request.block == [128, 1, 1]
+    assert request.effective_capacity == 65536
+    assert parse_request({**BASE, "target": "sm_75", "capacity": 1000}).effective_capacity == 1000
+    assert request.alignment_of(request.buffers[0]) == 16
+    assert request.alignment_of(request.buffers[1]) == 1

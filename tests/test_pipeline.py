@@ -1,0 +1,234 @@
+"""``planner.plan`` end to end: properties on random requests and the documented outcomes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import planner
+from planner.errors import RequestError
+from planner.graph import InterferenceGraph
+from planner.models import (
+    Barriers,
+    GraphStats,
+    Launch,
+    Placement,
+    Plan,
+    PlanRequest,
+    SolverInfo,
+)
+from validators import validate_plan
+
+from .strategies import request_dicts
+
+
+def plan_from_offsets(request: PlanRequest, g: InterferenceGraph, offsets: Any) -> Plan:
+    """A minimal plan around raw offsets, barriers at every point where reuse may need one."""
+    arena = int((offsets + g.size).max()) if g.n else 0
+    every = list(range(request.horizon + 1))
+    sync = request.options.sync
+    return Plan(
+        name=request.name,
+        status="feasible",
+        arena_bytes=arena,
+        lower_bound=g.lower_bound.bytes,
+        naive_bytes=int(g.size.sum()),
+        capacity=None,
+        placements=[
+            Placement(id=i, offset=int(o), size=int(s))
+            for i, o, s in zip(g.ids, offsets, g.size, strict=True)
+        ],
+        barriers=Barriers(
+            existing=sorted(set(request.barriers)),
+            required=every if sync == "none" else [],
+            inserted=sorted(
+                set(every if (c := request.options.barrier_candidates) is None else c)
+                - set(request.barriers)
+            )
+            if sync == "insert"
+            else [],
+        ),
+        launch=Launch(dynamic_smem_bytes=arena, requires_opt_in=False),
+        solver=SolverInfo(name="test", proved_optimal=False, bound=0, gap=0.0),
+        graph=GraphStats(buffers=g.n, live_edges=0, hazard_edges=0, components=0),
+        request_sha256="",
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(request_dicts(max_buffers=12))
+def test_plan_properties(data: dict[str, Any]) -> None:
+    request = PlanRequest.model_validate(data)
+    plan = planner.plan(data)
+    assert validate_plan(request, plan).valid
+    assert plan.arena_bytes >= plan.lower_bound
+    assert plan.arena_bytes <= plan.naive_bytes or any(
+        b.offset is not None for b in request.buffers
+    )
+    # Same request, same bytes; also from JSON text.
+    assert planner.plan(data).model_dump_json() == plan.model_dump_json()
+    assert planner.plan(request.model_dump_json()).model_dump_json() == plan.model_dump_json()
+    placed = {p.id: p.offset for p in plan.placements}
+    for b in request.buffers:
+        if b.offset is not None:
+            assert placed[b.id] == b.offset
+    capacity = request.effective_capacity
+    if capacity is not None and plan.arena_bytes > capacity:
+        assert plan.status in ("infeasible", "unknown")
+    if plan.status == "infeasible":
+        assert plan.certificate is not None
+        assert plan.certificate.live_bytes > plan.certificate.capacity
+    if plan.status == "optimal":
+        assert plan.arena_bytes == plan.lower_bound
+    opts = request.options
+    assert plan.barriers.existing == sorted(set(request.barriers))
+    if opts.sync != "insert":
+        assert plan.barriers.inserted == []
+    if opts.max_new_barriers is not None:
+        assert len(plan.barriers.inserted) <= opts.max_new_barriers
+
+
+def test_epilogue_reuses_tiles_after_a_barrier() -> None:
+    request = {
+        "barriers": [4],
+        "buffers": [
+            {"id": "A_s", "size": 8192, "start": 0, "end": 4, "alignment": 128},
+            {"id": "B_s", "size": 8192, "start": 0, "end": 4, "alignment": 128},
+            {"id": "C_s", "size": 16384, "start": 4, "end": 9},
+        ],
+        "options": {"sync": "existing"},
+    }
+    plan = planner.plan(request)
+    assert validate_plan(PlanRequest.model_validate(request), plan).valid
+    assert plan.arena_bytes == 16384 == plan.lower_bound
+    assert plan.status == "optimal"
+    assert plan.barriers.required == [4]
+    assert plan.naive_bytes == 32768
+
+
+def test_insert_adds_the_fewest_barriers() -> None:
+    # Three sequential phases, each 64 bytes, with no barrier: reuse needs two barriers.
+    request = {
+        "buffers": [
+            {"id": "p0", "size": 64, "start": 0, "end": 2},
+            {"id": "p1", "size": 64, "start": 2, "end": 4},
+            {"id": "p2", "size": 64, "start": 4, "end": 6},
+        ]
+    }
+    plan = planner.plan(request)
+    assert plan.arena_bytes == 64
+    assert plan.barriers.inserted == [2, 4]
+    assert plan.barriers.required == [2, 4]
+    existing = planner.plan({**request, "options": {"sync": "existing"}})
+    assert existing.arena_bytes == 192
+    assert existing.barriers.inserted == []
+    capped = planner.plan({**request, "options": {"max_new_barriers": 1}})
+    assert capped.barriers.inserted == []
+    assert capped.arena_bytes == 192
+    only_at_2 = planner.plan({**request, "options": {"barrier_candidates": [2]}})
+    assert only_at_2.barriers.inserted == [2]
+    assert only_at_2.arena_bytes == 128
+    for p, r in ((plan, request), (capped, {**request, "options": {"max_new_barriers": 1}})):
+        assert validate_plan(PlanRequest.model_validate(r), p).valid
+
+
+def test_sync_none_lists_what_the_caller_must_guarantee() -> None:
+    request = {
+        "buffers": [
+            {"id": "a", "size": 64, "start": 0, "end": 2},
+            {"id": "b", "size": 64, "start": 3, "end": 6},
+        ],
+        "options": {"sync": "none"},
+    }
+    plan = planner.plan(request)
+    assert plan.arena_bytes == 64
+    assert plan.barriers.inserted == []
+    assert plan.barriers.required == [3]
+    assert validate_plan(PlanRequest.model_validate(request), plan).valid
+
+
+def test_infeasible_has_a_certificate() -> None:
+    request = {
+        "target": "sm_75",
+        "buffers": [
+            {"id": "x", "size": 40000, "start": 0, "end": 3},
+            {"id": "y", "size": 40000, "start": 1, "end": 4},
+        ],
+    }
+    plan = planner.plan(request)
+    assert plan.status == "infeasible"
+    assert plan.capacity == 65536
+    assert plan.certificate is not None
+    assert plan.certificate.buffers == ["x", "y"]
+    assert plan.certificate.live_bytes == 80000
+    assert plan.certificate.point in (1, 2)
+    assert plan.launch.blocks_per_sm == 0
+
+
+def test_launch_figures_for_a_target() -> None:
+    plan = planner.plan(
+        {"target": "sm_90", "buffers": [{"id": "t", "size": 65536, "start": 0, "end": 1}]}
+    )
+    assert plan.launch.requires_opt_in
+    assert plan.launch.dynamic_smem_bytes == 65536
+    assert plan.launch.blocks_per_sm == 233472 // (65536 + 1024)
+
+
+def test_named_heuristic_and_unknown_solver() -> None:
+    request: dict[str, Any] = {
+        "buffers": [{"id": "a", "size": 8, "start": 0, "end": 1}],
+        "options": {"solver": "start/first-fit"},
+    }
+    plan = planner.plan(request)
+    assert [t.name for t in plan.solver.tried] == ["greedy:start/first-fit"]
+    with pytest.raises(RequestError) as info:
+        planner.plan({**request, "options": {"solver": "magic"}})
+    assert info.value.errors[0]["loc"] == ["options", "solver"]
+    assert info.value.errors[0]["type"] == "unknown_solver"
+
+
+def test_pinned_conflict_is_the_callers() -> None:
+    request = {
+        "buffers": [
+            {"id": "a", "size": 8, "start": 0, "end": 2, "offset": 0},
+            {"id": "b", "size": 8, "start": 2, "end": 4, "offset": 0},
+        ],
+        "options": {"sync": "existing"},
+    }
+    with pytest.raises(RequestError) as info:
+        planner.plan(request)
+    assert info.value.errors[0]["type"] == "pinned_conflict"
+    assert info.value.errors[0]["loc"] == ["buffers", 1, "offset"]
+
+
+def test_hash_ignores_key_order_but_not_content() -> None:
+    a = planner.plan({"name": "k", "buffers": [{"id": "a", "size": 8, "start": 0, "end": 1}]})
+    b = planner.plan({"buffers": [{"end": 1, "start": 0, "size": 8, "id": "a"}], "name": "k"})
+    c = planner.plan({"name": "k", "buffers": [{"id": "a", "size": 9, "start": 0, "end": 1}]})
+    assert a.request_sha256 == b.request_sha256 != c.request_sha256
+
+
+def test_large_random_request_is_valid() -> None:
+    rng = np.random.default_rng(1)
+    n = 3000
+    start = rng.integers(0, 5000, n)
+    request = {
+        "alignment": 16,
+        "options": {"sync": "existing"},
+        "barriers": list(range(0, 5100, 50)),
+        "buffers": [
+            {
+                "id": f"b{i}",
+                "size": int(rng.integers(1, 4096)),
+                "start": int(s),
+                "end": int(s + rng.integers(1, 200)),
+            }
+            for i, s in enumerate(start)
+        ],
+    }
+    plan = planner.plan(request)
+    assert validate_plan(PlanRequest.model_validate(request), plan).valid
+    assert plan.lower_bound <= plan.arena_bytes <= plan.naive_bytes
