@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
+from fastapi import FastAPI
+from starlette.concurrency import run_in_threadpool
+
+import planner
 from api.errors import register_exception_handlers
 from api.routes import VERSION, router
 from api.settings import Settings
 
 __all__ = ["create_app"]
+
+
+WARM_UP = {"name": "warm-up", "buffers": [{"id": "a", "size": 16, "start": 0, "end": 1}]}
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    # The first plan in a process loads the compiled kernels (~0.2 s); pay it at start-up,
+    # not in the first compiler's request.
+    await run_in_threadpool(planner.plan, WARM_UP)
+    yield
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -19,6 +35,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=VERSION,
         description="Plans the offsets of a GPU kernel's shared-memory buffers and proves "
         "the plan safe.",
+        lifespan=_lifespan,
     )
     app.state.settings = settings if settings is not None else Settings()
     app.include_router(router)

@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from planner.graph import InterferenceGraph
 from solvers._place import place
-from solvers._skyline import RULES, skyline
+from solvers._skyline import RULES, best_of_random, skyline
 
 __all__ = [
     "FITS",
@@ -135,21 +135,29 @@ def _skyline(g: InterferenceGraph, rule: str) -> I64:
         ones = np.ones(g.n, dtype=np.float64)
         result: I64 = skyline(g.start, g.occupied_end, g.size, g.alignment, RULES[rule], ones)
         return result
-    rng = np.random.default_rng(SKYLINE_SEED)
-    rules = list(RULES.values())
-    best: I64 | None = None
-    best_arena = 0
-    for k in range(SKYLINE_RUNS):
-        noise = SKYLINE_NOISE[(k // len(rules)) % len(SKYLINE_NOISE)]
-        weight = 1.0 + noise * rng.random(g.n)
-        offsets = skyline(
-            g.start, g.occupied_end, g.size, g.alignment, rules[k % len(rules)], weight
+    # The runs split into contiguous chunks, one per thread; each chunk keeps its best and
+    # ties go to the lowest run, so the winner does not depend on the number of threads.
+    workers = max(1, min(os.cpu_count() or 1, 4))
+    bounds = [SKYLINE_RUNS * w // workers for w in range(workers + 1)]
+    levels = np.asarray(SKYLINE_NOISE, dtype=np.float64)
+
+    def chunk(w: int) -> tuple[I64, int, int]:
+        found: tuple[I64, int, int] = best_of_random(
+            g.start,
+            g.occupied_end,
+            g.size,
+            g.alignment,
+            bounds[w],
+            bounds[w + 1],
+            SKYLINE_SEED,
+            levels,
         )
-        arena = arena_of(g, offsets)
-        if best is None or arena < best_arena:
-            best, best_arena = offsets, arena
-    assert best is not None
-    return best
+        return found
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results = [r for r in pool.map(chunk, range(workers)) if r[2] >= 0]
+    offsets, _, _ = min(results, key=lambda r: (r[1], r[2]))
+    return offsets
 
 
 def run(g: InterferenceGraph, heuristic: str) -> I64:

@@ -1,4 +1,4 @@
-"""Every registered heuristic yields a valid plan; the portfolio keeps the best, deterministically."""
+"""Every registered heuristic yields a valid plan; the portfolio keeps the best."""
 
 from __future__ import annotations
 

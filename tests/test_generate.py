@@ -1,0 +1,88 @@
+"""Synthetic requests: deterministic, the requested size, and the requested overlap."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import planner
+from planner.errors import RequestError
+from planner.generate import MAX_BYTES, MIN_BYTES, random_request
+from planner.models import PlanRequest
+
+
+def _mean_overlap_fraction(request: PlanRequest) -> float:
+    """Mean over buffers of the fraction of the other buffers whose lifetime intersects it."""
+    start = np.array([b.start for b in request.buffers])
+    end = np.array([b.end for b in request.buffers])
+    n = start.size
+    # j intersects i iff start_j < end_i and end_j > start_i; count by sorting, not all pairs.
+    begun = np.searchsorted(np.sort(start), end, side="left")  # start_j < end_i
+    ended = np.searchsorted(np.sort(end), start, side="right")  # end_j <= start_i
+    others = begun - ended - 1  # minus i itself
+    return float(others.mean() / (n - 1))
+
+
+def test_deterministic() -> None:
+    assert random_request(300, seed=7) == random_request(300, seed=7)
+    assert random_request(300, seed=7) != random_request(300, seed=8)
+
+
+def test_builds_n_buffers_with_unique_ids() -> None:
+    request = random_request(1234)
+    assert len(request.buffers) == 1234
+    assert len({b.id for b in request.buffers}) == 1234
+
+
+def test_sizes_log_uniform_multiples_of_16() -> None:
+    sizes = np.array([b.size for b in random_request(5000, seed=1).buffers])
+    assert sizes.min() >= MIN_BYTES
+    assert sizes.max() <= MAX_BYTES
+    assert not (sizes % 16).any()
+    # Log-uniform: the median sits near the geometric mean of the range (1024 bytes).
+    assert 512 <= float(np.median(sizes)) <= 2048
+
+
+@pytest.mark.parametrize("overlap", [0.005, 0.01, 0.05])
+def test_mean_overlap_within_a_factor_two(overlap: float) -> None:
+    fraction = _mean_overlap_fraction(random_request(2000, overlap=overlap, seed=3))
+    assert overlap / 2 <= fraction <= overlap * 2
+
+
+def test_is_a_valid_request() -> None:
+    request = random_request(500, alignment=32, capacity=1 << 20, sync="insert")
+    assert PlanRequest.model_validate(request.model_dump()) == request
+    assert request.alignment == 32
+    assert request.capacity == 1 << 20
+    assert request.options.sync == "insert"
+    assert all(b.end > b.start >= 0 for b in request.buffers)
+
+
+def test_plans_and_validates() -> None:
+    request = random_request(300, seed=5)
+    plan = planner.plan(request)
+    assert planner.validate(request, plan).valid
+    assert plan.status in ("optimal", "feasible")
+    assert plan.arena_bytes >= plan.lower_bound
+
+
+def test_builds_100k_buffers() -> None:
+    request = random_request(100_000)
+    assert len(request.buffers) == 100_000
+    assert request.buffers[-1].id == "b99999"
+
+
+def test_empty() -> None:
+    assert random_request(0).buffers == []
+
+
+@pytest.mark.parametrize(("n", "overlap"), [(-1, 0.01), (10, 0.0), (10, 1.5), (10, -0.1)])
+def test_rejects_bad_arguments(n: int, overlap: float) -> None:
+    with pytest.raises(ValueError, match="must be"):
+        random_request(n, overlap=overlap)
+
+
+def test_rejects_bad_sync() -> None:
+    with pytest.raises(RequestError) as info:
+        random_request(10, sync="sometimes")
+    assert info.value.errors[0]["loc"] == ["options", "sync"]
