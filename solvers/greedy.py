@@ -21,6 +21,7 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -42,6 +43,8 @@ __all__ = [
 ]
 
 I64 = npt.NDArray[np.int64]
+T = TypeVar("T")
+R = TypeVar("R")
 Ordering = Callable[[InterferenceGraph], I64]
 
 
@@ -96,6 +99,7 @@ ORDERINGS: dict[str, Ordering] = {
 }
 FITS: dict[str, bool] = {"best-fit": True, "first-fit": False}  # name -> best fit?
 SKYLINE_MAX_BUFFERS = 2000
+PARALLEL_MIN_BUFFERS = 1000  # below this, threads cost more than they save
 LARGE_INPUT = 20_000  # buffers; above this the portfolio runs LARGE_PORTFOLIO only
 LARGE_PORTFOLIO = ("size/best-fit", "start/first-fit", "area/best-fit", "length/best-fit")
 SKYLINE_RUNS = 256  # random/skyline: seeded runs, cycling rules and noise levels
@@ -137,7 +141,7 @@ def _skyline(g: InterferenceGraph, rule: str) -> I64:
         return result
     # The runs split into contiguous chunks, one per thread; each chunk keeps its best and
     # ties go to the lowest run, so the winner does not depend on the number of threads.
-    workers = max(1, min(os.cpu_count() or 1, 4))
+    workers = _workers(g, 4)
     bounds = [SKYLINE_RUNS * w // workers for w in range(workers + 1)]
     levels = np.asarray(SKYLINE_NOISE, dtype=np.float64)
 
@@ -154,8 +158,7 @@ def _skyline(g: InterferenceGraph, rule: str) -> I64:
         )
         return found
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        results = [r for r in pool.map(chunk, range(workers)) if r[2] >= 0]
+    results = [r for r in _map(chunk, list(range(workers)), workers) if r[2] >= 0]
     offsets, _, _ = min(results, key=lambda r: (r[1], r[2]))
     return offsets
 
@@ -192,6 +195,21 @@ def _index_bits(g: InterferenceGraph) -> int:
     return bits if highest.bit_length() + bits <= 62 else 0
 
 
+def _workers(g: InterferenceGraph, tasks: int) -> int:
+    """Threads worth using: the kernels release the GIL, but only large inputs repay them."""
+    if g.n < PARALLEL_MIN_BUFFERS:
+        return 1
+    return max(1, min(tasks, os.cpu_count() or 1))
+
+
+def _map(func: Callable[[T], R], items: list[T], workers: int) -> list[R]:
+    """``[func(x) for x in items]``, on ``workers`` threads when more than one."""
+    if workers <= 1:
+        return [func(x) for x in items]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(func, items))
+
+
 def default_heuristics(g: InterferenceGraph) -> list[str]:
     """Every heuristic, or on very large inputs the ones that win there."""
     return list(HEURISTICS) if g.n <= LARGE_INPUT else list(LARGE_PORTFOLIO)
@@ -210,19 +228,18 @@ def portfolio(
     names = [h for h in wanted if applicable(g, h)]
     best: tuple[int, str, I64] | None = None
     tried: list[tuple[str, int]] = []
-    workers = max(1, min(len(names), os.cpu_count() or 1))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for first in range(0, len(names), workers):
-            batch = names[first : first + workers]
-            for name, offsets in zip(batch, pool.map(lambda h: run(g, h), batch), strict=True):
-                arena = arena_of(g, offsets)
-                tried.append((name, arena))
-                if best is None or arena < best[0]:
-                    best = (arena, name, offsets)
-                if bound is not None and arena <= bound:
-                    break
-            if best is not None and bound is not None and best[0] <= bound:
+    workers = _workers(g, len(names))
+    for first in range(0, len(names), workers):
+        batch = names[first : first + workers]
+        for name, offsets in zip(batch, _map(lambda h: run(g, h), batch, workers), strict=True):
+            arena = arena_of(g, offsets)
+            tried.append((name, arena))
+            if best is None or arena < best[0]:
+                best = (arena, name, offsets)
+            if bound is not None and arena <= bound:
                 break
+        if best is not None and bound is not None and best[0] <= bound:
+            break
     if best is None:
         raise ValueError(f"none of the heuristics {names} applies to this request")
     return GreedyResult(best[1], best[2], best[0], tried)
