@@ -43,17 +43,16 @@ def reuses(start: I64, end: I64, offset: I64, size: I64) -> list[Reuse]:
     bounds: list[int] = [0]  # segment k is [bounds[k], bounds[k + 1]) or to infinity
     owners: list[int] = [-1]  # buffer painted last on segment k, -1 for none
     found: list[Reuse] = []
+    starts, ends = start.tolist(), end.tolist()  # Python ints: numpy scalars are slow here
+    los = offset.tolist()
+    his = (offset + size).tolist()
     for b in order.tolist():
-        lo = int(offset[b])
-        hi = lo + int(size[b])
+        lo, hi, begin = los[b], his[b], starts[b]
         k = _split(bounds, owners, lo)
         j = _split(bounds, owners, hi)
-        seen = set()
-        for a in owners[k:j]:
-            if a >= 0 and a not in seen:
-                seen.add(a)
-                if end[a] <= start[b]:
-                    found.append(Reuse(a, b, int(end[a]), int(start[b])))
+        for a in sorted(set(owners[k:j])):
+            if a >= 0 and ends[a] <= begin:
+                found.append(Reuse(a, b, ends[a], begin))
         bounds[k:j] = [lo]
         owners[k:j] = [b]
     return found

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
 from pydantic import ValidationError
@@ -52,10 +51,9 @@ def _as_request_error(exc: ValidationError, prefix: tuple[str | int, ...] = ()) 
 
 
 def canonical_json(request: PlanRequest) -> bytes:
-    """The request with defaults filled, keys sorted, no whitespace: what the hash covers."""
-    return json.dumps(
-        request.model_dump(mode="json"), sort_keys=True, separators=(",", ":")
-    ).encode()
+    """The request with defaults filled, fields in model order, no whitespace: what the hash
+    covers. The input's key order and spacing do not change it."""
+    return request.model_dump_json().encode()
 
 
 def request_sha256(request: PlanRequest) -> str:

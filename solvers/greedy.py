@@ -100,6 +100,7 @@ ORDERINGS: dict[str, Ordering] = {
 FITS: dict[str, bool] = {"best-fit": True, "first-fit": False}  # name -> best fit?
 SKYLINE_MAX_BUFFERS = 2000
 PARALLEL_MIN_BUFFERS = 1000  # below this, threads cost more than they save
+PARALLEL_MIN_SKYLINE = 100  # the same for random/skyline, which does SKYLINE_RUNS runs
 LARGE_INPUT = 20_000  # buffers; above this the portfolio runs LARGE_PORTFOLIO only
 LARGE_PORTFOLIO = ("size/best-fit", "start/first-fit", "area/best-fit", "length/best-fit")
 SKYLINE_RUNS = 256  # random/skyline: seeded runs, cycling rules and noise levels
@@ -141,7 +142,7 @@ def _skyline(g: InterferenceGraph, rule: str) -> I64:
         return result
     # The runs split into contiguous chunks, one per thread; each chunk keeps its best and
     # ties go to the lowest run, so the winner does not depend on the number of threads.
-    workers = _workers(g, 4)
+    workers = _workers(g, 4, PARALLEL_MIN_SKYLINE)
     bounds = [SKYLINE_RUNS * w // workers for w in range(workers + 1)]
     levels = np.asarray(SKYLINE_NOISE, dtype=np.float64)
 
@@ -195,9 +196,9 @@ def _index_bits(g: InterferenceGraph) -> int:
     return bits if highest.bit_length() + bits <= 62 else 0
 
 
-def _workers(g: InterferenceGraph, tasks: int) -> int:
+def _workers(g: InterferenceGraph, tasks: int, least: int = PARALLEL_MIN_BUFFERS) -> int:
     """Threads worth using: the kernels release the GIL, but only large inputs repay them."""
-    if g.n < PARALLEL_MIN_BUFFERS:
+    if g.n < least:
         return 1
     return max(1, min(tasks, os.cpu_count() or 1))
 

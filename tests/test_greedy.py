@@ -87,3 +87,29 @@ def test_best_fit_takes_the_tightest_gap() -> None:
     g = build_graph(request)
     assert run(g, "size/first-fit")[2] == 0
     assert run(g, "size/best-fit")[2] == 48
+
+
+def test_random_skyline_does_not_depend_on_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    import solvers.greedy as greedy
+
+    rng = np.random.default_rng(7)
+    request = PlanRequest.model_validate(
+        {
+            "buffers": [
+                {
+                    "id": f"b{i}",
+                    "size": int(rng.integers(1, 500)),
+                    "start": int(s),
+                    "end": int(s + rng.integers(1, 30)),
+                }
+                for i, s in enumerate(rng.integers(0, 100, 150))
+            ]
+        }
+    )
+    g = build_graph(request)
+    monkeypatch.setattr(greedy, "PARALLEL_MIN_SKYLINE", 1)
+    threaded = run(g, "random/skyline")
+    monkeypatch.setattr(greedy, "PARALLEL_MIN_SKYLINE", 10**9)
+    alone = run(build_graph(request), "random/skyline")
+    assert np.array_equal(threaded, alone)
+    assert validate_plan(request, plan_from_offsets(request, g, alone)).valid
