@@ -19,19 +19,9 @@ from api.routes import PLAN_EXAMPLE
 from api.settings import Settings
 from planner.models import Plan
 
-# Two buffers that may share bytes across the barrier at 4, and one live beside both.
-BASE: dict[str, Any] = {
-    "name": "k",
-    "capacity": 1024,
-    "alignment": 16,
-    "barriers": [4],
-    "buffers": [
-        {"id": "a", "size": 64, "start": 0, "end": 4},
-        {"id": "b", "size": 64, "start": 4, "end": 8},
-        {"id": "c", "size": 32, "start": 2, "end": 6},
-    ],
-    "options": {"sync": "existing"},
-}
+from .samples import TWO_PHASE
+
+BASE = TWO_PHASE  # a, b share bytes across the barrier at 4; c lives beside both
 
 
 @pytest.fixture(scope="module")

@@ -21,19 +21,9 @@ from planner.models import (
 )
 from validators import validate_plan
 
-# Two sequential buffers sharing bytes 0..63 across the barrier at 4, and one beside them.
-BASE: dict[str, Any] = {
-    "name": "k",
-    "capacity": 1024,
-    "alignment": 16,
-    "barriers": [4],
-    "buffers": [
-        {"id": "a", "size": 64, "start": 0, "end": 4},
-        {"id": "b", "size": 64, "start": 4, "end": 8},
-        {"id": "c", "size": 32, "start": 2, "end": 6},
-    ],
-    "options": {"sync": "existing"},
-}
+from .samples import TWO_PHASE
+
+BASE = TWO_PHASE  # a, b share bytes across the barrier at 4; c lives beside both
 OFFSETS = {"a": 0, "b": 0, "c": 64}
 
 
