@@ -12,11 +12,11 @@ $(BIN)/python:
 
 # Stamp files: reinstall only when pyproject.toml changes.
 $(VENV)/.installed-server: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[server]'
+	$(BIN)/python -m pip install -q -e '.[server,exact]'
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[server,dev]'
+	$(BIN)/python -m pip install -q -e '.[server,exact,dev]'
 	touch $@ $(VENV)/.installed-server
 
 serve: $(VENV)/.installed-server

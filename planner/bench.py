@@ -28,7 +28,9 @@ __all__ = [
     "BenchRow",
     "Instance",
     "bench",
+    "compare",
     "expand_paths",
+    "format_groups",
     "format_json",
     "format_table",
     "load_instance",
@@ -66,6 +68,7 @@ class BenchRow:
     time_ms: float  # best wall time of planner.plan over the runs
     valid: bool  # planner.validate accepts the plan
     violations: int
+    proved: bool = False  # the plan is proved optimal
 
     @property
     def ok(self) -> bool:
@@ -146,6 +149,7 @@ def run_instance(instance: Instance) -> BenchRow:
         time_ms=best * 1000.0,
         valid=report.valid,
         violations=len(report.violations),
+        proved=plan.solver.proved_optimal,
     )
 
 
@@ -164,6 +168,7 @@ _COLUMNS = (
     ("status", "<"),
     ("winner", "<"),
     ("time ms", ">"),
+    ("proved", "<"),
     ("valid", "<"),
 )
 
@@ -178,22 +183,47 @@ def _cells(row: BenchRow) -> list[str]:
         row.status,
         row.winner,
         f"{row.time_ms:.1f}",
+        "yes" if row.proved else "no",
         "yes" if row.valid else f"NO ({row.violations})",
     ]
 
 
 def format_table(rows: Sequence[BenchRow]) -> str:
     """A fixed-width table, one line per instance, under a header."""
-    body = [_cells(r) for r in rows]
-    widths = [max([len(name), *(len(c[k]) for c in body)]) for k, (name, _) in enumerate(_COLUMNS)]
+    return _render(list(_COLUMNS), [_cells(r) for r in rows])
+
+
+def _render(columns: list[tuple[str, str]], body: list[list[str]]) -> str:
+    widths = [max([len(name), *(len(c[k]) for c in body)]) for k, (name, _) in enumerate(columns)]
     lines = []
-    for cells in [[name for name, _ in _COLUMNS], *body]:
+    for cells in [[name for name, _ in columns], *body]:
         parts = [
             f"{cell:{align}{width}}"
-            for cell, (_, align), width in zip(cells, _COLUMNS, widths, strict=True)
+            for cell, (_, align), width in zip(cells, columns, widths, strict=True)
         ]
         lines.append("  ".join(parts).rstrip())
     return "\n".join(lines)
+
+
+def format_groups(solvers: Sequence[str], groups: Sequence[Sequence[BenchRow]]) -> str:
+    """One line per instance, one column group (arena, gap, time, proved) per solver."""
+    columns = [("instance", "<"), ("buffers", ">"), ("lower bound", ">")]
+    for name in solvers:
+        columns += [(f"{name} arena", ">"), ("gap %", ">"), ("ms", ">"), ("proved", "<")]
+    body = []
+    for k, first in enumerate(groups[0]):
+        cells = [first.instance, str(first.buffers), str(first.lower_bound)]
+        for rows in groups:
+            row = rows[k]
+            arena = str(row.arena_bytes) if row.valid else f"{row.arena_bytes} INVALID"
+            cells += [
+                arena,
+                f"{row.gap * 100:.2f}",
+                f"{row.time_ms:.1f}",
+                "yes" if row.proved else "no",
+            ]
+        body.append(cells)
+    return _render(columns, body)
 
 
 def _summary_data(rows: Sequence[BenchRow]) -> dict[str, Any]:
@@ -222,6 +252,29 @@ def format_json(rows: Sequence[BenchRow]) -> str:
     """``{"rows": [...], "summary": {...}}``: the table's numbers, unrounded."""
     data = {"rows": [asdict(r) for r in rows], "summary": _summary_data(rows)}
     return json.dumps(data, indent=2)
+
+
+def compare(
+    groups: Sequence[tuple[str, Sequence[Instance]]],
+    *,
+    as_json: bool = False,
+    out: TextIO | None = None,
+) -> int:
+    """Run each solver's instances and print one table with a column group per solver
+    (or JSON keyed by solver); the exit code is that of ``bench`` over every run."""
+    stream = out if out is not None else sys.stdout
+    results = [(name, [run_instance(i) for i in instances]) for name, instances in groups]
+    if as_json:
+        data = {
+            name: {"rows": [asdict(r) for r in rows], "summary": _summary_data(rows)}
+            for name, rows in results
+        }
+        print(json.dumps(data, indent=2), file=stream)
+    else:
+        print(format_groups([n for n, _ in results], [rows for _, rows in results]), file=stream)
+        for name, rows in results:
+            print(f"{name}: {summary(rows)}", file=stream)
+    return 0 if all(r.ok for _, rows in results for r in rows) else 1
 
 
 def bench(

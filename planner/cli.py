@@ -111,7 +111,13 @@ def _parser() -> _Parser:
     b = sub.add_parser("bench", help="plan a suite and tabulate arena, bound and time")
     b.add_argument("paths", nargs="*", metavar="PATH", help=".csv/.json files or directories")
     _add_capacity(b)
-    b.add_argument("--solver", metavar="NAME", help="auto, greedy, exact, or one heuristic")
+    b.add_argument(
+        "--solver",
+        metavar="NAME",
+        action="append",
+        help="auto, greedy, exact, search, cpsat, or one heuristic; repeat it to compare "
+        "solvers side by side",
+    )
     b.add_argument("--time-limit", type=_positive_float, metavar="S", help="seconds")
     b.add_argument(
         "--random",
@@ -304,37 +310,43 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 def _cmd_bench(args: argparse.Namespace) -> int:
     if not args.paths and not args.random:
         raise _UsageError("bench: give at least one PATH or --random N")
-    instances: list[bench_mod.Instance] = []
-    for path in bench_mod.expand_paths(args.paths):
-        try:
-            instances.append(
-                bench_mod.load_instance(
-                    path,
-                    capacity=args.capacity,
-                    solver=args.solver,
-                    time_limit=args.time_limit,
-                    repeat=args.repeat,
+    solvers: list[str | None] = list(args.solver) if args.solver else [None]
+    groups: list[tuple[str, list[bench_mod.Instance]]] = []
+    for solver in solvers:
+        instances: list[bench_mod.Instance] = []
+        for path in bench_mod.expand_paths(args.paths):
+            try:
+                instances.append(
+                    bench_mod.load_instance(
+                        path,
+                        capacity=args.capacity,
+                        solver=solver,
+                        time_limit=args.time_limit,
+                        repeat=args.repeat,
+                    )
                 )
-            )
-        except RequestError as exc:
-            return _fail(_describe(exc, _label(path), always=True))
-    for n in args.random:
-        try:
-            instances.append(
-                bench_mod.random_instance(
-                    n,
-                    overlap=args.overlap,
-                    seed=args.seed,
-                    capacity=args.capacity,
-                    solver=args.solver,
-                    time_limit=args.time_limit,
-                    repeat=args.repeat,
+            except RequestError as exc:
+                return _fail(_describe(exc, _label(path), always=True))
+        for n in args.random:
+            try:
+                instances.append(
+                    bench_mod.random_instance(
+                        n,
+                        overlap=args.overlap,
+                        seed=args.seed,
+                        capacity=args.capacity,
+                        solver=solver,
+                        time_limit=args.time_limit,
+                        repeat=args.repeat,
+                    )
                 )
-            )
-        except RequestError as exc:
-            return _fail(_describe(exc, f"random-{n}"))
+            except RequestError as exc:
+                return _fail(_describe(exc, f"random-{n}"))
+        groups.append((solver or "default", instances))
     try:
-        return bench_mod.bench(instances, as_json=args.json)
+        if len(groups) == 1:
+            return bench_mod.bench(groups[0][1], as_json=args.json)
+        return bench_mod.compare(groups, as_json=args.json)
     except RequestError as exc:  # e.g. an unknown --solver, found when planning
         return _fail(_describe(exc, None))
 

@@ -173,6 +173,25 @@ class InterferenceGraph:
         result: I64 = by_pos[pos]
         return result
 
+    def subgraph(self, members: I64) -> InterferenceGraph:
+        """The buffers ``members`` (indices, in that order) as a graph of their own."""
+        return InterferenceGraph(
+            ids=[self.ids[i] for i in members.tolist()],
+            start=self.start[members],
+            end=self.end[members],
+            occupied_end=self.occupied_end[members],
+            size=self.size[members],
+            alignment=self.alignment[members],
+            pinned=self.pinned[members],
+        )
+
+    def members(self) -> list[I64]:
+        """Buffer indices of each connected component, in component order."""
+        labels = self.component
+        order = np.argsort(labels, kind="stable")
+        cuts = np.flatnonzero(np.diff(labels[order])) + 1
+        return [part.astype(np.int64) for part in np.split(order, cuts)] if self.n else []
+
     def edges(self) -> list[tuple[int, int]]:
         """Every conflicting pair ``(i, j)`` with ``i < j``, in a deterministic order."""
         _, hi, _, _ = self.neighbours

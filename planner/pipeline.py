@@ -29,14 +29,14 @@ from planner.models import (
 )
 from planner.models.request import SyncPolicy
 from planner.targets import STATIC_SMEM_LIMIT, TARGETS, blocks_per_sm
-from solvers.greedy import HEURISTICS, GreedyResult, arena_of, portfolio
+from solvers.auto import EXACT_METHODS, SOLVERS, Solution, exact_method, solve
+from solvers.greedy import HEURISTICS
 from validators import validate_plan
 
 __all__ = ["plan", "validate"]
 
 I64 = npt.NDArray[np.int64]
 MAX_DIAGNOSTICS = 50
-PORTFOLIOS = ("auto", "greedy")  # solver names that run every heuristic
 
 
 def validate(
@@ -55,12 +55,15 @@ def plan(
     """Plan a request; the result has passed the static validator. Raises ``RequestError``."""
     req = parse_request(request, max_buffers=max_buffers)
     heuristics = _heuristics(req.options.solver)
-    attempt = _attempt(req, req.options.sync, heuristics)
+    # With sync "insert" a second attempt on barrier-extended lifetimes may follow; each gets
+    # half the time limit so the total stays within it.
+    budget = req.options.time_limit / (2 if req.options.sync == "insert" else 1)
+    attempt = _attempt(req, req.options.sync, heuristics, budget)
     fallback = _needs_fallback(req, attempt)
     if fallback:
         # Objective: smallest arena, then fewest new barriers. The plan on barrier-extended
         # lifetimes needs none; take it when it is as small, or when the cap forbids more.
-        other = _attempt(req, "existing", heuristics)
+        other = _attempt(req, "existing", heuristics, budget)
         capped = req.options.max_new_barriers is not None
         if capped or other.result.arena_bytes <= attempt.result.arena_bytes:
             attempt = other
@@ -74,13 +77,21 @@ def plan(
 @dataclass(frozen=True)
 class _Attempt:
     graph: InterferenceGraph
-    result: GreedyResult
+    result: Solution
     barriers: BarrierChoice
 
 
-def _attempt(req: PlanRequest, sync: SyncPolicy, heuristics: list[str] | None) -> _Attempt:
+def _attempt(
+    req: PlanRequest, sync: SyncPolicy, heuristics: list[str] | None, time_limit: float
+) -> _Attempt:
     graph = build_graph(req, sync)
-    result = portfolio(graph, heuristics, graph.lower_bound.bytes)
+    result = solve(
+        graph,
+        solver=req.options.solver,
+        heuristics=heuristics,
+        capacity=req.effective_capacity,
+        time_limit=time_limit,
+    )
     found = reuses(graph.start, graph.end, result.offsets, graph.size)
     candidates = req.options.barrier_candidates
     choice = choose_barriers(
@@ -101,12 +112,20 @@ def _needs_fallback(req: PlanRequest, attempt: _Attempt) -> bool:
 
 def _heuristics(solver: str) -> list[str] | None:
     """The heuristics a solver name asks for; None: the default portfolio."""
-    if solver in PORTFOLIOS:
+    if solver in SOLVERS:
+        wanted = EXACT_METHODS if solver == "exact" else (solver,)
+        if solver in ("exact", *EXACT_METHODS) and all(exact_method(m) is None for m in wanted):
+            raise RequestError.field(
+                ("options", "solver"),
+                f"solver {solver!r} is not installed: pip install 'alloc-planner[exact]'",
+                "solver_unavailable",
+                solver,
+            )
         return None
     name = solver.removeprefix("greedy:")
     if name in HEURISTICS:
         return [name]
-    known = ", ".join([*PORTFOLIOS, *HEURISTICS])
+    known = ", ".join([*SOLVERS, *HEURISTICS])
     raise RequestError.field(
         ("options", "solver"),
         f"unknown solver {solver!r}; known solvers: {known}",
@@ -123,32 +142,49 @@ def _naive_bytes(g: InterferenceGraph) -> int:
     return top
 
 
-def _status(arena: int, lower_bound: int, capacity: int | None) -> Status:
-    if capacity is not None and lower_bound > capacity:
+def _status(result: Solution, lower_bound: int, capacity: int | None) -> Status:
+    if capacity is not None and (lower_bound > capacity or result.infeasible is not None):
         return "infeasible"
-    if capacity is not None and arena > capacity:
+    if capacity is not None and result.arena_bytes > capacity:
         return "unknown"
-    return "optimal" if arena == lower_bound else "feasible"
+    return "optimal" if result.proved_optimal else "feasible"
 
 
-def _assemble(req: PlanRequest, attempt: _Attempt, fell_back: bool) -> Plan:
-    g, result, choice = attempt.graph, attempt.result, attempt.barriers
-    arena = arena_of(g, result.offsets)
+def _certificate(
+    g: InterferenceGraph, result: Solution, capacity: int | None
+) -> Certificate | None:
+    """Why nothing fits: the peak of live bytes, or a set of buffers proved not to fit."""
+    if capacity is None:
+        return None
     bound = g.lower_bound
-    capacity = req.effective_capacity
-    status = _status(arena, bound.bytes, capacity)
-    certificate = None
-    if status == "infeasible":
-        assert capacity is not None
-        certificate = Certificate(
+    if bound.bytes > capacity:
+        return Certificate(
             reason="lower_bound",
             capacity=capacity,
             live_bytes=bound.bytes,
             point=bound.point,
             buffers=[g.ids[i] for i in bound.buffers],
         )
+    if result.infeasible is not None:
+        subset = np.asarray(result.infeasible, dtype=np.int64)
+        return Certificate(
+            reason="infeasible_subset",
+            capacity=capacity,
+            live_bytes=g.subgraph(subset).lower_bound.bytes,
+            buffers=[g.ids[i] for i in subset.tolist()],
+        )
+    return None
+
+
+def _assemble(req: PlanRequest, attempt: _Attempt, fell_back: bool) -> Plan:
+    g, result, choice = attempt.graph, attempt.result, attempt.barriers
+    arena = result.arena_bytes
+    bound = g.lower_bound
+    capacity = req.effective_capacity
+    status = _status(result, bound.bytes, capacity)
+    certificate = _certificate(g, result, capacity)
     profile = TARGETS.get(req.target) if req.target is not None else None
-    gap = (arena - bound.bytes) / bound.bytes if bound.bytes else 0.0
+    gap = (arena - result.bound) / result.bound if result.bound else 0.0
     return Plan(
         name=req.name,
         status=status,
@@ -174,11 +210,11 @@ def _assemble(req: PlanRequest, attempt: _Attempt, fell_back: bool) -> Plan:
             blocks_per_sm=None if profile is None else blocks_per_sm(profile, arena),
         ),
         solver=SolverInfo(
-            name=f"greedy:{result.name}",
-            proved_optimal=arena == bound.bytes,
-            bound=bound.bytes,
+            name=result.name,
+            proved_optimal=result.proved_optimal,
+            bound=result.bound,
             gap=round(gap, 6),
-            tried=[SolverAttempt(name=f"greedy:{n}", arena_bytes=a) for n, a in result.tried],
+            tried=[SolverAttempt(name=n, arena_bytes=a) for n, a in result.tried],
         ),
         graph=GraphStats(
             buffers=g.n,
@@ -202,7 +238,18 @@ def _diagnostics(
 ) -> list[Diagnostic]:
     notes: list[Diagnostic] = []
     capacity = req.effective_capacity
-    if status == "infeasible":
+    if status == "infeasible" and attempt.result.infeasible is not None:
+        assert capacity is not None
+        count = len(attempt.result.infeasible)
+        notes.append(
+            Diagnostic(
+                level="error",
+                code="over_capacity",
+                message=f"proved: the {count} buffers in the certificate cannot be placed "
+                f"together within the capacity of {capacity}; no placement exists",
+            )
+        )
+    elif status == "infeasible":
         assert capacity is not None
         notes.append(
             Diagnostic(
@@ -222,6 +269,8 @@ def _diagnostics(
                 f"capacity of {capacity}; the lower bound is {g.lower_bound.bytes}",
             )
         )
+    for note in attempt.result.notes:
+        notes.append(Diagnostic(level="warning", code="solver_unavailable", message=note))
     if fell_back and not attempt.barriers.inserted:
         notes.append(
             Diagnostic(

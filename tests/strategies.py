@@ -47,7 +47,10 @@ def request_dicts(
     request: dict[str, Any] = {
         "buffers": buffers,
         "barriers": draw(st.lists(st.integers(0, top), max_size=4)),
-        "options": {"sync": sync or draw(st.sampled_from(["existing", "insert", "none"]))},
+        "options": {
+            "sync": sync or draw(st.sampled_from(["existing", "insert", "none"])),
+            "time_limit": 0.5,  # seconds: keeps exact methods short in property runs
+        },
     }
     if request["options"]["sync"] == "insert" and draw(st.booleans()):
         request["options"]["barrier_candidates"] = draw(st.lists(st.integers(0, top), max_size=5))

@@ -341,6 +341,20 @@ def test_bench_table_on_a_csv_and_random(request_csv: Path, capsys: Capture) -> 
     assert "peak memory" in lines[3]
 
 
+def test_bench_compares_solvers_side_by_side(request_csv: Path, capsys: Capture) -> None:
+    argv = ["bench", str(request_csv), "--solver", "greedy", "--solver", "start/first-fit"]
+    assert main([*argv, "--repeat", "1"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert "greedy arena" in lines[0]
+    assert "start/first-fit arena" in lines[0]
+    cells = lines[1].split()
+    assert cells[:3] == ["example.12.csv", "5", "12"]
+    assert cells[3] == "12"  # the greedy portfolio meets the lower bound
+    assert cells[6] == "yes"  # and so is proved optimal
+    assert lines[2].startswith("greedy: 1/1 planned")
+    assert lines[3].startswith("start/first-fit: 1/1 planned")
+
+
 def test_bench_a_directory(request_csv: Path, request_json: Path, capsys: Capture) -> None:
     assert main(["bench", str(request_csv.parent), "--repeat", "1"]) == 0
     lines = capsys.readouterr().out.splitlines()

@@ -1,0 +1,268 @@
+"""Branch-and-bound decision kernel for the exact search (compiled with numba).
+
+Decides whether every free buffer fits below ``capacity`` bytes, after the published ideas of
+MiniMalloc (Moffitt, ASPLOS 2023); no code was taken from it.
+
+**Canonical placements.** Repeatedly moving a free buffer to the lowest feasible offset given
+all the others ends (offsets only fall) no higher than where it began. In that fixpoint,
+sorted by (offset, rank), each free buffer sits at its *candidate*: the lowest aligned offset
+at or above the tops of the earlier free buffers it conflicts with that clears every pinned
+buffer it conflicts with. So the search places buffers in non-decreasing (offset, rank), each
+at its candidate, and branches on which buffer comes next. Only buffers whose candidate comes
+after the last placement, (candidate, rank) > (floor, last rank), are children; the others
+*wait* until a buffer placed under them lifts them. Children are tried by (candidate, rank),
+so the first dive is a lowest-offset greedy. Branching only on the buffers at the minimum
+candidate would not be complete: sometimes the optimum leaves that offset empty.
+
+**Pruning** (each a proof, so an exhausted search proves infeasibility):
+
+- a buffer whose candidate + size > capacity fails the node (candidates only rise);
+- a waiting buffer with no unplaced free neighbour can never be lifted: the node fails;
+- sections: between consecutive distinct time points, the unplaced free buffers live there
+  lie disjoint above max(floor, height of the placed ones there), and clear the pinned ones:
+  that level + their sizes + the pinned bytes above it must stay <= capacity;
+- dominance: interchangeable buffers (same interval, size, alignment) go in rank order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from planner._jit import njit
+
+I64 = npt.NDArray[np.int64]
+
+FOUND = 1  # offsets hold a plan within the capacity
+EXHAUSTED = 0  # proved: no plan fits the capacity
+OUT_OF_NODES = -1  # the node budget ran out first; nothing proved
+
+
+@njit
+def _align_up(value: int, alignment: int) -> int:
+    return (value + alignment - 1) // alignment * alignment
+
+
+@njit
+def _candidate(
+    c: int,
+    base: I64,
+    size: I64,
+    alignment: I64,
+    offset: I64,
+    pin_ptr: I64,
+    pin_adj: I64,
+) -> int:
+    """Lowest aligned offset >= ``base[c]`` clearing the pinned buffers ``c`` conflicts with."""
+    o = _align_up(base[c], alignment[c])
+    moved = True
+    while moved:
+        moved = False
+        for k in range(pin_ptr[c], pin_ptr[c + 1]):
+            p = pin_adj[k]
+            if offset[p] < o + size[c] and o < offset[p] + size[p]:
+                o = _align_up(offset[p] + size[p], alignment[c])
+                moved = True
+    return o
+
+
+@njit
+def decide(
+    size: I64,
+    alignment: I64,
+    pinned: I64,
+    by_rank: I64,
+    rank: I64,
+    twin_prev: I64,
+    adj_ptr: I64,
+    adj: I64,
+    pin_ptr: I64,
+    pin_adj: I64,
+    first: I64,
+    last: I64,
+    sec_pin_ptr: I64,
+    sec_pin: I64,
+    capacity: int,
+    node_budget: int,
+) -> tuple[int, I64, int]:
+    """(status, offsets in bytes, nodes used) for one capacity in bytes.
+
+    ``by_rank`` lists every buffer by branching priority and ``rank`` is its inverse;
+    ``twin_prev[c]`` is the interchangeable buffer that must be placed before ``c`` (-1:
+    none). ``adj`` (CSR) lists each buffer's conflicting buffers, ``pin_adj`` the pinned
+    ones among them. Buffer ``i`` is live in sections ``first[i] .. last[i]-1``;
+    ``sec_pin`` (CSR) lists the pinned buffers live in each section. A node is one
+    placement; the search stops after ``node_budget`` of them.
+    """
+    n = size.shape[0]
+    nsec = sec_pin_ptr.shape[0] - 1
+    offset = pinned.copy()  # bytes; -1 while unplaced
+    for p in range(n):
+        if pinned[p] >= 0 and pinned[p] + size[p] > capacity:
+            return EXHAUSTED, offset, 0
+    free = 0
+    base = np.zeros(n, dtype=np.int64)  # max top of placed free neighbours, bytes
+    unplaced_nbrs = np.zeros(n, dtype=np.int64)  # unplaced free neighbours
+    height = np.zeros(nsec, dtype=np.int64)  # max top of placed free buffers live there
+    rem = np.zeros(nsec, dtype=np.int64)  # bytes of unplaced free buffers live there
+    trail_len = 0
+    for i in range(n):
+        if pinned[i] >= 0:
+            continue
+        free += 1
+        for s in range(first[i], last[i]):
+            rem[s] += size[i]
+        trail_len += last[i] - first[i]
+        for k in range(adj_ptr[i], adj_ptr[i + 1]):
+            if pinned[adj[k]] < 0:
+                unplaced_nbrs[i] += 1
+                trail_len += 1
+    if free == 0:
+        return FOUND, offset, 0
+    # Undo log: index (buffer, or n + section) and the old base / height.
+    trail_at = np.empty(trail_len + 1, dtype=np.int64)
+    trail_old = np.empty(trail_len + 1, dtype=np.int64)
+    top_of_trail = 0
+    # Per depth d (d placements made): the last placement and its children.
+    placed = np.full(free + 1, -1, dtype=np.int64)
+    floor = np.zeros(free + 1, dtype=np.int64)  # offset of the last placement, bytes
+    floor_rank = np.full(free + 1, -1, dtype=np.int64)
+    mark = np.zeros(free + 1, dtype=np.int64)  # trail length before the placement
+    kid_base = np.zeros(free + 1, dtype=np.int64)
+    kid_count = np.zeros(free + 1, dtype=np.int64)
+    kid_next = np.zeros(free + 1, dtype=np.int64)
+    kid = np.empty(4 * n + 16, dtype=np.int64)  # children of every open depth, grown on need
+    kid_at = np.empty(4 * n + 16, dtype=np.int64)  # their candidates, bytes
+    scratch = np.empty(n, dtype=np.int64)
+    scratch_at = np.empty(n, dtype=np.int64)
+    lowest = np.zeros(n, dtype=np.int64)  # lower bound on each unplaced offset, bytes
+    section_floor = np.zeros(nsec, dtype=np.int64)  # bytes
+    lifts = np.zeros(n, dtype=np.int64)  # lowest top each unplaced buffer can have, bytes
+    never = np.iinfo(np.int64).max // 4
+    depth = 0
+    nodes = 0
+    while True:
+        # Expand the node at ``depth``: prune it or list its children.
+        count = 0
+        lo = floor[depth]
+        lo_rank = floor_rank[depth]
+        ok = True
+        for c in range(n):
+            if offset[c] < 0:
+                lifts[c] = max(_align_up(base[c], alignment[c]), lo) + size[c]
+        for r in range(n):
+            c = by_rank[r]
+            if offset[c] >= 0:
+                continue
+            o = _candidate(c, base, size, alignment, offset, pin_ptr, pin_adj)
+            if o > lo or (o == lo and r > lo_rank):
+                if twin_prev[c] < 0 or offset[twin_prev[c]] >= 0:
+                    scratch[count] = c
+                    scratch_at[count] = o
+                    count += 1
+            else:
+                # Waiting: it will sit on a neighbour placed later, at or above the floor.
+                o = never
+                for k in range(adj_ptr[c], adj_ptr[c + 1]):
+                    e = adj[k]
+                    if offset[e] < 0 and lifts[e] < o:
+                        o = lifts[e]
+                if o == never:
+                    ok = False  # no neighbour is left to lift it
+                    break
+                o = _align_up(o, alignment[c])
+            if o + size[c] > capacity:
+                ok = False
+                break
+            lowest[c] = o
+        if ok:
+            # Sections: the unplaced buffers live there stack up, disjoint, above the lowest
+            # of their lower bounds, and clear the pinned buffers.
+            for s in range(nsec):
+                section_floor[s] = never
+            for c in range(n):
+                if offset[c] < 0:
+                    for s in range(first[c], last[c]):
+                        section_floor[s] = min(section_floor[s], lowest[c])
+            for s in range(nsec):
+                if rem[s] == 0:
+                    continue
+                level = section_floor[s]
+                need = level + rem[s]
+                for k in range(sec_pin_ptr[s], sec_pin_ptr[s + 1]):
+                    p = sec_pin[k]
+                    covered = min(offset[p] + size[p], capacity) - max(offset[p], level)
+                    if covered > 0:
+                        need += covered
+                if need > capacity:
+                    ok = False
+                    break
+        if not ok:
+            count = 0
+        start = kid_base[depth]
+        if start + count > kid.shape[0]:
+            grown = max(2 * kid.shape[0], start + count)
+            kid2 = np.empty(grown, dtype=np.int64)
+            kid2[:start] = kid[:start]
+            kid_at2 = np.empty(grown, dtype=np.int64)
+            kid_at2[:start] = kid_at[:start]
+            kid = kid2
+            kid_at = kid_at2
+        if count > 0:
+            # Scanned in rank order, so a stable sort by candidate orders by (offset, rank).
+            order = np.argsort(scratch_at[:count], kind="mergesort")
+            for t in range(count):
+                kid[start + t] = scratch[order[t]]
+                kid_at[start + t] = scratch_at[order[t]]
+        kid_count[depth] = count
+        kid_next[depth] = 0
+        # Descend into the next child, backtracking past nodes with none left.
+        while kid_next[depth] == kid_count[depth]:
+            if depth == 0:
+                return EXHAUSTED, offset, nodes
+            b = placed[depth]
+            for s in range(first[b], last[b]):
+                rem[s] += size[b]
+            for k in range(adj_ptr[b], adj_ptr[b + 1]):
+                unplaced_nbrs[adj[k]] += 1
+            while top_of_trail > mark[depth]:
+                top_of_trail -= 1
+                at = trail_at[top_of_trail]
+                if at < n:
+                    base[at] = trail_old[top_of_trail]
+                else:
+                    height[at - n] = trail_old[top_of_trail]
+            offset[b] = -1
+            depth -= 1
+        if nodes >= node_budget:
+            return OUT_OF_NODES, offset, nodes
+        nodes += 1
+        t = kid_base[depth] + kid_next[depth]
+        kid_next[depth] += 1
+        b = kid[t]
+        o = kid_at[t]
+        top = o + size[b]
+        mark[depth + 1] = top_of_trail
+        offset[b] = o
+        for k in range(adj_ptr[b], adj_ptr[b + 1]):
+            c = adj[k]
+            unplaced_nbrs[c] -= 1
+            if offset[c] < 0 and top > base[c]:
+                trail_at[top_of_trail] = c
+                trail_old[top_of_trail] = base[c]
+                top_of_trail += 1
+                base[c] = top
+        for s in range(first[b], last[b]):
+            rem[s] -= size[b]
+            if top > height[s]:
+                trail_at[top_of_trail] = n + s
+                trail_old[top_of_trail] = height[s]
+                top_of_trail += 1
+                height[s] = top
+        depth += 1
+        placed[depth] = b
+        floor[depth] = o
+        floor_rank[depth] = rank[b]
+        kid_base[depth] = kid_base[depth - 1] + kid_count[depth - 1]
+        if depth == free:
+            return FOUND, offset, nodes

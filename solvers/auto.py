@@ -1,0 +1,185 @@
+"""Solver ``"auto"``: the greedy portfolio, then exact methods where it leaves a gap.
+
+Independent connected components of the interference graph never share a point in time, so
+each is solved on its own and the arena is the largest of theirs. Only components whose greedy
+arena is above the lower bound can lower the maximum; the exact methods run on those, in
+turn, seeded with the best plan so far. Every budget is a fixed share of ``time_limit``, not
+what the clock says is left, so the same request gets the same budgets and the same plan.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from planner.graph import InterferenceGraph
+from solvers.exact import ExactResult
+from solvers.greedy import arena_of, portfolio
+
+__all__ = ["EXACT_METHODS", "SOLVERS", "Solution", "exact_method", "solve"]
+
+I64 = npt.NDArray[np.int64]
+ExactMethod = Callable[..., ExactResult]
+
+EXACT_METHODS = ("search", "cpsat")  # the order "auto" and "exact" run them in
+SOLVERS = ("auto", "greedy", "exact", *EXACT_METHODS)  # besides single heuristics
+_MODULES = {"search": ("solvers.search", "solve_search"), "cpsat": ("solvers.cpsat", "solve_cpsat")}
+IIS_MAX_BUFFERS = 64  # the deletion filter for a certificate runs up to this many buffers
+
+
+@dataclass(frozen=True)
+class Solution:
+    """The plan chosen and what is proved about it."""
+
+    name: str  # the method whose plan is returned
+    offsets: I64  # bytes, request order
+    arena_bytes: int
+    bound: int  # bytes: no plan uses fewer
+    proved_optimal: bool
+    tried: list[tuple[str, int]]  # (method, arena bytes of the whole plan after it)
+    infeasible: list[int] | None = None  # proved: these buffers cannot fit the capacity
+    notes: list[str] = field(default_factory=list)  # what could not run, and why
+
+
+def exact_method(name: str) -> ExactMethod | None:
+    """The named exact method, or None when its optional dependency is missing."""
+    module, func = _MODULES[name]
+    try:
+        found: ExactMethod = getattr(importlib.import_module(module), func)
+    except ImportError:
+        return None
+    return found
+
+
+def solve(
+    g: InterferenceGraph,
+    *,
+    solver: str,
+    heuristics: list[str] | None,
+    capacity: int | None,
+    time_limit: float,
+) -> Solution:
+    """Plan ``g`` with the named solver; ``heuristics`` restricts the greedy portfolio."""
+    bound = g.lower_bound.bytes
+    greedy = portfolio(g, heuristics, bound)
+    tried = [(f"greedy:{n}", a) for n, a in greedy.tried]
+    best = Solution(
+        name=f"greedy:{greedy.name}",
+        offsets=greedy.offsets,
+        arena_bytes=greedy.arena_bytes,
+        bound=bound,
+        proved_optimal=greedy.arena_bytes <= bound,
+        tried=tried,
+    )
+    if solver not in ("auto", "exact", *EXACT_METHODS) or best.proved_optimal:
+        return best
+    if capacity is not None and bound > capacity:
+        return best  # the lower bound already proves it: nothing to search
+    names = EXACT_METHODS if solver in ("auto", "exact") else (solver,)
+    methods = [(n, m) for n in names if (m := exact_method(n)) is not None]
+    notes = [
+        f"exact method {n!r} needs 'pip install alloc-planner[exact]'"
+        for n in names
+        if exact_method(n) is None
+    ]
+    if not methods:
+        return Solution(**{**best.__dict__, "notes": notes})
+    return _improve(g, best, methods, capacity, time_limit, notes)
+
+
+def _improve(
+    g: InterferenceGraph,
+    best: Solution,
+    methods: list[tuple[str, ExactMethod]],
+    capacity: int | None,
+    time_limit: float,
+    notes: list[str],
+) -> Solution:
+    offsets = best.offsets.copy()
+    bound = best.bound
+    name = best.name
+    tried = list(best.tried)
+    parts = [m for m in g.members() if arena_of(g.subgraph(m), offsets[m]) > bound]
+    share = time_limit / max(1, len(parts)) / len(methods)  # seconds per method and part
+    for members in sorted(parts, key=lambda m: -arena_of(g.subgraph(m), offsets[m])):
+        sub = g.subgraph(members)
+        sub_bound = sub.lower_bound.bytes
+        sub_arena = arena_of(sub, offsets[members])
+        for method_name, method in methods:
+            result = method(
+                sub,
+                capacity=capacity,
+                lower_bound=sub_bound,
+                hint=offsets[members],
+                time_limit=share,
+                upper=sub_arena,
+            )
+            sub_bound = max(sub_bound, result.bound)
+            if result.proved_optimal and result.arena_bytes is not None:
+                sub_bound = max(sub_bound, result.arena_bytes)  # its optimum, proved
+            if result.infeasible:
+                return Solution(
+                    name=f"exact:{method_name}",
+                    offsets=offsets,
+                    arena_bytes=arena_of(g, offsets),
+                    bound=max(bound, sub_bound),
+                    proved_optimal=False,
+                    tried=[*tried, (f"exact:{method_name}", arena_of(g, offsets))],
+                    infeasible=_irreducible(g, members, method, capacity, share),
+                    notes=notes,
+                )
+            found, arena = result.offsets, result.arena_bytes
+            if found is not None and arena is not None and arena < sub_arena:
+                offsets[members] = found
+                sub_arena = arena
+                name = f"exact:{method_name}"
+            tried.append((f"exact:{method_name}", arena_of(g, offsets)))
+            if sub_arena <= sub_bound:
+                break
+        bound = max(bound, sub_bound)
+    arena = arena_of(g, offsets)
+    return Solution(
+        name=name,
+        offsets=offsets,
+        arena_bytes=arena,
+        bound=bound,
+        proved_optimal=arena <= bound,
+        tried=tried,
+        notes=notes,
+    )
+
+
+def _irreducible(
+    g: InterferenceGraph,
+    members: I64,
+    method: ExactMethod,
+    capacity: int | None,
+    budget: float,
+) -> list[int]:
+    """A subset of ``members`` that still cannot fit, shrunk by a deletion filter.
+
+    Each buffer is dropped in turn if the rest is still proved infeasible; a buffer whose
+    removal cannot be decided within its share of ``budget`` stays. Larger sets stay whole.
+    """
+    keep = [int(i) for i in members]
+    if len(keep) > IIS_MAX_BUFFERS or capacity is None:
+        return keep
+    per_test = budget / len(keep)
+    for i in list(keep):
+        rest = np.asarray([j for j in keep if j != i], dtype=np.int64)
+        sub = g.subgraph(rest)
+        result = method(
+            sub,
+            capacity=capacity,
+            lower_bound=sub.lower_bound.bytes,
+            hint=None,
+            time_limit=per_test,
+            upper=None,
+        )
+        if result.infeasible:
+            keep = rest.tolist()
+    return keep

@@ -1,0 +1,250 @@
+"""Exact method ``"search"``: a dedicated branch and bound over canonical placements.
+
+The decision kernel (``solvers._search_kernel``) answers "does everything fit below
+``capacity`` bytes?" with a plan, a proof of impossibility, or "out of nodes". This module
+minimizes with it: first the lower bound (a plan there is optimal), then the capacity when no
+plan within it is known yet, then a bisection between the largest capacity proved impossible
+and the best arena found. A node budget derived from ``time_limit`` stops the search, so the
+same request gets the same answer on any machine; the clock is only read between decisions,
+to stop early on a machine much slower than the calibration.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from planner.graph import InterferenceGraph
+from solvers._search_kernel import EXHAUSTED, FOUND, decide
+from solvers.exact import ExactResult
+from solvers.greedy import arena_of
+
+__all__ = ["NODE_WORK_PER_SECOND", "node_budget", "solve_search"]
+
+I64 = npt.NDArray[np.int64]
+
+# Calibrated on the MiniMalloc benchmarks A-F (150-300 buffers, one core): a node costs
+# about (buffers + sections) steps and one core did 3.1e7-5.6e7 such steps per second;
+# 2e7 leaves a margin so that the budget, not the clock, stops a search.
+NODE_WORK_PER_SECOND = 2.0e7
+MIN_NODES = 1_000  # even the smallest time limit gets this many nodes
+
+
+@dataclass(frozen=True)
+class _Instance:
+    """The graph as the kernel's arrays (buffer indices in request order)."""
+
+    size: I64
+    alignment: I64
+    pinned: I64
+    by_rank: I64
+    rank: I64
+    twin_prev: I64
+    adj_ptr: I64
+    adj: I64
+    pin_ptr: I64
+    pin_adj: I64
+    first: I64
+    last: I64
+    sec_pin_ptr: I64
+    sec_pin: I64
+
+    @property
+    def sections(self) -> int:
+        return int(self.sec_pin_ptr.size) - 1
+
+
+def _csr(src: I64, dst: I64, n: int) -> tuple[I64, I64]:
+    """Row pointers and columns of the pairs ``(src, dst)``, columns in input order."""
+    order = np.argsort(src, kind="stable")
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=ptr[1:])
+    cols: I64 = dst[order].astype(np.int64)
+    return ptr, cols
+
+
+def _instance(g: InterferenceGraph) -> _Instance:
+    n = g.n
+    _, hi, _, _ = g.neighbours
+    by_start = g.by_start
+    # Conflicting pairs from the sweep: position p conflicts with p+1 .. hi[p]-1.
+    counts = hi - np.arange(n, dtype=np.int64) - 1
+    src_pos = np.repeat(np.arange(n, dtype=np.int64), counts)
+    within = np.arange(src_pos.size, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    a = by_start[src_pos]
+    b = by_start[src_pos + 1 + within]
+    src = np.concatenate([a, b])
+    dst = np.concatenate([b, a])
+    adj_ptr, adj = _csr(src, dst, n)
+    to_pin = g.pinned[dst] >= 0
+    pin_ptr, pin_adj = _csr(src[to_pin], dst[to_pin], n)
+    points = np.unique(np.concatenate([g.start, g.occupied_end]))
+    first = np.searchsorted(points, g.start).astype(np.int64)
+    last = np.searchsorted(points, g.occupied_end).astype(np.int64)
+    sections = max(0, int(points.size) - 1)
+    pins = np.flatnonzero(g.pinned >= 0)
+    lengths = last[pins] - first[pins]
+    sec_of = np.concatenate(
+        [np.arange(first[p], last[p], dtype=np.int64) for p in pins] or [np.zeros(0, np.int64)]
+    )
+    sec_pin_ptr, sec_pin = _csr(sec_of, np.repeat(pins, lengths).astype(np.int64), sections)
+    # Branching priority: longest occupied interval first, then largest, then earliest.
+    length = g.occupied_end - g.start
+    by_rank = np.lexsort((np.arange(n), g.start, -g.size, -length)).astype(np.int64)
+    rank = np.empty(n, dtype=np.int64)
+    rank[by_rank] = np.arange(n, dtype=np.int64)
+    # Interchangeable free buffers are placed in rank order: each waits for the one before.
+    twin_prev = np.full(n, -1, dtype=np.int64)
+    seen: dict[tuple[int, int, int, int], int] = {}
+    for i in by_rank.tolist():
+        if g.pinned[i] >= 0:
+            continue
+        key = (int(g.start[i]), int(g.occupied_end[i]), int(g.size[i]), int(g.alignment[i]))
+        twin_prev[i] = seen.get(key, -1)
+        seen[key] = i
+    return _Instance(
+        size=g.size.astype(np.int64),
+        alignment=g.alignment.astype(np.int64),
+        pinned=g.pinned.astype(np.int64),
+        by_rank=by_rank,
+        rank=rank,
+        twin_prev=twin_prev,
+        adj_ptr=adj_ptr,
+        adj=adj,
+        pin_ptr=pin_ptr,
+        pin_adj=pin_adj,
+        first=first,
+        last=last,
+        sec_pin_ptr=sec_pin_ptr,
+        sec_pin=sec_pin,
+    )
+
+
+def node_budget(g: InterferenceGraph, time_limit: float) -> int:
+    """Nodes the search may expand in ``time_limit`` seconds (deterministic per graph)."""
+    sections = int(np.unique(np.concatenate([g.start, g.occupied_end])).size)
+    work_per_node = g.n + sections + 1
+    return max(MIN_NODES, int(time_limit * NODE_WORK_PER_SECOND / work_per_node))
+
+
+def _decide(inst: _Instance, capacity: int, nodes: int) -> tuple[int, I64, int]:
+    """(status, offsets, nodes used) of the kernel at ``capacity`` bytes."""
+    status, offsets, used = decide(
+        inst.size,
+        inst.alignment,
+        inst.pinned,
+        inst.by_rank,
+        inst.rank,
+        inst.twin_prev,
+        inst.adj_ptr,
+        inst.adj,
+        inst.pin_ptr,
+        inst.pin_adj,
+        inst.first,
+        inst.last,
+        inst.sec_pin_ptr,
+        inst.sec_pin,
+        capacity,
+        nodes,
+    )
+    return int(status), offsets, int(used)
+
+
+def _pins_clash(g: InterferenceGraph) -> bool:
+    """Whether two conflicting pinned buffers share a byte: then no plan exists at all."""
+    pins = np.flatnonzero(g.pinned >= 0)
+    for k, i in enumerate(pins.tolist()):
+        for j in pins[k + 1 :].tolist():
+            live = g.start[i] < g.occupied_end[j] and g.start[j] < g.occupied_end[i]
+            lo_i, lo_j = int(g.pinned[i]), int(g.pinned[j])
+            if live and lo_i < lo_j + g.size[j] and lo_j < lo_i + g.size[i]:
+                return True
+    return False
+
+
+def solve_search(
+    g: InterferenceGraph,
+    *,
+    capacity: int | None,
+    lower_bound: int,
+    hint: I64 | None,
+    time_limit: float,
+    upper: int | None = None,
+    nodes: int | None = None,
+) -> ExactResult:
+    """Smallest arena (bytes) within ``capacity``, or a proof that none fits.
+
+    ``hint`` is a valid plan (request order) to improve on; ``upper`` an arena (bytes) the
+    caller already has, so only smaller ones are searched. ``nodes`` overrides the node
+    budget derived from ``time_limit`` (seconds).
+    """
+    clock = time.perf_counter()
+    if g.n == 0:
+        return ExactResult("search", np.zeros(0, np.int64), 0, 0, True, False)
+    free = g.pinned < 0
+    # No plan is lower than the lower bound, a pinned top or a single buffer.
+    lo = max(lower_bound, int((g.pinned + g.size)[~free].max(initial=0)), int(g.size.max()))
+    if _pins_clash(g) or (capacity is not None and lo > capacity):
+        return ExactResult("search", None, None, lo, False, True)
+    best: I64 | None = None
+    best_arena: int | None = None
+    if hint is not None:
+        hinted = arena_of(g, hint)
+        if capacity is None or hinted <= capacity:
+            best, best_arena = hint.astype(np.int64).copy(), hinted
+    # Highest capacity worth deciding: below every arena known, within the capacity.
+    ceiling = int((g.size + g.alignment).sum()) + int((g.pinned + g.size)[~free].max(initial=0))
+    for known in (best_arena, upper):
+        if known is not None:
+            ceiling = min(ceiling, known - 1)
+    if capacity is not None:
+        ceiling = min(ceiling, capacity)
+    bound = lo  # bytes: every capacity below it is proved impossible
+    left = node_budget(g, time_limit) if nodes is None else nodes
+    inst = _instance(g)
+
+    def attempt(target: int, last: bool, part: int = 2) -> int:
+        """Decide ``target`` on 1/``part`` of the nodes left (all if ``last``).
+
+        A plan found becomes the best. Returns the kernel's status.
+        """
+        nonlocal best, best_arena, bound, left
+        share = left if last else max(1, left // part)
+        status, offsets, used = _decide(inst, target, share)
+        left -= used
+        if status == FOUND:
+            best, best_arena = offsets, arena_of(g, offsets)
+        elif status == EXHAUSTED:
+            bound = max(bound, target + 1)
+        return status
+
+    def time_left() -> bool:
+        return left > 0 and time.perf_counter() - clock < time_limit
+
+    low = lo  # lowest capacity not yet tried
+    high = ceiling  # highest capacity worth trying
+    if low <= high and time_left():
+        # While the capacity still lacks a plan, keep most nodes for deciding it.
+        pending = capacity is not None and best is None and low < capacity == high
+        attempt(low, last=low == high, part=4 if pending else 2)
+        low += 1
+        if best_arena is not None:
+            high = min(high, best_arena - 1)
+    if capacity is not None and best is None and low <= capacity == high and time_left():
+        # No plan within the capacity yet: get one, or prove there is none.
+        if attempt(capacity, last=low == high) == EXHAUSTED:
+            return ExactResult("search", None, None, bound, False, True)
+        high = capacity - 1 if best_arena is None else min(capacity, best_arena) - 1
+    while low <= high and time_left():
+        mid = (low + high) // 2
+        status = attempt(mid, last=low == high)
+        if status == FOUND and best_arena is not None:
+            high = best_arena - 1
+        else:
+            low = mid + 1  # proved impossible, or undecided within its share
+    infeasible = capacity is not None and bound > capacity
+    proved = best_arena is not None and best_arena <= bound
+    return ExactResult("search", best, best_arena, bound, proved, infeasible)

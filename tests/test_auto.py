@@ -1,0 +1,103 @@
+"""Solver "auto": greedy first, exact methods per component, proofs and certificates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+
+import planner
+import solvers.auto as auto
+from planner.errors import RequestError
+from planner.graph import build_graph
+from planner.models import PlanRequest
+from solvers.greedy import portfolio
+from validators import validate_plan
+
+from .strategies import request_dicts
+
+pytest.importorskip("ortools")
+
+# Two 1-byte buffers aligned to 4 live together: the lower bound says 2 bytes, the optimum
+# is 5. Greedy finds 5 but cannot prove it; an exact method can.
+HARD: dict[str, Any] = {
+    "options": {"sync": "none", "time_limit": 2.0},
+    "buffers": [
+        {"id": "a", "size": 1, "start": 0, "end": 2, "alignment": 4},
+        {"id": "b", "size": 1, "start": 0, "end": 3, "alignment": 4},
+        {"id": "c", "size": 1, "start": 2, "end": 4},
+    ],
+}
+
+
+@settings(max_examples=80, deadline=None)
+@given(request_dicts(max_buffers=9, pins=True))
+def test_never_worse_than_greedy(data: dict[str, Any]) -> None:
+    request = PlanRequest.model_validate(data)
+    plan = planner.plan(data)
+    assert validate_plan(request, plan).valid
+    greedy = portfolio(build_graph(request, request.options.sync))
+    if request.options.sync != "insert":  # insert may trade bytes for fewer barriers
+        assert plan.arena_bytes <= greedy.arena_bytes
+
+
+def test_exact_proves_what_greedy_cannot() -> None:
+    plan = planner.plan(HARD)
+    assert plan.status == "optimal"
+    assert plan.solver.proved_optimal
+    assert plan.lower_bound == 2
+    assert plan.arena_bytes == plan.solver.bound == 5
+    assert any(t.name.startswith("exact:") for t in plan.solver.tried)
+    assert validate_plan(PlanRequest.model_validate(HARD), plan).valid
+
+
+def test_components_are_solved_apart() -> None:
+    # Two copies of HARD, disjoint in time, plus a buffer apart from both: three components;
+    # the arena is the largest component's optimum.
+    later = [
+        {**b, "id": b["id"] + "2", "start": b["start"] + 10, "end": b["end"] + 10}
+        for b in HARD["buffers"]
+    ]
+    request = {
+        **HARD,
+        "buffers": [*HARD["buffers"], *later, {"id": "z", "size": 3, "start": 20, "end": 30}],
+    }
+    g = build_graph(PlanRequest.model_validate(request))
+    assert g.components == 3
+    plan = planner.plan(request)
+    assert plan.status == "optimal"
+    assert plan.arena_bytes == 5
+    assert validate_plan(PlanRequest.model_validate(request), plan).valid
+
+
+def test_capacity_below_the_optimum_is_proved_infeasible() -> None:
+    below_bound = planner.plan({**HARD, "capacity": 1})
+    assert below_bound.certificate is not None
+    assert below_bound.certificate.reason == "lower_bound"
+    # The lower bound (2) fits a capacity of 4, but a and b need 5 bytes; c is innocent.
+    tight = {**HARD, "capacity": 4}
+    plan = planner.plan(tight)
+    assert plan.status == "infeasible"
+    assert plan.certificate is not None
+    assert plan.certificate.reason == "infeasible_subset"
+    assert plan.certificate.buffers == ["a", "b"]
+    assert validate_plan(PlanRequest.model_validate(tight), plan).valid
+
+
+def test_missing_exact_methods(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(auto, "exact_method", lambda name: None)
+    plan = planner.plan(HARD)
+    assert plan.status == "feasible"
+    assert plan.arena_bytes == 5
+    assert any(d.code == "solver_unavailable" for d in plan.diagnostics)
+    import planner.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "exact_method", lambda name: None)
+    with pytest.raises(RequestError) as info:
+        planner.plan({**HARD, "options": {"solver": "cpsat"}})
+    assert info.value.errors[0]["type"] == "solver_unavailable"
+
+
+def test_same_request_same_plan_with_exact() -> None:
+    assert planner.plan(HARD).model_dump_json() == planner.plan(HARD).model_dump_json()

@@ -1,0 +1,315 @@
+"""The branch-and-bound search agrees with brute force and keeps every constraint."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+from planner.graph import InterferenceGraph, build_graph
+from planner.models import PlanRequest
+from solvers.greedy import arena_of, portfolio
+from solvers.search import solve_search
+from validators import validate_plan
+
+from .strategies import requests
+from .test_pipeline import plan_from_offsets
+
+
+def _request(buffers: list[dict[str, Any]], **extra: Any) -> PlanRequest:
+    return PlanRequest.model_validate({"buffers": buffers, "options": {"sync": "none"}, **extra})
+
+
+def _conflict(g: InterferenceGraph, i: int, j: int) -> bool:
+    return bool(g.start[i] < g.occupied_end[j] and g.start[j] < g.occupied_end[i])
+
+
+def brute_force(g: InterferenceGraph) -> int | None:
+    """Smallest arena over every order of the free buffers, each put at the lowest offset
+    that fits among 0 and the (aligned) tops of the conflicting buffers placed before it.
+
+    Pinned buffers stay put; None when pinned buffers clash, so nothing can be planned.
+    """
+
+    def clear(o: int, b: int, offset: dict[int, int]) -> bool:
+        s = int(g.size[b])
+        return all(
+            o + s <= offset[c] or offset[c] + int(g.size[c]) <= o
+            for c in offset
+            if c != b and _conflict(g, b, c)
+        )
+
+    pins = {i: int(g.pinned[i]) for i in range(g.n) if g.pinned[i] >= 0}
+    if not all(clear(o, i, pins) for i, o in pins.items()):
+        return None
+    free = [i for i in range(g.n) if g.pinned[i] < 0]
+    best: int | None = None
+    for order in itertools.permutations(free):
+        offset = dict(pins)
+        for b in order:
+            a = int(g.alignment[b])
+            tops = [offset[c] + int(g.size[c]) for c in offset if _conflict(g, b, c)]
+            offset[b] = min(
+                o for o in [0, *((t + a - 1) // a * a for t in tops)] if clear(o, b, offset)
+            )
+        arena = max((offset[i] + int(g.size[i]) for i in range(g.n)), default=0)
+        best = arena if best is None else min(best, arena)
+    return best
+
+
+def _check(request: PlanRequest, g: InterferenceGraph, offsets: Any) -> None:
+    assert offsets is not None
+    assert offsets.dtype == np.int64
+    assert (offsets % g.alignment == 0).all()
+    pinned = g.pinned >= 0
+    assert (offsets[pinned] == g.pinned[pinned]).all()
+    report = validate_plan(request, plan_from_offsets(request, g, offsets))
+    assert report.valid, report.violations
+
+
+def _solve(g: InterferenceGraph, **kwargs: Any) -> Any:
+    args: dict[str, Any] = {
+        "capacity": None,
+        "lower_bound": g.lower_bound.bytes,
+        "hint": None,
+        "time_limit": 5.0,
+    }
+    args.update(kwargs)
+    return solve_search(g, **args)
+
+
+HAND_MADE = [
+    # A staircase where the lowest candidate must stay empty for the optimum.
+    [
+        {"id": "P", "size": 5, "start": 4, "end": 6, "offset": 0},
+        {"id": "Q", "size": 3, "start": 1, "end": 3, "offset": 0},
+        {"id": "d", "size": 3, "start": 2, "end": 4},
+        {"id": "e", "size": 2, "start": 3, "end": 6},
+        {"id": "g", "size": 10, "start": 5, "end": 7},
+    ],
+    # The same without pins: the search must find the 17-byte plan itself or better.
+    [
+        {"id": "P", "size": 5, "start": 4, "end": 6},
+        {"id": "Q", "size": 3, "start": 1, "end": 3},
+        {"id": "d", "size": 3, "start": 2, "end": 4},
+        {"id": "e", "size": 2, "start": 3, "end": 6},
+        {"id": "g", "size": 10, "start": 5, "end": 7},
+    ],
+    # Fragmentation: a pin splits the space, so the peak of 3 bytes cannot be reached.
+    [
+        {"id": "p", "size": 1, "start": 0, "end": 2, "offset": 1},
+        {"id": "f", "size": 2, "start": 0, "end": 2},
+        {"id": "g", "size": 3, "start": 2, "end": 3},
+    ],
+    # Alignment pushes buffers up.
+    [
+        {"id": "a", "size": 3, "start": 0, "end": 4, "alignment": 1},
+        {"id": "b", "size": 8, "start": 1, "end": 3, "alignment": 16},
+        {"id": "c", "size": 5, "start": 2, "end": 5, "alignment": 4},
+    ],
+    # Interchangeable twins.
+    [{"id": f"t{i}", "size": 4, "start": 0, "end": 2} for i in range(5)]
+    + [{"id": "x", "size": 6, "start": 1, "end": 3}],
+]
+
+
+@pytest.mark.parametrize("buffers", HAND_MADE)
+def test_hand_made_optimum(buffers: list[dict[str, Any]]) -> None:
+    request = _request(buffers)
+    g = build_graph(request)
+    result = _solve(g)
+    assert result.name == "search"
+    assert result.proved_optimal
+    assert result.arena_bytes == brute_force(g)
+    assert result.bound == result.arena_bytes
+    _check(request, g, result.offsets)
+
+
+def test_leaves_the_lowest_candidate_empty_when_that_wins() -> None:
+    request = _request(HAND_MADE[0])
+    g = build_graph(request)
+    result = _solve(g)
+    assert result.arena_bytes == 17  # d at 3 costs 18
+    assert not result.infeasible
+
+
+@settings(max_examples=150, deadline=None)
+@given(requests(max_buffers=6, pins=False, capacity=False, max_new=False))
+def test_agrees_with_brute_force(request: PlanRequest) -> None:
+    g = build_graph(request)
+    result = _solve(g)
+    assert result.proved_optimal
+    assert result.arena_bytes == brute_force(g)
+    _check(request, g, result.offsets)
+
+
+@settings(max_examples=80, deadline=None)
+@given(requests(max_buffers=6, pins=True, capacity=False, max_new=False))
+def test_pins_kept_and_optimum_matches(request: PlanRequest) -> None:
+    g = build_graph(request)
+    result = _solve(g)
+    expected = brute_force(g)
+    if expected is None:
+        # Pinned buffers clash under the barrier-extended intervals: nothing fits.
+        assert result.infeasible
+        assert result.offsets is None
+        return
+    assert result.proved_optimal
+    assert result.arena_bytes == expected
+    _check(request, g, result.offsets)
+
+
+@settings(max_examples=80, deadline=None)
+@given(requests(max_buffers=6, pins=False, capacity=False, max_new=False))
+def test_capacity_decided_exactly(request: PlanRequest) -> None:
+    g = build_graph(request)
+    optimum = brute_force(g)
+    assert optimum is not None
+    below = _solve(g, capacity=optimum - 1) if optimum > 0 else None
+    if below is not None:
+        assert below.infeasible
+        assert below.offsets is None
+        assert below.bound >= optimum
+    at = _solve(g, capacity=optimum)
+    assert not at.infeasible
+    assert at.proved_optimal
+    assert at.arena_bytes == optimum
+    _check(request, g, at.offsets)
+
+
+def test_infeasible_capacity_proved() -> None:
+    request = _request(HAND_MADE[2])
+    g = build_graph(request)
+    assert g.lower_bound.bytes == 3
+    optimum = brute_force(g)
+    assert optimum == 4
+    result = _solve(g, capacity=3)
+    assert result.infeasible
+    assert result.bound == 4
+    assert not result.proved_optimal
+    assert result.offsets is None
+
+
+def test_lower_bound_above_capacity_is_infeasible() -> None:
+    request = _request(HAND_MADE[4])
+    g = build_graph(request)
+    result = _solve(g, capacity=g.lower_bound.bytes - 1)
+    assert result.infeasible
+    assert result.bound == g.lower_bound.bytes
+
+
+def test_alignment_honoured() -> None:
+    request = _request(HAND_MADE[3])
+    g = build_graph(request)
+    result = _solve(g)
+    assert result.offsets is not None
+    assert int(result.offsets[1]) % 16 == 0
+    assert int(result.offsets[2]) % 4 == 0
+    _check(request, g, result.offsets)
+
+
+def test_pinned_buffer_above_free_space() -> None:
+    # The free buffer fits under the pin: the search must look below pinned buffers.
+    request = _request(
+        [
+            {"id": "p", "size": 4, "start": 0, "end": 2, "offset": 8},
+            {"id": "f", "size": 8, "start": 0, "end": 2},
+        ]
+    )
+    g = build_graph(request)
+    result = _solve(g)
+    assert result.arena_bytes == 12
+    assert result.proved_optimal
+    assert result.offsets is not None
+    assert result.offsets.tolist() == [8, 0]
+    _check(request, g, result.offsets)
+
+
+def test_empty_request() -> None:
+    g = build_graph(_request([]))
+    result = _solve(g, lower_bound=0)
+    assert result.offsets is not None
+    assert result.offsets.size == 0
+    assert result.arena_bytes == 0
+    assert result.proved_optimal
+    assert not result.infeasible
+
+
+@settings(max_examples=30, deadline=None)
+@given(requests(max_buffers=10, capacity=False, max_new=False))
+def test_deterministic(request: PlanRequest) -> None:
+    g = build_graph(request)
+    first = _solve(g, nodes=200)
+    again = _solve(build_graph(request), nodes=200)
+    assert first.arena_bytes == again.arena_bytes
+    assert first.bound == again.bound
+    assert first.proved_optimal == again.proved_optimal
+    if first.offsets is None:
+        assert again.offsets is None
+    else:
+        assert again.offsets is not None
+        assert np.array_equal(first.offsets, again.offsets)
+
+
+def _hard_request() -> PlanRequest:
+    """60 random buffers on which the greedy portfolio misses the lower bound."""
+    rng = np.random.default_rng(3)
+    buffers = []
+    for i in range(60):
+        start = int(rng.integers(0, 40))
+        buffers.append(
+            {
+                "id": f"b{i}",
+                "size": int(rng.integers(1, 1000)),
+                "start": start,
+                "end": start + int(rng.integers(1, 20)),
+            }
+        )
+    return _request(buffers)
+
+
+def test_tiny_budget_keeps_the_hint() -> None:
+    request = _hard_request()
+    g = build_graph(request)
+    hint = portfolio(g).offsets
+    assert arena_of(g, hint) > g.lower_bound.bytes
+    result = _solve(g, hint=hint, nodes=3)
+    assert not result.proved_optimal
+    assert not result.infeasible
+    assert result.offsets is not None
+    assert result.arena_bytes is not None
+    assert result.arena_bytes <= arena_of(g, hint)
+    assert result.bound <= result.arena_bytes
+    _check(request, g, result.offsets)
+
+
+def test_tiny_budget_without_hint_proves_nothing() -> None:
+    g = build_graph(_hard_request())
+    result = _solve(g, nodes=3)
+    assert not result.proved_optimal
+    assert not result.infeasible
+    assert result.bound == g.lower_bound.bytes
+
+
+def test_upper_limits_the_search() -> None:
+    request = _request(HAND_MADE[2])
+    g = build_graph(request)
+    # The caller already holds a 4-byte plan: proving 3 impossible proves it optimal.
+    result = _solve(g, upper=4)
+    assert result.bound == 4
+    assert result.offsets is None
+    assert not result.infeasible
+
+
+@pytest.mark.parametrize("budget", [0, 1, 5, 50])
+def test_kernel_stops_at_its_node_budget(budget: int) -> None:
+    from solvers._search_kernel import FOUND, OUT_OF_NODES
+    from solvers.search import _decide, _instance
+
+    g = build_graph(_hard_request())
+    status, _, used = _decide(_instance(g), g.lower_bound.bytes, budget)
+    assert used <= budget
+    assert status in (FOUND, OUT_OF_NODES)
