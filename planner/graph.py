@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["InterferenceGraph", "LowerBound", "build_graph", "count_overlaps", "sync_barriers"]
 
 I64 = npt.NDArray[np.int64]
+ALIGNED_BOUND_MAX_BUFFERS = 2000  # the aligned bound is quadratic in buffers
 
 
 def sync_barriers(request: PlanRequest, sync: SyncPolicy | None = None) -> list[int] | None:
@@ -147,6 +148,32 @@ class InterferenceGraph:
         point = int(points[order][k])
         occupied = np.flatnonzero((self.start <= point) & (self.occupied_end > point))
         return LowerBound(int(live[k]), point, [int(i) for i in occupied])
+
+    @cached_property
+    def aligned_bound(self) -> LowerBound:
+        """A lower bound that also counts alignment padding, for up to
+        ``ALIGNED_BOUND_MAX_BUFFERS`` buffers (else the plain peak).
+
+        At a point where buffers are live together, every offset is a multiple of the
+        smallest alignment g among them, so each buffer below the topmost one takes at least
+        its size rounded up to g: the arena is at least the sum of the rounded sizes less the
+        largest rounding of one buffer (the one that may sit on top).
+        """
+        plain = self.lower_bound
+        if self.n == 0 or self.n > ALIGNED_BOUND_MAX_BUFFERS:
+            return plain
+        points = np.unique(self.start)
+        at = points[:, None]
+        live = (self.start[None, :] <= at) & (self.occupied_end[None, :] > at)
+        big = np.iinfo(np.int64).max
+        g = np.where(live, self.alignment[None, :], big).min(axis=1)[:, None]  # bytes
+        rounded = (self.size[None, :] + g - 1) // g * g
+        padding = np.where(live, rounded - self.size[None, :], 0)
+        bound = np.where(live, rounded, 0).sum(axis=1) - padding.max(axis=1)
+        k = int(np.argmax(bound))
+        if int(bound[k]) <= plain.bytes:
+            return plain
+        return LowerBound(int(bound[k]), int(points[k]), [int(i) for i in np.flatnonzero(live[k])])
 
     @cached_property
     def neighbours(self) -> tuple[I64, I64, I64, I64]:

@@ -142,8 +142,8 @@ def _naive_bytes(g: InterferenceGraph) -> int:
     return top
 
 
-def _status(result: Solution, lower_bound: int, capacity: int | None) -> Status:
-    if capacity is not None and (lower_bound > capacity or result.infeasible is not None):
+def _status(result: Solution, capacity: int | None) -> Status:
+    if capacity is not None and (result.bound > capacity or result.infeasible is not None):
         return "infeasible"
     if capacity is not None and result.arena_bytes > capacity:
         return "unknown"
@@ -156,15 +156,15 @@ def _certificate(
     """Why nothing fits: the peak of live bytes, or a set of buffers proved not to fit."""
     if capacity is None:
         return None
-    bound = g.lower_bound
-    if bound.bytes > capacity:
-        return Certificate(
-            reason="lower_bound",
-            capacity=capacity,
-            live_bytes=bound.bytes,
-            point=bound.point,
-            buffers=[g.ids[i] for i in bound.buffers],
-        )
+    for reason, bound in (("lower_bound", g.lower_bound), ("aligned_bound", g.aligned_bound)):
+        if bound.bytes > capacity:
+            return Certificate(
+                reason=reason,
+                capacity=capacity,
+                live_bytes=bound.bytes,
+                point=bound.point,
+                buffers=[g.ids[i] for i in bound.buffers],
+            )
     if result.infeasible is not None:
         subset = np.asarray(result.infeasible, dtype=np.int64)
         return Certificate(
@@ -181,7 +181,7 @@ def _assemble(req: PlanRequest, attempt: _Attempt, fell_back: bool) -> Plan:
     arena = result.arena_bytes
     bound = g.lower_bound
     capacity = req.effective_capacity
-    status = _status(result, bound.bytes, capacity)
+    status = _status(result, capacity)
     certificate = _certificate(g, result, capacity)
     profile = TARGETS.get(req.target) if req.target is not None else None
     gap = (arena - result.bound) / result.bound if result.bound else 0.0
@@ -251,11 +251,14 @@ def _diagnostics(
         )
     elif status == "infeasible":
         assert capacity is not None
+        plain = g.lower_bound.bytes > capacity
+        bound = g.lower_bound if plain else g.aligned_bound
+        padded = "" if plain else " with their alignment padding"
         notes.append(
             Diagnostic(
                 level="error",
                 code="over_capacity",
-                message=f"{g.lower_bound.bytes} bytes are live at point {g.lower_bound.point}, "
+                message=f"{bound.bytes} bytes are live at point {bound.point}{padded}, "
                 f"over the capacity of {capacity}; no placement exists",
             )
         )

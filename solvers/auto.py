@@ -64,7 +64,7 @@ def solve(
     time_limit: float,
 ) -> Solution:
     """Plan ``g`` with the named solver; ``heuristics`` restricts the greedy portfolio."""
-    bound = g.lower_bound.bytes
+    bound = g.aligned_bound.bytes
     greedy = portfolio(g, heuristics, bound)
     tried = [(f"greedy:{n}", a) for n, a in greedy.tried]
     best = Solution(
@@ -107,7 +107,7 @@ def _improve(
     share = time_limit / max(1, len(parts)) / len(methods)  # seconds per method and part
     for members in sorted(parts, key=lambda m: -arena_of(g.subgraph(m), offsets[m])):
         sub = g.subgraph(members)
-        sub_bound = sub.lower_bound.bytes
+        sub_bound = sub.aligned_bound.bytes
         sub_arena = arena_of(sub, offsets[members])
         for method_name, method in methods:
             result = method(
@@ -175,7 +175,7 @@ def _irreducible(
         result = method(
             sub,
             capacity=capacity,
-            lower_bound=sub.lower_bound.bytes,
+            lower_bound=sub.aligned_bound.bytes,
             hint=None,
             time_limit=per_test,
             upper=None,

@@ -19,14 +19,15 @@ from .strategies import request_dicts
 
 pytest.importorskip("ortools")
 
-# Two 1-byte buffers aligned to 4 live together: the lower bound says 2 bytes, the optimum
-# is 5. Greedy finds 5 but cannot prove it; an exact method can.
+# a and b (1 byte, aligned to 4) and c (1 byte) live together: the bounds say 3 bytes (c's
+# alignment of 1 makes padding uncountable), the optimum is 5. Greedy finds 5 but cannot
+# prove it; an exact method can.
 HARD: dict[str, Any] = {
     "options": {"sync": "none", "time_limit": 2.0},
     "buffers": [
         {"id": "a", "size": 1, "start": 0, "end": 2, "alignment": 4},
         {"id": "b", "size": 1, "start": 0, "end": 3, "alignment": 4},
-        {"id": "c", "size": 1, "start": 2, "end": 4},
+        {"id": "c", "size": 1, "start": 0, "end": 2},
     ],
 }
 
@@ -46,7 +47,7 @@ def test_exact_proves_what_greedy_cannot() -> None:
     plan = planner.plan(HARD)
     assert plan.status == "optimal"
     assert plan.solver.proved_optimal
-    assert plan.lower_bound == 2
+    assert plan.lower_bound == 3
     assert plan.arena_bytes == plan.solver.bound == 5
     assert any(t.name.startswith("exact:") for t in plan.solver.tried)
     assert validate_plan(PlanRequest.model_validate(HARD), plan).valid
@@ -75,7 +76,7 @@ def test_capacity_below_the_optimum_is_proved_infeasible() -> None:
     below_bound = planner.plan({**HARD, "capacity": 1})
     assert below_bound.certificate is not None
     assert below_bound.certificate.reason == "lower_bound"
-    # The lower bound (2) fits a capacity of 4, but a and b need 5 bytes; c is innocent.
+    # The bounds (3) fit a capacity of 4, but a and b need 5 bytes; c is innocent.
     tight = {**HARD, "capacity": 4}
     plan = planner.plan(tight)
     assert plan.status == "infeasible"

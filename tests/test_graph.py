@@ -97,3 +97,35 @@ def test_count_overlaps_touching_intervals_do_not_overlap() -> None:
     start = np.array([0, 2, 2], dtype=np.int64)
     end = np.array([2, 4, 3], dtype=np.int64)
     assert count_overlaps(start, end) == 1
+
+
+def test_aligned_bound_counts_padding() -> None:
+    request = PlanRequest.model_validate(
+        {
+            "buffers": [
+                {"id": "a", "size": 1, "start": 0, "end": 2, "alignment": 4},
+                {"id": "b", "size": 1, "start": 0, "end": 2, "alignment": 4},
+                {"id": "c", "size": 6, "start": 0, "end": 1, "alignment": 2},
+            ]
+        }
+    )
+    g = build_graph(request)
+    assert g.lower_bound.bytes == 8
+    # Smallest alignment at point 0 is 2: sizes round to 2 + 2 + 6, less one padding of 1.
+    assert g.aligned_bound.bytes == 9
+    assert g.aligned_bound.point == 0
+    # At point 1 only a and b (alignment 4): 4 + 4 - 3 = 5 < 9.
+
+
+@settings(max_examples=100, deadline=None)
+@given(requests(max_buffers=6, pins=False, capacity=False, max_new=False))
+def test_aligned_bound_never_exceeds_the_optimum(request: PlanRequest) -> None:
+    from solvers.search import solve_search
+
+    g = build_graph(request)
+    result = solve_search(
+        g, capacity=None, lower_bound=g.lower_bound.bytes, hint=None, time_limit=5.0
+    )
+    assert result.proved_optimal
+    assert result.arena_bytes is not None
+    assert g.lower_bound.bytes <= g.aligned_bound.bytes <= result.arena_bytes
