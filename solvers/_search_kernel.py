@@ -21,7 +21,11 @@ candidate would not be complete: sometimes the optimum leaves that offset empty.
 - sections: between consecutive distinct time points, the unplaced free buffers live there
   lie disjoint above max(floor, height of the placed ones there), and clear the pinned ones:
   that level + their sizes + the pinned bytes above it must stay <= capacity;
-- dominance: interchangeable buffers (same interval, size, alignment) go in rank order.
+- dominance: interchangeable buffers (same interval, size, alignment) go in rank order;
+- gap dominance (MiniMalloc's): let ``gap`` be the lowest candidate + size of any unplaced
+  buffer ``d``. A child at or above ``gap`` is skipped: every later placement lies at or
+  above it, so ``d`` would end above a free gap it could drop into, and a fixpoint plan
+  (which the search reaches another way, never higher) has no such gap.
 """
 
 from __future__ import annotations
@@ -138,6 +142,7 @@ def decide(
     lowest = np.zeros(n, dtype=np.int64)  # lower bound on each unplaced offset, bytes
     section_floor = np.zeros(nsec, dtype=np.int64)  # bytes
     lifts = np.zeros(n, dtype=np.int64)  # lowest top each unplaced buffer can have, bytes
+    cand = np.zeros(n, dtype=np.int64)  # candidate of each unplaced buffer, bytes
     never = np.iinfo(np.int64).max // 4
     depth = 0
     nodes = 0
@@ -147,16 +152,24 @@ def decide(
         lo = floor[depth]
         lo_rank = floor_rank[depth]
         ok = True
+        # Gap dominance: a later placement at or above ``gap`` leaves some unplaced buffer
+        # a free gap below where it ends up, so no fixpoint plan places anything there.
+        gap = never
         for c in range(n):
             if offset[c] < 0:
                 lifts[c] = max(_align_up(base[c], alignment[c]), lo) + size[c]
+                o = _candidate(c, base, size, alignment, offset, pin_ptr, pin_adj)
+                cand[c] = o
+                if size[c] > 0 and o + size[c] < gap:
+                    gap = o + size[c]
         for r in range(n):
             c = by_rank[r]
             if offset[c] >= 0:
                 continue
-            o = _candidate(c, base, size, alignment, offset, pin_ptr, pin_adj)
+            o = cand[c]
             if o > lo or (o == lo and r > lo_rank):
-                if twin_prev[c] < 0 or offset[twin_prev[c]] >= 0:
+                # At or above ``gap`` a child is dominated; it still bounds the sections.
+                if o < gap and (twin_prev[c] < 0 or offset[twin_prev[c]] >= 0):
                     scratch[count] = c
                     scratch_at[count] = o
                     count += 1

@@ -4,9 +4,11 @@ The decision kernel (``solvers._search_kernel``) answers "does everything fit be
 ``capacity`` bytes?" with a plan, a proof of impossibility, or "out of nodes". This module
 minimizes with it: first the lower bound (a plan there is optimal), then the capacity when no
 plan within it is known yet, then a bisection between the largest capacity proved impossible
-and the best arena found. A node budget derived from ``time_limit`` stops the search, so the
-same request gets the same answer on any machine; the clock is only read between decisions,
-to stop early on a machine much slower than the calibration.
+and the best arena found. Each decision restarts round robin over a few branching orders on
+a doubling node limit (MiniMalloc's remedy for heavy-tailed searches). A node budget derived
+from ``time_limit`` stops the search, so the same request gets the same answer on any machine;
+the clock is only read between decisions, to stop early on a machine much slower than the
+calibration.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.graph import InterferenceGraph
-from solvers._search_kernel import EXHAUSTED, FOUND, decide
+from solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES, decide
 from solvers.exact import ExactResult
 from solvers.greedy import arena_of
 
@@ -31,6 +33,10 @@ I64 = npt.NDArray[np.int64]
 # 2e7 leaves a margin so that the budget, not the clock, stops a search.
 NODE_WORK_PER_SECOND = 2.0e7
 MIN_NODES = 1_000  # even the smallest time limit gets this many nodes
+# Branching priorities tried in turn (see ``_instance``): on the MiniMalloc benchmarks each
+# order finds some plans fast and misses others, so the search restarts round robin over
+# them on a doubling node limit, as MiniMalloc does.
+ORDERS = ("TLS", "TAW")
 
 
 @dataclass(frozen=True)
@@ -66,7 +72,8 @@ def _csr(src: I64, dst: I64, n: int) -> tuple[I64, I64]:
     return ptr, cols
 
 
-def _instance(g: InterferenceGraph) -> _Instance:
+def _instance(g: InterferenceGraph, order: str = ORDERS[0]) -> _Instance:
+    """The kernel's arrays, buffers ranked by the priority ``order`` (see ``ORDERS``)."""
     n = g.n
     _, hi, _, _ = g.neighbours
     by_start = g.by_start
@@ -91,9 +98,26 @@ def _instance(g: InterferenceGraph) -> _Instance:
         [np.arange(first[p], last[p], dtype=np.int64) for p in pins] or [np.zeros(0, np.int64)]
     )
     sec_pin_ptr, sec_pin = _csr(sec_of, np.repeat(pins, lengths).astype(np.int64), sections)
-    # Branching priority: longest occupied interval first, then largest, then earliest.
-    length = g.occupied_end - g.start
-    by_rank = np.lexsort((np.arange(n), g.start, -g.size, -length)).astype(np.int64)
+    # Branching priorities after MiniMalloc's: "T" puts the buffers of the fullest sections
+    # first, "W" those spanning the most sections, "A" the largest area, "L" the longest
+    # occupied interval, "S" the largest; ties go to the earliest start, then request order.
+    load = np.zeros(sections + 1, dtype=np.int64)
+    np.add.at(load, first, g.size)
+    np.add.at(load, last, -g.size)
+    load = np.cumsum(load)[:sections]
+    fullest = np.array(
+        [int(load[first[i] : last[i]].max(initial=0)) for i in range(n)], dtype=np.int64
+    )
+    keys = {
+        "T": -fullest,
+        "W": -(last - first),
+        "A": -(g.size * (g.occupied_end - g.start)),
+        "L": -(g.occupied_end - g.start),
+        "S": -g.size,
+    }
+    by_rank = np.lexsort((np.arange(n), g.start, *(keys[ch] for ch in reversed(order)))).astype(
+        np.int64
+    )
     rank = np.empty(n, dtype=np.int64)
     rank[by_rank] = np.arange(n, dtype=np.int64)
     # Interchangeable free buffers are placed in rank order: each waits for the one before.
@@ -128,6 +152,23 @@ def node_budget(g: InterferenceGraph, time_limit: float) -> int:
     sections = int(np.unique(np.concatenate([g.start, g.occupied_end])).size)
     work_per_node = g.n + sections + 1
     return max(MIN_NODES, int(time_limit * NODE_WORK_PER_SECOND / work_per_node))
+
+
+def _decide_all(insts: list[_Instance], capacity: int, nodes: int) -> tuple[int, I64, int]:
+    """(status, offsets, nodes used) at ``capacity`` bytes, round robin over ``insts``.
+
+    Each order gets a limit that doubles every round, until one finds a plan or proves
+    there is none (any order's exhausted search is a proof) or ``nodes`` are spent.
+    """
+    used = 0
+    limit = 2 * max(1, int(insts[0].size.size))
+    while True:
+        for inst in insts:
+            status, offsets, spent = _decide(inst, capacity, min(limit, nodes - used))
+            used += spent
+            if status != OUT_OF_NODES or used >= nodes:
+                return status, offsets, used
+        limit *= 2
 
 
 def _decide(inst: _Instance, capacity: int, nodes: int) -> tuple[int, I64, int]:
@@ -204,7 +245,7 @@ def solve_search(
         ceiling = min(ceiling, capacity)
     bound = lo  # bytes: every capacity below it is proved impossible
     left = node_budget(g, time_limit) if nodes is None else nodes
-    inst = _instance(g)
+    insts = [_instance(g, order) for order in ORDERS]
 
     def attempt(target: int, last: bool, part: int = 2) -> int:
         """Decide ``target`` on 1/``part`` of the nodes left (all if ``last``).
@@ -213,7 +254,7 @@ def solve_search(
         """
         nonlocal best, best_arena, bound, left
         share = left if last else max(1, left // part)
-        status, offsets, used = _decide(inst, target, share)
+        status, offsets, used = _decide_all(insts, target, share)
         left -= used
         if status == FOUND:
             best, best_arena = offsets, arena_of(g, offsets)

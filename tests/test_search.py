@@ -313,3 +313,37 @@ def test_kernel_stops_at_its_node_budget(budget: int) -> None:
     status, _, used = _decide(_instance(g), g.lower_bound.bytes, budget)
     assert used <= budget
     assert status in (FOUND, OUT_OF_NODES)
+
+
+@settings(max_examples=60, deadline=None)
+@given(requests(max_buffers=6, pins=True, capacity=False, max_new=False))
+def test_every_order_decides_exactly(request: PlanRequest) -> None:
+    # Each branching order (and the gap dominance under it) finds a plan at the optimum
+    # and proves one byte less impossible.
+    from solvers._search_kernel import EXHAUSTED, FOUND
+    from solvers.search import ORDERS, _decide, _instance
+
+    g = build_graph(request)
+    optimum = brute_force(g)
+    if optimum is None:
+        return
+    for order in (*ORDERS, "WAT", "L"):
+        inst = _instance(g, order)
+        status, offsets, _ = _decide(inst, optimum, 100_000)
+        assert status == FOUND
+        assert arena_of(g, offsets) <= optimum
+        _check(request, g, offsets)
+        if optimum > 0:
+            assert _decide(inst, optimum - 1, 100_000)[0] == EXHAUSTED
+
+
+@pytest.mark.parametrize("budget", [0, 1, 7, 500])
+def test_round_robin_stops_at_its_node_budget(budget: int) -> None:
+    from solvers._search_kernel import FOUND, OUT_OF_NODES
+    from solvers.search import ORDERS, _decide_all, _instance
+
+    g = build_graph(_hard_request())
+    insts = [_instance(g, order) for order in ORDERS]
+    status, _, used = _decide_all(insts, g.lower_bound.bytes, budget)
+    assert used <= budget
+    assert status in (FOUND, OUT_OF_NODES)
