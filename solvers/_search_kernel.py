@@ -26,6 +26,15 @@ candidate would not be complete: sometimes the optimum leaves that offset empty.
   buffer ``d``. A child at or above ``gap`` is skipped: every later placement lies at or
   above it, so ``d`` would end above a free gap it could drop into, and a fixpoint plan
   (which the search reaches another way, never higher) has no such gap.
+
+**Decomposition in time.** When the unplaced buffers of a node split into groups that share no
+time point (once every buffer spanning a cut is placed), the groups are independent: the
+placed buffers fix everything each group sees, and merging the groups' own canonical
+sequences by (offset, rank) gives one of the whole. So the node solves them one after the
+other, each in its own *scope* from the node's floor, and when a later group fails, no
+choice made for an earlier group can help: the search backjumps to the node that split and
+fails it, instead of retrying the earlier group's alternatives. Gap dominance, waiting and
+the section bound look only at the active scope.
 """
 
 from __future__ import annotations
@@ -144,19 +153,89 @@ def decide(
     lifts = np.zeros(n, dtype=np.int64)  # lowest top each unplaced buffer can have, bytes
     cand = np.zeros(n, dtype=np.int64)  # candidate of each unplaced buffer, bytes
     never = np.iinfo(np.int64).max // 4
+    # Scopes: independent groups of unplaced buffers, solved one after the other. Scope 0
+    # holds every free buffer; a split makes one child scope per group, chained by ``sc_next``;
+    # a scope with no unplaced buffer left hands over to its next sibling, else to its parent.
+    by_first = np.argsort(first, kind="mergesort")
+    max_scopes = 2 * free + 2
+    lab = np.zeros(n, dtype=np.int64)  # scope of each free buffer
+    sc_parent = np.full(max_scopes, -1, dtype=np.int64)
+    sc_next = np.full(max_scopes, -1, dtype=np.int64)
+    sc_split = np.zeros(max_scopes, dtype=np.int64)  # depth of the node that split it off
+    sc_floor = np.zeros(max_scopes, dtype=np.int64)  # that node's floor, bytes
+    sc_floor_rank = np.full(max_scopes, -1, dtype=np.int64)
+    n_scopes = 1
+    active = np.zeros(free + 1, dtype=np.int64)  # scope each depth's node works on
+    jump = np.full(free + 1, -1, dtype=np.int64)  # failing node d fails node jump[d] too
+    split_lo = np.zeros(free + 1, dtype=np.int64)  # scopes made at depth d: lo .. hi-1
+    split_hi = np.zeros(free + 1, dtype=np.int64)
+    comp_of = np.zeros(n, dtype=np.int64)
+    comp_min = np.zeros(n, dtype=np.int64)
+    comp_scope = np.zeros(n, dtype=np.int64)
     depth = 0
     nodes = 0
     while True:
-        # Expand the node at ``depth``: prune it or list its children.
+        # Expand the node at ``depth``: find its scope, prune it or list its children.
         count = 0
         lo = floor[depth]
         lo_rank = floor_rank[depth]
+        sc = active[depth]
+        jump[depth] = -1
+        split_lo[depth] = n_scopes
+        split_hi[depth] = n_scopes
+        while True:  # a finished scope hands over to its next sibling or its parent
+            busy = False
+            for c in range(n):
+                if offset[c] < 0 and lab[c] == sc:
+                    busy = True
+                    break
+            if busy:
+                break
+            if sc_next[sc] >= 0:
+                sc = sc_next[sc]
+                jump[depth] = sc_split[sc]
+                lo = sc_floor[sc]
+                lo_rank = sc_floor_rank[sc]
+            else:
+                sc = sc_parent[sc]
+        # Split the scope into groups that share no section.
+        groups = 0
+        reach = -1
+        for t in range(n):
+            c = by_first[t]
+            if offset[c] >= 0 or lab[c] != sc:
+                continue
+            if first[c] >= reach:
+                comp_min[groups] = rank[c]
+                groups += 1
+            elif rank[c] < comp_min[groups - 1]:
+                comp_min[groups - 1] = rank[c]
+            comp_of[c] = groups - 1
+            reach = max(reach, last[c])
+        if groups > 1:
+            # The group holding the highest-priority buffer goes first.
+            order = np.argsort(comp_min[:groups], kind="mergesort")
+            for t in range(groups):
+                g_id = n_scopes + t
+                comp_scope[order[t]] = g_id
+                sc_parent[g_id] = sc
+                sc_next[g_id] = g_id + 1 if t + 1 < groups else -1
+                sc_split[g_id] = depth
+                sc_floor[g_id] = lo
+                sc_floor_rank[g_id] = lo_rank
+            for c in range(n):
+                if offset[c] < 0 and lab[c] == sc:
+                    lab[c] = comp_scope[comp_of[c]]
+            sc = n_scopes
+            n_scopes += groups
+            split_hi[depth] = n_scopes
+        active[depth] = sc
         ok = True
         # Gap dominance: a later placement at or above ``gap`` leaves some unplaced buffer
         # a free gap below where it ends up, so no fixpoint plan places anything there.
         gap = never
         for c in range(n):
-            if offset[c] < 0:
+            if offset[c] < 0 and lab[c] == sc:
                 lifts[c] = max(_align_up(base[c], alignment[c]), lo) + size[c]
                 o = _candidate(c, base, size, alignment, offset, pin_ptr, pin_adj)
                 cand[c] = o
@@ -164,7 +243,7 @@ def decide(
                     gap = o + size[c]
         for r in range(n):
             c = by_rank[r]
-            if offset[c] >= 0:
+            if offset[c] >= 0 or lab[c] != sc:
                 continue
             o = cand[c]
             if o > lo or (o == lo and r > lo_rank):
@@ -194,13 +273,13 @@ def decide(
             for s in range(nsec):
                 section_floor[s] = never
             for c in range(n):
-                if offset[c] < 0:
+                if offset[c] < 0 and lab[c] == sc:
                     for s in range(first[c], last[c]):
                         section_floor[s] = min(section_floor[s], lowest[c])
             for s in range(nsec):
-                if rem[s] == 0:
-                    continue
                 level = section_floor[s]
+                if rem[s] == 0 or level == never:
+                    continue  # empty, or another scope's section
                 need = level + rem[s]
                 for k in range(sec_pin_ptr[s], sec_pin_ptr[s + 1]):
                     p = sec_pin[k]
@@ -233,20 +312,31 @@ def decide(
         while kid_next[depth] == kid_count[depth]:
             if depth == 0:
                 return EXHAUSTED, offset, nodes
-            b = placed[depth]
-            for s in range(first[b], last[b]):
-                rem[s] += size[b]
-            for k in range(adj_ptr[b], adj_ptr[b + 1]):
-                unplaced_nbrs[adj[k]] += 1
-            while top_of_trail > mark[depth]:
-                top_of_trail -= 1
-                at = trail_at[top_of_trail]
-                if at < n:
-                    base[at] = trail_old[top_of_trail]
-                else:
-                    height[at - n] = trail_old[top_of_trail]
-            offset[b] = -1
-            depth -= 1
+            # The node fails; so does the node that split off its scope, if it started here.
+            jumped = jump[depth] >= 0
+            target = jump[depth] if jumped else depth - 1
+            while depth > target:
+                if split_hi[depth] > split_lo[depth]:
+                    for c in range(n):
+                        if split_lo[depth] <= lab[c] < split_hi[depth]:
+                            lab[c] = sc_parent[lab[c]]
+                    n_scopes = split_lo[depth]
+                b = placed[depth]
+                for s in range(first[b], last[b]):
+                    rem[s] += size[b]
+                for k in range(adj_ptr[b], adj_ptr[b + 1]):
+                    unplaced_nbrs[adj[k]] += 1
+                while top_of_trail > mark[depth]:
+                    top_of_trail -= 1
+                    at = trail_at[top_of_trail]
+                    if at < n:
+                        base[at] = trail_old[top_of_trail]
+                    else:
+                        height[at - n] = trail_old[top_of_trail]
+                offset[b] = -1
+                depth -= 1
+            if jumped:
+                kid_next[depth] = kid_count[depth]
         if nodes >= node_budget:
             return OUT_OF_NODES, offset, nodes
         nodes += 1
@@ -276,6 +366,7 @@ def decide(
         placed[depth] = b
         floor[depth] = o
         floor_rank[depth] = rank[b]
+        active[depth] = active[depth - 1]
         kid_base[depth] = kid_base[depth - 1] + kid_count[depth - 1]
         if depth == free:
             return FOUND, offset, nodes

@@ -107,8 +107,11 @@ def _improve(
     share = time_limit / max(1, len(parts)) / len(methods)  # seconds per method and part
     for members in sorted(parts, key=lambda m: -arena_of(g.subgraph(m), offsets[m])):
         sub = g.subgraph(members)
-        sub_bound = sub.aligned_bound.bytes
         sub_arena = arena_of(sub, offsets[members])
+        if sub_arena <= bound:
+            continue  # the arena is the largest component's: lower gains nothing
+        # Below the whole request's bound nothing is gained either, so that is the target.
+        sub_bound = max(sub.aligned_bound.bytes, bound)
         for method_name, method in methods:
             result = method(
                 sub,

@@ -2,13 +2,13 @@
 
 The decision kernel (``solvers._search_kernel``) answers "does everything fit below
 ``capacity`` bytes?" with a plan, a proof of impossibility, or "out of nodes". This module
-minimizes with it: first the lower bound (a plan there is optimal), then the capacity when no
-plan within it is known yet, then a bisection between the largest capacity proved impossible
-and the best arena found. Each decision restarts round robin over a few branching orders on
-a doubling node limit (MiniMalloc's remedy for heavy-tailed searches). A node budget derived
-from ``time_limit`` stops the search, so the same request gets the same answer on any machine;
-the clock is only read between decisions, to stop early on a machine much slower than the
-calibration.
+minimizes with it: first the capacity when no plan within it is known yet (a plan within
+capacity matters most), then the lower bound (a plan there is optimal), then a bisection
+between the largest capacity proved impossible and the best arena found. Each decision
+restarts round robin over a few branching orders on a doubling node limit (MiniMalloc's remedy
+for heavy-tailed searches). A node budget derived from ``time_limit`` stops the search, so the
+same request gets the same answer on any machine; the clock is only read between kernel runs,
+as a hard cap that stops early on a machine much slower than the calibration.
 """
 
 from __future__ import annotations
@@ -154,11 +154,14 @@ def node_budget(g: InterferenceGraph, time_limit: float) -> int:
     return max(MIN_NODES, int(time_limit * NODE_WORK_PER_SECOND / work_per_node))
 
 
-def _decide_all(insts: list[_Instance], capacity: int, nodes: int) -> tuple[int, I64, int]:
+def _decide_all(
+    insts: list[_Instance], capacity: int, nodes: int, deadline: float = float("inf")
+) -> tuple[int, I64, int]:
     """(status, offsets, nodes used) at ``capacity`` bytes, round robin over ``insts``.
 
     Each order gets a limit that doubles every round, until one finds a plan or proves
-    there is none (any order's exhausted search is a proof) or ``nodes`` are spent.
+    there is none (any order's exhausted search is a proof) or ``nodes`` are spent. The
+    clock (``deadline``, a ``time.perf_counter`` value) is a hard cap checked between runs.
     """
     used = 0
     limit = 2 * max(1, int(insts[0].size.size))
@@ -166,7 +169,7 @@ def _decide_all(insts: list[_Instance], capacity: int, nodes: int) -> tuple[int,
         for inst in insts:
             status, offsets, spent = _decide(inst, capacity, min(limit, nodes - used))
             used += spent
-            if status != OUT_OF_NODES or used >= nodes:
+            if status != OUT_OF_NODES or used >= nodes or time.perf_counter() > deadline:
                 return status, offsets, used
         limit *= 2
 
@@ -247,14 +250,14 @@ def solve_search(
     left = node_budget(g, time_limit) if nodes is None else nodes
     insts = [_instance(g, order) for order in ORDERS]
 
-    def attempt(target: int, last: bool, part: int = 2) -> int:
-        """Decide ``target`` on 1/``part`` of the nodes left (all if ``last``).
+    def attempt(target: int, last: bool) -> int:
+        """Decide ``target`` on half the nodes left (all if ``last``).
 
         A plan found becomes the best. Returns the kernel's status.
         """
         nonlocal best, best_arena, bound, left
-        share = left if last else max(1, left // part)
-        status, offsets, used = _decide_all(insts, target, share)
+        share = left if last else max(1, left // 2)
+        status, offsets, used = _decide_all(insts, target, share, clock + time_limit)
         left -= used
         if status == FOUND:
             best, best_arena = offsets, arena_of(g, offsets)
@@ -267,18 +270,19 @@ def solve_search(
 
     low = lo  # lowest capacity not yet tried
     high = ceiling  # highest capacity worth trying
+    if capacity is not None and best is None and low <= capacity == high and time_left():
+        # No plan within the capacity yet: first get one, or prove there is none.
+        if attempt(capacity, last=True) == EXHAUSTED:
+            return ExactResult("search", None, None, bound, False, True)
+        if best_arena is not None:
+            high = min(high, best_arena - 1)
+        elif low == capacity:
+            low += 1  # undecided at the only capacity worth trying
     if low <= high and time_left():
-        # While the capacity still lacks a plan, keep most nodes for deciding it.
-        pending = capacity is not None and best is None and low < capacity == high
-        attempt(low, last=low == high, part=4 if pending else 2)
+        attempt(low, last=low == high)
         low += 1
         if best_arena is not None:
             high = min(high, best_arena - 1)
-    if capacity is not None and best is None and low <= capacity == high and time_left():
-        # No plan within the capacity yet: get one, or prove there is none.
-        if attempt(capacity, last=low == high) == EXHAUSTED:
-            return ExactResult("search", None, None, bound, False, True)
-        high = capacity - 1 if best_arena is None else min(capacity, best_arena) - 1
     while low <= high and time_left():
         mid = (low + high) // 2
         status = attempt(mid, last=low == high)
