@@ -1,8 +1,10 @@
 """``planner bench``: plan a suite of instances, check each plan, and tabulate the results.
 
-For every instance: buffers, lower bound, arena, gap, status, winning method and the best
-wall time over several runs, each plan checked by the static validator. The process's peak
-memory closes the report; a plan holds no timings, so this is where they are kept.
+For every instance: buffers, lower bound, the solver's best bound, arena, gap, status, winning
+method, the time to the first plan within capacity, the time to the proof of optimality and
+the best wall time over several runs, each plan checked by the static validator. The
+process's peak memory closes the report; a plan holds no timings, so this is where they are
+kept.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import json
 import resource
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -23,10 +25,12 @@ from planner.csvio import load_request, with_overrides
 from planner.errors import RequestError
 from planner.generate import random_request
 from planner.models import DEFAULT_MAX_BUFFERS, Options, PlanRequest
+from solvers.auto import listening
 
 __all__ = [
     "BenchRow",
     "Instance",
+    "Runner",
     "bench",
     "compare",
     "expand_paths",
@@ -69,11 +73,17 @@ class BenchRow:
     valid: bool  # planner.validate accepts the plan
     violations: int
     proved: bool = False  # the plan is proved optimal
+    bound: int = 0  # bytes: the best bound the solver reached (no plan uses fewer)
+    first_ms: float | None = None  # until the first plan within capacity (None: none)
+    proof_ms: float | None = None  # until optimality was proved (None: not proved)
 
     @property
     def ok(self) -> bool:
         """Planned within capacity and checked."""
         return self.valid and self.status in ("optimal", "feasible")
+
+
+Runner = Callable[[Instance], BenchRow]  # plans one instance into one row
 
 
 def expand_paths(paths: Iterable[str]) -> list[str]:
@@ -127,15 +137,42 @@ def random_instance(
     return Instance(f"random-{n}", request, repeat or RANDOM_REPEAT)
 
 
+def _recorder(seen: list[tuple[float, int, int]]) -> Callable[[int, int], None]:
+    def record(arena: int, bound: int) -> None:
+        seen.append((time.perf_counter(), arena, bound))
+
+    return record
+
+
+def _earliest(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
 def run_instance(instance: Instance) -> BenchRow:
-    """Plan the instance ``repeat`` times (keeping the best time) and validate the plan."""
+    """Plan the instance ``repeat`` times (keeping the best times) and validate the plan.
+
+    While it plans, every improvement of the plan is timed: the first whose arena is within
+    the capacity (any plan when there is none) and the first at the bound it reached.
+    """
     n = len(instance.request.buffers)
+    capacity = instance.request.effective_capacity
     best = float("inf")
+    first: float | None = None
+    proof: float | None = None
     plan = None
     for _ in range(max(1, instance.repeat)):
+        seen: list[tuple[float, int, int]] = []  # (seconds, arena, bound)
         t0 = time.perf_counter()
-        plan = planner.plan(instance.request, max_buffers=max(n, DEFAULT_MAX_BUFFERS))
-        best = min(best, time.perf_counter() - t0)
+        with listening(_recorder(seen)):
+            plan = planner.plan(instance.request, max_buffers=max(n, DEFAULT_MAX_BUFFERS))
+        t1 = time.perf_counter()
+        best = min(best, t1 - t0)
+        fits = [t for t, a, _ in seen if capacity is None or a <= capacity]
+        if plan.status in ("optimal", "feasible"):
+            first = _earliest(first, (fits[0] if fits else t1) - t0)
+        if plan.solver.proved_optimal:
+            at = [t for t, a, b in seen if a <= b]
+            proof = _earliest(proof, (at[0] if at else t1) - t0)
     assert plan is not None
     report = planner.validate(instance.request, plan)
     return BenchRow(
@@ -150,6 +187,9 @@ def run_instance(instance: Instance) -> BenchRow:
         valid=report.valid,
         violations=len(report.violations),
         proved=plan.solver.proved_optimal,
+        bound=plan.solver.bound,
+        first_ms=None if first is None else first * 1000.0,
+        proof_ms=None if proof is None else proof * 1000.0,
     )
 
 
@@ -163,14 +203,21 @@ _COLUMNS = (
     ("instance", "<"),
     ("buffers", ">"),
     ("lower bound", ">"),
+    ("bound", ">"),
     ("arena", ">"),
     ("gap %", ">"),
     ("status", "<"),
     ("winner", "<"),
+    ("first ms", ">"),
+    ("proof ms", ">"),
     ("time ms", ">"),
     ("proved", "<"),
     ("valid", "<"),
 )
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
 
 
 def _cells(row: BenchRow) -> list[str]:
@@ -178,10 +225,13 @@ def _cells(row: BenchRow) -> list[str]:
         row.instance,
         str(row.buffers),
         str(row.lower_bound),
+        str(row.bound),
         str(row.arena_bytes),
         f"{row.gap * 100:.2f}",
         row.status,
         row.winner,
+        _ms(row.first_ms),
+        _ms(row.proof_ms),
         f"{row.time_ms:.1f}",
         "yes" if row.proved else "no",
         "yes" if row.valid else f"NO ({row.violations})",
@@ -206,10 +256,12 @@ def _render(columns: list[tuple[str, str]], body: list[list[str]]) -> str:
 
 
 def format_groups(solvers: Sequence[str], groups: Sequence[Sequence[BenchRow]]) -> str:
-    """One line per instance, one column group (arena, gap, time, proved) per solver."""
+    """One line per instance, one column group (arena, gap, time, proved, bound, time to the
+    first plan within capacity, time to the proof) per solver."""
     columns = [("instance", "<"), ("buffers", ">"), ("lower bound", ">")]
     for name in solvers:
         columns += [(f"{name} arena", ">"), ("gap %", ">"), ("ms", ">"), ("proved", "<")]
+        columns += [("bound", ">"), ("first ms", ">"), ("proof ms", ">")]
     body = []
     for k, first in enumerate(groups[0]):
         cells = [first.instance, str(first.buffers), str(first.lower_bound)]
@@ -221,6 +273,9 @@ def format_groups(solvers: Sequence[str], groups: Sequence[Sequence[BenchRow]]) 
                 f"{row.gap * 100:.2f}",
                 f"{row.time_ms:.1f}",
                 "yes" if row.proved else "no",
+                str(row.bound),
+                _ms(row.first_ms),
+                _ms(row.proof_ms),
             ]
         body.append(cells)
     return _render(columns, body)
@@ -259,11 +314,19 @@ def compare(
     *,
     as_json: bool = False,
     out: TextIO | None = None,
+    runners: Mapping[str, Runner] | None = None,
 ) -> int:
     """Run each solver's instances and print one table with a column group per solver
-    (or JSON keyed by solver); the exit code is that of ``bench`` over every run."""
+    (or JSON keyed by solver); the exit code is that of ``bench`` over every run.
+
+    A group named in ``runners`` is run by that function instead of ``run_instance``.
+    """
     stream = out if out is not None else sys.stdout
-    results = [(name, [run_instance(i) for i in instances]) for name, instances in groups]
+    runners = runners or {}
+    results = [
+        (name, [runners.get(name, run_instance)(i) for i in instances])
+        for name, instances in groups
+    ]
     if as_json:
         data = {
             name: {"rows": [asdict(r) for r in rows], "summary": _summary_data(rows)}

@@ -8,6 +8,7 @@ as one line ``planner: error: <field>: <message>`` on stderr; 130 on Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
@@ -138,6 +139,14 @@ def _parser() -> _Parser:
         metavar="K",
         help=f"runs per instance, best time kept (default {bench_mod.FILE_REPEAT} for files, "
         f"{bench_mod.RANDOM_REPEAT} for random)",
+    )
+    b.add_argument(
+        "--omnimalloc",
+        metavar="ALLOCATOR",
+        action="append",
+        default=[],
+        help="also run this OmniMalloc allocator (e.g. supermalloc) side by side; needs "
+        "'pip install alloc-planner[compare]'",
     )
     b.add_argument("--json", action="store_true", help="print the rows as JSON")
     return parser
@@ -343,10 +352,29 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             except RequestError as exc:
                 return _fail(_describe(exc, f"random-{n}"))
         groups.append((solver or "default", instances))
+    runners: dict[str, bench_mod.Runner] = {}
+    if args.omnimalloc:
+        from planner import bench_omnimalloc as omni
+
+        module = omni.load()
+        if module is None:
+            return _fail(
+                "bench: --omnimalloc needs the omnimalloc package "
+                "(pip install 'alloc-planner[compare]')"
+            )
+        known = omni.allocator_names(module)
+        for name in args.omnimalloc:
+            if name not in known:
+                return _fail(
+                    f"bench: --omnimalloc: unknown allocator {name!r}; one of {', '.join(known)}"
+                )
+            label = f"omnimalloc:{name}"
+            groups.append((label, groups[0][1]))
+            runners[label] = functools.partial(omni.run_allocator, module, name)
     try:
         if len(groups) == 1:
             return bench_mod.bench(groups[0][1], as_json=args.json)
-        return bench_mod.compare(groups, as_json=args.json)
+        return bench_mod.compare(groups, as_json=args.json, runners=runners)
     except RequestError as exc:  # e.g. an unknown --solver, found when planning
         return _fail(_describe(exc, None))
 

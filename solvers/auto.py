@@ -5,25 +5,32 @@ each is solved on its own and the arena is the largest of theirs. Only component
 arena is above the lower bound can lower the maximum; the exact methods run on those, in
 turn, seeded with the best plan so far. Every budget is a fixed share of ``time_limit``, not
 what the clock says is left, so the same request gets the same budgets and the same plan.
+
+``listening(listener)`` lets a benchmark see every improvement of the whole plan (arena and
+bound) while ``solve`` runs in this context; it never changes the result.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
 from planner.graph import InterferenceGraph
-from solvers.exact import ExactResult
+from solvers.exact import ExactResult, granularity, round_up
 from solvers.greedy import arena_of, portfolio
 
-__all__ = ["EXACT_METHODS", "SOLVERS", "Solution", "exact_method", "solve"]
+__all__ = ["EXACT_METHODS", "SOLVERS", "Listener", "Solution", "exact_method", "listening", "solve"]
 
 I64 = npt.NDArray[np.int64]
 ExactMethod = Callable[..., ExactResult]
+Listener = Callable[[int, int], None]  # (arena bytes of the whole plan, bound bytes)
+_LISTENER: ContextVar[Listener | None] = ContextVar("planner_progress", default=None)
 
 EXACT_METHODS = ("search", "cpsat")  # the order "auto" and "exact" run them in
 SOLVERS = ("auto", "greedy", "exact", *EXACT_METHODS)  # besides single heuristics
@@ -45,6 +52,22 @@ class Solution:
     notes: list[str] = field(default_factory=list)  # what could not run, and why
 
 
+@contextmanager
+def listening(listener: Listener) -> Iterator[None]:
+    """Within the block, ``listener`` sees each improvement of a plan being solved."""
+    token = _LISTENER.set(listener)
+    try:
+        yield
+    finally:
+        _LISTENER.reset(token)
+
+
+def _tell(arena: int, bound: int) -> None:
+    listener = _LISTENER.get()
+    if listener is not None:
+        listener(arena, bound)
+
+
 def exact_method(name: str) -> ExactMethod | None:
     """The named exact method, or None when its optional dependency is missing."""
     module, func = _MODULES[name]
@@ -64,7 +87,8 @@ def solve(
     time_limit: float,
 ) -> Solution:
     """Plan ``g`` with the named solver; ``heuristics`` restricts the greedy portfolio."""
-    bound = g.aligned_bound.bytes
+    # Every arena is a multiple of the granularity, so the bound rounds up to one.
+    bound = round_up(g.aligned_bound.bytes, granularity(g))
     greedy = portfolio(g, heuristics, bound)
     tried = [(f"greedy:{n}", a) for n, a in greedy.tried]
     best = Solution(
@@ -75,6 +99,7 @@ def solve(
         proved_optimal=greedy.arena_bytes <= bound,
         tried=tried,
     )
+    _tell(best.arena_bytes, bound)
     if solver not in ("auto", "exact", *EXACT_METHODS) or best.proved_optimal:
         return best
     if capacity is not None and bound > capacity:
@@ -111,8 +136,12 @@ def _improve(
         if sub_arena <= bound:
             continue  # the arena is the largest component's: lower gains nothing
         # Below the whole request's bound nothing is gained either, so that is the target.
-        sub_bound = max(sub.aligned_bound.bytes, bound)
+        sub_bound = max(round_up(sub.aligned_bound.bytes, granularity(sub)), bound)
+        others = np.ones(g.n, dtype=bool)
+        others[members] = False
+        rest = int((offsets + g.size)[others].max(initial=0))  # arena of the other parts
         for method_name, method in methods:
+            progress = _progress_of_part(rest, sub_arena, bound)
             result = method(
                 sub,
                 capacity=capacity,
@@ -120,6 +149,7 @@ def _improve(
                 hint=offsets[members],
                 time_limit=share,
                 upper=sub_arena,
+                on_progress=progress,
             )
             sub_bound = max(sub_bound, result.bound)
             if result.proved_optimal and result.arena_bytes is not None:
@@ -145,6 +175,7 @@ def _improve(
                 break
         bound = max(bound, sub_bound)
     arena = arena_of(g, offsets)
+    _tell(arena, bound)
     return Solution(
         name=name,
         offsets=offsets,
@@ -154,6 +185,17 @@ def _improve(
         tried=tried,
         notes=notes,
     )
+
+
+def _progress_of_part(rest: int, arena: int, bound: int) -> Callable[[int | None, int], None]:
+    """A method's progress on one part, told as the whole plan's: the other parts keep
+    ``rest`` bytes, this one ``arena`` until the method finds better."""
+
+    def progress(found: int | None, proved: int) -> None:
+        mine = arena if found is None else min(found, arena)
+        _tell(max(rest, mine), max(bound, proved))
+
+    return progress
 
 
 def _irreducible(

@@ -17,19 +17,17 @@ on timing.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
 from ortools.sat.python import cp_model
 
 from planner.graph import InterferenceGraph
-from solvers.exact import ExactResult
+from solvers.exact import ExactResult, Progress
 
 __all__ = ["DETERMINISTIC_PER_SECOND", "SEED", "solve_cpsat"]
 
 I64 = npt.NDArray[np.int64]
-OnSolution = Callable[[int, float], None]  # (arena bytes, wall seconds since solve began)
 
 # Deterministic time units per wall second allowed. Measured on MiniMalloc A-F (one worker,
 # 10 s runs): 0.02-0.10 units per wall second at capacity 1048576, 0.08-0.15 without one;
@@ -39,15 +37,17 @@ SEED = 20231
 
 
 class _Progress(cp_model.CpSolverSolutionCallback):
-    """Reports each improving solution's arena and when it was found."""
+    """Reports each improving solution's arena and the bound known then."""
 
-    def __init__(self, height: cp_model.IntVar, report: OnSolution) -> None:
+    def __init__(self, height: cp_model.IntVar, lower_bound: int, report: Progress) -> None:
         super().__init__()
         self._height = height
+        self._lower_bound = lower_bound
         self._report = report
 
     def on_solution_callback(self) -> None:
-        self._report(int(self.value(self._height)), float(self.wall_time))
+        bound = max(self._lower_bound, int(self.best_objective_bound))
+        self._report(int(self.value(self._height)), bound)
 
 
 def _symmetric_groups(g: InterferenceGraph) -> list[list[int]]:
@@ -81,13 +81,13 @@ def solve_cpsat(
     hint: I64 | None,
     time_limit: float,
     upper: int | None = None,
-    on_solution: OnSolution | None = None,
+    on_progress: Progress | None = None,
 ) -> ExactResult:
     """Smallest arena for ``g`` within ``capacity`` (bytes), searched for ``time_limit`` s.
 
     ``lower_bound`` must be valid (no plan uses fewer bytes); ``hint`` is a plan (bytes,
     request order) to start from; without a capacity, ``upper`` (bytes, the arena of a known
-    plan) caps the address space. ``on_solution`` sees each improving arena and its time:
+    plan) caps the address space. ``on_progress`` sees each improving arena and the bound:
     for benchmarks; it does not change the result.
     """
     n = g.n
@@ -150,7 +150,8 @@ def solve_cpsat(
     params.random_seed = SEED
     params.max_deterministic_time = DETERMINISTIC_PER_SECOND * time_limit
     params.max_time_in_seconds = time_limit  # hard cap; see the module docstring
-    status = solver.solve(model, _Progress(height, on_solution) if on_solution else None)
+    progress = _Progress(height, lower_bound, on_progress) if on_progress else None
+    status = solver.solve(model, progress)
 
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         offsets = np.asarray(

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["ExactResult"]
+from planner.graph import InterferenceGraph
+
+__all__ = ["ExactResult", "Progress", "granularity", "round_up"]
 
 I64 = npt.NDArray[np.int64]
+# Called as an exact method improves: (arena bytes of its best plan or None, bound bytes).
+# For benchmarks; it never changes the result.
+Progress = Callable[[int | None, int], None]
 
 
 @dataclass(frozen=True)
@@ -22,3 +28,21 @@ class ExactResult:
     bound: int  # bytes: no plan within the constraints uses fewer
     proved_optimal: bool  # arena_bytes == bound, and proved
     infeasible: bool  # proved: no plan fits the capacity
+
+
+def granularity(g: InterferenceGraph) -> int:
+    """Bytes every arena is a multiple of: the gcd of the sizes, the free buffers'
+    alignments and the pinned offsets (1 when there is nothing to divide).
+
+    A free offset is a multiple of its alignment, a pinned one is given, so every
+    ``offset + size`` is a multiple of this, and so is ``max(offset + size)``.
+    """
+    free = g.pinned < 0
+    values = np.concatenate([g.size, g.alignment[free], g.pinned[~free]]).astype(np.int64)
+    step = int(np.gcd.reduce(values)) if values.size else 1
+    return max(1, step)
+
+
+def round_up(value: int, step: int) -> int:
+    """``value`` rounded up to a multiple of ``step``."""
+    return -(-value // step) * step

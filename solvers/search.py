@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from planner.graph import InterferenceGraph
 from solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES, decide
-from solvers.exact import ExactResult
+from solvers.exact import ExactResult, Progress, granularity, round_up
 from solvers.greedy import arena_of
 
 __all__ = ["NODE_WORK_PER_SECOND", "node_budget", "solve_search"]
@@ -218,19 +218,23 @@ def solve_search(
     time_limit: float,
     upper: int | None = None,
     nodes: int | None = None,
+    on_progress: Progress | None = None,
 ) -> ExactResult:
     """Smallest arena (bytes) within ``capacity``, or a proof that none fits.
 
     ``hint`` is a valid plan (request order) to improve on; ``upper`` an arena (bytes) the
     caller already has, so only smaller ones are searched. ``nodes`` overrides the node
-    budget derived from ``time_limit`` (seconds).
+    budget derived from ``time_limit`` (seconds). ``on_progress`` sees each decision's news.
     """
     clock = time.perf_counter()
     if g.n == 0:
         return ExactResult("search", np.zeros(0, np.int64), 0, 0, True, False)
     free = g.pinned < 0
+    # Every arena is a multiple of ``step``: only multiples are decided.
+    step = granularity(g)
     # No plan is lower than the lower bound, a pinned top or a single buffer.
     lo = max(lower_bound, int((g.pinned + g.size)[~free].max(initial=0)), int(g.size.max()))
+    lo = round_up(lo, step)
     if _pins_clash(g) or (capacity is not None and lo > capacity):
         return ExactResult("search", None, None, lo, False, True)
     best: I64 | None = None
@@ -244,8 +248,10 @@ def solve_search(
     for known in (best_arena, upper):
         if known is not None:
             ceiling = min(ceiling, known - 1)
-    if capacity is not None:
-        ceiling = min(ceiling, capacity)
+    cap = None if capacity is None else capacity // step * step  # the highest arena allowed
+    if cap is not None:
+        ceiling = min(ceiling, cap)
+    ceiling = ceiling // step * step
     bound = lo  # bytes: every capacity below it is proved impossible
     left = node_budget(g, time_limit) if nodes is None else nodes
     insts = [_instance(g, order) for order in ORDERS]
@@ -262,7 +268,9 @@ def solve_search(
         if status == FOUND:
             best, best_arena = offsets, arena_of(g, offsets)
         elif status == EXHAUSTED:
-            bound = max(bound, target + 1)
+            bound = max(bound, target + step)
+        if on_progress is not None and status != OUT_OF_NODES:
+            on_progress(best_arena, bound)
         return status
 
     def time_left() -> bool:
@@ -270,26 +278,26 @@ def solve_search(
 
     low = lo  # lowest capacity not yet tried
     high = ceiling  # highest capacity worth trying
-    if capacity is not None and best is None and low <= capacity == high and time_left():
+    if cap is not None and best is None and low <= cap == high and time_left():
         # No plan within the capacity yet: first get one, or prove there is none.
-        if attempt(capacity, last=True) == EXHAUSTED:
+        if attempt(cap, last=True) == EXHAUSTED:
             return ExactResult("search", None, None, bound, False, True)
         if best_arena is not None:
-            high = min(high, best_arena - 1)
-        elif low == capacity:
-            low += 1  # undecided at the only capacity worth trying
+            high = min(high, best_arena - step)
+        elif low == cap:
+            low += step  # undecided at the only capacity worth trying
     if low <= high and time_left():
         attempt(low, last=low == high)
-        low += 1
+        low += step
         if best_arena is not None:
-            high = min(high, best_arena - 1)
+            high = min(high, best_arena - step)
     while low <= high and time_left():
-        mid = (low + high) // 2
+        mid = low + (high - low) // step // 2 * step
         status = attempt(mid, last=low == high)
         if status == FOUND and best_arena is not None:
-            high = best_arena - 1
+            high = best_arena - step
         else:
-            low = mid + 1  # proved impossible, or undecided within its share
+            low = mid + step  # proved impossible, or undecided within its share
     infeasible = capacity is not None and bound > capacity
     proved = best_arena is not None and best_arena <= bound
     return ExactResult("search", best, best_arena, bound, proved, infeasible)

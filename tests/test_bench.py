@@ -1,0 +1,174 @@
+"""``planner bench``: bound and timing columns, and OmniMalloc's columns (faked here)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+import pytest
+
+from planner.bench import load_instance, run_instance
+from planner.bench_omnimalloc import THREADS
+from planner.cli import main
+from planner.graph import build_graph
+from planner.models import PlanRequest
+from solvers import auto
+
+from .test_cpsat import CLASSIC
+
+Capture = pytest.CaptureFixture[str]
+
+# Two buffers live together, a third after them: the lower bound is 12 bytes.
+CSV = "id,lower,upper,size\na,0,4,4\nb,0,2,8\nc,4,6,12\n"
+
+
+@pytest.fixture
+def csv_path(tmp_path: Path) -> Path:
+    path = tmp_path / "three.csv"
+    path.write_text(CSV)
+    return path
+
+
+def test_times_to_first_plan_and_proof(csv_path: Path) -> None:
+    row = run_instance(load_instance(str(csv_path), capacity=64, repeat=2))
+    assert row.proved
+    assert row.status == "optimal"
+    assert row.valid
+    assert row.bound == row.arena_bytes == 12
+    assert row.first_ms is not None
+    assert row.proof_ms is not None
+    assert 0.0 <= row.first_ms <= row.proof_ms <= row.time_ms
+
+
+def test_no_times_without_a_plan_within_capacity(csv_path: Path) -> None:
+    row = run_instance(load_instance(str(csv_path), capacity=8, repeat=1))
+    assert row.status == "infeasible"
+    assert row.first_ms is None
+    # The optimum itself, 12 bytes, is proved: it is the lower bound.
+    assert row.proved
+    assert row.proof_ms is not None
+
+
+def test_listener_sees_improvements_down_to_the_result() -> None:
+    # Greedy by size alone misses the optimum (13 bytes for 12); the exact methods find it.
+    g = build_graph(PlanRequest.model_validate({"buffers": CLASSIC, "options": {"sync": "none"}}))
+    seen: list[tuple[int, int]] = []
+
+    def solve() -> auto.Solution:
+        return auto.solve(
+            g, solver="auto", heuristics=["size/first-fit"], capacity=None, time_limit=2.0
+        )
+
+    with auto.listening(lambda arena, bound: seen.append((arena, bound))):
+        result = solve()
+    assert result.arena_bytes == 12
+    assert result.proved_optimal
+    assert seen[0][0] == 13  # the greedy plan first
+    assert seen[-1] == (12, 12)
+    arenas = [a for a, _ in seen]
+    assert arenas == sorted(arenas, reverse=True)  # the plan only improves
+    assert all(b <= 12 for _, b in seen)  # every bound is a true bound
+    seen.clear()
+    solve()
+    assert not seen  # outside the block nobody listens
+
+
+class _Allocation:
+    def __init__(self, id: int, size: int, start: int, end: int, offset: int | None = None):
+        self.id, self.size, self.start, self.end, self.offset = id, size, start, end, offset
+
+
+class _Stacked:
+    """Every buffer above the previous one: wasteful but valid."""
+
+    def __init__(self, timeout: float = 3.0, num_threads: int | None = None) -> None:
+        self.timeout = timeout
+        self.num_threads = num_threads
+
+    def place(self, allocations: list[_Allocation]) -> list[_Allocation]:
+        top = 0
+        out = []
+        for a in allocations:
+            out.append(_Allocation(a.id, a.size, a.start, a.end, top))
+            top += a.size
+        return out
+
+
+class _Overlapping:
+    """Every buffer at offset 0: invalid as soon as two are live together."""
+
+    def place(self, allocations: list[_Allocation]) -> list[_Allocation]:
+        return [_Allocation(a.id, a.size, a.start, a.end, 0) for a in allocations]
+
+
+def _fake_omnimalloc(made: list[Any]) -> ModuleType:
+    classes: dict[str, type] = {"stacked": _Stacked, "overlapping": _Overlapping}
+
+    def resolve(name: str) -> Any:
+        made.append(classes[name]())
+        return made[-1]
+
+    def allocate(allocations: list[_Allocation], allocator: Any) -> tuple[_Allocation, ...]:
+        made.append(allocator)
+        return tuple(allocator.place(list(allocations)))
+
+    module = ModuleType("omnimalloc")
+    module.Allocation = _Allocation  # type: ignore[attr-defined]
+    module.allocate = allocate  # type: ignore[attr-defined]
+    module.available_allocators = lambda: tuple(classes)  # type: ignore[attr-defined]
+    module.allocators = SimpleNamespace(  # type: ignore[attr-defined]
+        BaseAllocator=SimpleNamespace(resolve=resolve)
+    )
+    return module
+
+
+def test_omnimalloc_columns_side_by_side(
+    csv_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[Any] = []
+    monkeypatch.setitem(sys.modules, "omnimalloc", _fake_omnimalloc(made))
+    argv = ["bench", str(csv_path), "--repeat", "1", "--time-limit", "2"]
+    code = main([*argv, "--omnimalloc", "stacked", "--omnimalloc", "overlapping"])
+    assert code == 1  # the overlapping plan is caught
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert "default arena" in lines[0]
+    assert "omnimalloc:stacked arena" in lines[0]
+    assert "omnimalloc:overlapping arena" in lines[0]
+    cells = lines[1].split()
+    assert cells[:3] == ["three.csv", "3", "12"]
+    group = 7  # arena, gap, ms, proved, bound, first ms, proof ms
+    ours, stacked, overlapping = (cells[3 + k * group :] for k in range(3))
+    assert ours[0] == "12"
+    assert ours[3] == "yes"
+    assert stacked[0] == "24"  # 4 + 8 + 12, valid, not optimal
+    assert stacked[3] == "no"
+    assert stacked[5] != "-"  # a plan, no proof
+    assert stacked[6] == "-"
+    assert overlapping[:2] == ["12", "INVALID"]
+    assert "omnimalloc:stacked: 1/1 planned" in lines[3]
+    assert "omnimalloc:overlapping: 0/1 planned, 1 INVALID" in lines[4]
+    timed = [a for a in made if isinstance(a, _Stacked) and a.num_threads is not None]
+    assert timed
+    assert all(a.timeout == 2.0 and a.num_threads == THREADS for a in timed)
+
+
+def test_omnimalloc_missing(
+    csv_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "omnimalloc", None)  # import fails
+    assert main(["bench", str(csv_path), "--omnimalloc", "supermalloc"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("planner: error: bench: --omnimalloc needs the omnimalloc package")
+    assert "Traceback" not in err
+
+
+def test_omnimalloc_unknown_allocator(
+    csv_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "omnimalloc", _fake_omnimalloc([]))
+    assert main(["bench", str(csv_path), "--omnimalloc", "nope"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "unknown allocator 'nope'" in err
+    assert "stacked" in err
