@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import numpy as np
@@ -15,10 +14,9 @@ from planner.graph import InterferenceGraph, build_graph
 from planner.models import PlanRequest
 from solvers.cpsat import solve_cpsat
 from solvers.greedy import arena_of, portfolio, run
-from validators import validate_plan
 
+from .bruteforce import assert_valid_offsets, brute_force
 from .strategies import requests
-from .test_pipeline import plan_from_offsets
 
 TIME_LIMIT = 10.0  # seconds; tiny models prove optimality in milliseconds
 
@@ -35,47 +33,6 @@ def _solve(g: InterferenceGraph, **kwargs: Any) -> Any:
         "time_limit": TIME_LIMIT,
     }
     return solve_cpsat(g, **{**args, **kwargs})
-
-
-def brute_force(g: InterferenceGraph) -> int:
-    """Smallest arena, by first fit over every order of the free buffers (pins first).
-
-    Exact: take an optimal plan and place its buffers by first fit in order of offset; by
-    induction each lands at or below its offset there, so some order reaches the optimum.
-    """
-    pinned = [i for i in range(g.n) if g.pinned[i] >= 0]
-    free = [i for i in range(g.n) if g.pinned[i] < 0]
-    if not free:
-        return arena_of(g, g.pinned)
-    best: int | None = None
-    for order in itertools.permutations(free):
-        offsets = {i: int(g.pinned[i]) for i in pinned}
-        for i in order:
-            size, align = int(g.size[i]), int(g.alignment[i])
-            x = 0  # bytes; raised past each clash, to the next aligned byte
-            while True:
-                tops = [
-                    offsets[j] + int(g.size[j])
-                    for j in offsets
-                    if g.start[i] < g.occupied_end[j]
-                    and g.start[j] < g.occupied_end[i]
-                    and offsets[j] < x + size
-                    and x < offsets[j] + int(g.size[j])
-                ]
-                if not tops:
-                    break
-                x = -(-max(tops) // align) * align
-            offsets[i] = x
-        arena = max(offsets[i] + int(g.size[i]) for i in offsets)
-        best = arena if best is None else min(best, arena)
-    return best or 0
-
-
-def _check_plan(request: PlanRequest, g: InterferenceGraph, offsets: Any) -> None:
-    assert offsets.dtype == np.int64
-    assert (offsets % g.alignment == 0).all()
-    report = validate_plan(request, plan_from_offsets(request, g, offsets))
-    assert report.valid, report.violations
 
 
 # Greedy by size is suboptimal here: c (6 B) and b (5 B) go to 0, a (4 B) above c at 6 and
@@ -98,7 +55,7 @@ def test_beats_greedy_by_size_on_the_classic_example() -> None:
     assert result.proved_optimal
     assert not result.infeasible
     assert result.arena_bytes == result.bound == 12
-    _check_plan(request, g, result.offsets)
+    assert_valid_offsets(request, g, result.offsets)
 
 
 # Alignment puts the optimum above the peak: a (6 B) and c (2 B) overlap in time, both
@@ -118,7 +75,7 @@ def test_optimum_above_the_lower_bound() -> None:
     result = _solve(g)
     assert result.proved_optimal
     assert result.arena_bytes == result.bound == 10
-    _check_plan(request, g, result.offsets)
+    assert_valid_offsets(request, g, result.offsets)
 
 
 def test_empty_graph() -> None:
@@ -139,7 +96,7 @@ def test_optimum_matches_brute_force(request: PlanRequest) -> None:
     assert result.arena_bytes == result.bound == brute_force(g)
     assert result.offsets is not None
     assert arena_of(g, result.offsets) == result.arena_bytes
-    _check_plan(request, g, result.offsets)
+    assert_valid_offsets(request, g, result.offsets)
 
 
 @settings(max_examples=40, deadline=None)
@@ -152,7 +109,7 @@ def test_pins_keep_their_offsets(request: PlanRequest) -> None:
     assert result.arena_bytes == brute_force(g)
     pinned = g.pinned >= 0
     assert (result.offsets[pinned] == g.pinned[pinned]).all()
-    _check_plan(request, g, result.offsets)
+    assert_valid_offsets(request, g, result.offsets)
 
 
 def test_pinned_buffer_above_the_others() -> None:
@@ -167,7 +124,7 @@ def test_pinned_buffer_above_the_others() -> None:
     assert result.offsets.tolist() == [40, 50]
     assert result.arena_bytes == 100
     assert result.proved_optimal
-    _check_plan(request, g, result.offsets)
+    assert_valid_offsets(request, g, result.offsets)
 
 
 def test_alignment_is_honoured() -> None:
@@ -182,7 +139,7 @@ def test_alignment_is_honoured() -> None:
     result = _solve(g)
     assert result.proved_optimal
     assert result.arena_bytes == brute_force(g)
-    _check_plan(request, g, result.offsets)
+    assert_valid_offsets(request, g, result.offsets)
 
 
 def test_capacity_below_the_optimum_is_infeasible() -> None:
@@ -239,7 +196,7 @@ def test_same_input_same_output() -> None:
         second.proved_optimal,
     )
     assert first.arena_bytes <= greedy.arena_bytes
-    _check_plan(request, g, first.offsets)
+    assert_valid_offsets(request, g, first.offsets)
 
 
 def test_hint_is_accepted() -> None:
@@ -264,4 +221,4 @@ def test_identical_buffers_stay_optimal() -> None:
     result = _solve(g, hint=hint, upper=40)
     assert result.proved_optimal
     assert result.arena_bytes == 40 == brute_force(g)
-    _check_plan(request, g, result.offsets)
+    assert_valid_offsets(request, g, result.offsets)

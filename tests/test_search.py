@@ -2,72 +2,25 @@
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from planner.graph import InterferenceGraph, build_graph
 from planner.models import PlanRequest
+from solvers.exact import granularity
 from solvers.greedy import arena_of, portfolio
 from solvers.search import solve_search
-from validators import validate_plan
 
+from .bruteforce import assert_valid_offsets, brute_force
 from .strategies import requests
-from .test_pipeline import plan_from_offsets
 
 
 def _request(buffers: list[dict[str, Any]], **extra: Any) -> PlanRequest:
     return PlanRequest.model_validate({"buffers": buffers, "options": {"sync": "none"}, **extra})
-
-
-def _conflict(g: InterferenceGraph, i: int, j: int) -> bool:
-    return bool(g.start[i] < g.occupied_end[j] and g.start[j] < g.occupied_end[i])
-
-
-def brute_force(g: InterferenceGraph) -> int | None:
-    """Smallest arena over every order of the free buffers, each put at the lowest offset
-    that fits among 0 and the (aligned) tops of the conflicting buffers placed before it.
-
-    Pinned buffers stay put; None when pinned buffers clash, so nothing can be planned.
-    """
-
-    def clear(o: int, b: int, offset: dict[int, int]) -> bool:
-        s = int(g.size[b])
-        return all(
-            o + s <= offset[c] or offset[c] + int(g.size[c]) <= o
-            for c in offset
-            if c != b and _conflict(g, b, c)
-        )
-
-    pins = {i: int(g.pinned[i]) for i in range(g.n) if g.pinned[i] >= 0}
-    if not all(clear(o, i, pins) for i, o in pins.items()):
-        return None
-    free = [i for i in range(g.n) if g.pinned[i] < 0]
-    best: int | None = None
-    for order in itertools.permutations(free):
-        offset = dict(pins)
-        for b in order:
-            a = int(g.alignment[b])
-            tops = [offset[c] + int(g.size[c]) for c in offset if _conflict(g, b, c)]
-            offset[b] = min(
-                o for o in [0, *((t + a - 1) // a * a for t in tops)] if clear(o, b, offset)
-            )
-        arena = max((offset[i] + int(g.size[i]) for i in range(g.n)), default=0)
-        best = arena if best is None else min(best, arena)
-    return best
-
-
-def _check(request: PlanRequest, g: InterferenceGraph, offsets: Any) -> None:
-    assert offsets is not None
-    assert offsets.dtype == np.int64
-    assert (offsets % g.alignment == 0).all()
-    pinned = g.pinned >= 0
-    assert (offsets[pinned] == g.pinned[pinned]).all()
-    report = validate_plan(request, plan_from_offsets(request, g, offsets))
-    assert report.valid, report.violations
 
 
 def _solve(g: InterferenceGraph, **kwargs: Any) -> Any:
@@ -125,7 +78,7 @@ def test_hand_made_optimum(buffers: list[dict[str, Any]]) -> None:
     assert result.proved_optimal
     assert result.arena_bytes == brute_force(g)
     assert result.bound == result.arena_bytes
-    _check(request, g, result.offsets)
+    assert_valid_offsets(request, g, result.offsets)
 
 
 def test_leaves_the_lowest_candidate_empty_when_that_wins() -> None:
@@ -143,7 +96,7 @@ def test_agrees_with_brute_force(request: PlanRequest) -> None:
     result = _solve(g)
     assert result.proved_optimal
     assert result.arena_bytes == brute_force(g)
-    _check(request, g, result.offsets)
+    assert_valid_offsets(request, g, result.offsets)
 
 
 @settings(max_examples=80, deadline=None)
@@ -159,7 +112,7 @@ def test_pins_kept_and_optimum_matches(request: PlanRequest) -> None:
         return
     assert result.proved_optimal
     assert result.arena_bytes == expected
-    _check(request, g, result.offsets)
+    assert_valid_offsets(request, g, result.offsets)
 
 
 @settings(max_examples=80, deadline=None)
@@ -177,7 +130,7 @@ def test_capacity_decided_exactly(request: PlanRequest) -> None:
     assert not at.infeasible
     assert at.proved_optimal
     assert at.arena_bytes == optimum
-    _check(request, g, at.offsets)
+    assert_valid_offsets(request, g, at.offsets)
 
 
 def test_infeasible_capacity_proved() -> None:
@@ -208,7 +161,7 @@ def test_alignment_honoured() -> None:
     assert result.offsets is not None
     assert int(result.offsets[1]) % 16 == 0
     assert int(result.offsets[2]) % 4 == 0
-    _check(request, g, result.offsets)
+    assert_valid_offsets(request, g, result.offsets)
 
 
 def test_pinned_buffer_above_free_space() -> None:
@@ -225,7 +178,7 @@ def test_pinned_buffer_above_free_space() -> None:
     assert result.proved_optimal
     assert result.offsets is not None
     assert result.offsets.tolist() == [8, 0]
-    _check(request, g, result.offsets)
+    assert_valid_offsets(request, g, result.offsets)
 
 
 def test_empty_request() -> None:
@@ -283,7 +236,7 @@ def test_tiny_budget_keeps_the_hint() -> None:
     assert result.arena_bytes is not None
     assert result.arena_bytes <= arena_of(g, hint)
     assert result.bound <= result.arena_bytes
-    _check(request, g, result.offsets)
+    assert_valid_offsets(request, g, result.offsets)
 
 
 def test_tiny_budget_without_hint_proves_nothing() -> None:
@@ -332,7 +285,7 @@ def test_every_order_decides_exactly(request: PlanRequest) -> None:
         status, offsets, _ = _decide(inst, optimum, 100_000)
         assert status == FOUND
         assert arena_of(g, offsets) <= optimum
-        _check(request, g, offsets)
+        assert_valid_offsets(request, g, offsets)
         if optimum > 0:
             assert _decide(inst, optimum - 1, 100_000)[0] == EXHAUSTED
 
@@ -347,3 +300,107 @@ def test_round_robin_stops_at_its_node_budget(budget: int) -> None:
     status, _, used = _decide_all(insts, g.lower_bound.bytes, budget)
     assert used <= budget
     assert status in (FOUND, OUT_OF_NODES)
+
+
+@st.composite
+def phased_requests(draw: st.DrawFn) -> PlanRequest:
+    """Buffers of two phases, [0, 6) and [6, 12), maybe joined by a bridge across 6.
+
+    Once the bridge is placed the phases are independent: the search splits them and
+    backjumps when the second fails, which must neither lose a plan nor claim a false proof.
+    """
+    buffers: list[dict[str, Any]] = []
+    spans = [(draw(st.integers(0, 5)), draw(st.integers(7, 12)))] * draw(st.integers(0, 1))
+    for lo in (0, 6):
+        for _ in range(draw(st.integers(1, 3))):
+            start = draw(st.integers(lo, lo + 4))
+            spans.append((start, draw(st.integers(start + 1, lo + 6))))
+    for i, (start, end) in enumerate(spans):
+        buffers.append(
+            {
+                "id": f"b{i}",
+                "size": 4 * draw(st.integers(1, 6)),
+                "start": start,
+                "end": end,
+                "alignment": draw(st.sampled_from([4, 8])),
+            }
+        )
+    return _request(buffers)
+
+
+@settings(max_examples=80, deadline=None)
+@given(phased_requests())
+def test_independent_phases_decided_exactly(request: PlanRequest) -> None:
+    from solvers._search_kernel import EXHAUSTED, FOUND
+    from solvers.search import ORDERS, _decide, _instance
+
+    g = build_graph(request)
+    optimum = brute_force(g)
+    assert optimum is not None
+    for order in (*ORDERS, "S"):
+        inst = _instance(g, order)
+        status, offsets, _ = _decide(inst, optimum, 100_000)
+        assert status == FOUND
+        assert arena_of(g, offsets) <= optimum
+        assert_valid_offsets(request, g, offsets)
+        assert _decide(inst, optimum - 1, 100_000)[0] == EXHAUSTED
+
+
+def test_granularity_and_bound_in_its_steps() -> None:
+    # Sizes and alignments are multiples of 16, so every arena is: one byte short of the
+    # optimum is proved impossible with the bound at the optimum itself, not one byte less.
+    request = _request(
+        [
+            {"id": "a", "size": 48, "start": 0, "end": 4, "alignment": 64},
+            {"id": "b", "size": 32, "start": 0, "end": 2, "alignment": 64},
+            {"id": "c", "size": 16, "start": 2, "end": 4, "alignment": 16},
+        ]
+    )
+    g = build_graph(request)
+    assert granularity(g) == 16
+    assert g.lower_bound.bytes == 80
+    optimum = brute_force(g)
+    assert optimum == 96  # a and b at 0 and 64, in some order
+    below = _solve(g, capacity=optimum - 1)
+    assert below.infeasible
+    assert below.bound == optimum
+    at = _solve(g, capacity=optimum + 15)
+    assert at.proved_optimal
+    assert at.arena_bytes == optimum
+    assert_valid_offsets(request, g, at.offsets)
+
+
+def test_granularity_counts_pins() -> None:
+    request = _request(
+        [
+            {"id": "a", "size": 32, "start": 0, "end": 2, "alignment": 16},
+            {"id": "p", "size": 16, "start": 0, "end": 2, "offset": 40, "alignment": 8},
+        ]
+    )
+    assert granularity(build_graph(request)) == 8
+    assert granularity(build_graph(_request([]))) == 1
+
+
+def test_backjump_only_to_the_split() -> None:
+    # With b (ranked first: the longest) at 0, p and q split into independent groups: p
+    # fits at 4, but q (8-aligned) must go to 8 and ends at 16. The failure of q's group
+    # condemns b at 0, not the root: the plan puts p and q at 0 and b on top, 12 bytes.
+    request = _request(
+        [
+            {"id": "b", "size": 4, "start": 1, "end": 11},
+            {"id": "p", "size": 8, "start": 0, "end": 6},
+            {"id": "q", "size": 8, "start": 6, "end": 12, "alignment": 8},
+        ]
+    )
+    g = build_graph(request)
+    assert brute_force(g) == 12
+    from solvers._search_kernel import EXHAUSTED, FOUND
+    from solvers.search import ORDERS, _decide, _instance
+
+    assert int(_instance(g, "L").by_rank[0]) == 0  # b first: its dive splits p from q
+    for order in (*ORDERS, "L"):
+        inst = _instance(g, order)
+        status, offsets, _ = _decide(inst, 12, 1_000)
+        assert status == FOUND
+        assert_valid_offsets(request, g, offsets)
+        assert _decide(inst, 11, 1_000)[0] == EXHAUSTED
