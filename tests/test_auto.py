@@ -6,15 +6,18 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import planner
 import solvers.auto as auto
 from planner.errors import RequestError
+from planner.generate import random_request
 from planner.graph import build_graph
 from planner.models import PlanRequest
 from solvers.greedy import portfolio
 from validators import validate_plan
 
+from .bruteforce import assert_valid_offsets
 from .strategies import request_dicts
 
 pytest.importorskip("ortools")
@@ -102,3 +105,25 @@ def test_missing_exact_methods(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_same_request_same_plan_with_exact() -> None:
     assert planner.plan(HARD).model_dump_json() == planner.plan(HARD).model_dump_json()
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    st.integers(20, 60),
+    st.integers(0, 10_000),
+    st.sampled_from([16, 128]),
+    st.sampled_from([None, 0.9, 1.0]),
+)
+def test_never_worse_than_greedy_when_exact_runs(
+    n: int, seed: int, alignment: int, squeeze: float | None
+) -> None:
+    # Kernel-sized requests where the exact methods do run, on short budgets, sometimes
+    # with a capacity at or under the greedy arena: the plan is never larger than greedy's.
+    request = random_request(n, overlap=0.3, seed=seed, alignment=alignment)
+    g = build_graph(request)
+    greedy = portfolio(g)
+    capacity = None if squeeze is None else int(greedy.arena_bytes * squeeze)
+    result = auto.solve(g, solver="auto", heuristics=None, capacity=capacity, time_limit=0.2)
+    assert result.arena_bytes <= greedy.arena_bytes
+    assert result.bound <= result.arena_bytes  # the bound is a true bound
+    assert_valid_offsets(request, g, result.offsets)
