@@ -97,6 +97,7 @@ def decide(
     sec_pin: I64,
     capacity: int,
     node_budget: int,
+    cap: I64,
 ) -> tuple[int, I64, int]:
     """(status, offsets in bytes, nodes used) for one capacity in bytes.
 
@@ -105,7 +106,8 @@ def decide(
     none). ``adj`` (CSR) lists each buffer's conflicting buffers, ``pin_adj`` the pinned
     ones among them. Buffer ``i`` is live in sections ``first[i] .. last[i]-1``;
     ``sec_pin`` (CSR) lists the pinned buffers live in each section. A node is one
-    placement; the search stops after ``node_budget`` of them.
+    placement; the search stops after ``node_budget`` of them, or after ``cap[0]``, which
+    another thread may lower while this one runs.
     """
     n = size.shape[0]
     nsec = sec_pin_ptr.shape[0] - 1
@@ -337,7 +339,7 @@ def decide(
                 depth -= 1
             if jumped:
                 kid_next[depth] = kid_count[depth]
-        if nodes >= node_budget:
+        if nodes >= node_budget or nodes >= cap[0]:
             return OUT_OF_NODES, offset, nodes
         nodes += 1
         t = kid_base[depth] + kid_next[depth]

@@ -4,16 +4,21 @@ The decision kernel (``solvers._search_kernel``) answers "does everything fit be
 ``capacity`` bytes?" with a plan, a proof of impossibility, or "out of nodes". This module
 minimizes with it: first the capacity when no plan within it is known yet (a plan within
 capacity matters most), then the lower bound (a plan there is optimal), then a bisection
-between the largest capacity proved impossible and the best arena found. Each decision
-restarts round robin over a few branching orders on a doubling node limit (MiniMalloc's remedy
-for heavy-tailed searches). A node budget derived from ``time_limit`` stops the search, so the
-same request gets the same answer on any machine; the clock is only read between kernel runs,
-as a hard cap that stops early on a machine much slower than the calibration.
+between the largest capacity proved impossible and the best arena found. Each decision runs a
+few branching orders, and the one that decides with the fewest nodes wins: they race on
+threads when there are cores to spare, else take turns on a doubling node limit (MiniMalloc's
+remedy for heavy-tailed searches); both ways give the same answer. A node budget derived
+from ``time_limit`` stops the search, so the same request gets the same answer on any
+machine; the clock is only a hard cap that stops early on a machine much slower than the
+calibration.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,10 +38,10 @@ I64 = npt.NDArray[np.int64]
 # 2e7 leaves a margin so that the budget, not the clock, stops a search.
 NODE_WORK_PER_SECOND = 2.0e7
 MIN_NODES = 1_000  # even the smallest time limit gets this many nodes
-# Branching priorities tried in turn (see ``_instance``): on the MiniMalloc benchmarks each
-# order finds some plans fast and misses others, so the search restarts round robin over
-# them on a doubling node limit, as MiniMalloc does.
+# Branching priorities (see ``_instance``): on the MiniMalloc benchmarks each order finds
+# some plans fast and misses others, so every decision runs them all (``_decide_all``).
 ORDERS = ("TLS", "TAW")
+PARALLEL_MIN = 64  # buffers; below, starting threads costs more than racing saves
 
 
 @dataclass(frozen=True)
@@ -155,27 +160,98 @@ def node_budget(g: InterferenceGraph, time_limit: float) -> int:
 
 
 def _decide_all(
-    insts: list[_Instance], capacity: int, nodes: int, deadline: float = float("inf")
+    insts: list[_Instance],
+    capacity: int,
+    nodes: int,
+    deadline: float = float("inf"),
+    parallel: bool | None = None,
 ) -> tuple[int, I64, int]:
-    """(status, offsets, nodes used) at ``capacity`` bytes, round robin over ``insts``.
+    """(status, offsets, nodes charged) at ``capacity`` bytes over the branching orders.
 
-    Each order gets a limit that doubles every round, until one finds a plan or proves
-    there is none (any order's exhausted search is a proof) or ``nodes`` are spent. The
-    clock (``deadline``, a ``time.perf_counter`` value) is a hard cap checked between runs.
+    Each order may expand ``nodes // len(insts)`` nodes. The order that decides (finds a
+    plan, or proves there is none: any order's exhausted search is a proof) with the fewest
+    nodes wins, ties to the earlier order; ``len(insts)`` times its nodes are charged (all
+    of them when none decides). So the answer is the same whether the orders race on
+    threads (``parallel``; by default when there are cores and the graph is large) or run
+    one after another on a doubling limit, MiniMalloc's remedy for heavy-tailed searches.
+    The clock (``deadline``, a ``time.perf_counter`` value) is only a hard cap.
     """
-    used = 0
-    limit = 2 * max(1, int(insts[0].size.size))
+    k = len(insts)
+    per = nodes // k
+    if per == 0:
+        return _decide(insts[0], capacity, nodes)
+    if parallel is None:
+        parallel = k > 1 and (os.cpu_count() or 1) > 1 and int(insts[0].size.size) >= PARALLEL_MIN
+    run = _race if parallel else _rounds
+    results = run(insts, capacity, per, deadline)
+    decided = [(used, i) for i, (status, _, used) in enumerate(results) if status != OUT_OF_NODES]
+    if not decided:
+        return OUT_OF_NODES, results[0][1], k * per
+    used, i = min(decided)
+    return results[i][0], results[i][1], k * used
+
+
+def _limit_others(caps: list[I64], i: int, used: int) -> None:
+    """Order ``i`` decided in ``used`` nodes: the others only win with fewer (earlier
+    orders: as few)."""
+    for j, cap in enumerate(caps):
+        if j != i:
+            cap[0] = min(int(cap[0]), used if j < i else used - 1)
+
+
+def _rounds(
+    insts: list[_Instance], capacity: int, per: int, deadline: float
+) -> list[tuple[int, I64, int]]:
+    """The orders one after another, on a limit doubling up to ``per`` nodes."""
+    caps = [np.array([per], dtype=np.int64) for _ in insts]
+    limit = min(per, 2 * max(1, int(insts[0].size.size)))
     while True:
-        for inst in insts:
-            status, offsets, spent = _decide(inst, capacity, min(limit, nodes - used))
-            used += spent
-            if status != OUT_OF_NODES or used >= nodes or time.perf_counter() > deadline:
-                return status, offsets, used
-        limit *= 2
+        results = []
+        for i, inst in enumerate(insts):
+            result = _decide(inst, capacity, min(limit, int(caps[i][0])))
+            if result[0] != OUT_OF_NODES:
+                _limit_others(caps, i, result[2])
+            results.append(result)
+        if any(r[0] != OUT_OF_NODES for r in results) or limit >= per:
+            return results
+        if time.perf_counter() > deadline:
+            return results
+        limit = min(per, 2 * limit)
 
 
-def _decide(inst: _Instance, capacity: int, nodes: int) -> tuple[int, I64, int]:
-    """(status, offsets, nodes used) of the kernel at ``capacity`` bytes."""
+def _race(
+    insts: list[_Instance], capacity: int, per: int, deadline: float
+) -> list[tuple[int, I64, int]]:
+    """The orders side by side on threads (the kernel releases the GIL); the first to
+    decide lowers the others' limits, and the deadline stops them all."""
+    caps = [np.array([per], dtype=np.int64) for _ in insts]
+    results: list[tuple[int, I64, int] | None] = [None] * len(insts)
+    lock = threading.Lock()
+
+    def run(i: int) -> None:
+        result = _decide(insts[i], capacity, per, caps[i])
+        if result[0] != OUT_OF_NODES:
+            with lock:
+                _limit_others(caps, i, result[2])
+        results[i] = result
+
+    with ThreadPoolExecutor(max_workers=len(insts)) as pool:
+        futures = [pool.submit(run, i) for i in range(len(insts))]
+        left = deadline - time.perf_counter()
+        _, pending = wait(futures, timeout=None if left == float("inf") else max(0.0, left))
+        if pending:
+            for cap in caps:
+                cap[0] = 0
+        for future in futures:
+            future.result()
+    return [r for r in results if r is not None]
+
+
+def _decide(
+    inst: _Instance, capacity: int, nodes: int, cap: I64 | None = None
+) -> tuple[int, I64, int]:
+    """(status, offsets, nodes used) of the kernel at ``capacity`` bytes; ``cap`` (one
+    value) is a limit another thread may lower."""
     status, offsets, used = decide(
         inst.size,
         inst.alignment,
@@ -193,6 +269,7 @@ def _decide(inst: _Instance, capacity: int, nodes: int) -> tuple[int, I64, int]:
         inst.sec_pin,
         capacity,
         nodes,
+        np.array([nodes], dtype=np.int64) if cap is None else cap,
     )
     return int(status), offsets, int(used)
 

@@ -404,3 +404,18 @@ def test_backjump_only_to_the_split() -> None:
         assert status == FOUND
         assert_valid_offsets(request, g, offsets)
         assert _decide(inst, 11, 1_000)[0] == EXHAUSTED
+
+
+@pytest.mark.parametrize("budget", [3, 40, 400, 100_000])
+def test_threads_and_turns_give_the_same_answer(budget: int) -> None:
+    from solvers.search import ORDERS, _decide_all, _instance
+
+    for request in (_hard_request(), _request(HAND_MADE[0]), _request(HAND_MADE[4])):
+        g = build_graph(request)
+        insts = [_instance(g, order) for order in (*ORDERS, "S")]
+        for capacity in (g.lower_bound.bytes, g.lower_bound.bytes + 8):
+            raced = _decide_all(insts, capacity, budget, parallel=True)
+            turns = _decide_all(insts, capacity, budget, parallel=False)
+            assert raced[0] == turns[0]
+            assert raced[2] == turns[2] <= budget
+            assert (raced[1] == turns[1]).all()
