@@ -1,9 +1,10 @@
 """How often ``solver: "auto"`` proves kernel-sized requests optimal, and how fast.
 
-    python scripts/kernels64.py [--instances 60] [--buffers 64] [--time-limit 10]
+    python scripts/kernels64.py [--instances 60] [--buffers 64] [--overlap 0.25]
+                                [--time-limit 10]
 
-Each instance has up to ``--buffers`` buffers (sizes multiples of 16 bytes, each aligned to
-16 or 128 bytes at random, overlapping a quarter of the others on average), planned with
+Each instance has 16 to ``--buffers`` buffers (sizes multiples of 16 bytes, each aligned to
+16 or 128 bytes at random, each overlapping ``--overlap`` of the others on average), planned with
 ``sync: "none"``. Every plan goes through the static validator (``planner.plan`` runs it).
 Prints one line per instance that is not proved or takes 100 ms or more, then how many
 were proved, the median and the maximum time of the best of ``--repeat`` runs.
@@ -24,11 +25,13 @@ from planner.models import Options, PlanRequest
 TARGET_MS = 100.0
 
 
-def kernel_request(seed: int, buffers: int, time_limit: float) -> PlanRequest:
+def kernel_request(
+    seed: int, buffers: int, time_limit: float, overlap: float = 0.25
+) -> PlanRequest:
     """A random kernel: 16..``buffers`` buffers, alignments 16 or 128, solver ``auto``."""
     rng = np.random.default_rng(seed)
     n = int(rng.integers(16, buffers, endpoint=True))
-    request = random_request(n, overlap=0.25, seed=seed, alignment=16)
+    request = random_request(n, overlap=overlap, seed=seed, alignment=16)
     aligned = [
         b.model_copy(update={"alignment": int(a)})
         for b, a in zip(request.buffers, rng.choice([16, 128], size=n).tolist(), strict=True)
@@ -43,14 +46,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--instances", type=int, default=60)
     parser.add_argument("--buffers", type=int, default=64)
+    parser.add_argument("--overlap", type=float, default=0.25)
     parser.add_argument("--time-limit", type=float, default=10.0)
     parser.add_argument("--repeat", type=int, default=2, help="runs per instance, best kept")
     args = parser.parse_args()
-    planner.plan(kernel_request(0, args.buffers, args.time_limit))  # compile / load kernels
+    planner.plan(kernel_request(0, args.buffers, args.time_limit))  # load compiled kernels
     times: list[float] = []
     proved = 0
     for seed in range(max(1, args.instances)):
-        request = kernel_request(seed, args.buffers, args.time_limit)
+        request = kernel_request(seed, args.buffers, args.time_limit, args.overlap)
         best = float("inf")
         plan = None
         for _ in range(max(1, args.repeat)):

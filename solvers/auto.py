@@ -36,6 +36,9 @@ EXACT_METHODS = ("search", "cpsat")  # the order "auto" and "exact" run them in
 SOLVERS = ("auto", "greedy", "exact", *EXACT_METHODS)  # besides single heuristics
 _MODULES = {"search": ("solvers.search", "solve_search"), "cpsat": ("solvers.cpsat", "solve_cpsat")}
 IIS_MAX_BUFFERS = 64  # the deletion filter for a certificate runs up to this many buffers
+SMALL_PART = 128  # buffers: up to this many, CP-SAT runs between two searches
+SMALL_FIRST_SEARCH = 0.02  # of a small part's time: the first, short search
+SMALL_CPSAT = 0.78  # of a small part's time: CP-SAT
 
 
 @dataclass(frozen=True)
@@ -129,7 +132,7 @@ def _improve(
     name = best.name
     tried = list(best.tried)
     parts = [m for m in g.members() if arena_of(g.subgraph(m), offsets[m]) > bound]
-    share = time_limit / max(1, len(parts)) / len(methods)  # seconds per method and part
+    per_part = time_limit / max(1, len(parts))  # seconds
     for members in sorted(parts, key=lambda m: -arena_of(g.subgraph(m), offsets[m])):
         sub = g.subgraph(members)
         sub_arena = arena_of(sub, offsets[members])
@@ -140,7 +143,8 @@ def _improve(
         others = np.ones(g.n, dtype=bool)
         others[members] = False
         rest = int((offsets + g.size)[others].max(initial=0))  # arena of the other parts
-        for method_name, method in methods:
+        for method_name, method, fraction in _schedule(methods, sub.n):
+            share = per_part * fraction
             progress = _progress_of_part(rest, sub_arena, bound)
             result = method(
                 sub,
@@ -162,7 +166,7 @@ def _improve(
                     bound=max(bound, sub_bound),
                     proved_optimal=False,
                     tried=[*tried, (f"exact:{method_name}", arena_of(g, offsets))],
-                    infeasible=_irreducible(g, members, method, capacity, share),
+                    infeasible=_irreducible(g, members, method, capacity, per_part / 2),
                     notes=notes,
                 )
             found, arena = result.offsets, result.arena_bytes
@@ -185,6 +189,27 @@ def _improve(
         tried=tried,
         notes=notes,
     )
+
+
+def _schedule(
+    methods: list[tuple[str, ExactMethod]], n: int
+) -> list[tuple[str, ExactMethod, float]]:
+    """The exact methods to run on a part of ``n`` buffers, each with its fraction of the
+    part's time.
+
+    On small parts the search finds plans fast but proves little; CP-SAT proves them well.
+    So there a short search comes first, then CP-SAT, then the search again with the rest,
+    seeded by what CP-SAT found. Large parts split the time evenly, the search first.
+    """
+    if n > SMALL_PART or len(methods) < 2 or [m for m, _ in methods] != ["search", "cpsat"]:
+        return [(name, method, 1.0 / len(methods)) for name, method in methods]
+    (s_name, search), (c_name, cpsat) = methods
+    first, second = SMALL_FIRST_SEARCH, SMALL_CPSAT
+    return [
+        (s_name, search, first),
+        (c_name, cpsat, second),
+        (s_name, search, 1.0 - first - second),
+    ]
 
 
 def _progress_of_part(rest: int, arena: int, bound: int) -> Callable[[int | None, int], None]:

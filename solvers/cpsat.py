@@ -33,6 +33,10 @@ I64 = npt.NDArray[np.int64]
 # 10 s runs): 0.02-0.10 units per wall second at capacity 1048576, 0.08-0.15 without one;
 # 0.02 lets the deterministic limit stop every one of them first (at 1-8.5 s of 10 s).
 DETERMINISTIC_PER_SECOND = 0.02
+# Small models (kernel-sized, up to SMALL_MODEL buffers) do 0.08-0.4 units per wall second
+# (measured on random 40-64 buffer requests); 0.04 still leaves the deterministic limit first.
+SMALL_MODEL = 128
+DETERMINISTIC_PER_SECOND_SMALL = 0.04
 SEED = 20231
 
 
@@ -86,8 +90,8 @@ def solve_cpsat(
     """Smallest arena for ``g`` within ``capacity`` (bytes), searched for ``time_limit`` s.
 
     ``lower_bound`` must be valid (no plan uses fewer bytes); ``hint`` is a plan (bytes,
-    request order) to start from; without a capacity, ``upper`` (bytes, the arena of a known
-    plan) caps the address space. ``on_progress`` sees each improving arena and the bound:
+    request order) to start from; ``upper`` (bytes, the arena of a known plan) caps the
+    address space below the capacity. ``on_progress`` sees each improving arena and the bound:
     for benchmarks; it does not change the result.
     """
     n = g.n
@@ -97,16 +101,20 @@ def solve_cpsat(
     align = [int(a) for a in g.alignment]
     pinned = [int(p) for p in g.pinned]
     pin_top = max((p + s for p, s in zip(pinned, size, strict=True) if p >= 0), default=0)
-    if capacity is not None:
-        h_max = capacity  # bytes
-    elif upper is not None:
+    if upper is not None:
+        # A plan of ``upper`` bytes is known: no need to look higher, and a small space
+        # is what lets CP-SAT prove small models fast.
         h_max = max(upper, pin_top)  # pins are the caller's: the space holds them anyway
+        if capacity is not None:
+            h_max = min(h_max, capacity)
+    elif capacity is not None:
+        h_max = capacity  # bytes
     else:
         # Every free buffer stacked above every pin, each padded to its alignment: a plan.
         h_max = pin_top + sum(s for p, s in zip(pinned, size, strict=True) if p < 0)
         h_max += sum(a for p, a in zip(pinned, align, strict=True) if p < 0)
     if lower_bound > h_max or any(s > h_max for s in size):
-        return ExactResult("cpsat", None, None, max(lower_bound, 0), False, capacity is not None)
+        return ExactResult("cpsat", None, None, max(lower_bound, 0), False, h_max == capacity)
 
     model = cp_model.CpModel()
     free: dict[int, cp_model.IntVar] = {}  # buffer -> offset in units of its alignment
@@ -148,7 +156,8 @@ def solve_cpsat(
     params = solver.parameters
     params.num_workers = 1
     params.random_seed = SEED
-    params.max_deterministic_time = DETERMINISTIC_PER_SECOND * time_limit
+    rate = DETERMINISTIC_PER_SECOND_SMALL if n <= SMALL_MODEL else DETERMINISTIC_PER_SECOND
+    params.max_deterministic_time = rate * time_limit
     params.max_time_in_seconds = time_limit  # hard cap; see the module docstring
     progress = _Progress(height, lower_bound, on_progress) if on_progress else None
     status = solver.solve(model, progress)
@@ -163,5 +172,5 @@ def solve_cpsat(
         optimal = status == cp_model.OPTIMAL
         return ExactResult("cpsat", offsets, arena, arena if optimal else bound, optimal, False)
     # Only a capacity makes the space a hard limit; ``upper`` was a cap of convenience.
-    infeasible = status == cp_model.INFEASIBLE and capacity is not None
+    infeasible = status == cp_model.INFEASIBLE and h_max == capacity
     return ExactResult("cpsat", None, None, lower_bound, False, infeasible)
