@@ -36,7 +36,7 @@ EXACT_METHODS = ("search", "cpsat")  # the order "auto" and "exact" run them in
 SOLVERS = ("auto", "greedy", "exact", *EXACT_METHODS)  # besides single heuristics
 _MODULES = {"search": ("solvers.search", "solve_search"), "cpsat": ("solvers.cpsat", "solve_cpsat")}
 IIS_MAX_BUFFERS = 64  # the deletion filter for a certificate runs up to this many buffers
-SMALL_PART = 128  # buffers: up to this many, CP-SAT runs between two searches
+SMALL_PART = 64  # buffers (kernel-sized): up to this many, CP-SAT runs between two searches
 SMALL_FIRST_SEARCH = 0.02  # of a small part's time: the first, short search
 SMALL_CPSAT = 0.78  # of a small part's time: CP-SAT
 
