@@ -16,12 +16,13 @@ import importlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
 
 from planner.graph import InterferenceGraph
+from solvers.bounds import CLIQUE_MAX, clique_bound, stack_height
 from solvers.exact import ExactResult, granularity, round_up
 from solvers.greedy import arena_of, portfolio
 
@@ -91,8 +92,14 @@ def solve(
 ) -> Solution:
     """Plan ``g`` with the named solver; ``heuristics`` restricts the greedy portfolio."""
     # Every arena is a multiple of the granularity, so the bound rounds up to one.
-    bound = round_up(g.aligned_bound.bytes, granularity(g))
+    step = granularity(g)
+    bound = round_up(g.aligned_bound.bytes, step)
+    witness = g.aligned_bound.buffers  # buffers that alone need ``bound`` bytes
     greedy = portfolio(g, heuristics, bound)
+    if greedy.arena_bytes > bound:
+        clique = clique_bound(g, bound)  # dearer, so only where it may help
+        if round_up(clique.bytes, step) > bound:
+            bound, witness = round_up(clique.bytes, step), clique.buffers
     tried = [(f"greedy:{n}", a) for n, a in greedy.tried]
     best = Solution(
         name=f"greedy:{greedy.name}",
@@ -103,10 +110,11 @@ def solve(
         tried=tried,
     )
     _tell(best.arena_bytes, bound)
+    if capacity is not None and bound > capacity:
+        # The bound already proves it; those buffers alone cannot fit. Nothing to search.
+        return replace(best, infeasible=_shrink(g, witness, capacity))
     if solver not in ("auto", "exact", *EXACT_METHODS) or best.proved_optimal:
         return best
-    if capacity is not None and bound > capacity:
-        return best  # the lower bound already proves it: nothing to search
     names = EXACT_METHODS if solver in ("auto", "exact") else (solver,)
     methods = [(n, m) for n in names if (m := exact_method(n)) is not None]
     notes = [
@@ -210,6 +218,20 @@ def _schedule(
         (c_name, cpsat, second),
         (s_name, search, 1.0 - first - second),
     ]
+
+
+def _shrink(g: InterferenceGraph, witness: list[int], capacity: int) -> list[int]:
+    """The buffers of ``witness`` (all live at one point) that still cannot be stacked
+    within ``capacity``, each dropped in turn if the rest still cannot; a set too large to
+    stack exactly stays whole."""
+    keep = sorted(witness)
+    if len(keep) > CLIQUE_MAX:
+        return keep
+    for i in list(keep):
+        rest = np.asarray([j for j in keep if j != i], dtype=np.int64)
+        if rest.size and stack_height(g.size[rest], g.alignment[rest]) > capacity:
+            keep = rest.tolist()
+    return keep
 
 
 def _progress_of_part(rest: int, arena: int, bound: int) -> Callable[[int | None, int], None]:

@@ -22,9 +22,20 @@ from .strategies import request_dicts
 
 pytest.importorskip("ortools")
 
-# a and b (1 byte, aligned to 4) and c (1 byte) live together: the bounds say 3 bytes (c's
-# alignment of 1 makes padding uncountable), the optimum is 5. Greedy finds 5 but cannot
-# prove it; an exact method can.
+# A pin at byte 1 splits the space: f (2 bytes) cannot go under it, so the optimum is 4 bytes
+# for a peak of 3. Greedy finds 4 but cannot prove it; an exact method can.
+FRAGMENTED: dict[str, Any] = {
+    "options": {"sync": "none", "time_limit": 2.0},
+    "buffers": [
+        {"id": "p", "size": 1, "start": 0, "end": 2, "offset": 1},
+        {"id": "f", "size": 2, "start": 0, "end": 2},
+        {"id": "g", "size": 3, "start": 2, "end": 3},
+    ],
+}
+
+# a and b (1 byte, aligned to 4) and c (1 byte) live together: the peak and the aligned bound
+# say 3 bytes (c's alignment of 1 makes padding uncountable), the optimum is 5: the clique
+# bound (the live set stacked as tightly as alignment allows) proves it.
 HARD: dict[str, Any] = {
     "options": {"sync": "none", "time_limit": 2.0},
     "buffers": [
@@ -47,13 +58,33 @@ def test_never_worse_than_greedy(data: dict[str, Any]) -> None:
 
 
 def test_exact_proves_what_greedy_cannot() -> None:
-    plan = planner.plan(HARD)
+    plan = planner.plan(FRAGMENTED)
     assert plan.status == "optimal"
     assert plan.solver.proved_optimal
     assert plan.lower_bound == 3
-    assert plan.arena_bytes == plan.solver.bound == 5
+    assert plan.arena_bytes == plan.solver.bound == 4
     assert any(t.name.startswith("exact:") for t in plan.solver.tried)
+    assert validate_plan(PlanRequest.model_validate(FRAGMENTED), plan).valid
+
+
+def test_clique_bound_proves_what_the_peak_cannot() -> None:
+    plan = planner.plan(HARD)
+    assert plan.status == "optimal"
+    assert plan.lower_bound == 3
+    assert plan.arena_bytes == plan.solver.bound == 5
+    assert not any(t.name.startswith("exact:") for t in plan.solver.tried)
     assert validate_plan(PlanRequest.model_validate(HARD), plan).valid
+
+
+def test_fragmentation_below_the_optimum_is_proved_infeasible() -> None:
+    # The bounds (3) fit a capacity of 3, but p and f need 4 bytes; g is innocent.
+    tight = {**FRAGMENTED, "capacity": 3}
+    plan = planner.plan(tight)
+    assert plan.status == "infeasible"
+    assert plan.certificate is not None
+    assert plan.certificate.reason == "infeasible_subset"
+    assert plan.certificate.buffers == ["p", "f"]
+    assert validate_plan(PlanRequest.model_validate(tight), plan).valid
 
 
 def test_components_are_solved_apart() -> None:
@@ -91,15 +122,15 @@ def test_capacity_below_the_optimum_is_proved_infeasible() -> None:
 
 def test_missing_exact_methods(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(auto, "exact_method", lambda name: None)
-    plan = planner.plan(HARD)
+    plan = planner.plan(FRAGMENTED)
     assert plan.status == "feasible"
-    assert plan.arena_bytes == 5
+    assert plan.arena_bytes == 4
     assert any(d.code == "solver_unavailable" for d in plan.diagnostics)
     import planner.pipeline as pipeline
 
     monkeypatch.setattr(pipeline, "exact_method", lambda name: None)
     with pytest.raises(RequestError) as info:
-        planner.plan({**HARD, "options": {"solver": "cpsat"}})
+        planner.plan({**FRAGMENTED, "options": {"solver": "cpsat"}})
     assert info.value.errors[0]["type"] == "solver_unavailable"
 
 
