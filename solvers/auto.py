@@ -1,10 +1,13 @@
 """Solver ``"auto"``: the greedy portfolio, then exact methods where it leaves a gap.
 
-Independent connected components of the interference graph never share a point in time, so
-each is solved on its own and the arena is the largest of theirs. Only components whose greedy
-arena is above the lower bound can lower the maximum; the exact methods run on those, in
-turn, seeded with the best plan so far. Every budget is a fixed share of ``time_limit``, not
-what the clock says is left, so the same request gets the same budgets and the same plan.
+The bound is the aligned peak, rounded up to the granularity every arena is a multiple of,
+and, when greedy misses it, the clique bound (``solvers.bounds``). Independent connected
+components of the interference graph never share a point in time, so each is solved on its
+own and the arena is the largest of theirs. Only components whose greedy arena is above the
+bound can lower the maximum; the exact methods run on those, in turn, seeded with the best
+plan so far (on kernel-sized ones CP-SAT between two searches, see ``_schedule``). Every
+budget is a fixed share of ``time_limit``, not what the clock says is left, so the same
+request gets the same budgets and the same plan.
 
 ``listening(listener)`` lets a benchmark see every improvement of the whole plan (arena and
 bound) while ``solve`` runs in this context; it never changes the result.
