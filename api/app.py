@@ -10,8 +10,10 @@ from starlette.concurrency import run_in_threadpool
 
 import planner
 from api.errors import register_exception_handlers
+from api.middleware import RequestMiddleware, configure_access_log
 from api.routes import VERSION, router
-from api.settings import Settings
+from api.service import Service
+from api.settings import Settings, environment_settings
 
 __all__ = ["create_app"]
 
@@ -34,11 +36,13 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     # them after a fresh install); pay it at start-up, not in a compiler's request.
     await run_in_threadpool(planner.plan, WARM_UP)
     yield
+    app.state.service.pool.shutdown()
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
-    """A new app with the planner's routes and error handlers; ``settings`` default to
-    ``Settings()``."""
+    """A new app with the planner's routes, error handlers and request middleware; its own
+    pool, cache and metrics. ``settings`` default to the environment's."""
+    settings = settings if settings is not None else environment_settings()
     app = FastAPI(
         title="alloc-planner",
         version=VERSION,
@@ -46,7 +50,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         "the plan safe.",
         lifespan=_lifespan,
     )
-    app.state.settings = settings if settings is not None else Settings()
+    service = Service.create(settings)
+    app.state.service = service
+    app.state.settings = settings
     app.include_router(router)
     register_exception_handlers(app)
+    logger = configure_access_log(settings.access_log)
+    app.add_middleware(RequestMiddleware, metrics=service.metrics, logger=logger)
     return app
