@@ -25,6 +25,14 @@ ACCESS_LOGGER = "planner.access"
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")  # ids taken as given; others replaced
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at the time of the record."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr
+        super().emit(record)
+
+
 class _JsonFormatter(logging.Formatter):
     """The record's ``access`` dict as one JSON line."""
 
@@ -37,10 +45,9 @@ def configure_access_log(enabled: bool) -> logging.Logger:
     """The access logger, writing JSON lines to stderr when ``enabled``, silent otherwise."""
     logger = logging.getLogger(ACCESS_LOGGER)
     logger.propagate = False
-    if not any(getattr(h, "_planner", False) for h in logger.handlers):
-        handler = logging.StreamHandler(sys.stderr)
+    if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
+        handler = _StderrHandler()
         handler.setFormatter(_JsonFormatter())
-        handler._planner = True  # type: ignore[attr-defined]
         logger.addHandler(handler)
     logger.setLevel(logging.INFO if enabled else logging.CRITICAL + 1)
     return logger

@@ -21,6 +21,7 @@ the server sends it); a plan is a pure function of its request, so a retry is al
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from collections.abc import Mapping
@@ -220,7 +221,8 @@ def _targets(response: httpx.Response) -> dict[str, DeviceProfile]:
     if response.status_code != 200:
         raise error_for_status(response.status_code, response.content)
     try:
-        return {t["name"]: DeviceProfile(**t) for t in response.json()}
+        names = [f.name for f in dataclasses.fields(DeviceProfile)]
+        return {t["name"]: DeviceProfile(**{k: t[k] for k in names}) for t in response.json()}
     except (ValueError, TypeError, KeyError) as exc:
         raise UnexpectedResponseError(f"the service's targets are malformed: {exc}", 200) from None
 
