@@ -32,7 +32,7 @@ class SolverPool:
     def __init__(self, threads: int, queue_size: int) -> None:
         self.threads = threads
         self.capacity = threads + queue_size  # jobs running or waiting
-        self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="solver")
+        self._executor: ThreadPoolExecutor | None = None  # started on first use
         self._lock = threading.Lock()
         self._admitted = 0  # jobs submitted and not finished (a cancelled one is finished)
 
@@ -51,6 +51,8 @@ class SolverPool:
                     f"the limit is {self.capacity}",
                 )
             self._admitted += 1
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self.threads, thread_name_prefix="solver")
         try:
             future: Future[T] = self._executor.submit(fn, *args)
         except BaseException:
@@ -73,5 +75,7 @@ class SolverPool:
             self._admitted -= 1
 
     def shutdown(self) -> None:
-        """Stop taking jobs; waiting ones are dropped, running ones finish."""
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        """Drop waiting jobs and let running ones finish; a later job starts new threads."""
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)

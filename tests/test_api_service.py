@@ -402,3 +402,26 @@ def test_deadline_answers_503(monkeypatch: pytest.MonkeyPatch) -> None:
     (error,) = response.json()["detail"]
     assert error["type"] == "deadline_exceeded"
     assert "0.2 s" in error["msg"]
+
+
+def test_app_serves_again_after_a_restart() -> None:
+    app = create_app(Settings(access_log=False))
+    for name in ("before", "after"):
+        with TestClient(app) as c:  # each `with` runs the start-up and the shut-down
+            assert c.post("/plan", json=_request(name)).status_code == 200
+
+
+def test_openapi_documents_every_endpoint(client: TestClient) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/plan", "/validate", "/healthz", "/targets", "/metrics"} <= set(paths)
+    plan = paths["/plan"]["post"]
+    assert plan["responses"]["200"]["content"]["application/json"]["example"] == (
+        PLAN_RESPONSE_EXAMPLE
+    )
+    assert "Retry-After" in plan["responses"]["503"]["headers"]
+    assert "X-Plan-Cache" in plan["responses"]["200"]["headers"]
+    check = paths["/validate"]["post"]
+    body = check["requestBody"]["content"]["application/json"]
+    assert body["example"]["plan"] == CHECK_PLAN_EXAMPLE
+    assert {"request", "plan", "emulate"} == set(body["schema"]["properties"])
+    assert {"200", "413", "422", "500", "503"} <= set(check["responses"])
