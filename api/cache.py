@@ -1,5 +1,10 @@
 """An LRU cache of plan bodies keyed by ``request_sha256``: plans are pure functions of
-their request, so a repeat is answered without solving."""
+their request, so a repeat is answered without solving.
+
+Beside it, an LRU index from the digest of a raw request body to its ``request_sha256``: a
+byte-identical repeat (the common case: a build farm resending one kernel) skips parsing.
+The same bytes always parse to the same request, so the index can only be right or absent.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ class PlanCache:
     def __init__(self, size: int) -> None:
         self.size = size
         self._items: OrderedDict[str, bytes] = OrderedDict()
+        self._bodies: OrderedDict[bytes, str] = OrderedDict()  # body digest -> key
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -27,6 +33,24 @@ class PlanCache:
             if body is not None:
                 self._items.move_to_end(key)
             return body
+
+    def key_of(self, digest: bytes) -> str | None:
+        """The key a request body with this digest was seen to have; None if not indexed."""
+        with self._lock:
+            key = self._bodies.get(digest)
+            if key is not None:
+                self._bodies.move_to_end(digest)
+            return key
+
+    def link(self, digest: bytes, key: str) -> None:
+        """Remember that the request body with ``digest`` has the key ``key``."""
+        if self.size == 0:
+            return
+        with self._lock:
+            self._bodies[digest] = key
+            self._bodies.move_to_end(digest)
+            while len(self._bodies) > self.size:
+                self._bodies.popitem(last=False)
 
     def put(self, key: str, body: bytes) -> None:
         """Keep ``body`` under ``key``, evicting the least recently used past ``size``."""

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
@@ -39,16 +40,17 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 router = APIRouter()
 
 
-def get_service(request: Request) -> Service:
-    """The pool, cache, metrics and settings ``create_app`` built."""
+async def get_service(request: Request) -> Service:
+    """The pool, cache, metrics and settings ``create_app`` built (async: FastAPI would run
+    a plain function on a worker thread, a hop per request)."""
     service = request.app.state.service
     assert isinstance(service, Service)
     return service
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     """The settings ``create_app`` was built with."""
-    return get_service(request).settings
+    return (await get_service(request)).settings
 
 
 ServiceDep = Annotated[Service, Depends(get_service)]
@@ -159,14 +161,21 @@ async def post_plan(request: Request, service: ServiceDep) -> Response:
         # and such requests skip the cache lookup (their plan still goes into the cache).
         solved = await service.pool.run(settings.request_timeout, solve, body, settings)
     else:
-        parsed = parse_capped(body, settings)
-        key = request_sha256(parsed)
-        cached = service.cache.get(key)
+        digest = hashlib.blake2b(body, digest_size=32).digest()
+        key = service.cache.key_of(digest)
+        cached = service.cache.get(key) if key is not None else None
+        if cached is None:
+            parsed = parse_capped(body, settings)
+            key = request_sha256(parsed)
+            service.cache.link(digest, key)
+            cached = service.cache.get(key)
         service.metrics.cache.labels("hit" if cached is not None else "miss").inc()
         if cached is not None:
             ms = (time.perf_counter() - started) * 1e3
             return _plan_response(cached, "hit", f"cache;dur={ms:.3f}")
-        solved = await service.pool.run(settings.request_timeout, solve, parsed, settings)
+        # A worker process parses the bytes again (faster than pickling the model).
+        job = body if service.pool.kind == "processes" else parsed
+        solved = await service.pool.run(settings.request_timeout, solve, job, settings)
     service.metrics.solves.labels(solved.status, solved.solver).inc()
     service.metrics.solve_time.observe(solved.seconds)
     service.cache.put(solved.key, solved.body)

@@ -12,6 +12,7 @@ from functools import lru_cache
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from api.pool import PoolKind
 from planner.models import DEFAULT_MAX_BUFFERS
 
 __all__ = ["Settings", "environment_settings"]
@@ -33,9 +34,10 @@ class Settings(BaseSettings):
     max_buffers: int = Field(default=DEFAULT_MAX_BUFFERS, ge=1)  # else 422
     max_time_limit: float = Field(default=30.0, gt=0, le=3600)  # s; options.time_limit capped
     max_access_instances: int = Field(default=1 << 24, ge=0)  # accesses one emulation enumerates
-    # Solving runs on a pool of threads (the compiled kernels release the GIL); requests wait
-    # in a bounded queue, and past it the answer is 503 with Retry-After.
-    solver_threads: int = Field(default_factory=_cores, ge=1, le=256)
+    # Solving runs on a pool of worker processes (or threads); requests wait in a bounded
+    # queue, and past it the answer is 503 with Retry-After.
+    solver_pool: PoolKind = "processes"
+    solver_workers: int = Field(default_factory=_cores, ge=1, le=256)
     queue_size: int = Field(default=64, ge=0)  # requests waiting for a thread
     request_timeout: float = Field(default=60.0, gt=0)  # s a request may wait and run, else 503
     retry_after: int = Field(default=1, ge=0)  # s, sent with every 503

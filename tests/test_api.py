@@ -26,7 +26,7 @@ BASE = TWO_PHASE  # a, b share bytes across the barrier at 4; c lives beside bot
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[TestClient]:
-    with TestClient(create_app()) as c:
+    with TestClient(create_app(Settings(solver_pool="threads"))) as c:
         yield c
 
 
@@ -209,7 +209,7 @@ def test_rejects_empty_body(client: TestClient) -> None:
 
 
 def test_rejects_too_many_buffers() -> None:
-    with TestClient(create_app(Settings(max_buffers=2))) as small:
+    with TestClient(create_app(Settings(solver_pool="threads", max_buffers=2))) as small:
         error = _rejected(small, BASE)
     assert error["loc"] == ["body", "buffers"]
     assert error["type"] == "too_many_buffers"
@@ -226,7 +226,9 @@ def test_rejects_unknown_target(client: TestClient) -> None:
 
 def test_rejects_body_over_size_limit() -> None:
     body = json.dumps(BASE).encode()
-    with TestClient(create_app(Settings(max_body_bytes=len(body) - 1))) as small:
+    with TestClient(
+        create_app(Settings(solver_pool="threads", max_body_bytes=len(body) - 1))
+    ) as small:
         response = small.post("/plan", content=body)
     assert response.status_code == 413
     (error,) = response.json()["detail"]
@@ -257,7 +259,9 @@ def test_internal_error_is_a_500(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(planner, "plan", broken)
     # No `with`: the start-up warm-up would meet the broken planner first.
-    response = TestClient(create_app(Settings(cache_size=0))).post("/plan", json=BASE)
+    response = TestClient(create_app(Settings(solver_pool="threads", cache_size=0))).post(
+        "/plan", json=BASE
+    )
     assert response.status_code == 500
     assert response.json() == {
         "detail": [
@@ -271,7 +275,7 @@ def test_internal_error_is_a_500(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_other_routes_keep_fastapi_validation_errors() -> None:
-    app: FastAPI = create_app()
+    app: FastAPI = create_app(Settings(solver_pool="threads"))
 
     @app.get("/square")
     async def square(n: int) -> int:

@@ -35,7 +35,7 @@ from .samples import TWO_PHASE
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[TestClient]:
-    with TestClient(create_app(Settings(access_log=False))) as c:
+    with TestClient(create_app(Settings(solver_pool="threads", access_log=False))) as c:
         yield c
 
 
@@ -160,7 +160,9 @@ def test_validate_refuses_emulation_over_the_budget() -> None:
     assert access_instances(PlanRequest.model_validate(request)) == 128 * 16
     plan = planner.plan(request).model_dump(mode="json")
     body = {"request": request, "plan": plan, "emulate": True}
-    with TestClient(create_app(Settings(max_access_instances=1000, access_log=False))) as small:
+    with TestClient(
+        create_app(Settings(solver_pool="threads", max_access_instances=1000, access_log=False))
+    ) as small:
         (error,) = _errors(small.post("/validate", json=body), 422)
     assert error["loc"] == ["body", "emulate"]
     assert error["type"] == "emulation_budget_exceeded"
@@ -170,7 +172,9 @@ def test_validate_refuses_emulation_over_the_budget() -> None:
 
 def test_validate_body_over_size_limit() -> None:
     body = json.dumps({"request": TWO_PHASE, "plan": {}}).encode()
-    with TestClient(create_app(Settings(max_body_bytes=100, access_log=False))) as small:
+    with TestClient(
+        create_app(Settings(solver_pool="threads", max_body_bytes=100, access_log=False))
+    ) as small:
         (error,) = _errors(small.post("/validate", content=body), 413)
     assert error["type"] == "body_too_large"
     assert f"{len(body)} bytes" in error["msg"]
@@ -187,7 +191,9 @@ def test_plan_response_example_is_what_the_service_answers(client: TestClient) -
 
 
 def test_cache_hit_and_miss() -> None:
-    with TestClient(create_app(Settings(cache_size=2, access_log=False))) as c:
+    with TestClient(
+        create_app(Settings(solver_pool="threads", cache_size=2, access_log=False))
+    ) as c:
         first = c.post("/plan", json=_request("one"))
         again = c.post("/plan", json=_request("one"))
         assert first.headers["x-plan-cache"] == "miss"
@@ -203,7 +209,9 @@ def test_cache_hit_and_miss() -> None:
 
 
 def test_cache_size_zero_disables_it() -> None:
-    with TestClient(create_app(Settings(cache_size=0, access_log=False))) as c:
+    with TestClient(
+        create_app(Settings(solver_pool="threads", cache_size=0, access_log=False))
+    ) as c:
         c.post("/plan", json=_request("one"))
         assert c.post("/plan", json=_request("one")).headers["x-plan-cache"] == "miss"
 
@@ -211,7 +219,9 @@ def test_cache_size_zero_disables_it() -> None:
 def test_time_limit_is_capped_by_the_server_maximum() -> None:
     request = _request("slow", options={"sync": "existing", "time_limit": 100.0})
     capped = _request("slow", options={"sync": "existing", "time_limit": 2.5})
-    with TestClient(create_app(Settings(max_time_limit=2.5, access_log=False))) as c:
+    with TestClient(
+        create_app(Settings(solver_pool="threads", max_time_limit=2.5, access_log=False))
+    ) as c:
         response = c.post("/plan", json=request)
     assert response.status_code == 200
     plan = Plan.model_validate_json(response.content)
@@ -263,7 +273,7 @@ def _metric(text: str, name: str, **labels: str) -> float:
 
 
 def test_metrics_count_requests_cache_and_solves() -> None:
-    with TestClient(create_app(Settings(access_log=False))) as c:
+    with TestClient(create_app(Settings(solver_pool="threads", access_log=False))) as c:
         c.post("/plan", json=_request("m"))
         c.post("/plan", json=_request("m"))
         c.post("/plan", content=b"{")
@@ -303,7 +313,7 @@ def test_request_id_is_echoed_or_made(client: TestClient) -> None:
 
 
 def test_access_log_is_one_json_line(capsys: pytest.CaptureFixture[str]) -> None:
-    with TestClient(create_app(Settings(access_log=True))) as c:
+    with TestClient(create_app(Settings(solver_pool="threads", access_log=True))) as c:
         capsys.readouterr()
         c.post("/plan", json=_request("logged"), headers={"X-Request-ID": "abc-1"})
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
@@ -324,11 +334,11 @@ def test_settings_come_from_planner_environment(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("PLANNER_MAX_BUFFERS", "7")
     monkeypatch.setenv("PLANNER_MAX_TIME_LIMIT", "2.5")
     monkeypatch.setenv("PLANNER_CACHE_SIZE", "0")
-    settings = Settings()
+    settings = Settings(solver_pool="threads")
     assert (settings.max_buffers, settings.max_time_limit, settings.cache_size) == (7, 2.5, 0)
     monkeypatch.setenv("PLANNER_QUEUE_SIZE", "-1")
     with pytest.raises(ValueError, match="queue_size"):
-        Settings()
+        Settings(solver_pool="threads")
 
 
 # --- the pool: 503 with Retry-After, never a hang -------------------------------------------------
@@ -357,7 +367,9 @@ async def _wait_admitted(app: FastAPI, count: int) -> None:
 
 def test_full_pool_answers_503_with_retry_after(monkeypatch: pytest.MonkeyPatch) -> None:
     gate = _blocking_planner(monkeypatch)
-    settings = Settings(solver_threads=1, queue_size=1, retry_after=3, access_log=False)
+    settings = Settings(
+        solver_pool="threads", solver_workers=1, queue_size=1, retry_after=3, access_log=False
+    )
     app = create_app(settings)
 
     async def scenario() -> tuple[list[int], httpx.Response, int]:
@@ -386,7 +398,9 @@ def test_full_pool_answers_503_with_retry_after(monkeypatch: pytest.MonkeyPatch)
 
 def test_deadline_answers_503(monkeypatch: pytest.MonkeyPatch) -> None:
     gate = _blocking_planner(monkeypatch)
-    app = create_app(Settings(solver_threads=1, request_timeout=0.2, access_log=False))
+    app = create_app(
+        Settings(solver_pool="threads", solver_workers=1, request_timeout=0.2, access_log=False)
+    )
 
     async def scenario() -> httpx.Response:
         transport = httpx.ASGITransport(app=app)
@@ -405,7 +419,7 @@ def test_deadline_answers_503(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_app_serves_again_after_a_restart() -> None:
-    app = create_app(Settings(access_log=False))
+    app = create_app(Settings(solver_pool="threads", access_log=False))
     for name in ("before", "after"):
         with TestClient(app) as c:  # each `with` runs the start-up and the shut-down
             assert c.post("/plan", json=_request(name)).status_code == 200
@@ -433,3 +447,41 @@ def test_openapi_documents_every_endpoint(client: TestClient) -> None:
     assert body["example"]["plan"] == _without_nulls(CHECK_PLAN_EXAMPLE)
     assert {"request", "plan", "emulate"} == set(body["schema"]["properties"])
     assert {"200", "413", "422", "500", "503"} <= set(check["responses"])
+
+
+# --- worker processes (the default) -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def processes() -> Iterator[TestClient]:
+    with TestClient(create_app(Settings(solver_pool="processes", solver_workers=1))) as c:
+        yield c
+
+
+def test_processes_plan_as_the_library(processes: TestClient) -> None:
+    request = _request("in-a-process")
+    response = processes.post("/plan", json=request)
+    assert response.status_code == 200, response.text
+    assert response.headers["x-plan-cache"] == "miss"
+    assert Plan.model_validate_json(response.content) == planner.plan(request)
+    big = _request("big-in-a-process")  # parsed in the worker, not on the event loop
+    big["buffers"] += [
+        {"id": f"pad_{i:05d}_{'x' * 40}", "size": 16, "start": i % 7, "end": i % 7 + 1}
+        for i in range(1500)
+    ]
+    response = processes.post("/plan", json=big)
+    assert response.status_code == 200, response.text
+    assert planner.validate(big, Plan.model_validate_json(response.content)).valid
+
+
+def test_processes_carry_field_errors_back(processes: TestClient) -> None:
+    plan = planner.plan(TWO_PHASE).model_dump(mode="json")
+    request = _request("bad")
+    request["buffers"][2]["alignment"] = 3
+    response = processes.post("/validate", json={"request": request, "plan": plan})
+    (error,) = _errors(response, 422)
+    assert error["loc"] == ["body", "request", "buffers", 2, "alignment"]
+    assert error["type"] == "alignment_not_power_of_two"
+    assert error["input"] == 3
+    (error,) = _errors(processes.post("/validate", content=b"{"), 422)
+    assert error["type"] == "json_invalid"

@@ -36,7 +36,7 @@ URL = "http://planner.test"
 
 @pytest.fixture(scope="module")
 def http() -> Iterator[TestClient]:
-    with TestClient(create_app(Settings(access_log=False))) as c:
+    with TestClient(create_app(Settings(solver_pool="threads", access_log=False))) as c:
         yield c
 
 
@@ -91,7 +91,7 @@ def test_health_and_targets(client: planner.Client) -> None:
 
 
 def test_async_client_in_process() -> None:
-    app = create_app(Settings(access_log=False))
+    app = create_app(Settings(solver_pool="threads", access_log=False))
 
     async def scenario() -> tuple[Plan, Plan, dict[str, str]]:
         transport = httpx.ASGITransport(app=app)
@@ -150,7 +150,7 @@ def test_validate_errors_are_under_request_and_plan(client: planner.Client) -> N
 def test_status_and_exception_map_both_ways(
     settings: dict[str, Any], body: Any, status: int, error: type[Exception]
 ) -> None:
-    app = create_app(Settings(access_log=False, **settings))
+    app = create_app(Settings(solver_pool="threads", access_log=False, **settings))
     with TestClient(app) as http:
         content = body if isinstance(body, bytes) else json.dumps(body).encode()
         response = http.post("/plan", content=content)
@@ -166,7 +166,9 @@ def test_500_is_an_internal_error(monkeypatch: pytest.MonkeyPatch) -> None:
         raise planner.InternalError("the plan failed the static check: overlap")
 
     monkeypatch.setattr(planner, "plan", broken)
-    http = TestClient(create_app(Settings(cache_size=0, access_log=False)))  # no warm-up
+    http = TestClient(
+        create_app(Settings(solver_pool="threads", cache_size=0, access_log=False))
+    )  # no warm-up
     with (
         planner.Client(URL, transport=http._transport) as c,
         pytest.raises(planner.InternalError, match="overlap"),
@@ -183,7 +185,11 @@ def test_503_from_a_full_pool_is_service_unavailable(monkeypatch: pytest.MonkeyP
         return real(request, max_buffers=max_buffers)
 
     monkeypatch.setattr(planner, "plan", blocked)
-    app = create_app(Settings(solver_threads=1, queue_size=0, retry_after=0, access_log=False))
+    app = create_app(
+        Settings(
+            solver_pool="threads", solver_workers=1, queue_size=0, retry_after=0, access_log=False
+        )
+    )
 
     async def scenario() -> None:
         transport = httpx.ASGITransport(app=app)
