@@ -166,10 +166,11 @@ async def run_rate(port: int, rate: float, duration: float, buffers: list[int]) 
                 conn = idle.pop()
                 try:
                     reply = await asyncio.wait_for(conn.post("/plan", body), READ_TIMEOUT)
-                except StaleConnectionError:
+                except (StaleConnectionError, ConnectionResetError, BrokenPipeError):
                     result.resent += 1
-                    # The server closed an idle keep-alive connection: resend on a new one,
-                    # as any HTTP client does.
+                    # The server closed an idle keep-alive connection (uvicorn: after 5 s):
+                    # resend on a new one, as any HTTP client does.
+                    conn.close()
                     conn = await Connection.open(port)
                     reply = await asyncio.wait_for(conn.post("/plan", body), READ_TIMEOUT)
             else:
