@@ -4,10 +4,10 @@ A request is admitted only while fewer than ``workers + queue_size`` jobs are ru
 waiting; past that, and when a request's deadline passes, it is refused with
 ``OverloadedError`` (503 with ``Retry-After``), never left hanging.
 
-Workers are processes or threads. Planning a small request is mostly Python, which holds the
-GIL, so threads solve one request at a time and slow the event loop down while they do;
-processes use every core and leave the event loop alone, at the price of sending the body
-and the answer through a pipe (tens of microseconds).
+Workers are threads or processes. Planning a small request is mostly Python, which holds the
+GIL, so threads solve about one request at a time, but cost the least per request: the
+better choice on a small machine. Processes use every core and leave the event loop alone,
+at the price of parsing the body again and sending the answer through a pipe.
 """
 
 from __future__ import annotations

@@ -36,11 +36,8 @@ OPERATIONS = [
 
 # Small limits keep each generated request cheap: the solve-time cap bounds every plan, the
 # access budget every emulation, whatever the generated time_limit, block or loops.
-# Worker processes, as in production: every answer and every error crosses a process boundary.
 APP = create_app(
     Settings(
-        solver_pool="processes",
-        solver_workers=2,
         max_time_limit=0.02,
         max_buffers=16,
         max_access_instances=10_000,
