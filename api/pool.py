@@ -4,9 +4,9 @@ A request is admitted only while fewer than ``workers + queue_size`` jobs are ru
 waiting; past that, and when a request's deadline passes, it is refused with
 ``OverloadedError`` (503 with ``Retry-After``), never left hanging.
 
-Workers are threads or processes. Planning a small request is mostly Python, which holds the
-GIL, so threads solve about one request at a time, but cost the least per request: the
-better choice on a small machine. Processes use every core and leave the event loop alone,
+Workers are processes or threads. Planning is mostly Python and compiled code that holds the
+GIL for tens of milliseconds at a time, so threads solve about one request at a time and a
+long solve stalls the event loop; processes use every core and leave the event loop alone,
 at the price of parsing the body again and sending the answer through a pipe.
 """
 

@@ -34,11 +34,12 @@ class Settings(BaseSettings):
     max_buffers: int = Field(default=DEFAULT_MAX_BUFFERS, ge=1)  # else 422
     max_time_limit: float = Field(default=30.0, gt=0, le=3600)  # s; options.time_limit capped
     max_access_instances: int = Field(default=1 << 24, ge=0)  # accesses one emulation enumerates
-    # Solving runs on a pool of worker threads (or processes); requests wait in a bounded
-    # queue, and past it the answer is 503 with Retry-After. Threads cost less CPU per
-    # request (measured on 2 cores: 3.9 ms against 4.9 ms at 200 requests/s); processes
-    # solve in parallel on larger machines.
-    solver_pool: PoolKind = "threads"
+    # Solving runs on a pool of worker processes (or threads); requests wait in a bounded
+    # queue, and past it the answer is 503 with Retry-After. A long exact solve holds the GIL
+    # for tens of ms at a time, which with threads stalls every other request (measured on 2
+    # cores at 200 requests/s: p99 60 ms with processes, 420 ms with threads); threads cost
+    # less CPU per request (3.9 ms against 4.9 ms).
+    solver_pool: PoolKind = "processes"
     solver_workers: int = Field(default_factory=_cores, ge=1, le=256)
     # Requests waiting for a worker: at 200 requests/s, 256 absorb a 1 s solve without a 503.
     queue_size: int = Field(default=256, ge=0)

@@ -38,6 +38,7 @@ OPERATIONS = [
 # access budget every emulation, whatever the generated time_limit, block or loops.
 APP = create_app(
     Settings(
+        solver_pool="threads",  # fast to start; tests/test_api_service.py covers processes
         max_time_limit=0.02,
         max_buffers=16,
         max_access_instances=10_000,
