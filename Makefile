@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: serve test check lint typecheck unit bench clean
+.PHONY: serve test check lint typecheck unit bench load clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,10 @@ test: check unit
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/planner bench ../shared/benchmarks/minimalloc/*.csv --capacity 1048576
+
+# Loopback load test on a fresh server: p50, p99, throughput and errors against the targets.
+load: $(VENV)/.installed-server
+	$(BIN)/python scripts/load.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

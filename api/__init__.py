@@ -7,8 +7,20 @@ from api.app import create_app
 __all__ = ["create_app", "serve"]
 
 
-def serve(host: str = "127.0.0.1", port: int = 8000) -> None:
-    """Run the service until interrupted; a fresh app from the factory, default settings."""
+def serve(host: str | None = None, port: int | None = None) -> None:
+    """Run the service until interrupted: settings from the environment (``PLANNER_*``),
+    ``host`` and ``port`` overriding theirs; ``PLANNER_WORKERS`` uvicorn processes."""
     import uvicorn  # only the server needs it; importing api for create_app does not
 
-    uvicorn.run("api.app:create_app", factory=True, host=host, port=port)
+    from api.settings import environment_settings
+
+    settings = environment_settings()
+    uvicorn.run(
+        "api.app:create_app",
+        factory=True,
+        host=host if host is not None else settings.host,
+        port=port if port is not None else settings.port,
+        workers=settings.workers,
+        access_log=False,  # the app writes its own JSON access log
+        log_level="info",
+    )

@@ -8,37 +8,29 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
-import planner
 from api.errors import register_exception_handlers
+from api.middleware import RequestMiddleware, configure_access_log
 from api.routes import VERSION, router
-from api.settings import Settings
+from api.service import WARM_UP, Service, warm_up
+from api.settings import Settings, environment_settings
 
-__all__ = ["create_app"]
-
-
-# Two 1-byte buffers aligned to 4: greedy cannot prove its 5 bytes optimal, so the exact
-# methods run too and their compiled kernels are loaded (or built, on a fresh install).
-WARM_UP = {
-    "name": "warm-up",
-    "options": {"time_limit": 1.0},
-    "buffers": [
-        {"id": "a", "size": 1, "start": 0, "end": 2, "alignment": 4},
-        {"id": "b", "size": 1, "start": 0, "end": 2, "alignment": 4},
-    ],
-}
+__all__ = ["WARM_UP", "create_app"]
 
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    # The first plan in a process loads the compiled kernels (~0.2 s, or seconds to build
-    # them after a fresh install); pay it at start-up, not in a compiler's request.
-    await run_in_threadpool(planner.plan, WARM_UP)
+    # Pay the first plan's cost at start-up, not in a compiler's request: here, and in each
+    # worker process as it starts.
+    await run_in_threadpool(warm_up)
+    await app.state.service.pool.start()
     yield
+    app.state.service.pool.shutdown()
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
-    """A new app with the planner's routes and error handlers; ``settings`` default to
-    ``Settings()``."""
+    """A new app with the planner's routes, error handlers and request middleware; its own
+    pool, cache and metrics. ``settings`` default to the environment's."""
+    settings = settings if settings is not None else environment_settings()
     app = FastAPI(
         title="alloc-planner",
         version=VERSION,
@@ -46,7 +38,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         "the plan safe.",
         lifespan=_lifespan,
     )
-    app.state.settings = settings if settings is not None else Settings()
+    service = Service.create(settings)
+    app.state.service = service
+    app.state.settings = settings
     app.include_router(router)
     register_exception_handlers(app)
+    logger = configure_access_log(settings.access_log)
+    app.add_middleware(RequestMiddleware, metrics=service.metrics, logger=logger)
     return app

@@ -1,7 +1,8 @@
 """Planner errors as HTTP answers, all in FastAPI's ``{"detail": [...]}`` shape.
 
 Each error class maps to one status: ``RequestError`` (and ``FormatError``) to 422, every
-other ``PlannerError`` (``InternalError``) to 500.
+other ``PlannerError`` (``InternalError``) to 500, the pool's ``OverloadedError`` to 503 with
+``Retry-After``. A body over the size limit is a 413 raised where the body is read.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 from fastapi import FastAPI, Request, Response
 from pydantic import BaseModel
 
+from api.pool import OverloadedError
 from planner.errors import FieldError, PlannerError, RequestError
 
 __all__ = ["ErrorDetail", "ErrorResponse", "register_exception_handlers"]
@@ -72,7 +74,19 @@ async def _planner_error(request: Request, exc: Exception) -> Response:
     return _json(ErrorResponse(detail=[detail]), 500)
 
 
+async def _overloaded(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, OverloadedError)
+    service = request.app.state.service
+    service.metrics.rejections.labels(exc.reason).inc()
+    response = _json(
+        ErrorResponse(detail=[ErrorDetail(loc=[], msg=str(exc), type=exc.reason)]), 503
+    )
+    response.headers["Retry-After"] = str(service.settings.retry_after)
+    return response
+
+
 def register_exception_handlers(app: FastAPI) -> None:
     """Map each planner error class to its status; FastAPI's own handlers stay as they are."""
     app.add_exception_handler(RequestError, _request_error)
     app.add_exception_handler(PlannerError, _planner_error)
+    app.add_exception_handler(OverloadedError, _overloaded)

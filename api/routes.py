@@ -1,24 +1,36 @@
-"""The HTTP endpoints: ``POST /plan`` and ``GET /healthz``."""
+"""The HTTP endpoints: ``POST /plan``, ``POST /validate``, ``GET /healthz``, ``GET /targets``,
+``GET /metrics``."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
-from typing import Annotated, Any, Literal, NoReturn
+from typing import Annotated, Literal, NoReturn
 
 from fastapi import APIRouter, Depends, HTTPException, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel
-from starlette.concurrency import run_in_threadpool
 
-import planner
-from api.errors import BODY, ErrorResponse
+from api.docs import (
+    CHECK_BODY,
+    PLAN_BODY,
+    PLAN_EXAMPLE,
+    check_responses,
+    plan_responses,
+    simple_responses,
+)
+from api.errors import BODY
+from api.service import INLINE_PARSE_BYTES, Service, check, parse_capped, solve
 from api.settings import Settings
+from planner.client import CheckReport
 from planner.errors import RequestError
-from planner.io import parse_request
-from planner.models import Plan, PlanRequest
+from planner.io import request_sha256
+from planner.models import Plan
+from planner.targets import STATIC_SMEM_LIMIT, TARGETS
 
-__all__ = ["VERSION", "Health", "get_settings", "router"]
+__all__ = ["PLAN_EXAMPLE", "VERSION", "Health", "Target", "get_service", "get_settings", "router"]
 
 try:
     VERSION = _dist_version("alloc-planner")
@@ -28,11 +40,20 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 router = APIRouter()
 
 
-def get_settings(request: Request) -> Settings:
+async def get_service(request: Request) -> Service:
+    """The pool, cache, metrics and settings ``create_app`` built (async: FastAPI would run
+    a plain function on a worker thread, a hop per request)."""
+    service = request.app.state.service
+    assert isinstance(service, Service)
+    return service
+
+
+async def get_settings(request: Request) -> Settings:
     """The settings ``create_app`` was built with."""
-    settings = request.app.state.settings
-    assert isinstance(settings, Settings)
-    return settings
+    return (await get_service(request)).settings
+
+
+ServiceDep = Annotated[Service, Depends(get_service)]
 
 
 class Health(BaseModel):
@@ -42,97 +63,56 @@ class Health(BaseModel):
     version: str
 
 
-@router.get("/healthz", response_model=Health)
+class Target(BaseModel):
+    """One device profile (DESIGN section 5); bytes unless named otherwise."""
+
+    name: str
+    devices: str
+    max_smem_per_block: int  # dynamic, with the opt-in attribute
+    smem_per_sm: int
+    reserved_per_block: int
+    max_blocks_per_sm: int
+    static_smem_limit: int  # above this a kernel needs dynamic smem and the opt-in
+
+
+@router.get("/healthz", response_model=Health, responses=simple_responses())
 async def healthz() -> Health:
     """Liveness: the service answers, and which version it is."""
     return Health(version=VERSION)
 
 
-def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
-    """The schema with every ``#/$defs/X`` replaced by X itself.
-
-    Embedded in an OpenAPI operation, ``#/$defs/...`` would resolve against the document root
-    and break /docs; the request models are not recursive, so inlining terminates.
-    """
-    defs: dict[str, Any] = schema.get("$defs", {})
-
-    def resolve(node: Any) -> Any:
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                rest = {k: resolve(v) for k, v in node.items() if k != "$ref"}
-                return {**resolve(defs[ref.removeprefix("#/$defs/")]), **rest}
-            return {k: resolve(v) for k, v in node.items() if k != "$defs"}
-        if isinstance(node, list):
-            return [resolve(v) for v in node]
-        return node
-
-    result: dict[str, Any] = resolve(schema)
-    return result
+@router.get("/targets", response_model=list[Target], responses=simple_responses())
+async def targets() -> list[Target]:
+    """The device profiles a request's ``target`` may name, with their shared-memory limits."""
+    return [
+        Target(
+            name=p.name,
+            devices=p.devices,
+            max_smem_per_block=p.max_smem_per_block,
+            smem_per_sm=p.smem_per_sm,
+            reserved_per_block=p.reserved_per_block,
+            max_blocks_per_sm=p.max_blocks_per_sm,
+            static_smem_limit=STATIC_SMEM_LIMIT,
+        )
+        for p in TARGETS.values()
+    ]
 
 
-# DESIGN section 3's example; tests plan it, so the docs never show a request that fails.
-PLAN_EXAMPLE: dict[str, Any] = {
-    "name": "gemm_smem_epilogue",
-    "target": "sm_90",
-    "capacity": 232448,
-    "alignment": 16,
-    "block": [128, 1, 1],
-    "grid": [132, 1, 1],
-    "barriers": [4, 9],
-    "buffers": [
-        {
-            "id": "A_s",
-            "size": 8192,
-            "start": 0,
-            "end": 6,
-            "alignment": 128,
-            "accesses": [
-                {
-                    "op": "write",
-                    "at": 1,
-                    "bytes": 16,
-                    "index": {"threadIdx.x": 1, "i": 128},
-                    "loops": {"i": 4},
-                },
-                {
-                    "op": "read",
-                    "at": 3,
-                    "bytes": 2,
-                    "index": {"threadIdx.x": 32, "k": 1},
-                    "loops": {"k": 32},
-                },
-            ],
-        },
-        {"id": "C_s", "size": 16384, "start": 6, "end": 9},
-    ],
-    "options": {"solver": "auto", "time_limit": 10.0, "sync": "insert"},
-}
-
-# The body is read raw (see post_plan), so FastAPI cannot derive its schema; declare it.
-_PLAN_REQUEST_BODY: dict[str, Any] = {
-    "requestBody": {
-        "required": True,
-        "description": "A version-1 plan request (DESIGN section 3). Any content type is "
-        "parsed as JSON.",
-        "content": {
-            "application/json": {
-                "schema": _inline_refs(PlanRequest.model_json_schema()),
-                "example": PLAN_EXAMPLE,
-            }
-        },
-    }
-}
-
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    413: {"model": ErrorResponse, "description": "The body exceeds the size limit."},
-    422: {
-        "model": ErrorResponse,
-        "description": "Bad request: malformed JSON, a schema error or a semantic one; "
-        "`loc` names the field, `input` holds the value.",
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "Prometheus text exposition format.",
+            "content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}},
+            **simple_responses()[200],
+        }
     },
-    500: {"model": ErrorResponse, "description": "The plan failed the planner's own check."},
-}
+)
+async def metrics(service: ServiceDep) -> Response:
+    """Requests by route and status, latency, solver outcomes and time, cache, pool."""
+    service.metrics.pool_admitted.set(service.pool.admitted)
+    return Response(service.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
@@ -148,7 +128,11 @@ async def _read_body(request: Request, limit: int) -> bytes:
         if size > limit:
             _refuse_size(size, limit)
         chunks.append(chunk)
-    return b"".join(chunks)
+    body = b"".join(chunks)
+    if not body.strip():
+        # An empty body is a missing request, not malformed JSON: say so plainly.
+        raise RequestError.field((), "request body is empty; send JSON", "missing", None)
+    return body
 
 
 def _refuse_size(size: int, limit: int) -> NoReturn:
@@ -157,34 +141,63 @@ def _refuse_size(size: int, limit: int) -> NoReturn:
     raise HTTPException(status_code=413, detail=detail)
 
 
-def _plan_body(body: bytes, max_buffers: int) -> tuple[Plan, float]:
-    """Parse and plan (CPU-bound, run in a worker thread); returns the plan and its ms."""
-    started = time.perf_counter()
-    request = parse_request(body, max_buffers=max_buffers)
-    result = planner.plan(request, max_buffers=max_buffers)
-    return result, (time.perf_counter() - started) * 1e3
-
-
 @router.post(
     "/plan",
     response_model=Plan,
-    responses=_ERRORS,
-    openapi_extra=_PLAN_REQUEST_BODY,
+    responses=plan_responses(),
+    openapi_extra=PLAN_BODY,
     summary="Plan the offsets of a kernel's shared-memory buffers",
 )
-async def post_plan(
-    request: Request, settings: Annotated[Settings, Depends(get_settings)]
-) -> Response:
-    """Plan a version-1 request; the body is the plan, byte for byte what the library gives."""
+async def post_plan(request: Request, service: ServiceDep) -> Response:
+    """Plan a version-1 request; the body is the plan, byte for byte what the library gives.
+
+    Repeats are served from a cache keyed by ``request_sha256`` (``X-Plan-Cache: hit``).
+    """
+    started = time.perf_counter()
+    settings = service.settings
     body = await _read_body(request, settings.max_body_bytes)
-    if not body.strip():
-        # An empty body is a missing request, not malformed JSON: say so plainly.
-        raise RequestError.field(
-            (), "request body is empty; send a plan request as JSON", "missing", None
-        )
-    result, ms = await run_in_threadpool(_plan_body, body, settings.max_buffers)
-    return Response(
-        result.model_dump_json(),
-        media_type="application/json",
-        headers={"Server-Timing": f"plan;dur={ms:.3f}"},
-    )
+    if len(body) > INLINE_PARSE_BYTES:
+        # Parsing a large body takes long enough to stall the event loop: a worker does it,
+        # and such requests skip the cache lookup (their plan still goes into the cache).
+        solved = await service.pool.run(settings.request_timeout, solve, body, settings)
+    else:
+        digest = hashlib.blake2b(body, digest_size=32).digest()
+        key = service.cache.key_of(digest)
+        cached = service.cache.get(key) if key is not None else None
+        if cached is None:
+            parsed = parse_capped(body, settings)
+            key = request_sha256(parsed)
+            service.cache.link(digest, key)
+            cached = service.cache.get(key)
+        service.metrics.cache.labels("hit" if cached is not None else "miss").inc()
+        if cached is not None:
+            ms = (time.perf_counter() - started) * 1e3
+            return _plan_response(cached, "hit", f"cache;dur={ms:.3f}")
+        # A worker process parses the bytes again (faster than pickling the model).
+        job = body if service.pool.kind == "processes" else parsed
+        solved = await service.pool.run(settings.request_timeout, solve, job, settings)
+    service.metrics.solves.labels(solved.status, solved.solver).inc()
+    service.metrics.solve_time.observe(solved.seconds)
+    service.cache.put(solved.key, solved.body)
+    return _plan_response(solved.body, "miss", f"plan;dur={solved.seconds * 1e3:.3f}")
+
+
+def _plan_response(body: bytes, cache: str, timing: str) -> Response:
+    headers = {"X-Plan-Cache": cache, "Server-Timing": timing}
+    return Response(body, media_type="application/json", headers=headers)
+
+
+@router.post(
+    "/validate",
+    response_model=CheckReport,
+    responses=check_responses(),
+    openapi_extra=CHECK_BODY,
+    summary="Check a plan: every violation, statically and (optionally) by emulation",
+)
+async def post_validate(request: Request, service: ServiceDep) -> Response:
+    """The static check of a plan for a request (DESIGN section 6) and, with
+    ``"emulate": true``, the CPU emulator's run of the kernel's accesses; every violation."""
+    settings = service.settings
+    body = await _read_body(request, settings.max_body_bytes)
+    report = await service.pool.run(settings.request_timeout, check, body, settings)
+    return Response(report.model_dump_json(), media_type="application/json")

@@ -6,11 +6,14 @@
 64
 """
 
+from planner.client import AsyncClient, Client
 from planner.errors import FormatError, InternalError, PlannerError, RequestError
 from planner.models import Plan, PlanRequest, ValidationReport
 from planner.pipeline import plan, validate
 
 __all__ = [
+    "AsyncClient",
+    "Client",
     "FormatError",
     "InternalError",
     "Plan",

@@ -26,7 +26,7 @@ BASE = TWO_PHASE  # a, b share bytes across the barrier at 4; c lives beside bot
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[TestClient]:
-    with TestClient(create_app()) as c:
+    with TestClient(create_app(Settings(solver_pool="threads"))) as c:
         yield c
 
 
@@ -91,9 +91,12 @@ def test_same_request_same_bytes(client: TestClient) -> None:
 
 
 def test_server_timing_in_header_not_body(client: TestClient) -> None:
-    response = client.post("/plan", json=BASE)
+    request = _request(name="timed")  # not planned by any other test: a cache miss first
+    response = client.post("/plan", json=request)
     assert re.fullmatch(r"plan;dur=\d+(\.\d+)?", response.headers["server-timing"])
     assert "dur" not in response.text
+    repeat = client.post("/plan", json=request)
+    assert re.fullmatch(r"cache;dur=\d+(\.\d+)?", repeat.headers["server-timing"])
 
 
 def test_plain_text_body_is_parsed_as_json(client: TestClient) -> None:
@@ -206,7 +209,7 @@ def test_rejects_empty_body(client: TestClient) -> None:
 
 
 def test_rejects_too_many_buffers() -> None:
-    with TestClient(create_app(Settings(max_buffers=2))) as small:
+    with TestClient(create_app(Settings(solver_pool="threads", max_buffers=2))) as small:
         error = _rejected(small, BASE)
     assert error["loc"] == ["body", "buffers"]
     assert error["type"] == "too_many_buffers"
@@ -223,7 +226,9 @@ def test_rejects_unknown_target(client: TestClient) -> None:
 
 def test_rejects_body_over_size_limit() -> None:
     body = json.dumps(BASE).encode()
-    with TestClient(create_app(Settings(max_body_bytes=len(body) - 1))) as small:
+    with TestClient(
+        create_app(Settings(solver_pool="threads", max_body_bytes=len(body) - 1))
+    ) as small:
         response = small.post("/plan", content=body)
     assert response.status_code == 413
     (error,) = response.json()["detail"]
@@ -248,12 +253,15 @@ def test_nan_input_is_echoed_as_null(client: TestClient) -> None:
     assert error["input"] is None
 
 
-def test_internal_error_is_a_500(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_internal_error_is_a_500(monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(request: Any, *, max_buffers: int = 0) -> Plan:
         raise planner.InternalError("plan for 'k' failed the static check: overlap")
 
     monkeypatch.setattr(planner, "plan", broken)
-    response = client.post("/plan", json=BASE)
+    # No `with`: the start-up warm-up would meet the broken planner first.
+    response = TestClient(create_app(Settings(solver_pool="threads", cache_size=0))).post(
+        "/plan", json=BASE
+    )
     assert response.status_code == 500
     assert response.json() == {
         "detail": [
@@ -267,7 +275,7 @@ def test_internal_error_is_a_500(client: TestClient, monkeypatch: pytest.MonkeyP
 
 
 def test_other_routes_keep_fastapi_validation_errors() -> None:
-    app: FastAPI = create_app()
+    app: FastAPI = create_app(Settings(solver_pool="threads"))
 
     @app.get("/square")
     async def square(n: int) -> int:
@@ -303,7 +311,7 @@ def test_openapi_documents_plan(client: TestClient) -> None:
     assert operation["responses"]["200"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/Plan"
     }
-    assert {"422", "500"} <= set(operation["responses"])
+    assert {"413", "422", "500", "503"} <= set(operation["responses"])
 
 
 def test_docs_page_renders(client: TestClient) -> None:

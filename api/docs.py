@@ -1,0 +1,291 @@
+"""OpenAPI pieces of the routes: request bodies read raw, examples, error answers.
+
+The examples are real: the tests plan ``PLAN_EXAMPLE`` and check that the service answers
+``PLAN_RESPONSE_EXAMPLE``, and that ``CHECK_PLAN_EXAMPLE`` passes the check.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from api.errors import ErrorResponse
+from api.service import CheckBody
+from planner.models import PlanRequest
+
+__all__ = [
+    "CHECK_BODY",
+    "CHECK_PLAN_EXAMPLE",
+    "CHECK_REQUEST_EXAMPLE",
+    "PLAN_BODY",
+    "PLAN_EXAMPLE",
+    "PLAN_RESPONSE_EXAMPLE",
+    "check_responses",
+    "plan_responses",
+    "simple_responses",
+]
+
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with every ``#/$defs/X`` replaced by X itself.
+
+    Embedded in an OpenAPI operation, ``#/$defs/...`` would resolve against the document root
+    and break /docs; the request models are not recursive, so inlining terminates.
+    """
+    defs: dict[str, Any] = schema.get("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                rest = {k: resolve(v) for k, v in node.items() if k != "$ref"}
+                return {**resolve(defs[ref.removeprefix("#/$defs/")]), **rest}
+            return {k: resolve(v) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [resolve(v) for v in node]
+        return node
+
+    result: dict[str, Any] = resolve(schema)
+    return result
+
+
+# DESIGN section 3's example; tests plan it, so the docs never show a request that fails.
+PLAN_EXAMPLE: dict[str, Any] = {
+    "name": "gemm_smem_epilogue",
+    "target": "sm_90",
+    "capacity": 232448,
+    "alignment": 16,
+    "block": [128, 1, 1],
+    "grid": [132, 1, 1],
+    "barriers": [4, 9],
+    "buffers": [
+        {
+            "id": "A_s",
+            "size": 8192,
+            "start": 0,
+            "end": 6,
+            "alignment": 128,
+            "accesses": [
+                {
+                    "op": "write",
+                    "at": 1,
+                    "bytes": 16,
+                    "index": {"threadIdx.x": 1, "i": 128},
+                    "loops": {"i": 4},
+                },
+                {
+                    "op": "read",
+                    "at": 3,
+                    "bytes": 2,
+                    "index": {"threadIdx.x": 32, "k": 1},
+                    "loops": {"k": 32},
+                },
+            ],
+        },
+        {"id": "C_s", "size": 16384, "start": 6, "end": 9},
+    ],
+    "options": {"solver": "auto", "time_limit": 10.0, "sync": "insert"},
+}
+
+PLAN_RESPONSE_EXAMPLE: dict[str, Any] = {
+    "name": "gemm_smem_epilogue",
+    "status": "optimal",
+    "arena_bytes": 16384,
+    "lower_bound": 16384,
+    "naive_bytes": 24576,
+    "capacity": 232448,
+    "placements": [
+        {"id": "A_s", "offset": 0, "size": 8192, "memory": "shared"},
+        {"id": "C_s", "offset": 0, "size": 16384, "memory": "shared"},
+    ],
+    "barriers": {"existing": [4, 9], "inserted": [6], "required": [6]},
+    "spilled": [],
+    "footprints": [],
+    "launch": {"dynamic_smem_bytes": 16384, "requires_opt_in": False, "blocks_per_sm": 13},
+    "solver": {
+        "name": "greedy:size/best-fit",
+        "proved_optimal": True,
+        "bound": 16384,
+        "gap": 0.0,
+        "tried": [{"name": "greedy:size/best-fit", "arena_bytes": 16384}],
+    },
+    "graph": {"buffers": 2, "live_edges": 0, "hazard_edges": 0, "components": 2},
+    "diagnostics": [
+        {
+            "level": "info",
+            "code": "barrier_inserted",
+            "message": "barrier inserted at point 6 so that buffers can reuse "
+            "bytes freed before it",
+        },
+        {
+            "level": "info",
+            "code": "accesses_not_used",
+            "message": "access patterns were checked but are not used for planning "
+            "in this version: every buffer is taken as touched by any "
+            "thread over its lifetime",
+        },
+    ],
+    "certificate": None,
+    "request_sha256": "2c5decf3a51e52796fb55fb7d39e7fc8f50c8c25c24b2ee0148d0687623b988f",
+}
+
+CHECK_REQUEST_EXAMPLE: dict[str, Any] = {
+    "name": "two_phase",
+    "alignment": 16,
+    "barriers": [4],
+    "buffers": [
+        {"id": "a", "size": 64, "start": 0, "end": 4},
+        {"id": "b", "size": 64, "start": 4, "end": 8},
+    ],
+    "options": {"sync": "existing"},
+}
+
+CHECK_PLAN_EXAMPLE: dict[str, Any] = {
+    "name": "two_phase",
+    "status": "optimal",
+    "arena_bytes": 64,
+    "lower_bound": 64,
+    "naive_bytes": 128,
+    "capacity": None,
+    "placements": [
+        {"id": "a", "offset": 0, "size": 64, "memory": "shared"},
+        {"id": "b", "offset": 0, "size": 64, "memory": "shared"},
+    ],
+    "barriers": {"existing": [4], "inserted": [], "required": [4]},
+    "spilled": [],
+    "footprints": [],
+    "launch": {"dynamic_smem_bytes": 64, "requires_opt_in": False, "blocks_per_sm": None},
+    "solver": {
+        "name": "greedy:size/best-fit",
+        "proved_optimal": True,
+        "bound": 64,
+        "gap": 0.0,
+        "tried": [{"name": "greedy:size/best-fit", "arena_bytes": 64}],
+    },
+    "graph": {"buffers": 2, "live_edges": 0, "hazard_edges": 0, "components": 2},
+    "diagnostics": [],
+    "certificate": None,
+    "request_sha256": "aa0ee751dabfece164e3606a426e09ac720262ae0d72316b0d11fde8551b7c1e",
+}
+
+# The raw-read bodies: FastAPI cannot derive their schema, so it is declared here.
+PLAN_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "description": "A version-1 plan request (DESIGN section 3). Any content type is "
+        "parsed as JSON.",
+        "content": {
+            "application/json": {
+                "schema": _inline_refs(PlanRequest.model_json_schema()),
+                "example": PLAN_EXAMPLE,
+            }
+        },
+    }
+}
+
+CHECK_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "description": "A request, a plan for it, and whether to run the CPU emulator too.",
+        "content": {
+            "application/json": {
+                "schema": _inline_refs(CheckBody.model_json_schema()),
+                "example": {
+                    "request": CHECK_REQUEST_EXAMPLE,
+                    "plan": CHECK_PLAN_EXAMPLE,
+                    "emulate": False,
+                },
+            }
+        },
+    }
+}
+
+_HEADERS = {
+    "X-Request-ID": {
+        "description": "The request's id: the caller's X-Request-ID if given, else a new one.",
+        "schema": {"type": "string"},
+    },
+}
+_SERVER_TIMING = {
+    "Server-Timing": {
+        "description": "`plan;dur=<ms>` for a plan computed now, `cache;dur=<ms>` for one "
+        "served from the cache.",
+        "schema": {"type": "string"},
+    }
+}
+_CACHE = {
+    "X-Plan-Cache": {
+        "description": "`hit` when the plan came from the cache, `miss` when it was computed.",
+        "schema": {"type": "string", "enum": ["hit", "miss"]},
+    }
+}
+_RETRY_AFTER = {
+    "Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "string"}}
+}
+
+
+def _errors(*, with_body: bool) -> dict[int | str, dict[str, Any]]:
+    errors: dict[int | str, dict[str, Any]] = {
+        503: {
+            "model": ErrorResponse,
+            "description": "Overloaded: the solver queue is full (`queue_full`) or the request "
+            "passed its deadline (`deadline_exceeded`); retry after `Retry-After` seconds.",
+            "headers": {**_HEADERS, **_RETRY_AFTER},
+        },
+    }
+    if with_body:
+        errors[413] = {
+            "model": ErrorResponse,
+            "description": "The body exceeds the size limit; the message names both.",
+            "headers": _HEADERS,
+        }
+        errors[422] = {
+            "model": ErrorResponse,
+            "description": "Bad request: malformed JSON, a schema error, a semantic one or a "
+            "limit; `loc` names the field, `input` holds the value.",
+            "headers": _HEADERS,
+        }
+        errors[500] = {
+            "model": ErrorResponse,
+            "description": "The plan failed the planner's own check.",
+            "headers": _HEADERS,
+        }
+    return errors
+
+
+def plan_responses() -> dict[int | str, dict[str, Any]]:
+    """The answers of ``POST /plan``: the plan with its headers, and every error."""
+    return {
+        200: {
+            "description": "The plan, byte for byte what `planner.plan` gives for the request "
+            "(its time limit capped by the server's maximum).",
+            "headers": {**_HEADERS, **_CACHE, **_SERVER_TIMING},
+            "content": {"application/json": {"example": PLAN_RESPONSE_EXAMPLE}},
+        },
+        **_errors(with_body=True),
+    }
+
+
+def check_responses() -> dict[int | str, dict[str, Any]]:
+    """The answers of ``POST /validate``: the report, and every error."""
+    return {
+        200: {
+            "description": "Every violation the static check (and the emulator, when asked) "
+            "found; `valid` when there is none.",
+            "headers": _HEADERS,
+            "content": {
+                "application/json": {
+                    "example": {
+                        "valid": True,
+                        "static": {"valid": True, "violations": [], "truncated": False},
+                        "emulator": None,
+                    }
+                }
+            },
+        },
+        **_errors(with_body=True),
+    }
+
+
+def simple_responses() -> dict[int | str, dict[str, Any]]:
+    """The answers of a GET endpoint: only 200, with the request id."""
+    return {200: {"description": "OK", "headers": _HEADERS}}

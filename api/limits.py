@@ -1,0 +1,47 @@
+"""The service's limits on one request, beyond the body size and the buffer count that
+parsing enforces: the solve-time cap and the access-enumeration budget of the emulator."""
+
+from __future__ import annotations
+
+import math
+
+from planner.errors import RequestError
+from planner.models import PlanRequest
+from planner.models.request import BLOCK_VARS
+
+__all__ = ["access_instances", "cap_time_limit", "check_emulation_budget"]
+
+
+def cap_time_limit(request: PlanRequest, max_time_limit: float) -> PlanRequest:
+    """The request with ``options.time_limit`` lowered to the server's maximum if above it.
+
+    The plan answers the capped request: its ``request_sha256`` covers the capped value.
+    """
+    if request.options.time_limit <= max_time_limit:
+        return request
+    options = request.options.model_copy(update={"time_limit": max_time_limit})
+    return request.model_copy(update={"options": options})
+
+
+def access_instances(request: PlanRequest) -> int:
+    """How many (thread, block, loop iteration) accesses emulating the request enumerates."""
+    threads = math.prod(request.block or [1])
+    blocks = math.prod(request.grid or [1])
+    total = 0
+    for buffer in request.buffers:
+        for access in buffer.accesses:
+            uses_blocks = access.index is not None and any(v in BLOCK_VARS for v in access.index)
+            total += threads * (blocks if uses_blocks else 1) * math.prod(access.loops.values())
+    return total
+
+
+def check_emulation_budget(request: PlanRequest, budget: int) -> None:
+    """Raise ``RequestError`` at ``emulate`` when emulation would pass the budget."""
+    count = access_instances(request)
+    if count > budget:
+        raise RequestError.field(
+            ("emulate",),
+            f"emulating this request enumerates {count} accesses, over the limit of {budget}",
+            "emulation_budget_exceeded",
+            True,
+        )

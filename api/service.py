@@ -1,0 +1,139 @@
+"""What one app holds (settings, solver pool, plan cache, metrics) and the work the routes
+hand to the pool: parsing, planning and checking, all CPU-bound."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+import planner
+from api.cache import PlanCache
+from api.emulation import emulate
+from api.limits import cap_time_limit, check_emulation_budget
+from api.metrics import Metrics
+from api.pool import SolverPool
+from api.settings import Settings
+from planner.client import CheckReport
+from planner.errors import FormatError, RequestError
+from planner.io import parse_request
+from planner.models import Plan, PlanRequest
+
+__all__ = [
+    "WARM_UP",
+    "CheckBody",
+    "Service",
+    "Solved",
+    "check",
+    "parse_capped",
+    "solve",
+    "warm_up",
+]
+
+INLINE_PARSE_BYTES = 64 << 10  # bodies up to this are parsed on the event loop (< 1 ms)
+
+# Two 1-byte buffers aligned to 4: greedy cannot prove its 5 bytes optimal, so the exact
+# methods run too and their compiled kernels are loaded (or built, on a fresh install).
+WARM_UP: dict[str, Any] = {
+    "name": "warm-up",
+    "options": {"time_limit": 1.0},
+    "buffers": [
+        {"id": "a", "size": 1, "start": 0, "end": 2, "alignment": 4},
+        {"id": "b", "size": 1, "start": 0, "end": 2, "alignment": 4},
+    ],
+}
+
+
+def warm_up() -> None:
+    """Plan ``WARM_UP`` once: the first plan in a process loads the compiled kernels (~0.2 s,
+    or seconds to build them after a fresh install)."""
+    planner.plan(WARM_UP)
+
+
+@dataclass
+class Service:
+    """The per-app state the routes share."""
+
+    settings: Settings
+    pool: SolverPool
+    cache: PlanCache
+    metrics: Metrics
+
+    @classmethod
+    def create(cls, settings: Settings) -> Service:
+        """Fresh pool, cache and metrics sized by ``settings``."""
+        return cls(
+            settings=settings,
+            pool=SolverPool(
+                settings.solver_workers,
+                settings.queue_size,
+                settings.solver_pool,
+                initializer=warm_up,
+            ),
+            cache=PlanCache(settings.cache_size),
+            metrics=Metrics(),
+        )
+
+
+@dataclass(frozen=True)
+class Solved:
+    """A plan as the wire carries it, and what the metrics want to know about it."""
+
+    body: bytes  # the plan's JSON
+    key: str  # its request_sha256
+    status: str
+    solver: str
+    seconds: float
+
+
+def parse_capped(body: bytes, settings: Settings) -> PlanRequest:
+    """The request in ``body`` with its time limit capped by the server's maximum."""
+    request = parse_request(body, max_buffers=settings.max_buffers)
+    return cap_time_limit(request, settings.max_time_limit)
+
+
+def solve(request: PlanRequest | bytes, settings: Settings) -> Solved:
+    """Parse (when given bytes) and plan; runs on a solver thread."""
+    started = time.perf_counter()
+    if isinstance(request, bytes):
+        request = parse_capped(request, settings)
+    result = planner.plan(request, max_buffers=settings.max_buffers)
+    return Solved(
+        body=result.model_dump_json().encode(),
+        key=result.request_sha256,
+        status=result.status,
+        solver=result.solver.name,
+        seconds=time.perf_counter() - started,
+    )
+
+
+class CheckBody(BaseModel):
+    """The body of ``POST /validate``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    request: PlanRequest
+    plan: Plan
+    emulate: bool = False  # also run the CPU emulator on the kernel's accesses
+
+
+def check(body: bytes, settings: Settings) -> CheckReport:
+    """Parse a ``/validate`` body and run the static check, then the emulator if asked."""
+    try:
+        parsed = CheckBody.model_validate_json(body, context={"max_buffers": settings.max_buffers})
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        if errors and errors[0]["type"] == "json_invalid":
+            msg = errors[0].get("ctx", {}).get("error", errors[0]["msg"])
+            raise FormatError(
+                [{"loc": [], "msg": f"malformed JSON: {msg}", "type": "json_invalid"}]
+            ) from None
+        raise RequestError.from_validation(exc) from None
+    if parsed.emulate:
+        check_emulation_budget(parsed.request, settings.max_access_instances)
+    static = planner.validate(parsed.request, parsed.plan)
+    emulated = emulate(parsed.request, parsed.plan) if parsed.emulate else None
+    valid = static.valid and (emulated is None or emulated.valid)
+    return CheckReport(valid=valid, static=static, emulator=emulated)

@@ -1,0 +1,428 @@
+"""Python client of the planning service: ``planner.Client`` and ``planner.AsyncClient``.
+
+They take and return the library's models (``PlanRequest`` in, ``Plan`` and
+``ValidationReport`` out), so code moves between ``planner.plan`` (embedded, no server) and a
+shared service by changing one line. Server errors become the planner's error tree:
+
+PlannerError
+ ├── RequestError                 422: ``errors`` lists each bad field (loc, msg, type, input)
+ │    ├── FormatError             422 for a body that is not JSON
+ │    └── PayloadTooLargeError    413: the body passes the server's size limit
+ ├── InternalError                500: the server's plan failed its own check
+ └── ServiceError                 the service could not answer
+      ├── ServiceUnavailableError 503 on every try (queue full or deadline passed)
+      ├── ServiceConnectionError  no connection or no response on every try
+      └── UnexpectedResponseError any other status, or a body not as promised
+
+503s and connection failures are retried with exponential backoff (``Retry-After`` wins when
+the server sends it); a plan is a pure function of its request, so a retry is always safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import time
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, NoReturn, TypeVar
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from planner.errors import FormatError, InternalError, PlannerError, RequestError
+from planner.models import Plan, PlanRequest, ValidationReport
+from planner.targets import DeviceProfile
+
+__all__ = [
+    "AsyncClient",
+    "CheckReport",
+    "Client",
+    "EmulatorReport",
+    "EmulatorViolation",
+    "PayloadTooLargeError",
+    "ServiceConnectionError",
+    "ServiceError",
+    "ServiceUnavailableError",
+    "UnexpectedResponseError",
+    "error_for_status",
+]
+
+M = TypeVar("M", bound=BaseModel)
+RequestLike = PlanRequest | Mapping[str, Any] | str | bytes
+PlanLike = Plan | Mapping[str, Any] | str | bytes
+
+DEFAULT_TIMEOUT = 60.0  # s; above the server's default solve-time cap of 30 s
+MAX_BACKOFF = 10.0  # s; the longest wait between two tries, whatever Retry-After says
+
+
+# --- wire models of POST /validate ------------------------------------------------------------
+
+
+class EmulatorViolation(BaseModel):
+    """One problem the emulator saw while running the kernel's accesses (a race, a stale
+    read)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    code: str
+    message: str
+
+
+class EmulatorReport(BaseModel):
+    """What the CPU emulator found: every violation."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    violations: list[EmulatorViolation] = Field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        """No violation."""
+        return not self.violations
+
+
+class CheckReport(BaseModel):
+    """The answer of ``POST /validate``: the static check, and the emulator's when asked."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    valid: bool  # every check that ran found nothing
+    static: ValidationReport
+    emulator: EmulatorReport | None = None  # None: not asked for
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+
+class PayloadTooLargeError(RequestError):
+    """The request body passes the server's size limit (413)."""
+
+    code = "body_too_large"
+
+
+class ServiceError(PlannerError):
+    """The service could not answer the request."""
+
+    code = "service_error"
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status  # the last HTTP status seen; None without a response
+
+
+class ServiceUnavailableError(ServiceError):
+    """503 on every try: the solver queue was full or the deadline passed."""
+
+    code = "service_unavailable"
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message, 503)
+        self.retry_after = retry_after  # s, the server's last Retry-After
+
+
+class ServiceConnectionError(ServiceError):
+    """No connection, or no response, on every try."""
+
+    code = "service_connection_error"
+
+
+class UnexpectedResponseError(ServiceError):
+    """A status or a body the service does not promise."""
+
+    code = "unexpected_response"
+
+
+def _field_errors(body: Any) -> list[dict[str, Any]] | None:
+    """The ``detail`` list of an error body, ``loc`` without FastAPI's leading "body"."""
+    detail = body.get("detail") if isinstance(body, dict) else None
+    if not isinstance(detail, list) or not all(isinstance(e, dict) for e in detail):
+        return None
+    errors = []
+    for err in detail:
+        loc = list(err.get("loc") or [])
+        errors.append({**err, "loc": loc[1:] if loc[:1] == ["body"] else loc})
+    return errors
+
+
+def error_for_status(status: int, content: bytes) -> PlannerError:
+    """The planner error a non-2xx answer stands for."""
+    try:
+        body = json.loads(content)
+    except ValueError:
+        body = None
+    errors = _field_errors(body)
+    text = content[:200].decode("utf-8", "replace")
+    if status == 422 and errors is not None:
+        if len(errors) == 1 and errors[0].get("type") == "json_invalid":
+            return FormatError(errors)
+        return RequestError(errors)
+    if status == 413 and errors is not None:
+        return PayloadTooLargeError(errors)
+    if status == 500 and errors:
+        return InternalError(str(errors[0].get("msg", text)))
+    if status == 503:
+        msg = str(errors[0].get("msg")) if errors else "service unavailable"
+        return ServiceUnavailableError(msg)
+    return UnexpectedResponseError(f"unexpected HTTP {status} from the service: {text}", status)
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after", "")
+    return float(value) if value.isdigit() else None
+
+
+# --- request building and response reading, shared by both clients -----------------------------
+
+
+def _json_body(value: BaseModel | Mapping[str, Any] | str | bytes) -> Any:
+    """A JSON-ready value: models dumped, mappings as they are, JSON text parsed."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, str | bytes):
+        try:
+            return json.loads(value)
+        except ValueError:
+            raise FormatError(
+                [{"loc": [], "msg": "malformed JSON given to the client", "type": "json_invalid"}]
+            ) from None
+    return dict(value)
+
+
+def _plan_content(request: RequestLike) -> bytes:
+    if isinstance(request, bytes):
+        return request  # sent as is: the server reports any error in it
+    if isinstance(request, str):
+        return request.encode()
+    if isinstance(request, PlanRequest):
+        return request.model_dump_json().encode()
+    return json.dumps(dict(request)).encode()
+
+
+def _check_content(request: RequestLike, plan: PlanLike, emulate: bool) -> bytes:
+    body = {"request": _json_body(request), "plan": _json_body(plan), "emulate": emulate}
+    return json.dumps(body).encode()
+
+
+def _read(response: httpx.Response, model: type[M]) -> M:
+    if response.status_code != 200:
+        raise error_for_status(response.status_code, response.content)
+    try:
+        return model.model_validate_json(response.content)
+    except ValidationError as exc:
+        raise UnexpectedResponseError(
+            f"the service's answer is not a valid {model.__name__}: {exc.errors()[0]['msg']}",
+            response.status_code,
+        ) from None
+
+
+def _targets(response: httpx.Response) -> dict[str, DeviceProfile]:
+    if response.status_code != 200:
+        raise error_for_status(response.status_code, response.content)
+    try:
+        names = [f.name for f in dataclasses.fields(DeviceProfile)]
+        return {t["name"]: DeviceProfile(**{k: t[k] for k in names}) for t in response.json()}
+    except (ValueError, TypeError, KeyError) as exc:
+        raise UnexpectedResponseError(f"the service's targets are malformed: {exc}", 200) from None
+
+
+def _health(response: httpx.Response) -> dict[str, str]:
+    if response.status_code != 200:
+        raise error_for_status(response.status_code, response.content)
+    body = response.json()
+    if not isinstance(body, dict):
+        raise UnexpectedResponseError("the service's health answer is not an object", 200)
+    return {str(k): str(v) for k, v in body.items()}
+
+
+class _Retry:
+    """Backoff bookkeeping for one call: ``tries`` attempts, delays doubling from ``backoff``."""
+
+    def __init__(self, retries: int, backoff: float) -> None:
+        self.left = retries
+        self.delay = backoff
+
+    def next_delay(self, retry_after: float | None) -> float | None:
+        """Seconds to wait before trying again, or None when no try is left."""
+        if self.left <= 0:
+            return None
+        self.left -= 1
+        delay = retry_after if retry_after is not None else self.delay
+        self.delay *= 2
+        return min(delay, MAX_BACKOFF)
+
+
+def _check_options(retries: int, backoff: float) -> None:
+    if retries < 0:
+        raise ValueError(f"Invalid 'retries' argument: {retries!r}; must be >= 0")
+    if backoff < 0:
+        raise ValueError(f"Invalid 'backoff' argument: {backoff!r}; must be >= 0")
+
+
+# --- the clients ------------------------------------------------------------------------------
+
+
+class Client:
+    """A blocking client: ``Client("http://planner:8000").plan(request) -> Plan``."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        retries: int = 3,
+        backoff: float = 0.1,
+        transport: httpx.BaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        _check_options(retries, backoff)
+        self.retries = retries
+        self.backoff = backoff  # s before the first retry; doubles each time
+        self._http = httpx.Client(
+            base_url=base_url, timeout=timeout, transport=transport, headers=headers
+        )
+
+    def plan(self, request: RequestLike) -> Plan:
+        """The service's plan for ``request``, as ``planner.plan`` would give it."""
+        return _read(self._send("POST", "/plan", _plan_content(request)), Plan)
+
+    def validate(self, request: RequestLike, plan: PlanLike) -> ValidationReport:
+        """The static check of ``plan``, as ``planner.validate`` would give it."""
+        return self.check(request, plan).static
+
+    def check(self, request: RequestLike, plan: PlanLike, *, emulate: bool = False) -> CheckReport:
+        """The static check and, with ``emulate``, the emulator's report."""
+        content = _check_content(request, plan, emulate)
+        return _read(self._send("POST", "/validate", content), CheckReport)
+
+    def health(self) -> dict[str, str]:
+        """The service's liveness answer: ``{"status": "ok", "version": ...}``."""
+        return _health(self._send("GET", "/healthz"))
+
+    def targets(self) -> dict[str, DeviceProfile]:
+        """The device profiles the service knows, by name."""
+        return _targets(self._send("GET", "/targets"))
+
+    def _send(self, method: str, path: str, content: bytes | None = None) -> httpx.Response:
+        retry = _Retry(self.retries, self.backoff)
+        headers = {"content-type": "application/json"} if content is not None else None
+        while True:
+            try:
+                response = self._http.request(method, path, content=content, headers=headers)
+            except httpx.TransportError as exc:
+                delay = retry.next_delay(None)
+                if delay is None:
+                    raise ServiceConnectionError(
+                        f"no answer from {self._http.base_url}{path}: {exc!r}"
+                    ) from None
+                time.sleep(delay)
+                continue
+            if response.status_code != 503:
+                return response
+            delay = retry.next_delay(_retry_after(response))
+            if delay is None:
+                _raise_unavailable(response)
+            time.sleep(delay)
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class AsyncClient:
+    """The asyncio client: ``await AsyncClient(url).plan(request) -> Plan``."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        retries: int = 3,
+        backoff: float = 0.1,
+        transport: httpx.AsyncBaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        _check_options(retries, backoff)
+        self.retries = retries
+        self.backoff = backoff  # s before the first retry; doubles each time
+        self._http = httpx.AsyncClient(
+            base_url=base_url, timeout=timeout, transport=transport, headers=headers
+        )
+
+    async def plan(self, request: RequestLike) -> Plan:
+        """The service's plan for ``request``, as ``planner.plan`` would give it."""
+        return _read(await self._send("POST", "/plan", _plan_content(request)), Plan)
+
+    async def validate(self, request: RequestLike, plan: PlanLike) -> ValidationReport:
+        """The static check of ``plan``, as ``planner.validate`` would give it."""
+        return (await self.check(request, plan)).static
+
+    async def check(
+        self, request: RequestLike, plan: PlanLike, *, emulate: bool = False
+    ) -> CheckReport:
+        """The static check and, with ``emulate``, the emulator's report."""
+        content = _check_content(request, plan, emulate)
+        return _read(await self._send("POST", "/validate", content), CheckReport)
+
+    async def health(self) -> dict[str, str]:
+        """The service's liveness answer: ``{"status": "ok", "version": ...}``."""
+        return _health(await self._send("GET", "/healthz"))
+
+    async def targets(self) -> dict[str, DeviceProfile]:
+        """The device profiles the service knows, by name."""
+        return _targets(await self._send("GET", "/targets"))
+
+    async def _send(self, method: str, path: str, content: bytes | None = None) -> httpx.Response:
+        retry = _Retry(self.retries, self.backoff)
+        headers = {"content-type": "application/json"} if content is not None else None
+        while True:
+            try:
+                response = await self._http.request(method, path, content=content, headers=headers)
+            except httpx.TransportError as exc:
+                delay = retry.next_delay(None)
+                if delay is None:
+                    raise ServiceConnectionError(
+                        f"no answer from {self._http.base_url}{path}: {exc!r}"
+                    ) from None
+                await asyncio.sleep(delay)
+                continue
+            if response.status_code != 503:
+                return response
+            delay = retry.next_delay(_retry_after(response))
+            if delay is None:
+                _raise_unavailable(response)
+            await asyncio.sleep(delay)
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+def _raise_unavailable(response: httpx.Response) -> NoReturn:
+    error = error_for_status(503, response.content)
+    assert isinstance(error, ServiceUnavailableError)
+    error.retry_after = _retry_after(response)
+    raise error
