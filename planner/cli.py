@@ -8,6 +8,7 @@ as one line ``planner: error: <field>: <message>`` on stderr; 130 on Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -20,6 +21,7 @@ from planner.csvio import csv_losses, load_request, with_overrides, write_csv
 from planner.errors import FormatError, InternalError, RequestError
 from planner.io import parse_plan
 from planner.models import Plan
+from planner.targets import STATIC_SMEM_LIMIT, profile_dicts
 
 __all__ = ["main"]
 
@@ -140,6 +142,9 @@ def _parser() -> _Parser:
         f"{bench_mod.RANDOM_REPEAT} for random)",
     )
     b.add_argument("--json", action="store_true", help="print the rows as JSON")
+
+    t = sub.add_parser("targets", help="list the device profiles")
+    t.add_argument("--json", action="store_true", help="print the profiles as JSON")
     return parser
 
 
@@ -351,12 +356,45 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         return _fail(_describe(exc, None))
 
 
+_TARGET_COLUMNS = (  # (heading, profile field)
+    ("target", "name"),
+    ("devices", "devices"),
+    ("max smem/block", "max_smem_per_block"),
+    ("smem/SM", "smem_per_sm"),
+    ("reserved/block", "reserved_per_block"),
+    ("max blocks/SM", "max_blocks_per_sm"),
+)
+
+
+def _cmd_targets(args: argparse.Namespace) -> int:
+    rows = profile_dicts()
+    if args.json:
+        _write(None, json.dumps(rows, indent=2) + "\n")
+        return EXIT_OK
+    table = [[h for h, _ in _TARGET_COLUMNS]]
+    table += [[str(row[key]) for _, key in _TARGET_COLUMNS] for row in rows]
+    widths = [max(len(r[k]) for r in table) for k in range(len(_TARGET_COLUMNS))]
+    lines = []
+    for r in table:
+        # Text columns to the left, byte counts to the right.
+        pairs = enumerate(zip(r, widths, strict=True))
+        cells = [c.ljust(w) if k < 2 else c.rjust(w) for k, (c, w) in pairs]
+        lines.append("  ".join(cells).rstrip())
+    lines.append(
+        f"bytes; static shared memory stops at {STATIC_SMEM_LIMIT}, above it a kernel needs "
+        "the opt-in"
+    )
+    _write(None, "\n".join(lines) + "\n")
+    return EXIT_OK
+
+
 _COMMANDS = {
     "plan": _cmd_plan,
     "validate": _cmd_validate,
     "convert": _cmd_convert,
     "serve": _cmd_serve,
     "bench": _cmd_bench,
+    "targets": _cmd_targets,
 }
 
 
