@@ -18,6 +18,7 @@ from typing import NoReturn
 import planner
 from planner import bench as bench_mod
 from planner.csvio import csv_losses, load_request, with_overrides, write_csv
+from planner.emit import EMITTERS, emit_svg
 from planner.errors import FormatError, InternalError, RequestError
 from planner.io import parse_plan
 from planner.models import Plan
@@ -95,6 +96,13 @@ def _parser() -> _Parser:
     p.add_argument("--sync", choices=["existing", "insert", "none"], help="sync policy")
     p.add_argument("--time-limit", type=_positive_float, metavar="S", help="seconds")
     p.add_argument("-o", "--output", metavar="OUT", help="write the plan here (default stdout)")
+    p.add_argument(
+        "--emit",
+        choices=["json", "cuda", "mlir"],
+        default="json",
+        help="what to print: the plan as JSON (default), a CUDA C++ snippet, or MLIR",
+    )
+    p.add_argument("--svg", metavar="FILE", help="also write the memory map as SVG here")
 
     v = sub.add_parser("validate", help="check a plan against its request")
     v.add_argument("request", metavar="REQUEST", help="request .json or .csv file")
@@ -196,6 +204,12 @@ def _write(path: str | None, text: str) -> None:
         raise _UsageError(f"{path}: cannot write: {exc.strerror or exc}") from None
 
 
+def _write_file(path: str, text: str) -> None:
+    if path == "-":
+        raise _UsageError("--svg: give a file name, not -")
+    _write(path, text)
+
+
 def _read_plan(path: str) -> Plan:
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8-sig")
@@ -237,7 +251,12 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         seconds = time.perf_counter() - t0
     except RequestError as exc:
         return _fail(_describe(exc, source))
-    _write(args.output, plan.model_dump_json(indent=2) + "\n")
+    if args.svg is not None:
+        _write_file(args.svg, emit_svg(request, plan))
+    if args.emit == "json":
+        _write(args.output, plan.model_dump_json(indent=2) + "\n")
+    else:
+        _write(args.output, EMITTERS[args.emit](request, plan))
     print(_summary(plan, seconds), file=sys.stderr)
     return EXIT_OK if plan.status in ("optimal", "feasible") else EXIT_FAILED
 
