@@ -9,6 +9,7 @@ from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
 import planner
+from api import web
 from api.errors import register_exception_handlers
 from api.routes import VERSION, router
 from api.settings import Settings
@@ -48,5 +49,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings if settings is not None else Settings()
     app.include_router(router)
+    app.include_router(web.router)
     register_exception_handlers(app)
     return app
