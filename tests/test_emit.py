@@ -168,6 +168,80 @@ def test_cuda_snippet_compiles(case: str, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr + source
 
 
+HAVE_GPU = Path("/dev/nvidiactl").exists() or shutil.which("nvidia-smi") is not None
+_RUN_MAIN = """
+int main() {
+%(host)s
+  unsigned char* workspace = nullptr;
+  long long* out = nullptr;
+  if (cudaMalloc(&out, %(count)d * sizeof(long long)) != cudaSuccess) return 77;  // no GPU
+  if (%(global_bytes)d && cudaMalloc(&workspace, 2 * %(global_bytes)d) != cudaSuccess) return 3;
+  %(kernel)s<<<2, 32, %(arena)d>>>(%(args)s);
+  cudaError_t err = cudaDeviceSynchronize();
+  if (err != cudaSuccess) { printf("error %%s\\n", cudaGetErrorString(err)); return 4; }
+  long long host[%(count)d];
+  cudaMemcpy(host, out, sizeof host, cudaMemcpyDeviceToHost);
+  for (int i = 0; i < %(count)d; ++i) printf("%%lld\\n", host[i]);
+  return 0;
+}
+"""
+
+
+def gpu_program(case: str) -> tuple[str, list[int]]:
+    """A CUDA program around the case's snippet that prints each pointer's offset, and the
+    offsets it must print."""
+    request, plan = _planned(case)
+    s = cuda_snippet(request, plan)
+    names = _pointer_names(s.device)
+    memory = {p.id: p.memory for p in plan.placements}
+    shared = [memory[b.id] == "shared" for b in request.buffers]
+    rows = []
+    for k, (name, in_shared) in enumerate(zip(names, shared, strict=True)):
+        base = "smem_arena" if in_shared else f"(workspace + {plan.global_bytes}ull)"
+        rows.append(f"  out[{k}] = (long long)((unsigned char*){name} - {base});")
+    params = "long long* out" + (", unsigned char* workspace" if plan.spilled else "")
+    source = (
+        f"#include <cstdio>\n{s.includes}\n__global__ void {s.kernel}({params}) {{\n{s.device}"
+        "  if (blockIdx.x != 1 || threadIdx.x != 0) return;\n" + "\n".join(rows) + "\n}\n"
+    )
+    source += _RUN_MAIN % {
+        "host": s.host,
+        "count": len(names),
+        "global_bytes": plan.global_bytes,
+        "kernel": s.kernel,
+        "arena": plan.arena_bytes,
+        "args": "out, workspace" if plan.spilled else "out",
+    }
+    offsets = {p.id: p.offset for p in plan.placements}
+    return source, [offsets[b.id] for b in request.buffers]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(NVCC is None or not HAVE_GPU, reason="needs nvcc and a CUDA device")
+@pytest.mark.parametrize("case", CASES)
+def test_cuda_snippet_runs_on_a_gpu(case: str, tmp_path: Path) -> None:
+    """Each pointer of the snippet, read back from the second block, sits at its offset; the
+    opt-in call lets the kernel launch with the whole arena."""
+    source, expected = gpu_program(case)
+    path = tmp_path / f"{case}.cu"
+    path.write_text(source)
+    assert NVCC is not None
+    exe = tmp_path / "run"
+    built = subprocess.run(
+        [NVCC, "-std=c++17", "-o", str(exe), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr + source
+    ran = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120, check=False)
+    if ran.returncode == 77:
+        pytest.skip("no CUDA device")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert [int(v) for v in ran.stdout.split()] == expected
+
+
 def _pointer_names(device: str) -> list[str]:
     return re.findall(r"\* const (\w+) = reinterpret_cast", device)
 
