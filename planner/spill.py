@@ -24,6 +24,8 @@ __all__ = ["SpillChoice", "choose_spill", "plan_with_spill", "spill_costs"]
 
 NODE_LIMIT = 20_000  # branch-and-bound nodes before the greedy choice stands
 SINGLE_ROUNDS = 3  # replans that spill one more buffer each, before spilling all over capacity
+SINGLE_ROUNDS_MAX_BUFFERS = 256  # above this a replan costs too much: spill all over at once
+WORK_LIMIT = 2_000_000  # branch-and-bound nodes times overloaded points
 _FITS = ("optimal", "feasible")
 
 PlanFn = Callable[[PlanRequest], Plan]
@@ -94,6 +96,7 @@ def choose_spill(
     for j, c in enumerate(cover):
         for i in c:
             where.setdefault(i, []).append(j)
+    node_limit = min(node_limit, WORK_LIMIT // len(need))
     search = _Search(cover, need, where, size, cost, node_limit)
     search.best = _greedy(cover, need, where, size, cost)
     search.best_cost = sum(cost[i] for i in search.best)
@@ -218,10 +221,11 @@ def plan_with_spill(request: PlanRequest, base: Plan, plan_fn: PlanFn) -> Plan:
         return _cannot_spill(base, capacity)
     spilled = set(choice.spilled)
     share = request.options.time_limit / (SINGLE_ROUNDS + 3)  # s, per replan
+    singles = SINGLE_ROUNDS if len(request.buffers) <= SINGLE_ROUNDS_MAX_BUFFERS else 0
     shared = base
     if spilled:
         shared = plan_fn(_subrequest(request, spilled, keep=True, time_limit=share))
-    for round_ in range(SINGLE_ROUNDS + 1):
+    for round_ in range(singles + 1):
         if shared.status in _FITS:
             break
         offsets = {p.id: p.offset for p in shared.placements}
@@ -232,7 +236,7 @@ def plan_with_spill(request: PlanRequest, base: Plan, plan_fn: PlanFn) -> Plan:
         ]
         if not above:
             return _cannot_spill(base, capacity)
-        if round_ < SINGLE_ROUNDS:
+        if round_ < singles:
             above = [min(above, key=lambda i: (costs[i], i))]
         spilled.update(above)
         shared = plan_fn(_subrequest(request, spilled, keep=True, time_limit=share))
