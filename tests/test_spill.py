@@ -4,12 +4,15 @@ static validator, and the validator's check of the second arena."""
 from __future__ import annotations
 
 import itertools
+import json
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import planner
+from planner.cli import main
 from planner.models import Barriers, Placement, Plan, PlanRequest
 from planner.spill import choose_spill, spill_costs
 from validators import validate_plan
@@ -262,3 +265,33 @@ def test_validator_checks_the_workspace_as_an_arena() -> None:
     ]
     plan = _plan_with(request, live_clash, spilled=["a", "b"], global_bytes=128)
     assert [v.code for v in validate_plan(request, plan).violations] == ["overlap"]
+
+
+def test_spill_is_deterministic_and_keeps_barrier_options() -> None:
+    data = _spill_request()
+    data["options"] = {
+        "sync": "insert",
+        "overflow": "spill",
+        "barrier_candidates": [2, 5, 7],
+        "max_new_barriers": 1,
+    }
+    data["barriers"] = [4]
+    first = planner.plan(data)
+    assert planner.plan(json.dumps(data)).model_dump_json() == first.model_dump_json()
+    assert first.spilled
+    assert set(first.barriers.inserted) <= {2, 5, 7}
+    assert len(first.barriers.inserted) <= 1
+    assert planner.validate(data, first).valid
+
+
+def test_cli_validates_a_spilled_plan(tmp_path: Path) -> None:
+    request = tmp_path / "r.json"
+    request.write_text(json.dumps(_spill_request()))
+    out = tmp_path / "p.json"
+    assert main(["plan", str(request), "-o", str(out)]) == 0
+    assert json.loads(out.read_text())["spilled"] == ["b"]
+    assert main(["validate", str(request), str(out)]) == 0
+    broken = json.loads(out.read_text())
+    broken["global_bytes"] = 1
+    out.write_text(json.dumps(broken))
+    assert main(["validate", str(request), str(out)]) == 1
