@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
+from api import web
 from api.errors import register_exception_handlers
 from api.middleware import RequestMiddleware, configure_access_log
 from api.routes import VERSION, router
@@ -42,6 +43,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.service = service
     app.state.settings = settings
     app.include_router(router)
+    app.include_router(web.router)
     register_exception_handlers(app)
     logger = configure_access_log(settings.access_log)
     app.add_middleware(RequestMiddleware, metrics=service.metrics, logger=logger)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import os
 import sys
 import time
@@ -18,9 +19,11 @@ from typing import NoReturn
 import planner
 from planner import bench as bench_mod
 from planner.csvio import csv_losses, load_request, with_overrides, write_csv
+from planner.emit import EMITTERS, emit_svg
 from planner.errors import FormatError, InternalError, RequestError
 from planner.io import parse_plan
 from planner.models import Plan
+from planner.targets import STATIC_SMEM_LIMIT, profile_dicts
 
 __all__ = ["main"]
 
@@ -94,6 +97,13 @@ def _parser() -> _Parser:
     p.add_argument("--sync", choices=["existing", "insert", "none"], help="sync policy")
     p.add_argument("--time-limit", type=_positive_float, metavar="S", help="seconds")
     p.add_argument("-o", "--output", metavar="OUT", help="write the plan here (default stdout)")
+    p.add_argument(
+        "--emit",
+        choices=["json", "cuda", "mlir"],
+        default="json",
+        help="what to print: the plan as JSON (default), a CUDA C++ snippet, or MLIR",
+    )
+    p.add_argument("--svg", metavar="FILE", help="also write the memory map as SVG here")
 
     v = sub.add_parser("validate", help="check a plan against its request")
     v.add_argument("request", metavar="REQUEST", help="request .json or .csv file")
@@ -149,6 +159,9 @@ def _parser() -> _Parser:
         "'pip install alloc-planner[compare]'",
     )
     b.add_argument("--json", action="store_true", help="print the rows as JSON")
+
+    t = sub.add_parser("targets", help="list the device profiles")
+    t.add_argument("--json", action="store_true", help="print the profiles as JSON")
     return parser
 
 
@@ -200,6 +213,12 @@ def _write(path: str | None, text: str) -> None:
         raise _UsageError(f"{path}: cannot write: {exc.strerror or exc}") from None
 
 
+def _write_file(path: str, text: str) -> None:
+    if path == "-":
+        raise _UsageError("--svg: give a file name, not -")
+    _write(path, text)
+
+
 def _read_plan(path: str) -> Plan:
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8-sig")
@@ -241,7 +260,12 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         seconds = time.perf_counter() - t0
     except RequestError as exc:
         return _fail(_describe(exc, source))
-    _write(args.output, plan.model_dump_json(indent=2) + "\n")
+    if args.svg is not None:
+        _write_file(args.svg, emit_svg(request, plan))
+    if args.emit == "json":
+        _write(args.output, plan.model_dump_json(indent=2) + "\n")
+    else:
+        _write(args.output, EMITTERS[args.emit](request, plan))
     print(_summary(plan, seconds), file=sys.stderr)
     return EXIT_OK if plan.status in ("optimal", "feasible") else EXIT_FAILED
 
@@ -379,12 +403,45 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         return _fail(_describe(exc, None))
 
 
+_TARGET_COLUMNS = (  # (heading, profile field)
+    ("target", "name"),
+    ("devices", "devices"),
+    ("max smem/block", "max_smem_per_block"),
+    ("smem/SM", "smem_per_sm"),
+    ("reserved/block", "reserved_per_block"),
+    ("max blocks/SM", "max_blocks_per_sm"),
+)
+
+
+def _cmd_targets(args: argparse.Namespace) -> int:
+    rows = profile_dicts()
+    if args.json:
+        _write(None, json.dumps(rows, indent=2) + "\n")
+        return EXIT_OK
+    table = [[h for h, _ in _TARGET_COLUMNS]]
+    table += [[str(row[key]) for _, key in _TARGET_COLUMNS] for row in rows]
+    widths = [max(len(r[k]) for r in table) for k in range(len(_TARGET_COLUMNS))]
+    lines = []
+    for r in table:
+        # Text columns to the left, byte counts to the right.
+        pairs = enumerate(zip(r, widths, strict=True))
+        cells = [c.ljust(w) if k < 2 else c.rjust(w) for k, (c, w) in pairs]
+        lines.append("  ".join(cells).rstrip())
+    lines.append(
+        f"bytes; static shared memory stops at {STATIC_SMEM_LIMIT}, above it a kernel needs "
+        "the opt-in"
+    )
+    _write(None, "\n".join(lines) + "\n")
+    return EXIT_OK
+
+
 _COMMANDS = {
     "plan": _cmd_plan,
     "validate": _cmd_validate,
     "convert": _cmd_convert,
     "serve": _cmd_serve,
     "bench": _cmd_bench,
+    "targets": _cmd_targets,
 }
 
 

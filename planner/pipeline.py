@@ -28,7 +28,8 @@ from planner.models import (
     ValidationReport,
 )
 from planner.models.request import SyncPolicy
-from planner.targets import STATIC_SMEM_LIMIT, TARGETS, blocks_per_sm
+from planner.spill import plan_with_spill
+from planner.targets import launch_figures
 from solvers.auto import EXACT_METHODS, SOLVERS, Solution, exact_method, solve
 from solvers.greedy import HEURISTICS
 from validators import validate_plan
@@ -68,6 +69,8 @@ def plan(
         if capped or other.result.arena_bytes <= attempt.result.arena_bytes:
             attempt = other
     result = _assemble(req, attempt, fallback)
+    if req.options.overflow == "spill" and result.status in ("infeasible", "unknown"):
+        result = plan_with_spill(req, result, plan)
     report = validate_plan(req, result)
     if not report.valid:
         _raise_for(req, report)
@@ -183,7 +186,6 @@ def _assemble(req: PlanRequest, attempt: _Attempt, fell_back: bool) -> Plan:
     capacity = req.effective_capacity
     status = _status(result, capacity)
     certificate = _certificate(g, result, capacity)
-    profile = TARGETS.get(req.target) if req.target is not None else None
     gap = (arena - result.bound) / result.bound if result.bound else 0.0
     return Plan(
         name=req.name,
@@ -204,11 +206,7 @@ def _assemble(req: PlanRequest, attempt: _Attempt, fell_back: bool) -> Plan:
             inserted=choice.inserted,
             required=choice.required,
         ),
-        launch=Launch(
-            dynamic_smem_bytes=arena,
-            requires_opt_in=arena > STATIC_SMEM_LIMIT,
-            blocks_per_sm=None if profile is None else blocks_per_sm(profile, arena),
-        ),
+        launch=Launch(**launch_figures(req.target, arena, _naive_bytes(g))),
         solver=SolverInfo(
             name=result.name,
             proved_optimal=result.proved_optimal,

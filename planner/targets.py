@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any, TypedDict
 
-__all__ = ["STATIC_SMEM_LIMIT", "TARGETS", "DeviceProfile", "blocks_per_sm"]
+__all__ = [
+    "STATIC_SMEM_LIMIT",
+    "TARGETS",
+    "DeviceProfile",
+    "LaunchFigures",
+    "blocks_per_sm",
+    "launch_figures",
+    "profile_dicts",
+]
 
 STATIC_SMEM_LIMIT = 49152  # bytes; above this a kernel needs dynamic smem and the opt-in
 
@@ -42,3 +51,28 @@ def blocks_per_sm(profile: DeviceProfile, smem_bytes: int) -> int:
     if per_block == 0:
         return profile.max_blocks_per_sm
     return min(profile.smem_per_sm // per_block, profile.max_blocks_per_sm)
+
+
+class LaunchFigures(TypedDict):
+    """The fields of ``planner.models.Launch``."""
+
+    dynamic_smem_bytes: int
+    requires_opt_in: bool
+    blocks_per_sm: int | None
+    naive_blocks_per_sm: int | None
+
+
+def launch_figures(target: str | None, arena_bytes: int, naive_bytes: int) -> LaunchFigures:
+    """Launch needs of an arena, and the occupancy it wins over the naive sum of sizes."""
+    profile = TARGETS.get(target) if target is not None else None
+    return LaunchFigures(
+        dynamic_smem_bytes=arena_bytes,
+        requires_opt_in=arena_bytes > STATIC_SMEM_LIMIT,
+        blocks_per_sm=None if profile is None else blocks_per_sm(profile, arena_bytes),
+        naive_blocks_per_sm=None if profile is None else blocks_per_sm(profile, naive_bytes),
+    )
+
+
+def profile_dicts() -> list[dict[str, Any]]:
+    """Every profile as a plain dict, in table order (for JSON listings)."""
+    return [asdict(p) for p in TARGETS.values()]

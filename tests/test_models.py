@@ -103,7 +103,7 @@ CASES = [
     (bad(["block"], [2048]), ["block"], "block_too_large", "2048"),
     (bad(["options", "sync"], "sometimes"), ["options", "sync"], "literal_error", ""),
     (bad(["options", "time_limit"], 0), ["options", "time_limit"], "greater_than", ""),
-    (bad(["options", "overflow"], "spill"), ["options", "overflow"], "not_supported", "spill"),
+    (bad(["options", "overflow"], "later"), ["options", "overflow"], "literal_error", ""),
     (
         bad(
             ["buffers"],

@@ -289,7 +289,9 @@ def test_global_placement_is_outside_the_arena() -> None:
         Placement(id="b", offset=0, size=64),
         Placement(id="c", offset=0, size=32, memory="global"),
     ]
-    report = validate_plan(request, _plan(request, placements=placements))
+    plan = _plan(request, placements=placements)
+    plan = plan.model_copy(update={"spilled": ["c"], "global_bytes": 32})
+    report = validate_plan(request, plan)
     assert report.valid, report.violations
 
 

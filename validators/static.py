@@ -109,6 +109,7 @@ def validate_plan(
         _check_arena(request, plan, out)
         runtime_barriers = _check_barriers(request, plan, out)
         _sweep(extents, runtime_barriers, out)
+        _check_workspace(request, plan, runtime_barriers, out)
     except _ReportFullError:
         pass
     violations = sorted(out.items, key=_sort_key)
@@ -373,3 +374,36 @@ def _report(a: _Extent, b: _Extent, out: _Collector) -> None:
             [a.id, b.id],
             point=b.start,
         )
+
+
+def _check_workspace(
+    request: PlanRequest, plan: Plan, barriers: list[int], out: _Collector
+) -> None:
+    """The global workspace of spilled buffers: an arena of its own, checked like the shared
+    one (``global_bytes``, overlaps and barriers), and ``spilled`` lists exactly its buffers."""
+    spans = {b.id: b for b in request.buffers}
+    placed = [p for p in plan.placements if p.memory == "global" and p.id in spans]
+    ids = [p.id for p in placed]
+    if sorted(plan.spilled) != sorted(set(ids)):
+        out.add(
+            "wrong_arena",
+            f"spilled lists {_preview_ids(plan.spilled)} but the placements in global memory "
+            f"are {_preview_ids(ids)}",
+        )
+    top = max((p.offset + spans[p.id].size for p in placed), default=0)  # bytes
+    if plan.global_bytes != top:
+        out.add(
+            "wrong_arena",
+            f"global_bytes is {plan.global_bytes} but max(offset + size) over global "
+            f"placements is {top}",
+        )
+    extents = [
+        _Extent(p.id, p.offset, p.offset + spans[p.id].size, spans[p.id].start, spans[p.id].end)
+        for p in placed
+    ]
+    _sweep(extents, barriers, out)
+
+
+def _preview_ids(ids: Sequence[str]) -> str:
+    shown = ", ".join(repr(i) for i in ids[:_LIST_PREVIEW])
+    return f"[{shown}{', ...' if len(ids) > _LIST_PREVIEW else ''}]"

@@ -59,6 +59,7 @@ class Launch(_Model):
     dynamic_smem_bytes: int
     requires_opt_in: bool  # above the 48 KB static limit
     blocks_per_sm: int | None = None  # limited by shared memory; None without a target
+    naive_blocks_per_sm: int | None = None  # the same for naive_bytes: what reuse wins
 
 
 class SolverAttempt(_Model):
@@ -116,7 +117,8 @@ class Plan(_Model):
     capacity: int | None
     placements: list[Placement]
     barriers: Barriers
-    spilled: list[str] = Field(default_factory=list)
+    spilled: list[str] = Field(default_factory=list)  # ids placed in the global workspace
+    global_bytes: int = 0  # per-block global-memory workspace for the spilled buffers
     footprints: list[Footprint] = Field(default_factory=list)
     launch: Launch
     solver: SolverInfo

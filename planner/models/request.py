@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from planner.dtypes import DTYPES
 from planner.targets import TARGETS
 
 __all__ = [
@@ -135,12 +136,32 @@ class Buffer(BaseModel):
     alignment: int | None = Field(default=None, ge=1, le=MAX_ALIGNMENT)  # None: the request's
     offset: int | None = Field(default=None, ge=0, le=MAX_SIZE)  # pinned by the caller
     accesses: list[Access] = Field(default_factory=list)
+    dtype: str | None = None  # element type for the emitters; None: bytes
 
     _alignment = field_validator("alignment")(_check_alignment)
+
+    @field_validator("dtype")
+    @classmethod
+    def _known_dtype(cls, value: str | None) -> str | None:
+        if value is not None and value not in DTYPES:
+            known = ", ".join(DTYPES)
+            raise PydanticCustomError(
+                "unknown_dtype", f"unknown dtype {value!r}; known dtypes: {known}"
+            )
+        return value
 
     @model_validator(mode="after")
     def _lifetime(self) -> Buffer:
         errors = _Errors("Buffer")
+        if self.dtype is not None and self.size % DTYPES[self.dtype].bytes:
+            width = DTYPES[self.dtype].bytes
+            errors.add(
+                ("size",),
+                "size_not_multiple_of_dtype",
+                f"size {self.size} of buffer {self.id!r} is not a multiple of the {width}-byte "
+                f"dtype {self.dtype!r}",
+                self.size,
+            )
         if self.end <= self.start:
             errors.add(
                 ("end",),
@@ -173,16 +194,6 @@ class Options(BaseModel):
     barrier_candidates: list[Point] | None = None
     max_new_barriers: int | None = Field(default=None, ge=0, le=MAX_POINT)
     shrink: bool = False
-
-    @field_validator("overflow")
-    @classmethod
-    def _overflow_supported(cls, value: str) -> str:
-        if value == "spill":
-            raise PydanticCustomError(
-                "not_supported",
-                "overflow 'spill' is not supported by this version; use 'error'",
-            )
-        return value
 
     @field_validator("shrink")
     @classmethod
@@ -250,8 +261,12 @@ class PlanRequest(BaseModel):
         return max((b.end for b in self.buffers), default=0)
 
     def alignment_of(self, buffer: Buffer) -> int:
-        """The buffer's alignment in bytes, defaulting to the request's."""
-        return buffer.alignment if buffer.alignment is not None else self.alignment
+        """The buffer's alignment in bytes, defaulting to the request's; at least its
+        element width when it declares a dtype (a typed pointer needs it)."""
+        align = buffer.alignment if buffer.alignment is not None else self.alignment
+        if buffer.dtype is not None:
+            align = max(align, DTYPES[buffer.dtype].bytes)
+        return align
 
     @model_validator(mode="after")
     def _semantics(self, info: Any) -> PlanRequest:

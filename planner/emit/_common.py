@@ -1,0 +1,108 @@
+"""What the emitters share: identifiers from buffer ids, and the plan in request order."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from planner.dtypes import DTYPES, DType
+from planner.models import Plan, PlanRequest
+
+__all__ = ["Placed", "barrier_notes", "identifiers", "max_alignment", "placed", "status_warning"]
+
+# C++ keywords and CUDA built-ins a buffer id must not become.
+_RESERVED = frozenset(
+    """alignas alignof asm auto bool break case catch char char16_t char32_t char8_t class
+    const constexpr const_cast continue decltype default delete do double dynamic_cast else
+    enum explicit export extern false float for friend goto if inline int long mutable
+    namespace new noexcept nullptr operator private protected public register
+    reinterpret_cast return short signed sizeof static static_assert static_cast struct
+    switch template this thread_local throw true try typedef typeid typename union unsigned
+    using virtual void volatile wchar_t while threadIdx blockIdx blockDim gridDim warpSize
+    main""".split()  # noqa: SIM905 - a word list reads better as text
+)
+_BYTE = DTYPES["u8"]
+
+
+@dataclass(frozen=True)
+class Placed:
+    """One buffer with its placement, in request order."""
+
+    id: str
+    name: str  # a C identifier, unique in the plan
+    offset: int  # bytes from the arena base (or the workspace base, when global)
+    size: int  # bytes
+    start: int  # program point
+    end: int  # program point, half-open
+    memory: str  # "shared" or "global"
+    dtype: DType
+
+
+def identifiers(ids: list[str], taken: set[str]) -> list[str]:
+    """One C identifier per id: other characters become ``_``, a leading digit or underscore
+    gets a ``b`` in front, keywords and ``taken`` names get ``_``; clashes get a number."""
+    used = set(taken)
+    names: list[str] = []
+    for ident in ids:
+        name = re.sub(r"[^A-Za-z0-9_]", "_", ident) or "b"
+        if name[0].isdigit() or name[0] == "_":
+            name = "b" + name
+        if name in _RESERVED:
+            name += "_"
+        base, k = name, 2
+        while name in used:
+            name = f"{base}_{k}"
+            k += 1
+        used.add(name)
+        names.append(name)
+    return names
+
+
+def placed(request: PlanRequest, plan: Plan, taken: set[str]) -> list[Placed]:
+    """Every buffer with its placement, in request order."""
+    where = {p.id: p for p in plan.placements}
+    names = identifiers([b.id for b in request.buffers], taken)
+    return [
+        Placed(
+            id=b.id,
+            name=name,
+            offset=where[b.id].offset,
+            size=b.size,
+            start=b.start,
+            end=b.end,
+            memory=where[b.id].memory,
+            dtype=DTYPES[b.dtype] if b.dtype is not None else _BYTE,
+        )
+        for b, name in zip(request.buffers, names, strict=True)
+    ]
+
+
+def barrier_notes(request: PlanRequest, plan: Plan) -> list[tuple[int, str]]:
+    """The points that need a barrier, each with why: existing, inserted, or the caller's."""
+    existing = set(plan.barriers.existing)
+    inserted = set(plan.barriers.inserted)
+    notes: list[tuple[int, str]] = []
+    for p in sorted(set(plan.barriers.required) | inserted):
+        if p in inserted:
+            why = "inserted by the plan: add it"
+        elif p in existing:
+            why = "existing: the plan relies on it"
+        else:
+            why = "the caller must synchronize here (sync 'none')"
+        notes.append((p, why))
+    return notes
+
+
+def status_warning(plan: Plan) -> str | None:
+    """A warning line for a plan that does not fit, else None."""
+    if plan.status in ("optimal", "feasible"):
+        return None
+    return (
+        f"WARNING: status {plan.status}: this plan does not fit the capacity of "
+        f"{plan.capacity} bytes"
+    )
+
+
+def max_alignment(request: PlanRequest) -> int:
+    """The arena base alignment: the largest alignment in the request (bytes)."""
+    return max([request.alignment, *(request.alignment_of(b) for b in request.buffers)])

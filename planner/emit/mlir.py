@@ -1,0 +1,95 @@
+"""The plan as MLIR: ``gpu.dynamic_shared_memory`` and one ``memref.view`` per buffer, in
+a ``gpu.func`` that a pass pipeline (or a person) merges into the real kernel."""
+
+from __future__ import annotations
+
+from planner.emit._common import Placed, barrier_notes, identifiers, placed, status_warning
+from planner.models import Plan, PlanRequest
+
+__all__ = ["emit_mlir"]
+
+_SHARED = "memref<?xi8, #gpu.address_space<workgroup>>"
+_GLOBAL = "memref<?xi8>"
+
+
+def emit_mlir(request: PlanRequest, plan: Plan) -> str:
+    """A module holding one ``gpu.func`` that carves the plan's buffers out of the arena."""
+    kernel = identifiers([request.name], set())[0]
+    # Values of our own start with "_"; buffer names never do (see identifiers).
+    buffers = placed(request, plan, set())
+    spilled = [b for b in buffers if b.memory == "global"]
+    lines = [
+        f"// Shared-memory plan for kernel {kernel}: status {plan.status}, arena "
+        f"{plan.arena_bytes} bytes (lower bound {plan.lower_bound}, naive sum "
+        f"{plan.naive_bytes}).",
+        f"// Launch with dynamic_shared_memory_size {plan.arena_bytes}; offsets are bytes "
+        "from the arena base.",
+    ]
+    warning = status_warning(plan)
+    if warning is not None:
+        lines.append(f"// {warning}")
+    args = f"%_workspace: {_GLOBAL}" if spilled else ""
+    body = [
+        f"%_smem = gpu.dynamic_shared_memory : {_SHARED}",
+    ]
+    constants: dict[int, str] = {}
+
+    def const(value: int) -> str:
+        if value not in constants:
+            constants[value] = f"%_c{value}"
+            body.append(f"{constants[value]} = arith.constant {value} : index")
+        return constants[value]
+
+    for b in buffers:
+        if b.memory == "shared":
+            shift = const(b.offset)
+            body.append(f"// {_where(b)}")
+            body.append(_view(b, "%_smem", shift, _SHARED, "#gpu.address_space<workgroup>"))
+    if spilled:
+        body.append(f"// Spilled buffers: %_workspace holds {plan.global_bytes} bytes per block.")
+        body += [
+            "%_bx = gpu.block_id x",
+            "%_by = gpu.block_id y",
+            "%_bz = gpu.block_id z",
+            "%_gx = gpu.grid_dim x",
+            "%_gy = gpu.grid_dim y",
+            "%_t0 = arith.muli %_gy, %_bz : index",
+            "%_t1 = arith.addi %_by, %_t0 : index",
+            "%_t2 = arith.muli %_gx, %_t1 : index",
+            "%_block = arith.addi %_bx, %_t2 : index",
+        ]
+        per_block = const(plan.global_bytes)
+        body.append(f"%_base = arith.muli %_block, {per_block} : index")
+        for b in spilled:
+            body.append(f"// {_where(b)}")
+            body.append(f"%_at_{b.name} = arith.addi %_base, {const(b.offset)} : index")
+            body.append(_view(b, "%_workspace", f"%_at_{b.name}", _GLOBAL, None))
+    notes = barrier_notes(request, plan)
+    if notes:
+        body.append("// Barriers by program point (each runs before the accesses there):")
+        body += [f"//   point {p}: gpu.barrier  // {why}" for p, why in notes]
+    body.append("gpu.return")
+    lines += [
+        "module attributes {gpu.container_module} {",
+        f"  gpu.module @{kernel}_plan {{",
+        f"    gpu.func @{kernel}({args}) kernel {{",
+        *(f"      {line}" for line in body),
+        "    }",
+        "  }",
+        "}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _view(b: Placed, source: str, shift: str, source_type: str, space: str | None) -> str:
+    count = b.size // b.dtype.bytes
+    memspace = f", {space}" if space is not None else ""
+    return (
+        f"%{b.name} = memref.view {source}[{shift}][] : {source_type} to "
+        f"memref<{count}x{b.dtype.mlir}{memspace}>"
+    )
+
+
+def _where(b: Placed) -> str:
+    label = f"{b.id}: " if b.id != b.name else ""
+    return f"{label}{b.size} bytes at offset {b.offset}, live [{b.start}, {b.end})"

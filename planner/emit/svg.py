@@ -1,0 +1,279 @@
+"""The plan as an SVG memory map: program points to the right, addresses upwards.
+
+One rectangle per buffer (``class="buffer"``, with ``data-id``, ``data-offset``, ``data-size``
+and a ``<title>`` tooltip), labelled when the label fits inside it; barriers as vertical lines
+(existing solid, inserted dashed); the capacity line; the live bytes at each point as a step
+curve with the lower bound. Spilled buffers get a second panel for the global workspace.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from xml.sax.saxutils import escape, quoteattr
+
+from planner.emit._common import Placed, placed
+from planner.models import Plan, PlanRequest
+
+__all__ = ["emit_svg"]
+
+WIDTH = 960  # px
+LEFT, RIGHT, TOP = 84, 24, 48  # px margins around the plots
+SHARED_HEIGHT, GLOBAL_HEIGHT = 400, 160  # px, plot areas
+GAP = 64  # px between panels, and below the last one for the axis and the legend
+CHAR_WIDTH = 6.6  # px, of an 11 px label character, to decide whether a label fits
+LABEL_HEIGHT = 12  # px
+DENSE_BARRIERS = 60  # more barriers than this are drawn faint
+
+
+@dataclass(frozen=True)
+class _Panel:
+    """One plot area: points ``[0, horizon)`` across, bytes ``[0, ymax)`` up."""
+
+    x: float
+    y: float
+    width: float
+    height: float
+    horizon: int
+    ymax: int
+
+    def px(self, point: float) -> float:
+        return self.x + point * self.width / self.horizon
+
+    def py(self, address: float) -> float:
+        return self.y + self.height - address * self.height / self.ymax
+
+
+def emit_svg(request: PlanRequest, plan: Plan) -> str:
+    """The memory map of ``plan`` as a standalone SVG document."""
+    buffers = placed(request, plan, set())
+    shared = [b for b in buffers if b.memory == "shared"]
+    spilled = [b for b in buffers if b.memory == "global"]
+    horizon = max(request.horizon, 1)
+    live = _live_curve(shared)
+    peak = max((v for _, v in live), default=0)
+    top = max(plan.arena_bytes, plan.lower_bound, peak, 1)
+    capacity = plan.capacity
+    # The capacity joins the scale unless it would squash the plan under a quarter of it.
+    if capacity is not None and capacity <= 4 * top:
+        top = max(top, capacity)
+    plot_width = WIDTH - LEFT - RIGHT
+    panel = _Panel(LEFT, TOP, plot_width, SHARED_HEIGHT, horizon, _nice_top(top))
+    height = TOP + SHARED_HEIGHT + GAP + 28
+    second = None
+    if spilled:
+        y = TOP + SHARED_HEIGHT + GAP + 20
+        second = _Panel(LEFT, y, plot_width, GLOBAL_HEIGHT, horizon, _nice_top(plan.global_bytes))
+        height = int(y + GLOBAL_HEIGHT + GAP + 28)
+    out: list[str] = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
+        f'viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="11" '
+        f'data-horizon="{horizon}">',
+        "<style>"
+        ".buffer{stroke:#333;stroke-width:0.5}.label{fill:#111;pointer-events:none}"
+        ".axis{stroke:#444}.grid{stroke:#e3e3e3}.tick{fill:#444}"
+        ".barrier{stroke:#555;stroke-width:1}.barrier.inserted{stroke:#c0392b;"
+        "stroke-dasharray:4 3}.capacity{stroke:#c0392b;stroke-width:1.5}"
+        ".lower-bound{stroke:#1f618d;stroke-dasharray:6 4}.live{fill:none;stroke:#1f618d;"
+        "stroke-width:1.5}</style>",
+        f'<rect width="{WIDTH}" height="{height}" fill="#ffffff"/>',
+        f'<text x="{LEFT}" y="20" font-size="14" font-weight="bold">{escape(_title(plan))}</text>',
+        f'<text x="{LEFT}" y="38" class="tick">{escape(_subtitle(plan, len(spilled)))}</text>',
+    ]
+    out += _axes(panel, "shared memory (bytes)")
+    out += _rects(panel, shared, offset=0)
+    out += _barriers(panel, plan)
+    out.append(_curve(panel, live))
+    out.append(_hline(panel, plan.lower_bound, "lower-bound", f"lower bound {plan.lower_bound}"))
+    if capacity is not None:
+        if capacity <= panel.ymax:
+            out.append(_hline(panel, capacity, "capacity", f"capacity {capacity}"))
+        else:
+            out.append(
+                f'<text class="capacity-note tick" x="{_n(panel.x + panel.width)}" '
+                f'y="{_n(panel.y - 4)}" text-anchor="end" data-bytes="{capacity}">'
+                f"capacity {capacity} B is above the scale</text>"
+            )
+    if second is not None:
+        out += _axes(second, "global workspace (bytes)")
+        out += _rects(second, spilled, offset=len(shared))
+        out += _barriers(second, plan)
+    bottom = (second or panel).y + (second or panel).height
+    out.append(
+        f'<text x="{_n(LEFT + plot_width / 2)}" y="{_n(bottom + 34)}" text-anchor="middle" '
+        'class="tick">program point</text>'
+    )
+    out += _legend(height - 10)
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def _title(plan: Plan) -> str:
+    return f"{plan.name}: {plan.status}, arena {plan.arena_bytes} B"
+
+
+def _subtitle(plan: Plan, spilled: int) -> str:
+    parts = [f"lower bound {plan.lower_bound} B", f"naive {plan.naive_bytes} B"]
+    if plan.capacity is not None:
+        parts.append(f"capacity {plan.capacity} B")
+    if plan.launch.blocks_per_sm is not None:
+        parts.append(
+            f"{plan.launch.blocks_per_sm} blocks/SM (naive {plan.launch.naive_blocks_per_sm})"
+        )
+    if spilled:
+        parts.append(f"{spilled} spilled to a {plan.global_bytes} B global workspace")
+    return ", ".join(parts)
+
+
+def _live_curve(buffers: list[Placed]) -> list[tuple[int, int]]:
+    """``(point, live bytes from it on)`` at every point where the live bytes change."""
+    delta: dict[int, int] = {}
+    for b in buffers:
+        delta[b.start] = delta.get(b.start, 0) + b.size
+        delta[b.end] = delta.get(b.end, 0) - b.size
+    steps: list[tuple[int, int]] = []
+    total = 0
+    for point in sorted(delta):
+        total += delta[point]
+        steps.append((point, total))
+    return steps
+
+
+def _nice_top(value: int) -> int:
+    """``value`` plus a little headroom, rounded up to a tick step."""
+    step = _step(max(value, 1) * 1.05)
+    return max(step, math.ceil(max(value, 1) * 1.05 / step) * step)
+
+
+def _step(span: float, ticks: int = 6) -> int:
+    """A 1, 2 or 5 times a power of ten step that cuts ``span`` in about ``ticks`` parts."""
+    raw = max(span / ticks, 1.0)
+    power = 10 ** math.floor(math.log10(raw))
+    for m in (1, 2, 5, 10):
+        if m * power >= raw:
+            return int(m * power)
+    return int(10 * power)
+
+
+def _axes(panel: _Panel, label: str) -> list[str]:
+    out = [
+        f'<rect class="plot" x="{_n(panel.x)}" y="{_n(panel.y)}" width="{_n(panel.width)}" '
+        f'height="{_n(panel.height)}" fill="#fafafa" stroke="#444" data-ymax="{panel.ymax}" '
+        f'data-horizon="{panel.horizon}"/>'
+    ]
+    step = _step(panel.ymax)
+    for value in range(0, panel.ymax + 1, step):
+        y = _n(panel.py(value))
+        out.append(
+            f'<line class="grid" x1="{_n(panel.x)}" y1="{y}" x2="{_n(panel.x + panel.width)}" '
+            f'y2="{y}"/>'
+        )
+        out.append(
+            f'<text class="tick" x="{_n(panel.x - 6)}" y="{y}" dy="4" text-anchor="end">'
+            f"{value}</text>"
+        )
+    xstep = _step(panel.horizon, ticks=10)
+    for point in range(0, panel.horizon + 1, xstep):
+        x = _n(panel.px(point))
+        bottom = panel.y + panel.height
+        out.append(
+            f'<line class="axis" x1="{x}" y1="{_n(bottom)}" x2="{x}" y2="{_n(bottom + 4)}"/>'
+        )
+        out.append(
+            f'<text class="tick" x="{x}" y="{_n(bottom + 16)}" text-anchor="middle">{point}</text>'
+        )
+    mid = panel.y + panel.height / 2
+    out.append(
+        f'<text class="tick" transform="translate({_n(panel.x - 62)} {_n(mid)}) rotate(-90)" '
+        f'text-anchor="middle">{escape(label)}</text>'
+    )
+    return out
+
+
+def _rects(panel: _Panel, buffers: list[Placed], offset: int) -> list[str]:
+    out = ['<g class="buffers">']
+    labels: list[str] = []
+    for k, b in enumerate(buffers):
+        x0, x1 = panel.px(b.start), panel.px(b.end)
+        y0, y1 = panel.py(b.offset + b.size), panel.py(b.offset)
+        width, height = max(x1 - x0, 0.5), max(y1 - y0, 0.5)
+        hue = ((offset + k) * 137.508) % 360
+        tip = (
+            f"{b.id}: offset {b.offset}, {b.size} bytes, live [{b.start}, {b.end}), "
+            f"{b.memory} memory"
+        )
+        out.append(
+            f'<rect class="buffer" data-id={quoteattr(b.id)} data-offset="{b.offset}" '
+            f'data-size="{b.size}" data-start="{b.start}" data-end="{b.end}" '
+            f'data-memory="{b.memory}" x="{_n(x0)}" y="{_n(y0)}" width="{_n(width)}" '
+            f'height="{_n(height)}" fill="hsl({hue:.1f},60%,72%)"><title>{escape(tip)}</title>'
+            "</rect>"
+        )
+        if width >= len(b.id) * CHAR_WIDTH + 6 and height >= LABEL_HEIGHT + 2:
+            labels.append(
+                f'<text class="label" x="{_n(x0 + width / 2)}" y="{_n(y0 + height / 2)}" '
+                f'dy="4" text-anchor="middle">{escape(b.id)}</text>'
+            )
+    out.append("</g>")
+    return [*out, '<g class="labels">', *labels, "</g>"]
+
+
+def _barriers(panel: _Panel, plan: Plan) -> list[str]:
+    out: list[str] = []
+    inserted = set(plan.barriers.inserted)
+    points = sorted(set(plan.barriers.existing) | inserted)
+    # Many barriers would hide the buffers: draw them faint.
+    faint = ' stroke-opacity="0.35"' if len(points) > DENSE_BARRIERS else ""
+    for point in points:
+        kind = "inserted" if point in inserted else "existing"
+        x = _n(panel.px(point))
+        out.append(
+            f'<line class="barrier {kind}" data-point="{point}"{faint} x1="{x}" y1="{_n(panel.y)}" '
+            f'x2="{x}" y2="{_n(panel.y + panel.height)}"><title>{kind} barrier at point '
+            f"{point}</title></line>"
+        )
+    return out
+
+
+def _curve(panel: _Panel, steps: list[tuple[int, int]]) -> str:
+    path = [f"M{_n(panel.px(0))},{_n(panel.py(0))}"]
+    for point, value in steps:
+        path.append(f"H{_n(panel.px(point))}V{_n(panel.py(value))}")
+    path.append(f"H{_n(panel.px(panel.horizon))}")
+    return f'<path class="live" d="{"".join(path)}"><title>live bytes</title></path>'
+
+
+def _hline(panel: _Panel, value: int, cls: str, text: str) -> str:
+    y = _n(panel.py(value))
+    right = _n(panel.x + panel.width)
+    return (
+        f'<line class="{cls}" data-bytes="{value}" x1="{_n(panel.x)}" y1="{y}" x2="{right}" '
+        f'y2="{y}"><title>{text} bytes</title></line>'
+        f'<text class="tick" x="{right}" y="{y}" dy="-3" text-anchor="end">{text}</text>'
+    )
+
+
+def _legend(y: float) -> list[str]:
+    items = [
+        ('<line class="barrier existing" x1="0" y1="-8" x2="0" y2="4"/>', "existing barrier"),
+        ('<line class="barrier inserted" x1="0" y1="-8" x2="0" y2="4"/>', "inserted barrier"),
+        ('<line class="capacity" x1="-8" y1="-2" x2="8" y2="-2"/>', "capacity"),
+        ('<line class="lower-bound" x1="-8" y1="-2" x2="8" y2="-2"/>', "lower bound"),
+        ('<line class="live" x1="-8" y1="-2" x2="8" y2="-2"/>', "live bytes"),
+    ]
+    out = ['<g class="legend">']
+    x = float(LEFT)
+    for mark, text in items:
+        out.append(
+            f'<g transform="translate({_n(x + 8)} {_n(y)})">{mark}'
+            f'<text x="14" y="2" class="tick">{text}</text></g>'
+        )
+        x += 34 + len(text) * CHAR_WIDTH
+    out.append("</g>")
+    return out
+
+
+def _n(value: float) -> str:
+    """A coordinate with at most two decimals and no trailing zeros."""
+    text = f"{value:.2f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text

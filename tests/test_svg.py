@@ -1,0 +1,184 @@
+"""The SVG memory map, parsed back: one rectangle per placement where time and address put
+it, barriers, capacity, lower bound and the live-bytes curve; readable at 500 buffers."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import planner
+from planner.cli import main
+from planner.emit import emit_svg
+from planner.io import parse_request
+
+NS = {"s": "http://www.w3.org/2000/svg"}
+GOLDEN = Path(__file__).parent / "golden"
+
+TEN: dict[str, Any] = {
+    "name": "ten",
+    "target": "sm_80",
+    "capacity": 20000,
+    "alignment": 16,
+    "barriers": [3, 6],
+    "buffers": [
+        {"id": "A_s", "size": 4096, "start": 0, "end": 3},
+        {"id": "B_s", "size": 4096, "start": 0, "end": 3},
+        {"id": "acc", "size": 8192, "start": 1, "end": 8},
+        {"id": "C_s", "size": 6144, "start": 3, "end": 6},
+        {"id": "red", "size": 512, "start": 4, "end": 5},
+        {"id": "tmp1", "size": 1024, "start": 5, "end": 7},
+        {"id": "tmp2", "size": 2048, "start": 6, "end": 9},
+        {"id": "out", "size": 4096, "start": 7, "end": 10},
+        {"id": "idx", "size": 256, "start": 0, "end": 10},
+        {"id": "x<&>", "size": 3000, "start": 8, "end": 10},
+    ],
+    "options": {"sync": "insert"},
+}
+
+
+def _svg(data: dict[str, Any]) -> tuple[planner.Plan, ET.Element]:
+    request = parse_request(data)
+    plan = planner.plan(request)
+    return plan, ET.fromstring(emit_svg(request, plan))
+
+
+def _f(node: ET.Element, name: str) -> float:
+    return float(node.attrib[name])
+
+
+def _plots(root: ET.Element) -> list[ET.Element]:
+    return [r for r in root.iter(f"{{{NS['s']}}}rect") if r.get("class") == "plot"]
+
+
+def _rects(root: ET.Element) -> list[ET.Element]:
+    return [r for r in root.iter(f"{{{NS['s']}}}rect") if r.get("class") == "buffer"]
+
+
+def _expected_box(plot: ET.Element, start: int, end: int, lo: int, hi: int) -> tuple[float, ...]:
+    """Where [start, end) x [lo, hi) bytes belongs: points across, addresses upwards."""
+    x, y, w, h = (_f(plot, k) for k in ("x", "y", "width", "height"))
+    horizon, ymax = _f(plot, "data-horizon"), _f(plot, "data-ymax")
+    left, right = x + w * start / horizon, x + w * end / horizon
+    top, bottom = y + h * (1 - hi / ymax), y + h * (1 - lo / ymax)
+    return left, top, right - left, bottom - top
+
+
+def test_rectangles_match_placements() -> None:
+    plan, root = _svg(TEN)
+    plot = _plots(root)[0]
+    rects = _rects(root)
+    assert len(rects) == len(plan.placements) == 10
+    by_id = {r.attrib["data-id"]: r for r in rects}
+    spans = {b["id"]: b for b in TEN["buffers"]}
+    for p in plan.placements:
+        r = by_id[p.id]
+        b = spans[p.id]
+        want = _expected_box(plot, b["start"], b["end"], p.offset, p.offset + p.size)
+        got = tuple(_f(r, k) for k in ("x", "y", "width", "height"))
+        assert got == pytest.approx(want, abs=0.01), p.id
+        title = r.find("s:title", NS)
+        assert title is not None
+        assert title.text is not None
+        assert title.text.startswith(f"{p.id}: offset {p.offset}, {p.size} bytes")
+    assert _f(plot, "data-ymax") >= plan.arena_bytes
+
+
+def test_labels_barriers_capacity_and_curve() -> None:
+    plan, root = _svg(TEN)
+    plot = _plots(root)[0]
+    texts = {t.text for t in root.iter(f"{{{NS['s']}}}text") if t.get("class") == "label"}
+    assert {"A_s", "acc", "C_s", "x<&>"} <= texts  # big enough to hold their names
+    assert "red" not in texts  # 512 bytes: a sliver, tooltip only
+    lines = list(root.iter(f"{{{NS['s']}}}line"))
+    barriers = {
+        (int(ln.attrib["data-point"]), ln.attrib["class"])
+        for ln in lines
+        if ln.get("class", "").startswith("barrier") and "data-point" in ln.attrib
+    }
+    want = {(p, "barrier existing") for p in plan.barriers.existing}
+    want |= {(p, "barrier inserted") for p in plan.barriers.inserted}
+    assert plan.barriers.inserted  # this request gets new barriers
+    assert barriers == want
+    for ln in lines:
+        if "data-point" in ln.attrib:
+            x = _expected_box(plot, int(ln.attrib["data-point"]), 0, 0, 0)[0]
+            assert _f(ln, "x1") == pytest.approx(x, abs=0.01)
+    capacity = next(ln for ln in lines if ln.get("class") == "capacity")
+    bound = next(ln for ln in lines if ln.get("class") == "lower-bound")
+    assert _f(capacity, "y1") == pytest.approx(_expected_box(plot, 0, 0, 0, 20000)[1], abs=0.01)
+    assert _f(bound, "y1") == pytest.approx(
+        _expected_box(plot, 0, 0, 0, plan.lower_bound)[1], abs=0.01
+    )
+    # The curve's highest step is the peak of live bytes, counted here by brute force.
+    peak = max(
+        sum(b["size"] for b in TEN["buffers"] if b["start"] <= t < b["end"]) for t in range(10)
+    )
+    path = next(p for p in root.iter(f"{{{NS['s']}}}path") if p.get("class") == "live")
+    ys = [float(v) for v in re.findall(r"V(-?[\d.]+)", path.attrib["d"])]
+    assert min(ys) == pytest.approx(_expected_box(plot, 0, 0, 0, peak)[1], abs=0.01)
+
+
+def test_spilled_buffers_get_the_workspace_panel() -> None:
+    data = json.loads((GOLDEN / "spill.json").read_text())
+    plan, root = _svg(data)
+    shared_plot, global_plot = _plots(root)
+    assert _f(global_plot, "data-ymax") >= plan.global_bytes > 0
+    spans = {b["id"]: b for b in data["buffers"]}
+    for r in _rects(root):
+        p = next(p for p in plan.placements if p.id == r.attrib["data-id"])
+        assert r.attrib["data-memory"] == p.memory
+        plot = global_plot if p.memory == "global" else shared_plot
+        b = spans[p.id]
+        want = _expected_box(plot, b["start"], b["end"], p.offset, p.offset + p.size)
+        assert tuple(_f(r, k) for k in ("x", "y", "width", "height")) == pytest.approx(
+            want, abs=0.01
+        )
+
+
+def test_readable_at_500_buffers() -> None:
+    rng = random.Random(5)
+    buffers = []
+    for i in range(500):
+        start = rng.randrange(0, 400)
+        buffers.append(
+            {
+                "id": f"buf{i}",
+                "size": rng.choice([64, 256, 1024, 4096, 16384]),
+                "start": start,
+                "end": start + rng.randrange(1, 40),
+            }
+        )
+    data = {"name": "big", "alignment": 16, "buffers": buffers, "options": {"solver": "greedy"}}
+    request = parse_request(data)
+    plan = planner.plan(request)
+    text = emit_svg(request, plan)
+    assert len(text) < 400_000  # bytes: a browser opens it at once
+    root = ET.fromstring(text)
+    rects = _rects(root)
+    assert len(rects) == 500
+    assert all(r.find("s:title", NS) is not None for r in rects)
+    labels = [t for t in root.iter(f"{{{NS['s']}}}text") if t.get("class") == "label"]
+    assert len(labels) < 500  # small rectangles keep only their tooltip
+    boxes = {r.attrib["data-id"]: r for r in rects}
+    for t in labels:
+        assert t.text is not None
+        box = boxes[t.text]
+        assert _f(box, "width") >= 6.6 * len(t.text)
+        assert _f(box, "height") >= 12
+
+
+def test_cli_writes_svg(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "ten.json"
+    source.write_text(json.dumps(TEN))
+    out = tmp_path / "map.svg"
+    assert main(["plan", str(source), "--svg", str(out)]) == 0
+    plan = planner.Plan.model_validate_json(capsys.readouterr().out)
+    assert len(_rects(ET.fromstring(out.read_text()))) == len(plan.placements)
+    assert main(["plan", str(source), "--svg", str(tmp_path / "no" / "map.svg")]) == 2
+    assert "cannot write" in capsys.readouterr().err
