@@ -1,4 +1,4 @@
-"""The ``planner`` command: plan, validate, convert, bench and serve.
+"""The ``planner`` command: plan, validate, convert, bench, serve, batch and selftest.
 
 Exit codes: 0 planned (optimal or feasible) or valid; 1 infeasible, unknown or an invalid
 plan; 2 bad input (a missing or malformed file, a bad request, a bad flag value), reported
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import NoReturn
 
 import planner
+from planner import batch as batch_mod
 from planner import bench as bench_mod
 from planner.csvio import csv_losses, load_request, with_overrides, write_csv
 from planner.errors import FormatError, InternalError, RequestError
@@ -140,6 +141,7 @@ def _parser() -> _Parser:
         f"{bench_mod.RANDOM_REPEAT} for random)",
     )
     b.add_argument("--json", action="store_true", help="print the rows as JSON")
+    batch_mod.add_parser(sub)
     return parser
 
 
@@ -357,6 +359,7 @@ _COMMANDS = {
     "convert": _cmd_convert,
     "serve": _cmd_serve,
     "bench": _cmd_bench,
+    "batch": batch_mod.command,
 }
 
 
