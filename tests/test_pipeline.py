@@ -134,14 +134,53 @@ def test_insert_adds_the_fewest_barriers() -> None:
     existing = planner.plan({**request, "options": {"sync": "existing"}})
     assert existing.arena_bytes == 192
     assert existing.barriers.inserted == []
+    # One barrier lets two of the three phases share: 128 bytes, the best under the cap.
     capped = planner.plan({**request, "options": {"max_new_barriers": 1}})
-    assert capped.barriers.inserted == []
-    assert capped.arena_bytes == 192
+    assert len(capped.barriers.inserted) == 1
+    assert capped.arena_bytes == 128
     only_at_2 = planner.plan({**request, "options": {"barrier_candidates": [2]}})
     assert only_at_2.barriers.inserted == [2]
     assert only_at_2.arena_bytes == 128
     for p, r in ((plan, request), (capped, {**request, "options": {"max_new_barriers": 1}})):
         assert validate_plan(PlanRequest.model_validate(r), p).valid
+
+
+def test_pareto_lists_every_trade_off() -> None:
+    request = {
+        "buffers": [
+            {"id": f"p{k}", "size": 64, "start": 2 * k, "end": 2 * k + 2} for k in range(3)
+        ],
+        "options": {"pareto": True},
+    }
+    plan = planner.plan(request)
+    front = [(p.new_barriers, p.arena_bytes) for p in plan.pareto]
+    assert front == [(0, 192), (1, 128), (2, 64)]
+    req = PlanRequest.model_validate(request)
+    for point in plan.pareto:
+        assert point.plan.arena_bytes == point.arena_bytes
+        assert len(point.plan.barriers.inserted) == point.new_barriers
+        assert point.plan.pareto == []
+        assert validate_plan(req, point.plan).valid
+    assert (len(plan.barriers.inserted), plan.arena_bytes) == front[-1]
+    assert planner.plan({**request, "options": {}}).pareto == []
+
+
+@pytest.mark.parametrize("solver", ["greedy", "auto"])
+def test_candidates_and_cap_choose_the_smallest_arena(solver: str) -> None:
+    # Four phases of 64 bytes; barriers only at 2 and 6: phases 0|1 and 2|3 pair up.
+    request = {
+        "buffers": [
+            {"id": f"p{k}", "size": 64, "start": 2 * k, "end": 2 * k + 2} for k in range(4)
+        ],
+        "options": {"barrier_candidates": [2, 6], "solver": solver, "pareto": True},
+    }
+    plan = planner.plan(request)
+    assert plan.barriers.inserted == [2, 6]
+    assert plan.arena_bytes == 128
+    assert [(p.new_barriers, p.arena_bytes) for p in plan.pareto] == [(0, 256), (1, 192), (2, 128)]
+    capped = planner.plan({**request, "options": {**request["options"], "max_new_barriers": 1}})
+    assert capped.arena_bytes == 192
+    assert len(capped.barriers.inserted) == 1
 
 
 def test_sync_none_lists_what_the_caller_must_guarantee() -> None:
