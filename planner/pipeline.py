@@ -64,11 +64,17 @@ def plan(
     req = parse_request(request, max_buffers=max_buffers)
     ctx = _context(req, _heuristics(req.options.solver))
     attempts = _attempts(ctx)
-    best = _choose(req, attempts)
+    chosen = _choose(req, attempts)
+    best = chosen
+    # Every attempt's bound holds for the whole request (within the cap): keep the best.
+    bound = max(a.result.bound for a in attempts)
+    if bound > best.result.bound:
+        proved = best.result.proved_optimal or best.arena <= bound
+        best = replace(best, result=replace(best.result, bound=bound, proved_optimal=proved))
     pareto: list[ParetoPoint] = []
     if req.options.pareto and req.options.sync == "insert":
         for a in _frontier(_allowed(req, attempts)):
-            point = _checked(req, _assemble(ctx, a, best is a))
+            point = _checked(req, _assemble(ctx, best if a is chosen else a, a is chosen))
             pareto.append(ParetoPoint(arena_bytes=a.arena, new_barriers=a.new_barriers, plan=point))
     result = _assemble(ctx, best, True)
     if pareto:
