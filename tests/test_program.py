@@ -37,13 +37,15 @@ def _request(**overrides: Any) -> PlanRequest:
     return PlanRequest.model_validate(data)
 
 
-def _elements(access: AffineAccess, block: tuple[int, int, int], n: int) -> dict[int, list[int]]:
-    """Brute force: thread id -> elements, guard applied."""
+def _elements(
+    access: AffineAccess, block: tuple[int, int, int], n: int, block_x: int = 0
+) -> dict[int, list[int]]:
+    """Brute force: thread id -> elements in block (block_x, 0, 0), guard applied."""
     loops = [range(e) for _, e in access.loops]
     out: dict[int, list[int]] = {}
     for z, y, x in itertools.product(*(range(d) for d in reversed(block))):
         t = x + y * block[0] + z * block[0] * block[1]
-        env = {"threadIdx.x": x, "threadIdx.y": y, "threadIdx.z": z}
+        env = {"threadIdx.x": x, "threadIdx.y": y, "threadIdx.z": z, "blockIdx.x": block_x}
         for values in itertools.product(*loops):
             env.update(zip((v for v, _ in access.loops), values, strict=True))
             e = access.constant + sum(c * env[v] for v, c in access.coeffs)
@@ -153,3 +155,61 @@ def test_no_block_means_one_thread() -> None:
     assert program.threads == 1
     write = program.steps[0].accesses[0]
     assert dict(write.loops) == {"i": 2}
+
+
+SHARDED: dict[str, Any] = {
+    "block": [128],
+    "grid": [16],
+    "alignment": 16,
+    "buffers": [
+        {
+            "id": "w",
+            "size": 131072,
+            "start": 0,
+            "end": 4,
+            "accesses": [
+                {
+                    "op": "write",
+                    "at": 0,
+                    "bytes": 4,
+                    "index": {"blockIdx.x": 2048, "r": 128, "threadIdx.x": 1},
+                    "loops": {"r": 16},
+                },
+                {
+                    "op": "read",
+                    "at": 2,
+                    "bytes": 4,
+                    "index": {"blockIdx.x": 2048, "threadIdx.x": 16, "c": 1},
+                    "loops": {"c": 16},
+                },
+            ],
+        }
+    ],
+    "options": {"sync": "existing", "shrink": True},
+}
+
+
+def test_footprint_rebases_accesses_onto_the_slice() -> None:
+    request = PlanRequest.model_validate(SHARDED)
+    plan = planner.plan(request)
+    (footprint,) = plan.footprints
+    assert footprint.planned == 8192
+    program = build_program(request, plan)
+    (w,) = program.buffers
+    assert w.size == 8192
+    accesses = [a for s in program.steps for a in s.accesses]
+    assert [dict(a.coeffs)["blockIdx.x"] for a in accesses] == [0, 0]
+    for a, bx in itertools.product(accesses, (0, 15)):
+        touched = _elements(a, program.block, 1 << 20, block_x=bx)
+        flat = sorted(itertools.chain(*touched.values()))
+        assert flat[0] == 0
+        assert flat[-1] == 8192 // 4 - 1
+
+
+def test_footprint_base_off_the_element_grid_is_refused() -> None:
+    request = PlanRequest.model_validate(SHARDED)
+    plan = planner.plan(request)
+    (footprint,) = plan.footprints
+    odd = footprint.model_copy(update={"index_base": {"blockIdx.x": 8192, "constant": 2}})
+    with pytest.raises(ValueError, match="index_base"):
+        build_program(request, plan.model_copy(update={"footprints": [odd]}))

@@ -11,7 +11,7 @@ every thread ``t`` writes elements ``t + i*T``; at ``end - 1`` it reads elements
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class ProgramBuffer:
 
     id: str
     offset: int  # bytes in the arena
-    size: int  # bytes
+    size: int  # bytes; a footprint's planned size when the plan shrinks the buffer
     start: int  # program point
     end: int  # program point, half-open
     synthetic: bool  # True: no access pattern in the request
@@ -98,7 +98,9 @@ def build_program(request: PlanRequest, plan: Plan) -> KernelProgram:
     """The kernel program of ``plan``: buffers at their shared offsets, accesses, barriers.
 
     Buffers placed in global memory and placements naming no request buffer are left out; a
-    buffer placed twice keeps its first placement.
+    buffer placed twice keeps its first placement. A buffer with a footprint (``shrink``) has
+    its planned size, and its accesses subtract the footprint's per-block ``index_base``.
+    Raises ValueError for a footprint whose base is not a whole number of elements.
     """
     block = _dims(request.block)
     grid = _dims(request.grid)
@@ -106,18 +108,24 @@ def build_program(request: PlanRequest, plan: Plan) -> KernelProgram:
     for p in plan.placements:
         if p.memory == "shared":
             placed.setdefault(p.id, p.offset)
+    footprints = {f.id: f for f in plan.footprints}
     buffers: list[ProgramBuffer] = []
     by_point: dict[int, list[AffineAccess]] = {}
     for b in request.buffers:
         if b.id not in placed:
             continue
         index = len(buffers)
+        footprint = footprints.get(b.id)
+        size = b.size if footprint is None else footprint.planned
         buffers.append(
-            ProgramBuffer(b.id, placed[b.id], b.size, b.start, b.end, synthetic=not b.accesses)
+            ProgramBuffer(b.id, placed[b.id], size, b.start, b.end, synthetic=not b.accesses)
         )
         if b.accesses:
             for a in b.accesses:
-                by_point.setdefault(a.at, []).append(_affine(index, a))
+                access = _affine(index, a)
+                if footprint is not None:
+                    access = _rebased(access, footprint.index_base, b.id)
+                by_point.setdefault(a.at, []).append(access)
         else:
             for at, access in _synthetic(index, b, block):
                 by_point.setdefault(at, []).append(access)
@@ -139,6 +147,28 @@ def _affine(index: int, a: Access) -> AffineAccess:
         return AffineAccess(index, a.op, a.bytes, (), (), 0, broadcast=True)
     coeffs = tuple((a.index or {}).items())
     return AffineAccess(index, a.op, a.bytes, coeffs, tuple(a.loops.items()), a.offset)
+
+
+def _rebased(access: AffineAccess, base: dict[str, int], buffer_id: str) -> AffineAccess:
+    """``access`` with the footprint's per-block base subtracted, in elements.
+
+    The planner keeps each base a multiple of every access width (its blockIdx strides are
+    the accesses' own, its constant a multiple of their least common multiple), so the
+    rebased index stays affine; a base that is not is a bad footprint.
+    """
+    width = access.width
+    terms = dict(access.coeffs)
+    for var, per_block in base.items():
+        if per_block % width:
+            raise ValueError(
+                f"footprint of {buffer_id!r}: index_base[{var!r}] = {per_block} bytes is not a "
+                f"multiple of the {width}-byte elements of an access"
+            )
+        if var == "constant":
+            continue
+        terms[var] = terms.get(var, 0) - per_block // width
+    constant = access.constant - base.get("constant", 0) // width
+    return replace(access, coeffs=tuple(terms.items()), constant=constant)
 
 
 def _synthetic(
