@@ -365,7 +365,7 @@ def test_planted_overlaps_and_dropped_barriers_are_caught(request: PlanRequest, 
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
-@pytest.mark.parametrize("kind", ["overlap", "drop_barrier", "misalign"])
+@pytest.mark.parametrize("kind", ["overlap", "drop_barrier", "misalign", "break_alias"])
 def test_planted_faults_on_examples(path: Path, kind: str) -> None:
     request = parse_request(path.read_text())
     plan = planner.plan(request)
@@ -419,3 +419,14 @@ def test_cli_max_blocks_needs_emulate(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["validate", rq, pl, "--max-blocks", "2"]) == 2
     assert "--max-blocks needs --emulate" in capsys.readouterr().err
     assert main(["validate", rq, pl, "--emulate", "--max-blocks", "0"]) == 2
+
+
+def test_every_fault_kind_is_planted_on_some_example() -> None:
+    planted: set[str] = set()
+    for path in EXAMPLES:
+        request = parse_request(path.read_text())
+        plan = planner.plan(request)
+        for kind in ("overlap", "drop_barrier", "misalign", "break_alias"):
+            if plant_fault(request, plan, kind, np.random.default_rng(7)) is not None:
+                planted.add(kind)
+    assert planted == {"overlap", "drop_barrier", "misalign", "break_alias"}
