@@ -166,7 +166,7 @@ def _attempts(ctx: _Context) -> list[_Attempt]:
             _attempt(ctx, policy, limit / 2, "policy"),
             _attempt(ctx, policy, limit / 2, "aliases", merge=True),
         ]
-    full = _attempt(ctx, policy, limit / 4, "policy")
+    full = _attempt(ctx, policy, limit / 2, "policy")
     found = [full]
     if ctx.owners is not None:
         found.append(_attempt(ctx, policy, limit / 16, "aliases", merge=True))
@@ -175,9 +175,11 @@ def _attempts(ctx: _Context) -> list[_Attempt]:
     found.append(_attempt(ctx, ctx.existing, limit / 8, "existing"))
     if ctx.owners is not None:
         found.append(_attempt(ctx, ctx.existing, limit / 16, "existing+aliases", merge=True))
-    found.extend(_fewer_barriers(ctx, full, limit / 4))
-    if _exact_applies(ctx):
-        found.extend(_exact_barriers(ctx, full, limit / 4))
+    found.extend(_fewer_barriers(ctx, full, limit / 8))
+    # Nothing to gain when a plan without new barriers is already as small as the full one.
+    settled = min(a.arena for a in found if not a.new_barriers) <= full.arena
+    if _exact_applies(ctx) and not (settled and not req.options.pareto):
+        found.extend(_exact_barriers(ctx, full, limit / 8))
     return found
 
 
@@ -280,13 +282,15 @@ def _exact_barriers(ctx: _Context, full: _Attempt, budget: float) -> list[_Attem
         top = full.new_barriers if cap is None else min(cap, full.new_barriers)
         caps += list(range(min(top, PARETO_STEPS)))
     share = budget / len(caps)
+    stacked = int(g.size.sum()) + int(g.alignment.sum())  # bytes: room for any plan
     found: list[_Attempt] = []
     for k in caps:
         solved = solve_barriers(
             problem,
             capacity=req.effective_capacity,
             lower_bound=ctx.bound.bytes,
-            upper=max(full.arena, int(g.size.sum()) + int(g.alignment.sum())),
+            # Without a cap the full plan is one of the model's: its arena bounds the space.
+            upper=full.arena if k is None else stacked,
             max_new=k,
             time_limit=share,
             hint=(full.result.offsets, full.barriers.inserted) if k is None else None,

@@ -24,7 +24,7 @@ from ortools.sat.python import cp_model
 __all__ = ["BarrierProblem", "BarrierSolution", "solve_barriers"]
 
 I64 = npt.NDArray[np.int64]
-DETERMINISTIC_PER_SECOND = 0.05  # deterministic time units per wall second of the limit
+DETERMINISTIC_PER_SECOND = 0.02  # deterministic time units per wall second of the limit
 SEED = 20231
 
 
