@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -280,3 +281,27 @@ def test_large_random_request_is_valid() -> None:
     plan = planner.plan(request)
     assert validate_plan(PlanRequest.model_validate(request), plan).valid
     assert plan.lower_bound <= plan.arena_bytes <= plan.naive_bytes
+
+
+@settings(max_examples=40, deadline=None)
+@given(request_dicts(max_buffers=10, sync="insert"))
+def test_pareto_front_properties(data: dict[str, Any]) -> None:
+    data["options"]["pareto"] = True
+    request = PlanRequest.model_validate(data)
+    plan = planner.plan(request)
+    front = plan.pareto
+    assert front, "insert with pareto always lists at least the chosen plan"
+    assert front[0].new_barriers == 0  # the front starts with no new barrier
+    cap = request.options.max_new_barriers
+    for before, after in itertools.pairwise(front):
+        assert before.new_barriers < after.new_barriers
+        assert before.arena_bytes > after.arena_bytes
+    for point in front:
+        assert validate_plan(request, point.plan).valid
+        assert cap is None or point.new_barriers <= cap
+    # The chosen plan is the front's last point: smallest arena, then fewest barriers.
+    assert (front[-1].arena_bytes, front[-1].new_barriers) == (
+        plan.arena_bytes,
+        len(plan.barriers.inserted),
+    )
+    assert min(p.arena_bytes for p in front) == plan.arena_bytes
