@@ -3,8 +3,9 @@
     python scripts/access_bench.py [--repeat 20]
 
 The accesses mix widths (1 to 16 bytes), strides, loops, a transposed read and a blockIdx
-term over a grid of 8 blocks, so both the injective and the shared-owner paths run. Prints
-the best and the median time of ``--repeat`` runs and the owner census.
+term over a grid of 8 blocks, so both the injective and the shared-owner paths run. A second
+kernel keeps every float on one thread in all 8 accesses. Prints the best and the median time
+of ``--repeat`` runs and the owner census of each.
 """
 
 from __future__ import annotations
@@ -59,15 +60,26 @@ def bench_request() -> PlanRequest:
     )
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=20)
-    args = parser.parse_args()
-    request = bench_request()
+def thread_local_request() -> PlanRequest:
+    """The same buffer with 8 accesses that all keep each float on one thread."""
+    own = {"bytes": 4, "index": {"threadIdx.x": 1, "threadIdx.y": 32, "i": 1024}}
+    accesses = [
+        {**own, "op": "write" if at % 2 == 0 else "read", "at": at, "loops": {"i": 16}}
+        for at in range(8)
+    ]
+    return PlanRequest.model_validate(
+        {
+            "block": [32, 32, 1],
+            "buffers": [{"id": "tile", "size": KB64, "start": 0, "end": 8, "accesses": accesses}],
+        }
+    )
+
+
+def _time(name: str, request: PlanRequest, repeat: int) -> None:
     byte_owners(request, 0)  # warm-up: imports and first allocations
     times = []
     result = None
-    for _ in range(max(1, args.repeat)):
+    for _ in range(max(1, repeat)):
         t0 = time.perf_counter()
         result = byte_owners(request, 0)
         times.append(time.perf_counter() - t0)
@@ -75,12 +87,20 @@ def main() -> int:
     owners = result.owners
     single = int(np.count_nonzero(owners >= 0))
     print(
-        f"owner analysis, {THREADS} threads, {KB64} B, 8 accesses: best "
+        f"{name}: owner analysis, {THREADS} threads, {KB64} B, 8 accesses: best "
         f"{min(times) * 1000:.1f} ms, median {statistics.median(times) * 1000:.1f} ms "
         f"({len(times)} runs); bytes: {single} one owner, "
         f"{int(np.count_nonzero(owners == ANY))} any, {int(np.count_nonzero(owners == NONE))} "
         f"none; exact {result.exact}"
     )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=20)
+    args = parser.parse_args()
+    _time("mixed", bench_request(), args.repeat)
+    _time("thread-local", thread_local_request(), args.repeat)
     return 0
 
 
