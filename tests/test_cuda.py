@@ -1,9 +1,11 @@
-"""The CUDA harness: generated source (golden files, compiled with nvcc where installed),
-the checks made before a launch, and, marked ``gpu``, launches on a real device."""
+"""The CUDA harness: the kernel (golden file, compiled with nvcc where installed), the table
+that encodes a plan's program (golden files, and read back by its documented layout), the
+checks made before a launch, and, marked ``gpu``, launches on a real device."""
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import shutil
 import subprocess
@@ -15,12 +17,20 @@ import planner
 from planner.io import parse_request
 from validators.cuda import (
     GpuOptions,
-    cuda_source,
     gpu_available,
     program_from_json,
     program_to_json,
     risky_accesses,
     run_program,
+)
+from validators.cuda_kernel import (
+    ACCESS_WORDS,
+    HEADER_WORDS,
+    KERNEL_SOURCE,
+    LOOP_WORDS,
+    STEP_WORDS,
+    encode_program,
+    format_table,
 )
 from validators.program import AffineAccess, KernelProgram, ProgramBuffer, Step, build_program
 
@@ -111,60 +121,136 @@ def widths() -> KernelProgram:
 
 
 PROGRAMS = {"two_phase": two_phase, "widths": widths}
+VARS = ("threadIdx.x", "threadIdx.y", "threadIdx.z", "blockIdx.x", "blockIdx.y", "blockIdx.z")
 
 
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_source_matches_golden_file(name: str) -> None:
-    source = cuda_source(PROGRAMS[name]())
-    path = GOLDEN / f"{name}.cu"
+def test_kernel_source_matches_golden_file() -> None:
+    path = GOLDEN / "alloc_check.cu"
     if os.environ.get("UPDATE_GOLDEN"):
-        path.write_text(source)
-    assert source == path.read_text()
+        path.write_text(KERNEL_SOURCE)
+    assert path.read_text() == KERNEL_SOURCE
 
 
-def test_source_is_a_pure_function_of_the_program() -> None:
-    assert cuda_source(two_phase()) == cuda_source(two_phase())
-    moved = dataclasses.replace(
-        two_phase(),
-        buffers=(*two_phase().buffers[:2], ProgramBuffer("c", 80, 32, 2, 6, synthetic=True)),
-    )
-    assert cuda_source(moved) != cuda_source(two_phase())
-    assert "write_elem(arena, bits, 2u, 80u," in cuda_source(moved)
-
-
-def test_barriers_are_exactly_the_programs() -> None:
-    for make in PROGRAMS.values():
-        program = make()
-        source = cuda_source(program)
-        assert source.count("__syncthreads();") == sum(s.barrier for s in program.steps)
-
-
-def test_opt_in_sized_arena_is_in_no_source() -> None:
-    """The arena size is a launch parameter, not source: one module serves every arena."""
-    program = two_phase()
-    bigger = dataclasses.replace(program, arena_bytes=65536)
-    assert cuda_source(bigger).replace("65536", "96") == cuda_source(program)
-
-
-@requires_nvcc
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_golden_source_compiles(name: str, tmp_path: Path) -> None:
-    _compile(GOLDEN / f"{name}.cu", tmp_path)
+def test_table_matches_golden_file(name: str) -> None:
+    program = PROGRAMS[name]()
+    text = format_table(program, encode_program(program))
+    path = GOLDEN / f"{name}.table"
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text()
 
 
-@requires_nvcc
+def _decode(words: tuple[int, ...]) -> list[tuple[int, bool, list[list[int]]]]:
+    """The table read back by its documented layout: per step, (point index, barrier,
+    access rows each followed by its (coefficient, extent) loop pairs)."""
+    steps, access_at, loop_at, total = words[:HEADER_WORDS]
+    assert total == len(words)
+    out = []
+    for s in range(steps):
+        point, barrier, first, count = words[HEADER_WORDS + STEP_WORDS * s :][:STEP_WORDS]
+        rows = []
+        for a in range(first, first + count):
+            row = list(words[access_at + ACCESS_WORDS * a :][:ACCESS_WORDS])
+            loops = words[loop_at + LOOP_WORDS * row[14] :][: LOOP_WORDS * row[15]]
+            rows.append(row + list(loops))
+        out.append((point, bool(barrier), rows))
+    return out
+
+
+def _table_elements(row: list[int], thread: tuple[int, ...], block: tuple[int, ...]) -> set[int]:
+    """Elements one access row touches for one thread, as the kernel walks them."""
+    n = row[5]
+    if row[6]:
+        return set(range(n))
+    base = sum(c * v for c, v in zip(row[7:13], (*thread, *block), strict=True)) + row[13]
+    pairs = row[ACCESS_WORDS:]
+    ranges = [range(pairs[k + 1]) for k in range(0, len(pairs), 2)]
+    coeffs = pairs[0::2]
+    found = {
+        base + sum(c * i for c, i in zip(coeffs, idx, strict=True))
+        for idx in itertools.product(*ranges)
+    }
+    return {e for e in found if 0 <= e < n}
+
+
+def _program_elements(
+    program: KernelProgram, access: AffineAccess, thread: tuple[int, ...], block: tuple[int, ...]
+) -> set[int]:
+    """Elements straight from the access's definition, every loop enumerated."""
+    n = program.buffers[access.buffer].size // access.width
+    if access.broadcast:
+        return set(range(n))
+    values = dict(zip(VARS, (*thread, *block), strict=True))
+    names = [var for var, _ in access.loops]
+    out = set()
+    for idx in itertools.product(*(range(extent) for _, extent in access.loops)):
+        env = {**values, **dict(zip(names, idx, strict=True))}
+        e = sum(coeff * env[var] for var, coeff in access.coeffs) + access.constant
+        if not access.guarded or 0 <= e < n:
+            out.add(e)
+    return out
+
+
+def _threads(program: KernelProgram) -> list[tuple[int, int, int]]:
+    bx, by, bz = program.block
+    every = list(itertools.product(range(bx), range(by), range(bz)))
+    return every if len(every) <= 64 else every[:: len(every) // 64]
+
+
+def _check_table(program: KernelProgram) -> None:
+    table = encode_program(program)
+    decoded = _decode(table.words)
+    assert [s.point for s in program.steps] == list(table.points)
+    assert [b for _, b, _ in decoded] == [s.barrier for s in program.steps]
+    gx, gy, gz = program.grid
+    blocks = {(0, 0, 0), (gx - 1, gy - 1, gz - 1)}
+    for (k, _, rows), step in zip(decoded, program.steps, strict=True):
+        assert table.points[k] == step.point
+        ops = [row[1] for row in rows]
+        assert ops == sorted(ops)  # writes (0) before reads (1)
+        expected = sorted(step.accesses, key=lambda a: a.op != "write")
+        for row, access in zip(rows, expected, strict=True):
+            buf = program.buffers[access.buffer]
+            assert (row[0], row[2], row[3]) == (access.buffer, access.width, buf.offset)
+            for block in blocks:
+                for thread in _threads(program):
+                    got = _table_elements(row, thread, block)
+                    assert got == _program_elements(program, access, thread, block)
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_table_runs_the_programs_accesses(name: str) -> None:
+    _check_table(PROGRAMS[name]())
+
+
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.json")), ids=lambda p: p.name)
-def test_example_programs_compile(path: Path, tmp_path: Path) -> None:
+def test_example_programs_encode(path: Path) -> None:
     request = parse_request(path.read_text())
     plan = planner.plan(request)
-    if plan.status == "infeasible":
-        pytest.skip("no placements to run")
-    src = tmp_path / "k.cu"
-    src.write_text(cuda_source(build_program(request, plan)))
-    _compile(src, tmp_path)
+    _check_table(build_program(request, plan))
 
 
-def _compile(source: Path, tmp_path: Path) -> None:
+def test_bitmaps_start_each_buffer_on_a_word() -> None:
+    table = encode_program(widths())
+    # 2048 B -> 64 words, 192 B -> 6 words, 1024 B -> 32 words
+    assert table.bitmap_words == 102
+    bases = [row[4] for _, _, rows in _decode(table.words) for row in rows]
+    assert set(bases) == {0, 64 * 32, 70 * 32}
+
+
+def test_values_past_32_bits_are_refused() -> None:
+    program = two_phase()
+    huge = dataclasses.replace(
+        program,
+        buffers=(*program.buffers[:2], ProgramBuffer("c", 1 << 31, 32, 2, 6, synthetic=True)),
+    )
+    with pytest.raises(ValueError, match="does not fit the kernel's 32-bit table"):
+        encode_program(huge)
+
+
+@requires_nvcc
+def test_kernel_compiles_without_warnings(tmp_path: Path) -> None:
     assert NVCC is not None
     done = subprocess.run(
         [
@@ -175,7 +261,7 @@ def _compile(source: Path, tmp_path: Path) -> None:
             "all-warnings",
             "-o",
             str(tmp_path / "k.cubin"),
-            str(source),
+            str(GOLDEN / "alloc_check.cu"),
         ],
         capture_output=True,
         text=True,
