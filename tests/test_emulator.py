@@ -214,6 +214,7 @@ def test_blocks_are_emulated_apart_and_bounded() -> None:
     assert not report.exhaustive
     assert report.blocks == [(0, 0, 0), (8, 0, 0), (16, 0, 0), (23, 0, 0), (31, 0, 0)]
     assert "5 of 32" in report.notes[0]
+    assert emulate(request, plan, max_blocks=1).blocks == [(0, 0, 0)]
     full = emulate(request, plan, max_blocks=32)
     assert full.exhaustive
     assert len(full.blocks) == 32

@@ -253,10 +253,10 @@ def _choose_blocks(
     total = math.prod(extents)
     if total <= max_blocks:
         picks = list(range(total))
+    elif max_blocks == 1:
+        picks = [0]
     else:
         picks = sorted({round(k * (total - 1) / (max_blocks - 1)) for k in range(max_blocks)})
-        if max_blocks == 1:
-            picks = [0]
     blocks: list[tuple[int, int, int]] = []
     for linear in picks:
         coords = [0, 0, 0]
