@@ -17,6 +17,7 @@ from typing import NoReturn
 import planner
 from planner import batch as batch_mod
 from planner import bench as bench_mod
+from planner import selftest as selftest_mod
 from planner.csvio import csv_losses, load_request, with_overrides, write_csv
 from planner.errors import FormatError, InternalError, RequestError
 from planner.io import parse_plan
@@ -154,6 +155,7 @@ def _parser() -> _Parser:
     )
     b.add_argument("--json", action="store_true", help="print the rows as JSON")
     batch_mod.add_parser(sub)
+    selftest_mod.add_parser(sub)
     return parser
 
 
@@ -389,6 +391,7 @@ _COMMANDS = {
     "serve": _cmd_serve,
     "bench": _cmd_bench,
     "batch": batch_mod.command,
+    "selftest": selftest_mod.command,
 }
 
 
