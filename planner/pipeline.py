@@ -72,8 +72,10 @@ def plan(
         proved = best.result.proved_optimal or best.arena <= bound
         best = replace(best, result=replace(best.result, bound=bound, proved_optimal=proved))
     pareto: list[ParetoPoint] = []
-    if req.options.pareto and req.options.sync == "insert":
-        for a in _frontier(_allowed(req, attempts)):
+    if req.options.pareto:
+        # Under "existing" and "none" no barrier is inserted: the front is the one plan.
+        front = _frontier(_allowed(req, attempts)) if req.options.sync == "insert" else [chosen]
+        for a in front:
             point = _checked(req, _assemble(ctx, best if a is chosen else a, a is chosen))
             pareto.append(ParetoPoint(arena_bytes=a.arena, new_barriers=a.new_barriers, plan=point))
     result = _assemble(ctx, best, True)

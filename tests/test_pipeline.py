@@ -164,6 +164,8 @@ def test_pareto_lists_every_trade_off() -> None:
         assert validate_plan(req, point.plan).valid
     assert (len(plan.barriers.inserted), plan.arena_bytes) == front[-1]
     assert planner.plan({**request, "options": {}}).pareto == []
+    existing = planner.plan({**request, "options": {"pareto": True, "sync": "existing"}})
+    assert [(p.new_barriers, p.arena_bytes) for p in existing.pareto] == [(0, 192)]
 
 
 @pytest.mark.parametrize("solver", ["greedy", "auto"])

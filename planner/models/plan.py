@@ -141,8 +141,9 @@ class Plan(_Model):
     # Pairs [earlier, later] that share bytes with no barrier between them, safe because each
     # shared byte is touched by one and the same thread in both (thread-local aliasing).
     aliases: list[list[str]] = Field(default_factory=list)
-    # options.pareto: fewest new barriers first; each entry is a full plan (its own pareto
-    # list empty). Empty without the option.
+    # options.pareto: the non-dominated (arena, new barriers) plans, fewest new barriers first,
+    # the last one this plan's; each entry is a full plan (its own pareto list empty). Empty
+    # without the option; one entry unless sync is "insert".
     pareto: list[ParetoPoint] = Field(default_factory=list)
 
 
