@@ -94,8 +94,10 @@ __device__ void read_elem(const unsigned char* arena, const unsigned int* bits,
     const unsigned int k = e * w;
     const unsigned char* p = arena + offset + k;
     if (w == 1u || w == 2u || w == 4u || w == 8u || w == 16u) {
-        unsigned int written = 0u;
-        for (unsigned int j = 0u; j < w; ++j) written |= is_written(bits, bitbase + k + j) << j;
+        // bitbase is a multiple of 32 and k of w, so the w bits lie in one bitmap word.
+        const unsigned int at = bitbase + k;
+        const unsigned int word = ((const volatile unsigned int*)bits)[at >> 5];
+        const unsigned int written = (word >> (at & 31u)) & ((1u << w) - 1u);
         __threadfence_block();  // the bits before the stamps they vouch for
         unsigned int v[4] = {0u, 0u, 0u, 0u};
         if (w == 1u) {
