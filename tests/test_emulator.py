@@ -305,36 +305,52 @@ def test_examples_are_accepted(path: Path) -> None:
 
 @st.composite
 def _kernels(draw: st.DrawFn) -> PlanRequest:
-    """Random kernels over 8 to 64 threads: synthetic buffers, some with own-thread patterns."""
-    threads = draw(st.sampled_from([8, 32, 64]))
-    n = draw(st.integers(2, 10))
+    """Random kernels over 4 to 64 threads and 1 or 3 blocks: synthetic buffers and patterns
+    that keep a float on one thread, read it from every thread, read it back reversed, or
+    step with blockIdx (planned per block with ``shrink``)."""
+    threads = draw(st.sampled_from([4, 8, 32, 64]))
+    grid = draw(st.sampled_from([1, 3]))
+    n = draw(st.integers(2, 9))
     horizon = 12
     buffers: list[dict[str, Any]] = []
     for i in range(n):
         start = draw(st.integers(0, horizon - 2))
         end = draw(st.integers(start + 1, horizon))
         rows = draw(st.integers(1, 3))
-        buf: dict[str, Any] = {
-            "id": f"b{i}",
-            "size": 4 * threads * rows,
-            "start": start,
-            "end": end,
-        }
-        if draw(st.booleans()):
-            own = {"bytes": 4, "index": {TX: 1, "r": threads}, "loops": {"r": rows}}
+        size = 4 * threads * rows  # bytes
+        buf: dict[str, Any] = {"id": f"b{i}", "size": size, "start": start, "end": end}
+        own = {"bytes": 4, "index": {TX: 1, "r": threads}, "loops": {"r": rows}}
+        write = {**own, "op": "write", "at": start}
+        kind = draw(st.sampled_from(["synthetic", "own", "all", "reversed", "block"]))
+        if kind == "own":
+            buf["accesses"] = [write, {**own, "op": "read", "at": end - 1}]
+        elif kind == "all":
+            buf["accesses"] = [write, {"op": "read", "at": end - 1, "bytes": 4, "threads": "all"}]
+        elif kind == "reversed":
+            rev = {**own, "index": {TX: -1, "r": threads}, "offset": threads - 1}
+            buf["accesses"] = [write, {**rev, "op": "read", "at": end - 1}]
+        elif kind == "block":
+            index = {TX: 1, "r": threads, "blockIdx.x": threads * rows}
+            mine = {**own, "index": index}
+            buf["size"] = size * grid
             buf["accesses"] = [
-                {**own, "op": "write", "at": start},
-                {**own, "op": "read", "at": end - 1},
+                {**mine, "op": "write", "at": start},
+                {**mine, "op": "read", "at": end - 1},
             ]
         buffers.append(buf)
-    sync = draw(st.sampled_from(["existing", "insert", "none"]))
+    top = max(b["end"] for b in buffers)
     return PlanRequest.model_validate(
         {
             "block": [threads],
+            "grid": [grid],
             "alignment": 16,
-            "barriers": draw(st.lists(st.integers(0, max(b["end"] for b in buffers)), max_size=3)),
+            "barriers": draw(st.lists(st.integers(0, top), max_size=3)),
             "buffers": buffers,
-            "options": {"sync": sync, "time_limit": 0.5},
+            "options": {
+                "sync": draw(st.sampled_from(["existing", "insert", "none"])),
+                "shrink": draw(st.booleans()),
+                "time_limit": 0.5,
+            },
         }
     )
 
@@ -353,9 +369,9 @@ def test_planned_kernels_are_accepted(request: PlanRequest) -> None:
 
 @settings(max_examples=25, deadline=None)
 @given(_kernels(), st.integers(0, 2**32 - 1))
-def test_planted_overlaps_and_dropped_barriers_are_caught(request: PlanRequest, seed: int) -> None:
+def test_planted_overlaps_barriers_and_aliases_are_caught(request: PlanRequest, seed: int) -> None:
     plan = planner.plan(request)
-    for kind in ("overlap", "drop_barrier"):
+    for kind in ("overlap", "drop_barrier", "break_alias"):
         fault = plant_fault(request, plan, kind, np.random.default_rng(seed))
         if fault is None:
             continue

@@ -104,6 +104,31 @@ def _moved(plan: Plan, buffer_id: str, offset: int) -> Plan:
     )
 
 
+def _as_placed(request: PlanRequest, plan: Plan) -> PlanRequest:
+    """``request`` as the kernel runs it: a shrunk buffer has its planned size and accesses
+    that subtract the footprint's per-block base (as the kernel program does)."""
+    footprints = {f.id: f for f in plan.footprints}
+    if not footprints:
+        return request
+    buffers = list(request.buffers)
+    for i, b in enumerate(buffers):
+        f = footprints.get(b.id)
+        if f is None:
+            continue
+        accesses = []
+        for a in b.accesses:
+            if a.index is not None and all(v % a.bytes == 0 for v in f.index_base.values()):
+                index = dict(a.index)
+                for var, per_block in f.index_base.items():
+                    if var != "constant":
+                        index[var] = index.get(var, 0) - per_block // a.bytes
+                offset = a.offset - f.index_base.get("constant", 0) // a.bytes
+                a = a.model_copy(update={"index": index, "offset": offset})
+            accesses.append(a)
+        buffers[i] = b.model_copy(update={"size": f.planned, "accesses": accesses})
+    return request.model_copy(update={"buffers": buffers})
+
+
 def _window(buffer: Buffer) -> tuple[int, int]:
     """First and last point with an access (the lifetime's ends without patterns)."""
     if not buffer.accesses:
@@ -114,7 +139,7 @@ def _window(buffer: Buffer) -> tuple[int, int]:
 
 def _overlap(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
     shared = _shared(plan)
-    buffers = [b for b in request.buffers if b.id in shared]
+    buffers = [b for b in _as_placed(request, plan).buffers if b.id in shared]
     pairs = [
         (a, b)
         for a in buffers
@@ -272,7 +297,8 @@ def _reuses(request: PlanRequest, shared: dict[str, Placement]) -> list[tuple[in
 
 def _drop_barrier(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) -> Fault | None:
     shared = _shared(plan)
-    reuses = _reuses(request, shared)
+    placed = _as_placed(request, plan)
+    reuses = _reuses(placed, shared)
     if not reuses:
         return None
     runtime = runtime_barriers(request, plan)
@@ -281,7 +307,7 @@ def _drop_barrier(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool
         if plan_only and p in in_request:
             continue
         rest = [q for q in runtime if q != p]
-        broken = next((r for r in reuses if _hazard(request, r[0], r[1], rest, shared)), None)
+        broken = next((r for r in reuses if _hazard(placed, r[0], r[1], rest, shared)), None)
         if broken is None:
             continue
         a, b = (request.buffers[k].id for k in broken)
@@ -330,7 +356,7 @@ def _break_alias(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
         buffers = list(request.buffers)
         buffers[second] = later.model_copy(update={"accesses": everyone})
         faulty = request.model_copy(update={"buffers": buffers})
-        if not _hazard(faulty, first, second, runtime, shared):
+        if not _hazard(_as_placed(faulty, plan), first, second, runtime, shared):
             continue
         return Fault(
             "break_alias",
