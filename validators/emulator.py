@@ -303,7 +303,7 @@ class _Arena:
                 "bad_footprint",
                 f"{mine.id!r}: an access at point {point}{found.where(block)} reaches bytes "
                 f"[{e * width}, {(e + 1) * width}), outside the {mine.size} bytes placed for "
-                f"it; {outside.size} elements skipped",
+                f"it; {outside.size} element{'s' if outside.size != 1 else ''} skipped",
                 [mine.id],
                 point,
             )
