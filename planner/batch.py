@@ -404,7 +404,12 @@ def command(args: argparse.Namespace) -> int:
     directory = Path(args.dir)
     if not directory.is_dir():
         return _error(f"{args.dir}: not a directory")
-    cases = find_cases(directory)
+    try:
+        cases = find_cases(directory)
+    except OSError as exc:
+        return _error(f"{args.dir}: cannot read: {exc.strerror or exc}")
+    if args.junit and not Path(args.junit).resolve().parent.is_dir():
+        return _error(f"--junit {args.junit}: no such directory")
     if not cases:
         return _error(f"{args.dir}: no request files (*.json, *.csv)")
     gpu: Callable[[CaseResult], CaseResult] | None = None

@@ -159,6 +159,7 @@ def test_progress_prints_a_line_per_tenth_off_a_terminal() -> None:
     [
         (["batch", "/no/such/dir"], "/no/such/dir: not a directory"),
         (["batch", "--jobs", "0", "."], "--jobs: must be at least 1, got 0"),
+        (["batch", ".", "--junit", "/no/such/dir/r.xml"], "--junit /no/such/dir/r.xml: no such"),
     ],
 )
 def test_bad_usage_is_one_line(argv: list[str], message: str, capsys: Capture) -> None:
