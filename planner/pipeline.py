@@ -168,7 +168,7 @@ def _attempts(ctx: _Context) -> list[_Attempt]:
             _attempt(ctx, policy, limit / 2, "policy"),
             _attempt(ctx, policy, limit / 2, "aliases", merge=True),
         ]
-    full = _attempt(ctx, policy, limit / 2, "policy")
+    full = _attempt(ctx, policy, limit * 3 / 8, "policy")
     found = [full]
     if ctx.owners is not None:
         found.append(_attempt(ctx, policy, limit / 16, "aliases", merge=True))
@@ -181,7 +181,7 @@ def _attempts(ctx: _Context) -> list[_Attempt]:
     # Nothing to gain when a plan without new barriers is already as small as the full one.
     settled = min(a.arena for a in found if not a.new_barriers) <= full.arena
     if _exact_applies(ctx) and not (settled and not req.options.pareto):
-        found.extend(_exact_barriers(ctx, full, limit / 8))
+        found.extend(_exact_barriers(ctx, full, limit / 4))
     return found
 
 
