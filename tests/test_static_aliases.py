@@ -145,7 +145,7 @@ RNN: dict[str, Any] = {
 }
 
 
-def test_footprint_is_recomputed() -> None:
+def test_rejects_bad_footprint() -> None:
     request = PlanRequest.model_validate(RNN)
     plan = planner.plan(request)
     assert plan.footprints == [
