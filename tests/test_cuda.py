@@ -17,6 +17,7 @@ import planner
 from planner.io import parse_request
 from validators.cuda import (
     GpuOptions,
+    _error_report,
     gpu_available,
     program_from_json,
     program_to_json,
@@ -357,3 +358,24 @@ def test_gpu_refuses_an_arena_over_the_device_limit() -> None:
     report = run_program(program, FAST)
     assert report.status == "refused"
     assert str(1 << 20) in report.message
+
+
+class CUDADriverError(Exception):
+    """Stands in for CuPy's exception of the same name (matched by name)."""
+
+
+@pytest.mark.parametrize(
+    ("message", "refused"),
+    [
+        ("CUDA_ERROR_INVALID_VALUE: invalid argument", True),
+        ("cudaErrorInvalidValue: invalid argument", True),
+        ("CUDA_ERROR_OUT_OF_RESOURCES: too many resources requested for launch", True),
+        ("cudaErrorMisalignedAddress: misaligned address", False),
+    ],
+)
+def test_refused_launches_are_told_from_faults(message: str, refused: bool) -> None:
+    report = _error_report(CUDADriverError(message), two_phase(), 8, [])
+    assert report.status == ("refused" if refused else "fault")
+    assert message in report.message
+    if refused:
+        assert "96 B of dynamic shared memory" in report.message

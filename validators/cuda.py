@@ -294,8 +294,9 @@ def _smem_limit(cupy: Any) -> int:
 
 
 def _is_refusal(exc: Exception) -> bool:
-    text = str(exc)
-    return "INVALID_VALUE" in text or "OUT_OF_RESOURCES" in text
+    """A launch or attribute the device turned down, which leaves the context usable."""
+    text = str(exc).replace("_", "").lower()
+    return "invalidvalue" in text or "outofresources" in text
 
 
 def _mismatch_report(
