@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, replace
 from importlib.util import find_spec
 from typing import Any
@@ -103,6 +104,7 @@ class _Context:
     owners: Owners | None  # None: no buffer can alias (no patterns, or too many buffers)
     reference: InterferenceGraph  # the policy's graph: every conflict it must respect
     bound: LowerBound  # valid for every plan of the request, aliases included
+    exact: bool  # the reference graph's conflicts are exactly the request's: proofs hold
 
 
 @dataclass(frozen=True)
@@ -145,12 +147,27 @@ def _context(req: PlanRequest, heuristics: list[str] | None) -> _Context:
     aliasing = patterned and len(req.buffers) <= ALIAS_MAX_BUFFERS and req.options.sync != "none"
     owners = Owners(req, existing, shrunk) if aliasing else None
     reference = build_graph(req, sizes=sizes)
-    # With aliases possible, a buffer's bytes may be shared before the next barrier, so only
-    # the lifetimes themselves bound the arena.
-    loose = build_graph(req, "none", sizes=sizes) if owners is not None else reference
+    # The graph is exact unless aliases are possible, or a buffer's first access comes after
+    # a barrier point inside its lifetime (the graph then keeps it from bytes that barrier
+    # frees). Otherwise only the lifetimes themselves bound the arena.
+    exact = owners is None and not _late_first_access(req, sync_barriers(req))
+    loose = reference if exact else build_graph(req, "none", sizes=sizes)
     return _Context(
-        req, heuristics, sizes, footprints, existing, owners, reference, loose.lower_bound
+        req, heuristics, sizes, footprints, existing, owners, reference, loose.lower_bound, exact
     )
+
+
+def _late_first_access(req: PlanRequest, points: list[int] | None) -> bool:
+    """Whether a point that ends occupied intervals lies in ``(start, first access]`` of a
+    buffer."""
+    if not points:
+        return False
+    for b in req.buffers:
+        first, _ = access_span(b)
+        k = bisect.bisect_right(points, b.start)
+        if k < len(points) and points[k] <= first:
+            return True
+    return False
 
 
 def _attempts(ctx: _Context) -> list[_Attempt]:
@@ -337,7 +354,7 @@ def _attempt(
         capacity=req.effective_capacity,
         time_limit=time_limit,
     )
-    trusted = label == "policy" and ctx.owners is None
+    trusted = label == "policy" and ctx.exact
     if node is not None:
         offsets = result.offsets[node]
         arena = int((offsets + g.size).max()) if g.n else 0

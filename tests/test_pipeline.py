@@ -307,3 +307,30 @@ def test_pareto_front_properties(data: dict[str, Any]) -> None:
         len(plan.barriers.inserted),
     )
     assert min(p.arena_bytes for p in front) == plan.arena_bytes
+
+
+def test_late_first_access_weakens_the_claims_not_the_plan() -> None:
+    # b is live from 2 but first touched at 4; the barrier at 3 follows a's last access, so
+    # a plan may let b take a's bytes, which the barrier-extended graph forbids: the plan
+    # stays valid but the graph's bound may no longer be claimed.
+    touch = {"op": "write", "bytes": 4, "threads": "all"}
+    request = {
+        "block": [32],
+        "barriers": [3],
+        "buffers": [
+            {"id": "a", "size": 64, "start": 0, "end": 2, "accesses": [{**touch, "at": 1}]},
+            {"id": "b", "size": 64, "start": 2, "end": 6, "accesses": [{**touch, "at": 4}]},
+        ],
+        "options": {"sync": "existing"},
+    }
+    plan = planner.plan(request)
+    assert validate_plan(PlanRequest.model_validate(request), plan).valid
+    assert plan.lower_bound == 64
+    assert plan.status == ("optimal" if plan.arena_bytes == 64 else "feasible")
+    shared = plan.model_copy(
+        update={
+            "placements": [p.model_copy(update={"offset": 0}) for p in plan.placements],
+            "arena_bytes": 64,
+        }
+    )
+    assert validate_plan(PlanRequest.model_validate(request), shared).valid
