@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 import planner
 from planner.cli import main
 from planner.io import parse_request
-from planner.models import Placement, Plan, PlanRequest
+from planner.models import Options, Placement, Plan, PlanRequest
 from validators import validate_plan
 from validators.emulator import emulate, run_program
 from validators.faults import plant_fault
@@ -292,6 +293,122 @@ def test_footprints_too_small_or_off_grid_are_caught() -> None:
     assert report.blocks == []
 
 
+def _brute_force(request: PlanRequest, plan: Plan) -> set[tuple[str, tuple[str, ...], int | None]]:
+    """Races (per buffer pair) and clobbers (per reader, writer, point) by walking every
+    thread of the one block in pure Python."""
+    program = build_program(request, plan)
+    bx, by, _ = program.block
+    found: set[tuple[str, tuple[str, ...], int | None]] = set()
+    stamp: dict[int, tuple[int, int]] = {}  # arena byte -> (buffer, byte in it)
+    written: set[tuple[int, int]] = set()
+    epoch: dict[int, set[tuple[int, int, bool]]] = {}  # byte -> (thread, buffer, write)
+
+    def bytes_of(a: Any) -> list[tuple[int, int]]:
+        size = program.buffers[a.buffer].size
+        n = size // a.width
+        out = []
+        for t in range(program.threads):
+            if a.broadcast:
+                elements = list(range(n))
+            else:
+                env = {
+                    "threadIdx.x": t % bx,
+                    "threadIdx.y": t // bx % by,
+                    "threadIdx.z": t // (bx * by),
+                }
+                elements = []
+                names = [v for v, _ in a.loops]
+                for values in itertools.product(*(range(e) for _, e in a.loops)):
+                    env.update(zip(names, values, strict=True))
+                    elements.append(a.constant + sum(c * env.get(v, 0) for v, c in a.coeffs))
+            for e in elements:
+                if 0 <= e < n:
+                    out.extend((t, e * a.width + k) for k in range(a.width))
+        return out
+
+    def close_epoch() -> None:
+        for touches in epoch.values():
+            for t1, b1, w1 in touches:
+                for t2, b2, w2 in touches:
+                    if t1 != t2 and b1 < b2 and (w1 or w2):
+                        ids = (program.buffers[b1].id, program.buffers[b2].id)
+                        found.add(("race", ids, None))
+        epoch.clear()
+
+    for step in program.steps:
+        if step.barrier:
+            close_epoch()
+        touched = [(a, bytes_of(a)) for a in step.accesses]
+        for a, pairs in touched:
+            base = program.buffers[a.buffer].offset
+            for t, rel in pairs:
+                epoch.setdefault(base + rel, set()).add((t, a.buffer, a.op == "write"))
+        for a, pairs in touched:
+            if a.op == "write":
+                base = program.buffers[a.buffer].offset
+                for _, rel in pairs:
+                    stamp[base + rel] = (a.buffer, rel)
+                    written.add((a.buffer, rel))
+        for a, pairs in touched:
+            if a.op == "read":
+                base = program.buffers[a.buffer].offset
+                for _, rel in pairs:
+                    got = stamp.get(base + rel)
+                    if (a.buffer, rel) in written and got != (a.buffer, rel):
+                        assert got is not None
+                        ids = (program.buffers[a.buffer].id, program.buffers[got[0]].id)
+                        found.add(("clobbered", ids, step.point))
+    close_epoch()
+    return found
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.data())
+def test_matches_brute_force_on_random_placements(data: st.DataObject) -> None:
+    """Random offsets, most of them wrong: every race pair and clobber, exactly."""
+    request = data.draw(_kernels(thread_counts=(2, 4, 8), grid=1))
+    plan = planner.plan(request.model_copy(update={"options": Options(time_limit=0.5)}))
+    offsets = {
+        b.id: 16 * data.draw(st.integers(0, max(1, plan.arena_bytes // 16)))
+        for b in request.buffers
+    }
+    plan = _placed_on(plan, offsets)
+    report = emulate(request, plan)
+    got = {
+        (v.code, tuple(v.buffers), v.point if v.code == "clobbered" else None)
+        for v in report.violations
+    }
+    assert got == _brute_force(request, plan)
+
+
+@pytest.mark.parametrize("spread", [1, 1 << 20])  # dense elements, then sparse ones
+def test_extremes_keep_smallest_and_largest_thread(spread: int) -> None:
+    from validators.emulator import _extremes
+
+    rng = np.random.default_rng(spread)
+    elements = rng.integers(0, 50, size=400).astype(np.int64) * spread
+    threads = rng.integers(0, 32, size=400).astype(np.int32)
+    got_e, got_t = _extremes(elements, threads)
+    want: dict[int, set[int]] = {}
+    for e, t in zip(elements.tolist(), threads.tolist(), strict=True):
+        want.setdefault(e, set()).add(t)
+    have: dict[int, set[int]] = {}
+    for e, t in zip(got_e.tolist(), got_t.tolist(), strict=True):
+        have.setdefault(e, set()).add(t)
+    assert have == {e: {min(ts), max(ts)} for e, ts in want.items()}
+    injective = np.arange(10, dtype=np.int64) * spread
+    same_e, _ = _extremes(injective, np.arange(10, dtype=np.int32))
+    assert same_e is injective
+
+
+def _placed_on(plan: Plan, offsets: dict[str, int]) -> Plan:
+    placements = [p.model_copy(update={"offset": offsets[p.id]}) for p in plan.placements]
+    arena = max(p.offset + p.size for p in placements)
+    return plan.model_copy(
+        update={"placements": placements, "arena_bytes": arena, "footprints": []}
+    )
+
+
 # --- plans the planner returns are accepted ----------------------------------------------
 
 
@@ -304,12 +421,16 @@ def test_examples_are_accepted(path: Path) -> None:
 
 
 @st.composite
-def _kernels(draw: st.DrawFn) -> PlanRequest:
+def _kernels(
+    draw: st.DrawFn,
+    thread_counts: tuple[int, ...] = (4, 8, 32, 64),
+    grid: int | None = None,
+) -> PlanRequest:
     """Random kernels over 4 to 64 threads and 1 or 3 blocks: synthetic buffers and patterns
     that keep a float on one thread, read it from every thread, read it back reversed, or
     step with blockIdx (planned per block with ``shrink``)."""
-    threads = draw(st.sampled_from([4, 8, 32, 64]))
-    grid = draw(st.sampled_from([1, 3]))
+    threads = draw(st.sampled_from(thread_counts))
+    grid = grid or draw(st.sampled_from([1, 3]))
     n = draw(st.integers(2, 9))
     horizon = 12
     buffers: list[dict[str, Any]] = []
@@ -321,11 +442,14 @@ def _kernels(draw: st.DrawFn) -> PlanRequest:
         buf: dict[str, Any] = {"id": f"b{i}", "size": size, "start": start, "end": end}
         own = {"bytes": 4, "index": {TX: 1, "r": threads}, "loops": {"r": rows}}
         write = {**own, "op": "write", "at": start}
-        kind = draw(st.sampled_from(["synthetic", "own", "all", "reversed", "block"]))
+        kind = draw(st.sampled_from(["synthetic", "own", "all", "row", "reversed", "block"]))
         if kind == "own":
             buf["accesses"] = [write, {**own, "op": "read", "at": end - 1}]
         elif kind == "all":
             buf["accesses"] = [write, {"op": "read", "at": end - 1, "bytes": 4, "threads": "all"}]
+        elif kind == "row":  # every thread reads the first row, a float per thread
+            row = {"op": "read", "at": end - 1, "bytes": 4, "index": {"k": 1}}
+            buf["accesses"] = [write, {**row, "loops": {"k": threads}}]
         elif kind == "reversed":
             rev = {**own, "index": {TX: -1, "r": threads}, "offset": threads - 1}
             buf["accesses"] = [write, {**rev, "op": "read", "at": end - 1}]

@@ -228,14 +228,34 @@ class _Shape:
 
 
 def _extremes(elements: I64, threads: I32) -> tuple[I64, I32]:
-    """Each distinct element with its smallest thread, and again with its largest if other."""
-    unique, inverse = np.unique(elements, return_inverse=True)
-    if unique.size == elements.size:
+    """Each distinct element with its smallest thread, and again with its largest if other.
+
+    Elements in a dense range are counted in place; sparse ones are sorted.
+    """
+    if elements.size == 0:
         return elements, threads
-    low = np.full(unique.size, np.iinfo(np.int32).max, np.int32)
-    high = np.full(unique.size, -1, np.int32)
-    np.minimum.at(low, inverse, threads)
-    np.maximum.at(high, inverse, threads)
+    first = int(elements.min())
+    span = int(elements.max()) - first + 1
+    keep: I64 | None = None
+    if span <= 4 * elements.size + 1024:
+        slot = elements - first
+        counts = np.bincount(slot, minlength=span)
+        if counts.max() <= 1:
+            return elements, threads
+        keep = np.flatnonzero(counts)
+        unique = keep + first
+        slots = span
+    else:
+        unique, slot = np.unique(elements, return_inverse=True)
+        if unique.size == elements.size:
+            return elements, threads
+        slots = unique.size
+    low = np.full(slots, np.iinfo(np.int32).max, np.int32)
+    high = np.full(slots, -1, np.int32)
+    np.minimum.at(low, slot, threads)
+    np.maximum.at(high, slot, threads)
+    if keep is not None:
+        low, high = low[keep], high[keep]
     several = low != high
     return np.concatenate((unique, unique[several])), np.concatenate((low, high[several]))
 
