@@ -12,10 +12,10 @@ from api import web
 from api.errors import register_exception_handlers
 from api.middleware import RequestMiddleware, configure_access_log
 from api.routes import VERSION, router
-from api.service import WARM_UP, Service, warm_up
+from api.service import Service, warm_up
 from api.settings import Settings, environment_settings
 
-__all__ = ["WARM_UP", "create_app"]
+__all__ = ["create_app"]
 
 
 @asynccontextmanager

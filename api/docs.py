@@ -29,22 +29,27 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     """The schema with every ``#/$defs/X`` replaced by X itself.
 
     Embedded in an OpenAPI operation, ``#/$defs/...`` would resolve against the document root
-    and break /docs; the request models are not recursive, so inlining terminates.
+    and break /docs. A model that contains itself (a plan's ``pareto`` points hold plans) is
+    inlined once; inside itself it is described as an object of that title.
     """
     defs: dict[str, Any] = schema.get("$defs", {})
 
-    def resolve(node: Any) -> Any:
+    def resolve(node: Any, open_refs: frozenset[str]) -> Any:
         if isinstance(node, dict):
             ref = node.get("$ref")
             if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                rest = {k: resolve(v) for k, v in node.items() if k != "$ref"}
-                return {**resolve(defs[ref.removeprefix("#/$defs/")]), **rest}
-            return {k: resolve(v) for k, v in node.items() if k != "$defs"}
+                name = ref.removeprefix("#/$defs/")
+                rest = {k: resolve(v, open_refs) for k, v in node.items() if k != "$ref"}
+                if name in open_refs:
+                    return {"type": "object", "title": name, **rest}
+                return {**resolve(defs[name], open_refs | {name}), **rest}
+            return {k: resolve(v, open_refs) for k, v in node.items() if k != "$defs"}
         if isinstance(node, list):
-            return [resolve(v) for v in node]
+            return [resolve(v, open_refs) for v in node]
         return node
 
-    result: dict[str, Any] = resolve(schema)
+    title = schema.get("title")
+    result: dict[str, Any] = resolve(schema, frozenset({title} if title else ()))
     return result
 
 
@@ -97,10 +102,16 @@ PLAN_RESPONSE_EXAMPLE: dict[str, Any] = {
         {"id": "A_s", "offset": 0, "size": 8192, "memory": "shared"},
         {"id": "C_s", "offset": 0, "size": 16384, "memory": "shared"},
     ],
-    "barriers": {"existing": [4, 9], "inserted": [6], "required": [6]},
+    "barriers": {"existing": [4, 9], "inserted": [], "required": [4]},
     "spilled": [],
+    "global_bytes": 0,
     "footprints": [],
-    "launch": {"dynamic_smem_bytes": 16384, "requires_opt_in": False, "blocks_per_sm": 13},
+    "launch": {
+        "dynamic_smem_bytes": 16384,
+        "requires_opt_in": False,
+        "blocks_per_sm": 13,
+        "naive_blocks_per_sm": 9,
+    },
     "solver": {
         "name": "greedy:size/best-fit",
         "proved_optimal": True,
@@ -109,23 +120,11 @@ PLAN_RESPONSE_EXAMPLE: dict[str, Any] = {
         "tried": [{"name": "greedy:size/best-fit", "arena_bytes": 16384}],
     },
     "graph": {"buffers": 2, "live_edges": 0, "hazard_edges": 0, "components": 2},
-    "diagnostics": [
-        {
-            "level": "info",
-            "code": "barrier_inserted",
-            "message": "barrier inserted at point 6 so that buffers can reuse "
-            "bytes freed before it",
-        },
-        {
-            "level": "info",
-            "code": "accesses_not_used",
-            "message": "access patterns were checked but are not used for planning "
-            "in this version: every buffer is taken as touched by any "
-            "thread over its lifetime",
-        },
-    ],
+    "diagnostics": [],
     "certificate": None,
-    "request_sha256": "2c5decf3a51e52796fb55fb7d39e7fc8f50c8c25c24b2ee0148d0687623b988f",
+    "request_sha256": "0422dd2925f1a68d53512fc2e21462841ddbdb6a8d38151e8f01459b91127226",
+    "aliases": [],
+    "pareto": [],
 }
 
 CHECK_REQUEST_EXAMPLE: dict[str, Any] = {

@@ -6,10 +6,20 @@ from __future__ import annotations
 import math
 
 from planner.errors import RequestError
-from planner.models import PlanRequest
+from planner.models import Plan, PlanRequest
 from planner.models.request import BLOCK_VARS
 
-__all__ = ["access_instances", "cap_time_limit", "check_emulation_budget"]
+__all__ = [
+    "EMULATION_MAX_SPAN",
+    "access_instances",
+    "cap_time_limit",
+    "check_emulation_budget",
+    "check_emulation_span",
+]
+
+# Bytes of arena the emulator shadows, 12 bytes of state each: 16 MiB is 72 times the largest
+# shared memory of any target (232448 bytes), so only a broken or synthetic plan reaches it.
+EMULATION_MAX_SPAN = 1 << 24
 
 
 def cap_time_limit(request: PlanRequest, max_time_limit: float) -> PlanRequest:
@@ -44,4 +54,21 @@ def check_emulation_budget(request: PlanRequest, budget: int) -> None:
             f"emulating this request enumerates {count} accesses, over the limit of {budget}",
             "emulation_budget_exceeded",
             True,
+        )
+
+
+def check_emulation_span(request: PlanRequest, plan: Plan, limit: int = EMULATION_MAX_SPAN) -> None:
+    """Raise ``RequestError`` at ``plan.placements`` when the shared placements span more
+    bytes than the emulator shadows."""
+    sizes = {b.id: b.size for b in request.buffers}
+    shared = [p for p in plan.placements if p.memory == "shared"]
+    lo = min([0, *(p.offset for p in shared)])
+    hi = max([0, *(p.offset + max(p.size, sizes.get(p.id, 0)) for p in shared)])
+    if hi - lo > limit:
+        raise RequestError.field(
+            ("plan", "placements"),
+            f"the shared placements span {hi - lo} bytes, over the {limit} bytes the emulator "
+            "shadows",
+            "emulation_budget_exceeded",
+            hi - lo,
         )

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 import planner
 from api.cache import PlanCache
 from api.emulation import emulate
-from api.limits import cap_time_limit, check_emulation_budget
+from api.limits import cap_time_limit, check_emulation_budget, check_emulation_span
 from api.metrics import Metrics
 from api.pool import SolverPool
 from api.settings import Settings
@@ -20,9 +19,9 @@ from planner.client import CheckReport
 from planner.errors import FormatError, RequestError
 from planner.io import parse_request
 from planner.models import Plan, PlanRequest
+from planner.warm import ensure_warm
 
 __all__ = [
-    "WARM_UP",
     "CheckBody",
     "Service",
     "Solved",
@@ -34,22 +33,11 @@ __all__ = [
 
 INLINE_PARSE_BYTES = 64 << 10  # bodies up to this are parsed on the event loop (< 1 ms)
 
-# Two 1-byte buffers aligned to 4: greedy cannot prove its 5 bytes optimal, so the exact
-# methods run too and their compiled kernels are loaded (or built, on a fresh install).
-WARM_UP: dict[str, Any] = {
-    "name": "warm-up",
-    "options": {"time_limit": 1.0},
-    "buffers": [
-        {"id": "a", "size": 1, "start": 0, "end": 2, "alignment": 4},
-        {"id": "b", "size": 1, "start": 0, "end": 2, "alignment": 4},
-    ],
-}
-
 
 def warm_up() -> None:
-    """Plan ``WARM_UP`` once: the first plan in a process loads the compiled kernels (~0.2 s,
-    or seconds to build them after a fresh install)."""
-    planner.plan(WARM_UP)
+    """Load the compiled kernels and the exact solvers now (~0.3 s, or seconds to build them
+    after a fresh install), not in a compiler's first request."""
+    ensure_warm(planner.plan)
 
 
 @dataclass
@@ -133,6 +121,7 @@ def check(body: bytes, settings: Settings) -> CheckReport:
         raise RequestError.from_validation(exc) from None
     if parsed.emulate:
         check_emulation_budget(parsed.request, settings.max_access_instances)
+        check_emulation_span(parsed.request, parsed.plan)
     static = planner.validate(parsed.request, parsed.plan)
     emulated = emulate(parsed.request, parsed.plan) if parsed.emulate else None
     valid = static.valid and (emulated is None or emulated.valid)

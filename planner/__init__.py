@@ -6,10 +6,17 @@
 64
 """
 
-from planner.client import AsyncClient, Client
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from planner.errors import FormatError, InternalError, PlannerError, RequestError
 from planner.models import Plan, PlanRequest, ValidationReport
-from planner.pipeline import plan, validate
+
+if TYPE_CHECKING:
+    from planner.client import AsyncClient, Client
+    from planner.pipeline import plan, validate
 
 __all__ = [
     "AsyncClient",
@@ -24,3 +31,21 @@ __all__ = [
     "plan",
     "validate",
 ]
+
+# Loaded on first use, so that ``solvers`` and ``validators``, which use planner's modules,
+# can be imported first: the pipeline imports them in turn.
+_LAZY = {
+    "plan": "planner.pipeline",
+    "validate": "planner.pipeline",
+    "Client": "planner.client",
+    "AsyncClient": "planner.client",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'planner' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -1,10 +1,11 @@
 """Which barriers a placement relies on, and the fewest new ones it needs.
 
 A reuse is a pair A, B with A ending before B starts and sharing a byte. It is safe when a
-barrier stands at some p with ``A.end <= p <= B.start`` (DESIGN section 2 with
-``last_access = end - 1`` and ``first_access = start``). Choosing the fewest points that hit
-every such interval is interval stabbing: sort by right end, take the rightmost allowed point,
-which is exact.
+barrier stands at some p with ``last_access(A) < p <= first_access(B)`` (DESIGN section 2;
+without access patterns ``last_access = end - 1`` and ``first_access = start``), or when it
+is a thread-local alias (``planner.aliasing``), which the caller drops from the list.
+Choosing the fewest points that hit every such interval is interval stabbing: sort by right
+end, take the rightmost allowed point, which is exact.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy.typing as npt
 
 from planner.models.request import SyncPolicy
 
-__all__ = ["BarrierChoice", "Reuse", "choose_barriers", "reuses", "stab"]
+__all__ = ["BarrierChoice", "Reuse", "choose_barriers", "hits", "reuses", "stab"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -28,12 +29,23 @@ class Reuse:
 
     previous: int  # buffer index of A
     next: int  # buffer index of B
-    after: int  # A.end
-    before: int  # B.start
+    after: int  # last access of A + 1
+    before: int  # first access of B
 
 
-def reuses(start: I64, end: I64, offset: I64, size: I64) -> list[Reuse]:
+def reuses(
+    start: I64,
+    end: I64,
+    offset: I64,
+    size: I64,
+    *,
+    after: I64 | None = None,
+    before: I64 | None = None,
+) -> list[Reuse]:
     """Every binding reuse of a placement without live overlaps, in O(n log n).
+
+    ``after`` (last access + 1) and ``before`` (first access) default to ``end`` and
+    ``start``.
 
     Buffers are painted onto the address space in start order; the owners a new buffer paints
     over are its predecessors on those bytes. For each byte only the latest predecessor binds:
@@ -44,6 +56,8 @@ def reuses(start: I64, end: I64, offset: I64, size: I64) -> list[Reuse]:
     owners: list[int] = [-1]  # buffer painted last on segment k, -1 for none
     found: list[Reuse] = []
     starts, ends = start.tolist(), end.tolist()  # Python ints: numpy scalars are slow here
+    afters = ends if after is None else after.tolist()
+    befores = starts if before is None else before.tolist()
     los = offset.tolist()
     his = (offset + size).tolist()
     for b in order.tolist():
@@ -52,7 +66,7 @@ def reuses(start: I64, end: I64, offset: I64, size: I64) -> list[Reuse]:
         j = _split(bounds, owners, hi)
         for a in sorted(set(owners[k:j])):
             if a >= 0 and ends[a] <= begin:
-                found.append(Reuse(a, b, ends[a], begin))
+                found.append(Reuse(a, b, afters[a], befores[b]))
         bounds[k:j] = [lo]
         owners[k:j] = [b]
     return found
@@ -68,7 +82,8 @@ def _split(bounds: list[int], owners: list[int], at: int) -> int:
     return k + 1
 
 
-def _hits(points: list[int], left: int, right: int) -> bool:
+def hits(points: list[int], left: int, right: int) -> bool:
+    """Whether a point of ``points`` (sorted) lies in ``[left, right]``."""
     k = bisect.bisect_left(points, left)
     return k < len(points) and points[k] <= right
 
@@ -115,12 +130,12 @@ def choose_barriers(
     candidates: list[int] | None,
 ) -> BarrierChoice:
     """New barriers (fewest) and the barriers relied on, preferring existing ones."""
-    uncovered = [r for r in found if not _hits(existing, r.after, r.before)]
+    uncovered = [r for r in found if not hits(existing, r.after, r.before)]
     allowed: list[int] | None = [] if sync == "existing" else candidates
     if allowed is not None:
         allowed = sorted(set(allowed) - set(existing))
     new, missed_iv = stab([(r.after, r.before) for r in uncovered], allowed)
-    rest = [r for r in found if not _hits(new, r.after, r.before)]
+    rest = [r for r in found if not hits(new, r.after, r.before)]
     kept, _ = stab([(r.after, r.before) for r in rest], existing)
     missed_set = set(missed_iv)
     missed = [r for r in uncovered if (r.after, r.before) in missed_set]

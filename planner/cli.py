@@ -1,4 +1,4 @@
-"""The ``planner`` command: plan, validate, convert, bench and serve.
+"""The ``planner`` command: plan, validate, convert, bench, serve, batch and selftest.
 
 Exit codes: 0 planned (optimal or feasible) or valid; 1 infeasible, unknown or an invalid
 plan; 2 bad input (a missing or malformed file, a bad request, a bad flag value), reported
@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import NoReturn
 
 import planner
+from planner import batch as batch_mod
 from planner import bench as bench_mod
+from planner import selftest as selftest_mod
 from planner.csvio import csv_losses, load_request, with_overrides, write_csv
 from planner.emit import EMITTERS, emit_svg
 from planner.errors import FormatError, InternalError, RequestError
@@ -108,6 +110,18 @@ def _parser() -> _Parser:
     v = sub.add_parser("validate", help="check a plan against its request")
     v.add_argument("request", metavar="REQUEST", help="request .json or .csv file")
     v.add_argument("plan", metavar="PLAN", help="plan .json file")
+    v.add_argument(
+        "--emulate",
+        action="store_true",
+        help="also run the plan's kernel program on the CPU emulator (races, clobbers)",
+    )
+    v.add_argument(
+        "--max-blocks",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="with --emulate: distinct blocks to emulate at most (default 16)",
+    )
 
     c = sub.add_parser("convert", help="MiniMalloc CSV to JSON request, or JSON to CSV")
     c.add_argument("input", metavar="IN", help=".csv or .json; - for stdin")
@@ -162,6 +176,8 @@ def _parser() -> _Parser:
 
     t = sub.add_parser("targets", help="list the device profiles")
     t.add_argument("--json", action="store_true", help="print the profiles as JSON")
+    batch_mod.add_parser(sub)
+    selftest_mod.add_parser(sub)
     return parser
 
 
@@ -273,23 +289,40 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 def _cmd_validate(args: argparse.Namespace) -> int:
     if args.request == "-" and args.plan == "-":
         raise _UsageError("REQUEST and PLAN cannot both be read from stdin")
+    if args.max_blocks is not None and not args.emulate:
+        raise _UsageError("--max-blocks needs --emulate")
     try:
         request = load_request(args.request)
     except RequestError as exc:
         return _fail(_describe(exc, _label(args.request)))
     plan = _read_plan(args.plan)
     report = planner.validate(request, plan)
-    for v in report.violations:
+    violations = list(report.violations)
+    truncated = report.truncated
+    emulated = ""
+    if args.emulate:
+        from validators.emulator import DEFAULT_MAX_BLOCKS, emulate
+
+        run = emulate(request, plan, max_blocks=args.max_blocks or DEFAULT_MAX_BLOCKS)
+        violations += run.violations
+        truncated = truncated or run.truncated
+        for note in run.notes:
+            print(f"note: {note}")
+        blocks = f"{len(run.blocks)} block{'s' if len(run.blocks) != 1 else ''}"
+        emulated = (
+            f"; emulated {blocks} of {run.threads} threads, {run.byte_accesses} byte accesses"
+        )
+    for v in violations:
         where = f" at point {v.point}" if v.point is not None else ""
         print(f"{v.code}{where}: {v.message}")
-    if report.valid:
+    if not violations and not truncated:
         print(
             f"valid: {len(plan.placements)} placements of {request.name!r}, "
-            f"arena {plan.arena_bytes} B"
+            f"arena {plan.arena_bytes} B{emulated}"
         )
         return EXIT_OK
-    more = " (list truncated)" if report.truncated else ""
-    n = len(report.violations)
+    more = " (list truncated)" if truncated else ""
+    n = len(violations)
     print(f"invalid: {n} violation{'s' if n != 1 else ''}{more}")
     return EXIT_FAILED
 
@@ -442,6 +475,8 @@ _COMMANDS = {
     "serve": _cmd_serve,
     "bench": _cmd_bench,
     "targets": _cmd_targets,
+    "batch": batch_mod.command,
+    "selftest": selftest_mod.command,
 }
 
 

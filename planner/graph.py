@@ -1,9 +1,10 @@
 """The interference graph: which buffers may never share a byte, and the lower bound.
 
 Two buffers conflict when their *occupied* intervals intersect. The occupied interval is the
-lifetime ``[start, end)`` extended, under a sync policy, until the first barrier at or after
-``end`` (barrier-extended: without a thread-local exemption a buffer stays occupied until the
-next barrier after its last access, DESIGN section 2):
+lifetime ``[start, end)`` extended, under a sync policy, until the first barrier after the
+buffer's last access (barrier-extended: without a thread-local exemption a buffer stays
+occupied until the next barrier after its last access, DESIGN section 2; without access
+patterns the last access is at ``end - 1``):
 
 - ``"none"``: no extension; the caller synchronizes.
 - ``"existing"``: extended to the next barrier of the request.
@@ -26,6 +27,7 @@ import numpy.typing as npt
 from planner._jit import njit
 from planner.models import PlanRequest
 from planner.models.request import SyncPolicy
+from planner.patterns import access_span
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -267,18 +269,33 @@ def _backward_lists(hi: I64) -> tuple[I64, I64]:
     return ptr, back
 
 
-def build_graph(request: PlanRequest, sync: SyncPolicy | None = None) -> InterferenceGraph:
-    """Arrays and occupied intervals of the request's buffers under a sync policy."""
+def build_graph(
+    request: PlanRequest,
+    sync: SyncPolicy | None = None,
+    *,
+    barriers: list[int] | None = None,
+    sizes: list[int] | None = None,
+) -> InterferenceGraph:
+    """Arrays and occupied intervals of the request's buffers under a sync policy.
+
+    ``barriers`` (sorted) replaces the policy's set of points that end an occupied interval;
+    ``sizes`` (bytes, request order) replaces the declared sizes (per-block footprints).
+    """
     bufs = request.buffers
     n = len(bufs)
     start = np.fromiter((b.start for b in bufs), dtype=np.int64, count=n)
     end = np.fromiter((b.end for b in bufs), dtype=np.int64, count=n)
+    after_last = np.fromiter((access_span(b)[1] + 1 for b in bufs), dtype=np.int64, count=n)
+    points = sync_barriers(request, sync) if barriers is None else barriers
+    released = extend_to_barriers(after_last, points, request.horizon)
     return InterferenceGraph(
         ids=[b.id for b in bufs],
         start=start,
         end=end,
-        occupied_end=extend_to_barriers(end, sync_barriers(request, sync), request.horizon),
-        size=np.fromiter((b.size for b in bufs), dtype=np.int64, count=n),
+        occupied_end=np.maximum(released, end),
+        size=np.fromiter(
+            (b.size for b in bufs) if sizes is None else sizes, dtype=np.int64, count=n
+        ),
         alignment=np.fromiter((request.alignment_of(b) for b in bufs), dtype=np.int64, count=n),
         pinned=np.fromiter(
             (-1 if b.offset is None else b.offset for b in bufs), dtype=np.int64, count=n

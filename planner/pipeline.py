@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import bisect
+from dataclasses import dataclass, replace
+from importlib.util import find_spec
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from planner.barriers import BarrierChoice, choose_barriers, reuses
+from planner.access import budget_diagnostics
+from planner.aliasing import ALIAS_MAX_BUFFERS, Owners, alias_chains, merge_chains, sharing_pairs
+from planner.barriers import BarrierChoice, choose_barriers, hits, reuses
 from planner.errors import InternalError, RequestError
-from planner.graph import InterferenceGraph, build_graph
+from planner.graph import InterferenceGraph, LowerBound, build_graph, sync_barriers
 from planner.io import parse_plan, parse_request, request_sha256
 from planner.models import (
     DEFAULT_MAX_BUFFERS,
     Barriers,
     Certificate,
     Diagnostic,
+    Footprint,
     GraphStats,
     Launch,
+    ParetoPoint,
     Placement,
     Plan,
     PlanRequest,
@@ -27,9 +33,10 @@ from planner.models import (
     Status,
     ValidationReport,
 )
-from planner.models.request import SyncPolicy
+from planner.patterns import access_span, block_slice
 from planner.spill import plan_with_spill
 from planner.targets import launch_figures
+from planner.warm import ensure_warm
 from solvers.auto import EXACT_METHODS, SOLVERS, Solution, exact_method, solve
 from solvers.greedy import HEURISTICS
 from validators import validate_plan
@@ -38,6 +45,9 @@ __all__ = ["plan", "validate"]
 
 I64 = npt.NDArray[np.int64]
 MAX_DIAGNOSTICS = 50
+MAX_FORWARD_POINTS = 32  # new barriers the fewer-barrier search picks from
+BARRIER_MODEL_MAX_BUFFERS = 64  # the exact barrier model has a disjunction per pair
+PARETO_STEPS = 8  # intermediate plans per method on the Pareto front
 
 
 def validate(
@@ -54,23 +64,33 @@ def plan(
     max_buffers: int = DEFAULT_MAX_BUFFERS,
 ) -> Plan:
     """Plan a request; the result has passed the static validator. Raises ``RequestError``."""
+    ensure_warm(plan)
     req = parse_request(request, max_buffers=max_buffers)
-    heuristics = _heuristics(req.options.solver)
-    # With sync "insert" a second attempt on barrier-extended lifetimes may follow; each gets
-    # half the time limit so the total stays within it.
-    budget = req.options.time_limit / (2 if req.options.sync == "insert" else 1)
-    attempt = _attempt(req, req.options.sync, heuristics, budget)
-    fallback = _needs_fallback(req, attempt)
-    if fallback:
-        # Objective: smallest arena, then fewest new barriers. The plan on barrier-extended
-        # lifetimes needs none; take it when it is as small, or when the cap forbids more.
-        other = _attempt(req, "existing", heuristics, budget)
-        capped = req.options.max_new_barriers is not None
-        if capped or other.result.arena_bytes <= attempt.result.arena_bytes:
-            attempt = other
-    result = _assemble(req, attempt, fallback)
+    ctx = _context(req, _heuristics(req.options.solver))
+    attempts = _attempts(ctx)
+    chosen = _choose(req, attempts)
+    best = chosen
+    # Every attempt's bound holds for the whole request (within the cap): keep the best.
+    bound = max(a.result.bound for a in attempts)
+    if bound > best.result.bound:
+        proved = best.result.proved_optimal or best.arena <= bound
+        best = replace(best, result=replace(best.result, bound=bound, proved_optimal=proved))
+    pareto: list[ParetoPoint] = []
+    if req.options.pareto:
+        # Under "existing" and "none" no barrier is inserted: the front is the one plan.
+        front = _frontier(_allowed(req, attempts)) if req.options.sync == "insert" else [chosen]
+        for a in front:
+            point = _checked(req, _assemble(ctx, best if a is chosen else a, a is chosen))
+            pareto.append(ParetoPoint(arena_bytes=a.arena, new_barriers=a.new_barriers, plan=point))
+    result = _assemble(ctx, best, True)
+    if pareto:
+        result = result.model_copy(update={"pareto": pareto})
     if req.options.overflow == "spill" and result.status in ("infeasible", "unknown"):
         result = plan_with_spill(req, result, plan)
+    return _checked(req, result)
+
+
+def _checked(req: PlanRequest, result: Plan) -> Plan:
     report = validate_plan(req, result)
     if not report.valid:
         _raise_for(req, report)
@@ -78,39 +98,317 @@ def plan(
 
 
 @dataclass(frozen=True)
+class _Context:
+    """What every attempt of one request shares."""
+
+    req: PlanRequest
+    heuristics: list[str] | None
+    sizes: list[int]  # bytes planned per buffer: declared, or the per-block footprint
+    footprints: list[Footprint]
+    existing: list[int]  # sorted
+    owners: Owners | None  # None: no buffer can alias (no patterns, or too many buffers)
+    reference: InterferenceGraph  # the policy's graph: every conflict it must respect
+    bound: LowerBound  # valid for every plan of the request, aliases included
+    exact: bool  # the reference graph's conflicts are exactly the request's: proofs hold
+
+
+@dataclass(frozen=True)
 class _Attempt:
-    graph: InterferenceGraph
+    """One placement and the barriers and aliases that make it safe."""
+
+    label: str  # which attempt: "policy", "existing", "aliases", "forward:k", "exact:k"
     result: Solution
     barriers: BarrierChoice
+    aliases: list[tuple[int, int]]
+
+    @property
+    def arena(self) -> int:
+        return self.result.arena_bytes
+
+    @property
+    def new_barriers(self) -> int:
+        return len(self.barriers.inserted)
+
+
+def _context(req: PlanRequest, heuristics: list[str] | None) -> _Context:
+    footprints: list[Footprint] = []
+    sizes = [b.size for b in req.buffers]
+    if req.options.shrink:
+        for i, b in enumerate(req.buffers):
+            part = block_slice(req, b)
+            if part is not None and part.size < b.size:
+                sizes[i] = part.size
+                footprints.append(
+                    Footprint(
+                        id=b.id,
+                        declared=b.size,
+                        planned=part.size,
+                        index_base={**part.coefficients, "constant": part.constant},
+                    )
+                )
+    shrunk = frozenset(i for i, b in enumerate(req.buffers) if sizes[i] != b.size)
+    existing = sorted(set(req.barriers))
+    patterned = any(b.accesses for i, b in enumerate(req.buffers) if i not in shrunk)
+    aliasing = patterned and len(req.buffers) <= ALIAS_MAX_BUFFERS and req.options.sync != "none"
+    owners = Owners(req, existing, shrunk) if aliasing else None
+    reference = build_graph(req, sizes=sizes)
+    # The graph is exact unless aliases are possible, or a buffer's first access comes after
+    # a barrier point inside its lifetime (the graph then keeps it from bytes that barrier
+    # frees). Otherwise only the lifetimes themselves bound the arena.
+    exact = owners is None and not _late_first_access(req, sync_barriers(req))
+    loose = reference if exact else build_graph(req, "none", sizes=sizes)
+    return _Context(
+        req, heuristics, sizes, footprints, existing, owners, reference, loose.lower_bound, exact
+    )
+
+
+def _late_first_access(req: PlanRequest, points: list[int] | None) -> bool:
+    """Whether a point that ends occupied intervals lies in ``(start, first access]`` of a
+    buffer."""
+    if not points:
+        return False
+    for b in req.buffers:
+        first, _ = access_span(b)
+        k = bisect.bisect_right(points, b.start)
+        if k < len(points) and points[k] <= first:
+            return True
+    return False
+
+
+def _attempts(ctx: _Context) -> list[_Attempt]:
+    """Placements to choose from: the policy's, and under "insert" fewer-barrier ones.
+
+    Each gets a fixed share of the time limit, so the same request gets the same budgets.
+    """
+    req = ctx.req
+    limit = req.options.time_limit
+    policy = sync_barriers(req)
+    if req.options.sync != "insert" or req.options.max_new_barriers == 0:
+        if ctx.owners is None:
+            return [_attempt(ctx, policy, limit, "policy")]
+        return [
+            _attempt(ctx, policy, limit / 2, "policy"),
+            _attempt(ctx, policy, limit / 2, "aliases", merge=True),
+        ]
+    full = _attempt(ctx, policy, limit * 3 / 8, "policy")
+    found = [full]
+    if ctx.owners is not None:
+        found.append(_attempt(ctx, policy, limit / 16, "aliases", merge=True))
+    if not full.new_barriers:
+        return found
+    found.append(_attempt(ctx, ctx.existing, limit / 8, "existing"))
+    if ctx.owners is not None:
+        found.append(_attempt(ctx, ctx.existing, limit / 16, "existing+aliases", merge=True))
+    found.extend(_fewer_barriers(ctx, full, limit / 8))
+    # Nothing to gain when a plan without new barriers is already as small as the full one.
+    settled = min(a.arena for a in found if not a.new_barriers) <= full.arena
+    if _exact_applies(ctx) and not (settled and not req.options.pareto):
+        found.extend(_exact_barriers(ctx, full, limit / 4))
+    return found
+
+
+def _allowed(req: PlanRequest, attempts: list[_Attempt]) -> list[_Attempt]:
+    """The attempts within ``max_new_barriers`` whose reuses all have a barrier."""
+    cap = req.options.max_new_barriers
+    return [a for a in attempts if (cap is None or a.new_barriers <= cap) and not a.barriers.missed]
+
+
+def _choose(req: PlanRequest, attempts: list[_Attempt]) -> _Attempt:
+    """Smallest arena, then fewest new barriers, among the plans within the cap."""
+    return min(_allowed(req, attempts) or attempts, key=lambda a: (a.arena, a.new_barriers))
+
+
+def _frontier(attempts: list[_Attempt]) -> list[_Attempt]:
+    """Non-dominated (arena, new barriers) attempts, fewest barriers first."""
+    out: list[_Attempt] = []
+    for a in sorted(attempts, key=lambda a: (a.new_barriers, a.arena)):
+        if not out or a.arena < out[-1].arena:
+            out.append(a)
+    return out
+
+
+def _fewer_barriers(ctx: _Context, full: _Attempt, budget: float) -> list[_Attempt]:
+    """Plans on the existing barriers plus k of the full plan's new ones, chosen greedily by
+    the lower bound they allow, for the k the cap or the Pareto front asks for."""
+    req = ctx.req
+    pool = full.barriers.inserted[:MAX_FORWARD_POINTS]
+    cap = req.options.max_new_barriers
+    top = min(full.new_barriers - 1, len(pool))  # more would be the full plan again
+    wanted: set[int] = set()
+    if req.options.pareto and top > 0:
+        if top <= PARETO_STEPS:
+            wanted = set(range(1, top + 1))
+        else:
+            wanted = {1 + (top - 1) * s // (PARETO_STEPS - 1) for s in range(PARETO_STEPS)}
+    if cap is not None and 0 < cap <= top:
+        wanted.add(cap)
+    if not wanted:
+        return []
+    chosen: list[int] = []
+    found: list[_Attempt] = []
+    share = budget / len(wanted)
+    for k in range(1, max(wanted) + 1):
+        rest = [p for p in pool if p not in chosen]
+        if not rest:
+            break
+        chosen.append(min(rest, key=lambda p: (_bound_with(ctx, [*chosen, p]), p)))
+        if k in wanted:
+            points = sorted(set(ctx.existing) | set(chosen))
+            found.append(_attempt(ctx, points, share, f"forward:{k}"))
+    return found
+
+
+def _bound_with(ctx: _Context, extra: list[int]) -> int:
+    points = sorted(set(ctx.existing) | set(extra))
+    return build_graph(ctx.req, barriers=points, sizes=ctx.sizes).lower_bound.bytes
+
+
+def _exact_applies(ctx: _Context) -> bool:
+    req = ctx.req
+    return (
+        len(req.buffers) <= BARRIER_MODEL_MAX_BUFFERS
+        and req.options.solver in ("auto", "exact", "cpsat")
+        and find_spec("ortools") is not None
+    )
+
+
+def _exact_barriers(ctx: _Context, full: _Attempt, budget: float) -> list[_Attempt]:
+    """The barrier model at the cap (or none), and under ``pareto`` at every smaller cap."""
+    from solvers.barrier_model import BarrierProblem, solve_barriers
+
+    req, g = ctx.req, ctx.reference
+    spans = [access_span(b) for b in req.buffers]
+    aliases: frozenset[tuple[int, int]] = frozenset()
+    if ctx.owners is not None:
+        owners = ctx.owners
+        aliases = frozenset(
+            (a, b)
+            for a in range(g.n)
+            for b in range(g.n)
+            if g.end[a] <= g.start[b] and owners.compatible(a, b, 0)
+        )
+    candidates = req.options.barrier_candidates
+    problem = BarrierProblem(
+        start=g.start,
+        end=g.end,
+        after=np.asarray([s[1] + 1 for s in spans], dtype=np.int64),
+        before=np.asarray([s[0] for s in spans], dtype=np.int64),
+        size=g.size,
+        alignment=g.alignment,
+        pinned=g.pinned,
+        existing=ctx.existing,
+        allowed=None if candidates is None else sorted(set(candidates)),
+        aliases=aliases,
+    )
+    cap = req.options.max_new_barriers
+    caps: list[int | None] = [cap]
+    if req.options.pareto:
+        top = full.new_barriers if cap is None else min(cap, full.new_barriers)
+        caps += list(range(min(top, PARETO_STEPS)))
+    share = budget / len(caps)
+    stacked = int(g.size.sum()) + int(g.alignment.sum())  # bytes: room for any plan
+    found: list[_Attempt] = []
+    for k in caps:
+        solved = solve_barriers(
+            problem,
+            capacity=req.effective_capacity,
+            lower_bound=ctx.bound.bytes,
+            # Without a cap the full plan is one of the model's: its arena bounds the space.
+            upper=full.arena if k is None else stacked,
+            max_new=k,
+            time_limit=share,
+            hint=(full.result.offsets, full.barriers.inserted) if k is None else None,
+        )
+        if solved is None:
+            continue
+        # The model aliases only at equal offsets: its optimum proves nothing when aliases at
+        # other offsets are possible.
+        proved = solved.optimal and k == cap and ctx.owners is None
+        result = Solution(
+            name="exact:barrier-model",
+            offsets=solved.offsets,
+            arena_bytes=solved.arena_bytes,
+            bound=solved.arena_bytes if proved else ctx.bound.bytes,
+            proved_optimal=proved or solved.arena_bytes <= ctx.bound.bytes,
+            tried=[*full.result.tried, ("exact:barrier-model", solved.arena_bytes)],
+        )
+        found.append(_protected(ctx, f"exact:{k}", result))
+    return found
 
 
 def _attempt(
-    req: PlanRequest, sync: SyncPolicy, heuristics: list[str] | None, time_limit: float
+    ctx: _Context,
+    points: list[int] | None,
+    time_limit: float,
+    label: str,
+    *,
+    merge: bool = False,
 ) -> _Attempt:
-    graph = build_graph(req, sync)
+    """Plan on occupied intervals that end at ``points`` (None: at the lifetime's end)."""
+    req = ctx.req
+    g = build_graph(req, barriers=points, sizes=ctx.sizes)
+    solve_on, node = g, None
+    if merge and ctx.owners is not None:
+        parent = alias_chains(g, ctx.owners)
+        if any(p >= 0 for p in parent):
+            solve_on, node = merge_chains(g, parent)
     result = solve(
-        graph,
+        solve_on,
         solver=req.options.solver,
-        heuristics=heuristics,
+        heuristics=ctx.heuristics,
         capacity=req.effective_capacity,
         time_limit=time_limit,
     )
-    found = reuses(graph.start, graph.end, result.offsets, graph.size)
+    trusted = label == "policy" and ctx.exact
+    if node is not None:
+        offsets = result.offsets[node]
+        arena = int((offsets + g.size).max()) if g.n else 0
+        result = replace(result, offsets=offsets, arena_bytes=arena, infeasible=None)
+    if not trusted:
+        # Proofs on this graph hold for it alone; only the request-wide bound is kept.
+        bound = ctx.bound.bytes
+        result = replace(
+            result,
+            bound=bound,
+            proved_optimal=result.arena_bytes <= bound,
+            infeasible=None,
+        )
+    return _protected(ctx, label, result)
+
+
+def _protected(ctx: _Context, label: str, result: Solution) -> _Attempt:
+    """The barriers (fewest) and aliases that make a placement safe."""
+    req = ctx.req
+    g = ctx.reference
+    sync = req.options.sync
     candidates = req.options.barrier_candidates
-    choice = choose_barriers(
-        found,
-        sorted(set(req.barriers)),
-        sync,
-        None if candidates is None else sorted(set(candidates)),
-    )
-    return _Attempt(graph, result, choice)
-
-
-def _needs_fallback(req: PlanRequest, attempt: _Attempt) -> bool:
-    opts = req.options
-    if opts.sync != "insert" or not attempt.barriers.inserted:
-        return False
-    return opts.max_new_barriers is None or len(attempt.barriers.inserted) > opts.max_new_barriers
+    allowed = None if candidates is None else sorted(set(candidates))
+    offsets = result.offsets
+    spans = [access_span(b) for b in req.buffers]
+    if ctx.owners is None:
+        found = reuses(
+            g.start,
+            g.end,
+            offsets,
+            g.size,
+            after=np.asarray([s[1] + 1 for s in spans], dtype=np.int64),
+            before=np.asarray([s[0] for s in spans], dtype=np.int64),
+        )
+        return _Attempt(label, result, choose_barriers(found, ctx.existing, sync, allowed), [])
+    owners = ctx.owners
+    pairs = sharing_pairs(req, offsets, g.size)
+    local = [
+        r
+        for r in pairs
+        if not hits(ctx.existing, r.after, r.before)
+        and owners.compatible(r.previous, r.next, int(offsets[r.next] - offsets[r.previous]))
+    ]
+    alias_set = {(r.previous, r.next) for r in local}
+    rest = [r for r in pairs if (r.previous, r.next) not in alias_set]
+    choice = choose_barriers(rest, ctx.existing, sync, allowed)
+    runtime = sorted(set(ctx.existing) | set(choice.inserted))
+    aliases = [(r.previous, r.next) for r in local if not hits(runtime, r.after, r.before)]
+    return _Attempt(label, result, choice, sorted(aliases))
 
 
 def _heuristics(solver: str) -> list[str] | None:
@@ -179,20 +477,22 @@ def _certificate(
     return None
 
 
-def _assemble(req: PlanRequest, attempt: _Attempt, fell_back: bool) -> Plan:
-    g, result, choice = attempt.graph, attempt.result, attempt.barriers
+def _assemble(ctx: _Context, attempt: _Attempt, chosen: bool) -> Plan:
+    """The plan of one attempt; ``chosen``: the main plan (its diagnostics say why)."""
+    req, g = ctx.req, ctx.reference
+    result, choice = attempt.result, attempt.barriers
     arena = result.arena_bytes
-    bound = g.lower_bound
     capacity = req.effective_capacity
     status = _status(result, capacity)
-    certificate = _certificate(g, result, capacity)
+    certificate = _certificate(g, result, capacity) if status == "infeasible" else None
     gap = (arena - result.bound) / result.bound if result.bound else 0.0
+    naive = _naive_bytes(build_graph(req, "none"))
     return Plan(
         name=req.name,
         status=status,
         arena_bytes=arena,
-        lower_bound=bound.bytes,
-        naive_bytes=_naive_bytes(g),
+        lower_bound=ctx.bound.bytes,
+        naive_bytes=naive,
         capacity=capacity,
         placements=[
             # Built from checked arrays; skipping re-validation matters at 100k buffers.
@@ -202,11 +502,12 @@ def _assemble(req: PlanRequest, attempt: _Attempt, fell_back: bool) -> Plan:
             )
         ],
         barriers=Barriers(
-            existing=sorted(set(req.barriers)),
+            existing=ctx.existing,
             inserted=choice.inserted,
             required=choice.required,
         ),
-        launch=Launch(**launch_figures(req.target, arena, _naive_bytes(g))),
+        footprints=ctx.footprints,
+        launch=Launch(**launch_figures(req.target, arena, naive)),
         solver=SolverInfo(
             name=result.name,
             proved_optimal=result.proved_optimal,
@@ -220,20 +521,18 @@ def _assemble(req: PlanRequest, attempt: _Attempt, fell_back: bool) -> Plan:
             hazard_edges=g.hazard_edges,
             components=g.components,
         ),
-        diagnostics=_diagnostics(req, g, attempt, arena, status, fell_back),
+        diagnostics=_diagnostics(ctx, attempt, status, chosen),
         certificate=certificate,
         request_sha256=request_sha256(req),
+        aliases=[[g.ids[a], g.ids[b]] for a, b in attempt.aliases],
     )
 
 
 def _diagnostics(
-    req: PlanRequest,
-    g: InterferenceGraph,
-    attempt: _Attempt,
-    arena: int,
-    status: Status,
-    fell_back: bool,
+    ctx: _Context, attempt: _Attempt, status: Status, chosen: bool
 ) -> list[Diagnostic]:
+    req, g = ctx.req, ctx.reference
+    arena = attempt.arena
     notes: list[Diagnostic] = []
     capacity = req.effective_capacity
     if status == "infeasible" and attempt.result.infeasible is not None:
@@ -267,19 +566,21 @@ def _diagnostics(
                 level="warning",
                 code="over_capacity",
                 message=f"the best plan found needs {arena} bytes, {arena - capacity} over the "
-                f"capacity of {capacity}; the lower bound is {g.lower_bound.bytes}",
+                f"capacity of {capacity}; the lower bound is {ctx.bound.bytes}",
             )
         )
     for note in attempt.result.notes:
         notes.append(Diagnostic(level="warning", code="solver_unavailable", message=note))
-    if fell_back and not attempt.barriers.inserted:
+    insert = req.options.sync == "insert"
+    if chosen and insert and not attempt.barriers.inserted and attempt.label != "policy":
+        cap = req.options.max_new_barriers
         notes.append(
             Diagnostic(
                 level="info",
                 code="no_new_barriers",
-                message="planned on barrier-extended lifetimes: inserting barriers would not "
-                "make the arena smaller"
-                if req.options.max_new_barriers is None
+                message="planned on barrier-extended lifetimes: inserting barriers would "
+                "not make the arena smaller"
+                if cap is None or cap > 0
                 else "planned on barrier-extended lifetimes to respect max_new_barriers",
             )
         )
@@ -292,21 +593,52 @@ def _diagnostics(
                 "freed before it",
             )
         )
-    if any(b.accesses for b in req.buffers):
+    for a, b in attempt.aliases:
         notes.append(
             Diagnostic(
                 level="info",
-                code="accesses_not_used",
-                message="access patterns were checked but are not used for planning in this "
-                "version: every buffer is taken as touched by any thread over its lifetime",
+                code="thread_local_alias",
+                message=f"{g.ids[b]} reuses bytes of {g.ids[a]} with no barrier: each shared "
+                "byte is touched by one and the same thread in both",
             )
         )
+    notes.extend(_footprint_notes(ctx))
+    if ctx.owners is not None:
+        notes.extend(budget_diagnostics(req))
     if len(notes) > MAX_DIAGNOSTICS:
         dropped = len(notes) - MAX_DIAGNOSTICS + 1
         notes = [
             *notes[: MAX_DIAGNOSTICS - 1],
             Diagnostic(level="info", code="truncated", message=f"{dropped} more notes omitted"),
         ]
+    return notes
+
+
+def _footprint_notes(ctx: _Context) -> list[Diagnostic]:
+    """Per buffer indexed by blockIdx: bytes each block declares but never touches."""
+    notes: list[Diagnostic] = []
+    for f in ctx.footprints:
+        notes.append(
+            Diagnostic(
+                level="info",
+                code="footprint_shrunk",
+                message=f"{f.id}: each block touches {f.planned} of its {f.declared} declared "
+                f"bytes; planned {f.planned}, the compiler subtracts index_base",
+            )
+        )
+    if ctx.req.options.shrink:
+        return notes
+    for b in ctx.req.buffers:
+        part = block_slice(ctx.req, b)
+        if part is not None and part.size < b.size:
+            notes.append(
+                Diagnostic(
+                    level="info",
+                    code="untouched_bytes",
+                    message=f"{b.id}: each block touches only {part.size} of its {b.size} "
+                    f"declared bytes; options.shrink would save {b.size - part.size} bytes",
+                )
+            )
     return notes
 
 

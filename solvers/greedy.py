@@ -13,6 +13,11 @@ Skyline heuristics apply to requests with no pinned buffer and at most
 ``SKYLINE_MAX_BUFFERS`` buffers (their cost grows with buffers x time points). The portfolio
 runs every applicable heuristic and keeps the smallest arena; ties go to the earlier name in
 ``HEURISTICS``, and every random choice is seeded, so the result is deterministic.
+
+Thread-local aliasing enters as a move on the graph the portfolio is given: the planner
+(``planner.aliasing``) fuses each buffer that can sit exactly over a dead, owner-compatible one
+into a single node, so every heuristic here, and every exact method, places the pair at one
+offset with no barrier between them.
 """
 
 from __future__ import annotations

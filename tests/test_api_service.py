@@ -6,9 +6,11 @@ import asyncio
 import copy
 import json
 import logging
+import random
 import re
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -29,8 +31,12 @@ from api.middleware import ACCESS_LOGGER
 from api.settings import Settings
 from planner.models import Plan, PlanRequest
 from planner.targets import TARGETS
+from validators.emulator import emulate
+from validators.faults import plant_fault
 
 from .samples import TWO_PHASE
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 @pytest.fixture(scope="module")
@@ -106,50 +112,37 @@ def test_validate_rejects_malformed_json(client: TestClient) -> None:
     assert error["type"] == "json_invalid"
 
 
-def test_validate_emulate_without_emulator_is_a_422(
-    client: TestClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import importlib
-
-    real = importlib.import_module
-
-    def without_emulator(name: str, package: str | None = None) -> Any:
-        if name == "validators.emulator":
-            raise ModuleNotFoundError(name)
-        return real(name, package)
-
-    monkeypatch.setattr(importlib, "import_module", without_emulator)
-    plan = planner.plan(TWO_PHASE).model_dump(mode="json")
-    response = client.post("/validate", json={"request": TWO_PHASE, "plan": plan, "emulate": True})
-    (error,) = _errors(response, 422)
-    assert error["loc"] == ["body", "emulate"]
-    assert error["type"] == "emulator_unavailable"
-
-
-def test_validate_runs_the_emulator_when_installed(
-    client: TestClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import sys
-    import types
-
-    seen: list[tuple[PlanRequest, Plan]] = []
-
-    def emulate(request: PlanRequest, plan: Plan) -> dict[str, Any]:
-        seen.append((request, plan))
-        return {"violations": [{"code": "race", "message": "a and b race at point 4"}]}
-
-    module = types.ModuleType("validators.emulator")
-    module.emulate = emulate  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "validators.emulator", module)
-    plan = planner.plan(TWO_PHASE)
-    body = {"request": TWO_PHASE, "plan": plan.model_dump(mode="json"), "emulate": True}
-    report = _check(client, body)
+def test_validate_emulates_a_correct_plan_clean(client: TestClient) -> None:
+    request = json.loads(EXAMPLES.joinpath("nvfuser_matmul_epilogue.json").read_text())
+    plan = planner.plan(request)
+    report = _check(
+        client, {"request": request, "plan": plan.model_dump(mode="json"), "emulate": True}
+    )
     assert report["static"]["valid"] is True
-    assert report["emulator"] == {
-        "violations": [{"code": "race", "message": "a and b race at point 4"}]
+    assert report["emulator"] == {"violations": []}
+    assert report["valid"] is True
+
+
+def test_validate_emulator_catches_a_dropped_barrier(client: TestClient) -> None:
+    request = PlanRequest.model_validate_json(
+        EXAMPLES.joinpath("nvfuser_matmul_epilogue.json").read_text()
+    )
+    plan = planner.plan(request)
+    fault = plant_fault(request, plan, "drop_barrier", random.Random(0))
+    assert fault is not None
+    direct = emulate(fault.request, fault.plan)
+    assert not direct.valid
+    body = {
+        "request": fault.request.model_dump(mode="json", exclude_none=True),
+        "plan": fault.plan.model_dump(mode="json"),
+        "emulate": True,
     }
+    report = _check(client, body)
     assert report["valid"] is False
-    assert seen == [(PlanRequest.model_validate(TWO_PHASE), plan)]
+    assert report["emulator"]["violations"] == [
+        {"code": v.code, "message": v.message} for v in direct.violations
+    ]
+    assert {v["code"] for v in report["emulator"]["violations"]} <= {"race", "clobbered"}
 
 
 def test_validate_refuses_emulation_over_the_budget() -> None:
@@ -485,3 +478,16 @@ def test_processes_carry_field_errors_back(processes: TestClient) -> None:
     assert error["input"] == 3
     (error,) = _errors(processes.post("/validate", content=b"{"), 422)
     assert error["type"] == "json_invalid"
+
+
+def test_validate_refuses_emulating_a_huge_span(client: TestClient) -> None:
+    plan = planner.plan(TWO_PHASE).model_dump(mode="json")
+    plan["placements"][0]["offset"] = 1 << 30
+    body = {"request": TWO_PHASE, "plan": plan, "emulate": True}
+    (error,) = _errors(client.post("/validate", json=body), 422)
+    assert error["loc"] == ["body", "plan", "placements"]
+    assert error["type"] == "emulation_budget_exceeded"
+    assert str(1 << 24) in error["msg"]
+    # Without emulation the same plan gets its static report.
+    report = _check(client, {"request": TWO_PHASE, "plan": plan})
+    assert report["static"]["valid"] is False

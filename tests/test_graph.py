@@ -49,6 +49,26 @@ def test_extension_per_policy() -> None:
     assert build_graph(restricted).occupied_end.tolist() == [4, 7, 10]
 
 
+def test_extension_starts_after_the_last_access() -> None:
+    # B is live until 8 but last touched at 2: the barrier at 4 frees it once B ends, not 9.
+    read = {"op": "read", "at": 2, "bytes": 4, "threads": "all"}
+    request = PlanRequest.model_validate(
+        {
+            "block": [32],
+            "barriers": [4, 9],
+            "buffers": [
+                {"id": "A", "size": 8, "start": 0, "end": 6},
+                {"id": "B", "size": 8, "start": 0, "end": 8, "accesses": [read]},
+                {"id": "C", "size": 8, "start": 8, "end": 10},
+            ],
+            "options": {"sync": "existing"},
+        }
+    )
+    assert build_graph(request).occupied_end.tolist() == [9, 8, 10]
+    assert build_graph(request, barriers=[1, 3]).occupied_end.tolist() == [10, 8, 10]
+    assert build_graph(request, sizes=[16, 4, 2]).size.tolist() == [16, 4, 2]
+
+
 def test_extend_keeps_ends_on_barriers() -> None:
     end = np.array([3, 5, 8], dtype=np.int64)
     assert extend_to_barriers(end, [5], 8).tolist() == [5, 5, 8]

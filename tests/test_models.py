@@ -162,3 +162,12 @@ def test_valid_request_normalizes_dims_and_capacity() -> None:
     assert parse_request({**BASE, "target": "sm_75", "capacity": 1000}).effective_capacity == 1000
     assert request.alignment_of(request.buffers[0]) == 16
     assert request.alignment_of(request.buffers[1]) == 1
+
+
+def test_shrink_and_pareto_options_are_accepted() -> None:
+    request = parse_request({**BASE, "options": {"shrink": True, "pareto": True}})
+    assert request.options.shrink
+    assert request.options.pareto
+    with pytest.raises(RequestError) as info:
+        parse_request({**BASE, "options": {"pareto": "sometimes"}})
+    assert info.value.errors[0]["loc"] == ["options", "pareto"]

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
+import json
+import subprocess
+import sys
 from typing import Any
 
 import numpy as np
@@ -20,6 +24,7 @@ from planner.models import (
     PlanRequest,
     SolverInfo,
 )
+from planner.warm import WARM_UP
 from validators import validate_plan
 
 from .strategies import request_dicts
@@ -86,7 +91,17 @@ def test_plan_properties(data: dict[str, Any]) -> None:
         else:
             # The subset alone, planned again, is still proved not to fit.
             subset = [b for b in data["buffers"] if b["id"] in cert.buffers]
-            again = planner.plan({**data, "buffers": subset, "options": {**data["options"]}})
+            # Barriers past the subset's last point change nothing and are refused: drop them.
+            horizon = max(b["end"] for b in subset)
+            options = {**data["options"]}
+            if options.get("barrier_candidates") is not None:
+                options["barrier_candidates"] = [
+                    p for p in options["barrier_candidates"] if p <= horizon
+                ]
+            barriers = [p for p in data.get("barriers", []) if p <= horizon]
+            again = planner.plan(
+                {**data, "buffers": subset, "barriers": barriers, "options": options}
+            )
             assert again.status == "infeasible"
     assert plan.solver.bound >= plan.lower_bound
     if plan.status == "optimal":
@@ -134,14 +149,55 @@ def test_insert_adds_the_fewest_barriers() -> None:
     existing = planner.plan({**request, "options": {"sync": "existing"}})
     assert existing.arena_bytes == 192
     assert existing.barriers.inserted == []
+    # One barrier lets two of the three phases share: 128 bytes, the best under the cap.
     capped = planner.plan({**request, "options": {"max_new_barriers": 1}})
-    assert capped.barriers.inserted == []
-    assert capped.arena_bytes == 192
+    assert len(capped.barriers.inserted) == 1
+    assert capped.arena_bytes == 128
     only_at_2 = planner.plan({**request, "options": {"barrier_candidates": [2]}})
     assert only_at_2.barriers.inserted == [2]
     assert only_at_2.arena_bytes == 128
     for p, r in ((plan, request), (capped, {**request, "options": {"max_new_barriers": 1}})):
         assert validate_plan(PlanRequest.model_validate(r), p).valid
+
+
+def test_pareto_lists_every_trade_off() -> None:
+    request = {
+        "buffers": [
+            {"id": f"p{k}", "size": 64, "start": 2 * k, "end": 2 * k + 2} for k in range(3)
+        ],
+        "options": {"pareto": True},
+    }
+    plan = planner.plan(request)
+    front = [(p.new_barriers, p.arena_bytes) for p in plan.pareto]
+    assert front == [(0, 192), (1, 128), (2, 64)]
+    req = PlanRequest.model_validate(request)
+    for point in plan.pareto:
+        assert point.plan.arena_bytes == point.arena_bytes
+        assert len(point.plan.barriers.inserted) == point.new_barriers
+        assert point.plan.pareto == []
+        assert validate_plan(req, point.plan).valid
+    assert (len(plan.barriers.inserted), plan.arena_bytes) == front[-1]
+    assert planner.plan({**request, "options": {}}).pareto == []
+    existing = planner.plan({**request, "options": {"pareto": True, "sync": "existing"}})
+    assert [(p.new_barriers, p.arena_bytes) for p in existing.pareto] == [(0, 192)]
+
+
+@pytest.mark.parametrize("solver", ["greedy", "auto"])
+def test_candidates_and_cap_choose_the_smallest_arena(solver: str) -> None:
+    # Four phases of 64 bytes; barriers only at 2 and 6: phases 0|1 and 2|3 pair up.
+    request = {
+        "buffers": [
+            {"id": f"p{k}", "size": 64, "start": 2 * k, "end": 2 * k + 2} for k in range(4)
+        ],
+        "options": {"barrier_candidates": [2, 6], "solver": solver, "pareto": True},
+    }
+    plan = planner.plan(request)
+    assert plan.barriers.inserted == [2, 6]
+    assert plan.arena_bytes == 128
+    assert [(p.new_barriers, p.arena_bytes) for p in plan.pareto] == [(0, 256), (1, 192), (2, 128)]
+    capped = planner.plan({**request, "options": {**request["options"], "max_new_barriers": 1}})
+    assert capped.arena_bytes == 192
+    assert len(capped.barriers.inserted) == 1
 
 
 def test_sync_none_lists_what_the_caller_must_guarantee() -> None:
@@ -241,3 +297,75 @@ def test_large_random_request_is_valid() -> None:
     plan = planner.plan(request)
     assert validate_plan(PlanRequest.model_validate(request), plan).valid
     assert plan.lower_bound <= plan.arena_bytes <= plan.naive_bytes
+
+
+@settings(max_examples=40, deadline=None)
+@given(request_dicts(max_buffers=10, sync="insert"))
+def test_pareto_front_properties(data: dict[str, Any]) -> None:
+    data["options"]["pareto"] = True
+    request = PlanRequest.model_validate(data)
+    plan = planner.plan(request)
+    front = plan.pareto
+    assert front, "insert with pareto always lists at least the chosen plan"
+    assert front[0].new_barriers == 0  # the front starts with no new barrier
+    cap = request.options.max_new_barriers
+    for before, after in itertools.pairwise(front):
+        assert before.new_barriers < after.new_barriers
+        assert before.arena_bytes > after.arena_bytes
+    for point in front:
+        assert validate_plan(request, point.plan).valid
+        assert cap is None or point.new_barriers <= cap
+    # The chosen plan is the front's last point: smallest arena, then fewest barriers.
+    assert (front[-1].arena_bytes, front[-1].new_barriers) == (
+        plan.arena_bytes,
+        len(plan.barriers.inserted),
+    )
+    assert min(p.arena_bytes for p in front) == plan.arena_bytes
+
+
+def test_late_first_access_weakens_the_claims_not_the_plan() -> None:
+    # b is live from 2 but first touched at 4; the barrier at 3 follows a's last access, so
+    # a plan may let b take a's bytes, which the barrier-extended graph forbids: the plan
+    # stays valid but the graph's bound may no longer be claimed.
+    touch = {"op": "write", "bytes": 4, "threads": "all"}
+    request = {
+        "block": [32],
+        "barriers": [3],
+        "buffers": [
+            {"id": "a", "size": 64, "start": 0, "end": 2, "accesses": [{**touch, "at": 1}]},
+            {"id": "b", "size": 64, "start": 2, "end": 6, "accesses": [{**touch, "at": 4}]},
+        ],
+        "options": {"sync": "existing"},
+    }
+    plan = planner.plan(request)
+    assert validate_plan(PlanRequest.model_validate(request), plan).valid
+    assert plan.lower_bound == 64
+    assert plan.status == ("optimal" if plan.arena_bytes == 64 else "feasible")
+    shared = plan.model_copy(
+        update={
+            "placements": [p.model_copy(update={"offset": 0}) for p in plan.placements],
+            "arena_bytes": 64,
+        }
+    )
+    assert validate_plan(PlanRequest.model_validate(request), shared).valid
+
+
+def test_first_plan_in_a_process_is_the_plan_of_later_calls() -> None:
+    # The first plan in a process used to spend its time limit loading compiled kernels and
+    # stop its search early: a different plan for the same request.
+    data = {**WARM_UP[0], "name": "first", "options": {"time_limit": 0.5, "sync": "existing"}}
+    code = (
+        "import json, sys, planner\nprint(planner.plan(json.loads(sys.argv[1])).model_dump_json())"
+    )
+    fresh = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(data)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout.strip()
+    planner.plan(data)  # this process has planned before
+    plan = planner.plan(data)
+    assert validate_plan(PlanRequest.model_validate(data), plan).valid
+    assert plan.solver.name.startswith("exact:")  # the exact methods ran
+    assert fresh == plan.model_dump_json()

@@ -5,9 +5,15 @@ an independent check of whatever they produce. A bad plan never raises: every pr
 a ``Violation`` whose message names the buffers and the numbers.
 
 Overlaps and missing barriers come from one sweep over *barrier-extended* lifetimes: a buffer
-occupies its bytes from its start until the first run-time barrier at or after its end. A
-later buffer that starts inside that window and shares a byte is an ``overlap`` while the
-first is still live, and a ``missing_barrier`` after. Every such pair is reported, exactly.
+occupies its bytes from its start until its end or, if later, the first run-time barrier after
+its last access. A later buffer that starts inside that window and shares a byte is an
+``overlap`` while the first is still live, and a ``missing_barrier`` after, unless a barrier
+stands between the first one's last access and the later one's first access, or the pair is
+a thread-local alias (DESIGN section 2, rule (b)) listed in ``aliases`` and proved here from
+the owner maps of ``planner.access``. Every such pair is reported, exactly.
+
+With ``options.shrink`` a buffer indexed by ``blockIdx`` is placed with its per-block
+footprint's size, recomputed here from its accesses.
 """
 
 from __future__ import annotations
@@ -16,8 +22,14 @@ import bisect
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+import numpy as np
+
+from planner.access import ANY, NONE, byte_owners
+from planner.patterns import block_slice
+
 if TYPE_CHECKING:
     from planner.models import (
+        Buffer,
         Placement,
         Plan,
         PlanRequest,
@@ -35,6 +47,7 @@ _CODES: tuple[ViolationCode, ...] = (
     "unknown_buffer",
     "duplicate_buffer",
     "wrong_size",
+    "bad_footprint",
     "misaligned",
     "pinned_moved",
     "wrong_arena",
@@ -42,6 +55,7 @@ _CODES: tuple[ViolationCode, ...] = (
     "overlap",
     "bad_barrier",
     "missing_barrier",
+    "bad_alias",
 )
 _CODE_ORDER = {code: rank for rank, code in enumerate(_CODES)}
 _FITTING_STATUSES = ("optimal", "feasible")  # plans that claim to fit the capacity
@@ -59,6 +73,55 @@ class _Extent(NamedTuple):
     hi: int  # bytes, one past the last
     start: int  # program point
     end: int  # program point, half-open
+    buffer: int  # index in the request
+    first: int  # program point of the first access (start without patterns)
+    last: int  # program point of the last access (end - 1 without patterns)
+
+
+class _Aliases:
+    """Rule (b) for a pair, from the owner maps: each shared byte is untouched by one of the
+    two buffers or touched by one and the same thread in both (the later one's accesses
+    counted up to its first barrier at or after its first access)."""
+
+    def __init__(self, request: PlanRequest, plan: Plan, barriers: list[int]) -> None:
+        self.request = request
+        self.barriers = barriers
+        self.claimed = {(pair[0], pair[1]) for pair in plan.aliases if len(pair) == 2}
+        self.opaque = _shrunk(request)  # bytes move between blocks: any thread
+        self._maps: dict[tuple[int, int | None], np.ndarray] = {}
+
+    def _owners(self, index: int, before: int | None) -> np.ndarray:
+        if (index, before) not in self._maps:
+            self._maps[index, before] = byte_owners(self.request, index, before=before).owners
+        return self._maps[index, before]
+
+    def holds(self, a: _Extent, b: _Extent) -> bool:
+        bufs = self.request.buffers
+        if a.buffer in self.opaque or b.buffer in self.opaque:
+            return False
+        if not (bufs[a.buffer].accesses and bufs[b.buffer].accesses):
+            return False
+        lo, hi = max(a.lo, b.lo), min(a.hi, b.hi)
+        if lo >= hi:
+            return False
+        k = bisect.bisect_left(self.barriers, b.first)
+        cut = self.barriers[k] if k < len(self.barriers) else None
+        first = self._owners(a.buffer, None)[lo - a.lo : hi - a.lo]
+        later = self._owners(b.buffer, cut)[lo - b.lo : hi - b.lo]
+        ok = (first == NONE) | (later == NONE) | ((first == later) & (first != ANY))
+        return bool(ok.all())
+
+
+def _shrunk(request: PlanRequest) -> dict[int, int]:
+    """Buffer index -> planned bytes, for the buffers ``options.shrink`` plans smaller."""
+    if not request.options.shrink:
+        return {}
+    out: dict[int, int] = {}
+    for i, b in enumerate(request.buffers):
+        part = block_slice(request, b)
+        if part is not None and part.size < b.size:
+            out[i] = part.size
+    return out
 
 
 class _ReportFullError(Exception):
@@ -106,10 +169,13 @@ def validate_plan(
     out = _Collector(max_violations, Violation)
     try:
         extents = _check_placements(request, plan, out)
+        _check_footprints(request, plan, out)
         _check_arena(request, plan, out)
         runtime_barriers = _check_barriers(request, plan, out)
-        _sweep(extents, runtime_barriers, out)
-        _check_workspace(request, plan, runtime_barriers, out)
+        aliases = _Aliases(request, plan, runtime_barriers)
+        _check_aliases(request, plan, extents, aliases, out)
+        _sweep(extents, runtime_barriers, aliases, out)
+        _check_workspace(request, plan, runtime_barriers, aliases, out)
     except _ReportFullError:
         pass
     violations = sorted(out.items, key=_sort_key)
@@ -158,7 +224,9 @@ def _check_placements(request: PlanRequest, plan: Plan, out: _Collector) -> list
         )
 
     extents: list[_Extent] = []
-    for b in request.buffers:
+    shrunk = _shrunk(request)
+    for index, b in enumerate(request.buffers):
+        size = shrunk.get(index, b.size)  # bytes the kernel touches per block
         if b.id not in first:
             out.add(
                 "missing_buffer",
@@ -174,10 +242,11 @@ def _check_placements(request: PlanRequest, plan: Plan, out: _Collector) -> list
                 f"{p.offset}, is checked further",
                 [b.id],
             )
-        if p.size != b.size:
+        if p.size != size:
+            per_block = " per block" if size != b.size else ""
             out.add(
                 "wrong_size",
-                f"placement of {b.id!r} has size {p.size} bytes; the buffer has {b.size}",
+                f"placement of {b.id!r} has size {p.size} bytes; the buffer has {size}{per_block}",
                 [b.id],
             )
         align = request.alignment_of(b)
@@ -199,8 +268,68 @@ def _check_placements(request: PlanRequest, plan: Plan, out: _Collector) -> list
             )
         if p.memory == "shared":
             # The kernel touches the buffer's own size, whatever the placement claims.
-            extents.append(_Extent(b.id, p.offset, p.offset + b.size, b.start, b.end))
+            extents.append(_extent(b, index, p.offset, size))
     return extents
+
+
+def _extent(b: Buffer, index: int, offset: int, size: int) -> _Extent:
+    """Buffer ``b`` (request index ``index``) as placed: ``size`` bytes at ``offset``."""
+    points = [a.at for a in b.accesses] or [b.start, b.end - 1]
+    return _Extent(b.id, offset, offset + size, b.start, b.end, index, min(points), max(points))
+
+
+def _check_footprints(request: PlanRequest, plan: Plan, out: _Collector) -> None:
+    """The plan's footprints are exactly the per-block slices ``options.shrink`` plans."""
+    expected: dict[str, tuple[int, int, dict[str, int]]] = {}
+    for index, planned in _shrunk(request).items():
+        b = request.buffers[index]
+        part = block_slice(request, b)
+        assert part is not None
+        expected[b.id] = (b.size, planned, {**part.coefficients, "constant": part.constant})
+    listed: dict[str, tuple[int, int, dict[str, int]]] = {}
+    for f in plan.footprints:
+        if f.id in listed:
+            out.add("bad_footprint", f"footprint of {f.id!r} is listed twice", [f.id])
+        listed[f.id] = (f.declared, f.planned, dict(f.index_base))
+    for ident in sorted(set(expected) | set(listed)):
+        want, got = expected.get(ident), listed.get(ident)
+        if want == got:
+            continue
+        if want is None:
+            out.add(
+                "bad_footprint",
+                f"footprint of {ident!r} is listed but the buffer is planned whole",
+                [ident],
+            )
+        else:
+            declared, planned, base = want
+            out.add(
+                "bad_footprint",
+                f"footprint of {ident!r} should be declared {declared}, planned {planned}, "
+                f"index_base {base}; the plan says {got}",
+                [ident],
+            )
+
+
+def _check_aliases(
+    request: PlanRequest, plan: Plan, extents: list[_Extent], aliases: _Aliases, out: _Collector
+) -> None:
+    """Every claimed alias names two sequential buffers that share bytes and obey rule (b)."""
+    by_id = {e.id: e for e in extents}
+    for pair in plan.aliases:
+        if len(pair) != 2 or pair[0] not in by_id or pair[1] not in by_id:
+            out.add("bad_alias", f"alias {pair} does not name two placed buffers", list(pair))
+            continue
+        a, b = by_id[pair[0]], by_id[pair[1]]
+        if a.end > b.start:
+            why = "is not live strictly before"
+        elif not (a.lo < b.hi and b.lo < a.hi):
+            why = "shares no byte with"
+        elif not aliases.holds(a, b):
+            why = "shares bytes touched by different threads (or any thread) with"
+        else:
+            continue
+        out.add("bad_alias", f"claimed alias: {a.id!r} {why} {b.id!r}", [a.id, b.id])
 
 
 def _check_arena(request: PlanRequest, plan: Plan, out: _Collector) -> None:
@@ -293,7 +422,7 @@ def _check_barriers(request: PlanRequest, plan: Plan, out: _Collector) -> list[i
     return sorted(runtime)
 
 
-def _sweep(extents: list[_Extent], barriers: list[int], out: _Collector) -> None:
+def _sweep(extents: list[_Extent], barriers: list[int], aliases: _Aliases, out: _Collector) -> None:
     """Report every overlapping pair and every reuse not separated by a barrier.
 
     Buffers enter in order of start (ties by end, then index) and stay until their release,
@@ -306,9 +435,9 @@ def _sweep(extents: list[_Extent], barriers: list[int], out: _Collector) -> None
     n = len(extents)
     releases: list[tuple[int, int]] = []  # (program point, extent index)
     for i, e in enumerate(extents):
-        k = bisect.bisect_left(barriers, e.end)  # a barrier at e.end already separates
+        k = bisect.bisect_right(barriers, e.last)  # the first barrier after the last access
         if k < len(barriers):
-            releases.append((barriers[k], i))
+            releases.append((max(barriers[k], e.end), i))
     releases.sort()
     order = sorted(range(n), key=lambda i: (extents[i].start, extents[i].end, i))
 
@@ -336,13 +465,13 @@ def _sweep(extents: list[_Extent], barriers: list[int], out: _Collector) -> None
         pos = bisect.bisect_right(his, b.lo)
         stop = pos
         while stop < len(los) and los[stop] < b.hi:
-            _report(extents[owners[stop]], b, out)
+            _report(extents[owners[stop]], b, barriers, aliases, out)
             stop += 1
         clash = stop > pos
         for j in misplaced:
             a = extents[j]
             if a.lo < b.hi and b.lo < a.hi:
-                _report(a, b, out)
+                _report(a, b, barriers, aliases, out)
                 clash = True
         if clash:
             misplaced.append(i)
@@ -354,9 +483,26 @@ def _sweep(extents: list[_Extent], barriers: list[int], out: _Collector) -> None
             where[i] = _DISJOINT
 
 
-def _report(a: _Extent, b: _Extent, out: _Collector) -> None:
+def _report(
+    a: _Extent, b: _Extent, barriers: list[int], aliases: _Aliases, out: _Collector
+) -> None:
     """``a`` entered the sweep before ``b`` and still holds bytes ``b`` uses at ``b.start``."""
     lo, hi = max(a.lo, b.lo), min(a.hi, b.hi)  # shared bytes
+    if b.start >= a.end:
+        k = bisect.bisect_right(barriers, a.last)
+        if k < len(barriers) and barriers[k] <= b.first:
+            return  # a barrier after a's last access precedes b's first one
+        if aliases.holds(a, b):
+            if (a.id, b.id) in aliases.claimed:
+                return
+            out.add(
+                "missing_barrier",
+                f"{b.id!r} reuses bytes [{lo}, {hi}) of {a.id!r} with no barrier; the pair is "
+                "a thread-local alias but the plan does not list it in aliases",
+                [a.id, b.id],
+                point=b.start,
+            )
+            return
     if b.start < a.end:
         out.add(
             "overlap",
@@ -369,19 +515,21 @@ def _report(a: _Extent, b: _Extent, out: _Collector) -> None:
     else:
         out.add(
             "missing_barrier",
-            f"{b.id!r} (live from {b.start}) reuses bytes [{lo}, {hi}) of {a.id!r} (live until "
-            f"{a.end}) with no barrier in [{a.end}, {b.start}]",
+            f"{b.id!r} (live from {b.start}, first access at {b.first}) reuses bytes [{lo}, "
+            f"{hi}) of {a.id!r} (live until {a.end}, last access at {a.last}) with no barrier "
+            f"in [{a.last + 1}, {b.first}]",
             [a.id, b.id],
             point=b.start,
         )
 
 
 def _check_workspace(
-    request: PlanRequest, plan: Plan, barriers: list[int], out: _Collector
+    request: PlanRequest, plan: Plan, barriers: list[int], aliases: _Aliases, out: _Collector
 ) -> None:
     """The global workspace of spilled buffers: an arena of its own, checked like the shared
     one (``global_bytes``, overlaps and barriers), and ``spilled`` lists exactly its buffers."""
     spans = {b.id: b for b in request.buffers}
+    index = {b.id: i for i, b in enumerate(request.buffers)}
     placed = [p for p in plan.placements if p.memory == "global" and p.id in spans]
     ids = [p.id for p in placed]
     if sorted(plan.spilled) != sorted(set(ids)):
@@ -397,11 +545,8 @@ def _check_workspace(
             f"global_bytes is {plan.global_bytes} but max(offset + size) over global "
             f"placements is {top}",
         )
-    extents = [
-        _Extent(p.id, p.offset, p.offset + spans[p.id].size, spans[p.id].start, spans[p.id].end)
-        for p in placed
-    ]
-    _sweep(extents, barriers, out)
+    extents = [_extent(spans[p.id], index[p.id], p.offset, spans[p.id].size) for p in placed]
+    _sweep(extents, barriers, aliases, out)
 
 
 def _preview_ids(ids: Sequence[str]) -> str:

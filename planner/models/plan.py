@@ -13,6 +13,7 @@ __all__ = [
     "Footprint",
     "GraphStats",
     "Launch",
+    "ParetoPoint",
     "Placement",
     "Plan",
     "SolverAttempt",
@@ -45,12 +46,17 @@ class Barriers(_Model):
 
 
 class Footprint(_Model):
-    """Per-block slice of a buffer indexed by blockIdx (planned with ``options.shrink``)."""
+    """Per-block slice of a buffer indexed by blockIdx (planned with ``options.shrink``).
+
+    Block ``(bx, by, bz)`` touches declared bytes ``[base, base + planned)`` with
+    ``base = index_base["blockIdx.x"] * bx + ... + index_base["constant"]``, all in bytes;
+    the compiler subtracts ``base`` from every byte address of the buffer.
+    """
 
     id: str
     declared: int  # bytes
     planned: int  # bytes
-    index_base: dict[str, int] = Field(default_factory=dict)
+    index_base: dict[str, int] = Field(default_factory=dict)  # bytes per block index, constant
 
 
 class Launch(_Model):
@@ -106,6 +112,14 @@ class Certificate(_Model):
     buffers: list[str] = Field(default_factory=list)
 
 
+class ParetoPoint(_Model):
+    """One non-dominated trade-off of sync "insert": ``arena_bytes`` for ``new_barriers``."""
+
+    arena_bytes: int
+    new_barriers: int
+    plan: Plan
+
+
 class Plan(_Model):
     """Offsets for every buffer, the barriers they rely on, and what is proved about them."""
 
@@ -126,3 +140,13 @@ class Plan(_Model):
     diagnostics: list[Diagnostic] = Field(default_factory=list)
     certificate: Certificate | None = None
     request_sha256: str
+    # Pairs [earlier, later] that share bytes with no barrier between them, safe because each
+    # shared byte is touched by one and the same thread in both (thread-local aliasing).
+    aliases: list[list[str]] = Field(default_factory=list)
+    # options.pareto: the non-dominated (arena, new barriers) plans, fewest new barriers first,
+    # the last one this plan's; each entry is a full plan (its own pareto list empty). Empty
+    # without the option; one entry unless sync is "insert".
+    pareto: list[ParetoPoint] = Field(default_factory=list)
+
+
+ParetoPoint.model_rebuild()

@@ -20,6 +20,10 @@ ViolationCode = Literal[
     "missing_buffer",  # a request buffer with no placement
     "unknown_buffer",  # a placement for no request buffer
     "duplicate_buffer",  # two placements for one buffer
+    "race",  # emulator: two threads touch a byte for two buffers in one epoch, one writes
+    "clobbered",  # emulator: a read finds another buffer's stamp on a byte its buffer wrote
+    "bad_alias",  # a claimed alias whose shared bytes are not touched by one thread only
+    "bad_footprint",  # a footprint that differs from the per-block slice the accesses touch
 ]
 
 

@@ -193,16 +193,8 @@ class Options(BaseModel):
     overflow: Literal["error", "spill"] = "error"
     barrier_candidates: list[Point] | None = None
     max_new_barriers: int | None = Field(default=None, ge=0, le=MAX_POINT)
-    shrink: bool = False
-
-    @field_validator("shrink")
-    @classmethod
-    def _shrink_supported(cls, value: bool) -> bool:
-        if value:
-            raise PydanticCustomError(
-                "not_supported", "shrink true is not supported by this version; use false"
-            )
-        return value
+    shrink: bool = False  # plan each blockIdx-indexed buffer's per-block slice
+    pareto: bool = False  # sync "insert": also return every non-dominated plan
 
 
 class PlanRequest(BaseModel):

@@ -1,0 +1,260 @@
+"""Owner analysis: which thread touches each byte of a buffer, from its affine access patterns.
+
+An access touches element ``sum(coeff * var) + offset`` for every thread, block and loop
+value (DESIGN section 2). Per access the thread part, the block part and the loop part of the
+index add up, so the elements are ``thread_offset[t] + rest[k]`` with ``rest`` the distinct
+values of the block and loop part: a ``threads x rest`` table that numpy reduces to the
+smallest and largest thread per element. A byte has one owner when both agree.
+
+Blocks never share a block's shared memory, but the planner places a buffer once for every
+block, so a byte has an owner only if one and the same thread touches it in every block.
+Enumeration is capped per access by a budget of index tuples; past it the whole buffer falls
+back, conservatively, to ``ANY`` and the map says it is not exact.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from planner.models import Access, Diagnostic, PlanRequest
+from planner.models.request import BLOCK_VARS, THREAD_VARS
+
+__all__ = [
+    "ANY",
+    "DEFAULT_BUDGET",
+    "NONE",
+    "BlockSpan",
+    "OwnerMap",
+    "block_byte_range",
+    "block_spans",
+    "budget_diagnostics",
+    "byte_owners",
+    "enumeration_size",
+    "over_budget",
+    "uses_block_index",
+]
+
+NONE = -1  # no thread touches the byte
+ANY = -2  # several threads, any thread ("threads": "all"), or the budget was exceeded
+DEFAULT_BUDGET = 1 << 22  # (thread, block, loop) index tuples enumerated per access
+
+I32 = npt.NDArray[np.int32]
+I64 = npt.NDArray[np.int64]
+_UNSEEN = np.iinfo(np.int32).max  # smallest-thread sentinel of an untouched byte
+
+
+@dataclass(frozen=True)
+class OwnerMap:
+    """Per buffer byte: ``NONE``, ``ANY`` or the linear id of the one thread touching it."""
+
+    owners: I32  # one entry per buffer byte; thread id x + y*bx + z*bx*by
+    exact: bool  # False when the budget forced the fallback to ANY
+    first_access: int | None  # first point with an access (None: no access in the range)
+    last_access: int | None
+
+
+@dataclass(frozen=True)
+class BlockSpan:
+    """Bytes one access touches in block ``b``: ``[lo + s, hi + s)``, ``s = sum(c * b[var])``.
+
+    Exact: an affine index over a box of integer variables reaches its extremes at corners.
+    """
+
+    block_coeffs: tuple[tuple[str, int], ...]  # (blockIdx var, bytes per unit), nonzero only
+    lo: int  # bytes, in block (0, 0, 0)
+    hi: int  # bytes, half-open
+
+
+def byte_owners(
+    request: PlanRequest,
+    buffer_index: int,
+    *,
+    before: int | None = None,
+    budget: int = DEFAULT_BUDGET,
+) -> OwnerMap:
+    """The owner of every byte of ``request.buffers[buffer_index]``.
+
+    Only accesses at points ``< before`` count when ``before`` is given. A buffer without
+    access patterns may be touched by any thread anywhere in its lifetime: every byte is
+    ``ANY``, ``first_access`` its start and ``last_access`` its last point (before ``before``).
+    """
+    buffer = request.buffers[buffer_index]
+    size = buffer.size
+    if not buffer.accesses:
+        last = buffer.end - 1 if before is None else min(buffer.end, before) - 1
+        if last < buffer.start:
+            return OwnerMap(np.full(size, NONE, np.int32), True, None, None)
+        return OwnerMap(np.full(size, ANY, np.int32), True, buffer.start, last)
+    accesses = [a for a in buffer.accesses if before is None or a.at < before]
+    if not accesses:
+        return OwnerMap(np.full(size, NONE, np.int32), True, None, None)
+    first = min(a.at for a in accesses)
+    last = max(a.at for a in accesses)
+    if any(enumeration_size(request, a) > budget for a in accesses):
+        return OwnerMap(np.full(size, ANY, np.int32), False, first, last)
+    threads = _threads(request)
+    lowest = np.full(size, _UNSEEN, np.int32)  # smallest thread touching each byte
+    highest = np.full(size, -1, np.int32)  # largest
+    for a in accesses:
+        low, high = _element_threads(request, a, size, threads)
+        width = a.bytes
+        span = low.size * width  # bytes the elements cover
+        np.minimum(lowest[:span], np.repeat(low, width), out=lowest[:span])
+        np.maximum(highest[:span], np.repeat(high, width), out=highest[:span])
+    owners = np.where(lowest == highest, lowest, ANY).astype(np.int32)
+    owners[highest < 0] = NONE
+    return OwnerMap(owners, True, first, last)
+
+
+def enumeration_size(request: PlanRequest, access: Access) -> int:
+    """Index tuples owner analysis enumerates for ``access``: threads x blocks x loop values.
+
+    Only variables with a nonzero coefficient count; a broadcast costs nothing (it is ANY).
+    """
+    if access.index is None:
+        return 0
+    count = _threads(request)
+    grid = _dims(request.grid)
+    for var, coeff in access.index.items():
+        if coeff == 0 or var in THREAD_VARS:
+            continue
+        count *= grid[BLOCK_VARS[var]] if var in BLOCK_VARS else access.loops[var]
+    return count
+
+
+def over_budget(request: PlanRequest, *, budget: int = DEFAULT_BUDGET) -> list[str]:
+    """Ids of the buffers whose owner map falls back to ANY because an access is too large."""
+    return [
+        b.id
+        for b in request.buffers
+        if any(enumeration_size(request, a) > budget for a in b.accesses)
+    ]
+
+
+def budget_diagnostics(request: PlanRequest, *, budget: int = DEFAULT_BUDGET) -> list[Diagnostic]:
+    """One warning per buffer whose owner analysis falls back to "any thread"."""
+    out: list[Diagnostic] = []
+    for b in request.buffers:
+        sizes = [enumeration_size(request, a) for a in b.accesses]
+        worst = max(sizes, default=0)
+        if worst > budget:
+            out.append(
+                Diagnostic(
+                    level="warning",
+                    code="owner_budget_exceeded",
+                    message=f"owner analysis of {b.id!r} gave up: an access enumerates {worst} "
+                    f"(thread, block, loop) tuples, over the budget of {budget}; every byte "
+                    "counts as touched by any thread",
+                )
+            )
+    return out
+
+
+def uses_block_index(request: PlanRequest, buffer_index: int) -> bool:
+    """True when some access of the buffer has a nonzero ``blockIdx`` coefficient."""
+    return any(
+        coeff != 0 and var in BLOCK_VARS
+        for a in request.buffers[buffer_index].accesses
+        for var, coeff in (a.index or {}).items()
+    )
+
+
+def block_spans(request: PlanRequest, buffer_index: int) -> list[BlockSpan]:
+    """Per access of the buffer, the bytes it touches as an affine function of ``blockIdx``.
+
+    A broadcast spans the whole buffer in every block. For footprints: a block touches the
+    union of its accesses' spans, so ``block_byte_range`` bounds it.
+    """
+    buffer = request.buffers[buffer_index]
+    block = _dims(request.block)
+    spans: list[BlockSpan] = []
+    for a in buffer.accesses:
+        if a.index is None:
+            spans.append(BlockSpan((), 0, buffer.size // a.bytes * a.bytes))
+            continue
+        lo = hi = a.offset  # elements, in block (0, 0, 0)
+        coeffs: list[tuple[str, int]] = []
+        for var, coeff in a.index.items():
+            if coeff == 0:
+                continue
+            if var in BLOCK_VARS:
+                coeffs.append((var, coeff * a.bytes))
+                continue
+            extent = block[THREAD_VARS[var]] if var in THREAD_VARS else a.loops[var]
+            reach = coeff * (extent - 1)
+            lo += min(0, reach)
+            hi += max(0, reach)
+        spans.append(BlockSpan(tuple(coeffs), lo * a.bytes, (hi + 1) * a.bytes))
+    return spans
+
+
+def block_byte_range(
+    request: PlanRequest, buffer_index: int, block: Sequence[int]
+) -> tuple[int, int] | None:
+    """Bytes ``[lo, hi)`` of the buffer that block ``block`` (x, y, z) touches at all.
+
+    ``None`` when the buffer has no access patterns (any byte may be touched); ``(0, 0)``
+    when its accesses touch no byte.
+    """
+    all_spans = block_spans(request, buffer_index)
+    if not all_spans:
+        return None
+    spans = [s for s in all_spans if s.hi > s.lo]
+    if not spans:
+        return (0, 0)  # only broadcasts of elements wider than the buffer
+    where = dict(zip(("blockIdx.x", "blockIdx.y", "blockIdx.z"), block, strict=False))
+    shifted = [
+        (s.lo + _shift(s.block_coeffs, where), s.hi + _shift(s.block_coeffs, where)) for s in spans
+    ]
+    return min(lo for lo, _ in shifted), max(hi for _, hi in shifted)
+
+
+def _shift(coeffs: Iterable[tuple[str, int]], where: dict[str, int]) -> int:
+    return sum(c * where.get(var, 0) for var, c in coeffs)
+
+
+def _dims(value: Sequence[int] | None) -> tuple[int, int, int]:
+    x, y, z = [*(value or ()), 1, 1, 1][:3]
+    return (x, y, z)
+
+
+def _threads(request: PlanRequest) -> int:
+    return math.prod(_dims(request.block))
+
+
+def _element_threads(request: PlanRequest, a: Access, size: int, threads: int) -> tuple[I32, I32]:
+    """Smallest and largest thread touching each element ``[0, size // width)`` of ``a``.
+
+    An untouched element has ``_UNSEEN`` and -1; every thread touches a broadcast's elements.
+    """
+    n = size // a.bytes  # elements; a validated access never reaches past them
+    if a.index is None:
+        low = np.zeros(n, np.int32)
+        return low, np.full(n, threads - 1, np.int32)
+    block = _dims(request.block)
+    grid = _dims(request.grid)
+    t = np.arange(threads, dtype=np.int64)
+    coords = (t % block[0], t // block[0] % block[1], t // (block[0] * block[1]))
+    per_thread = np.zeros(threads, np.int64)  # elements, the thread part of the index
+    rest = np.array([a.offset], np.int64)  # distinct block + loop parts, plus the constant
+    for var, coeff in a.index.items():
+        if coeff == 0:
+            continue
+        if var in THREAD_VARS:
+            per_thread += coeff * coords[THREAD_VARS[var]]
+            continue
+        extent = grid[BLOCK_VARS[var]] if var in BLOCK_VARS else a.loops[var]
+        steps = coeff * np.arange(extent, dtype=np.int64)
+        rest = np.unique((rest[:, None] + steps[None, :]).ravel())
+    elements = (per_thread[:, None] + rest[None, :]).ravel()
+    owner = np.repeat(np.arange(threads, dtype=np.int32), rest.size)
+    low = np.full(n, _UNSEEN, np.int32)
+    high = np.full(n, -1, np.int32)
+    np.minimum.at(low, elements, owner)
+    np.maximum.at(high, elements, owner)
+    return low, high

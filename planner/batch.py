@@ -1,0 +1,441 @@
+"""``planner batch``: plan and validate every request in a directory, as a CI job does.
+
+Each ``NAME.json`` (or MiniMalloc ``NAME.csv``) is one test case. The plan is
+``NAME.plan.json`` beside it when there is one, else planned here. Every plan goes through
+the static validator; with ``emulate`` through the CPU emulator and with ``gpu`` through the
+CUDA harness too. A case fails when its file is bad, its plan does not fit (infeasible or
+unknown) or a validator rejects it; the failure is one line, never a traceback.
+
+Planning and the CPU checks run in ``jobs`` worker processes; the GPU checks run in this
+process, one at a time, so one CUDA context serves them all and compiled kernels are reused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import multiprocessing
+import sys
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+import planner
+from planner.csvio import load_request
+from planner.errors import RequestError
+from planner.io import parse_plan, parse_request
+from planner.models import Plan, PlanRequest
+
+if TYPE_CHECKING:
+    from validators.cuda import GpuOptions
+
+__all__ = [
+    "PLAN_SUFFIX",
+    "Case",
+    "CaseResult",
+    "Progress",
+    "add_parser",
+    "check_case",
+    "command",
+    "find_cases",
+    "format_table",
+    "gpu_check",
+    "junit_xml",
+    "run_batch",
+]
+
+PLAN_SUFFIX = ".plan.json"
+VALIDATORS = ("static", "emulator", "gpu")
+_FITTING = ("optimal", "feasible")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One request file and the plan file beside it, if any."""
+
+    name: str  # file name, e.g. "gemm.json"
+    request: Path
+    plan: Path | None
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """What happened to one case. ``checks`` maps each validator run to "pass" or "FAIL"."""
+
+    name: str
+    buffers: int
+    status: str  # the plan's status, or "bad input"
+    arena_bytes: int | None
+    checks: tuple[tuple[str, str], ...]
+    failures: tuple[str, ...]  # one line each: "<validator>: <why>"
+    seconds: float  # planning and checking, wall time
+    planned: bool  # False: the plan came from NAME.plan.json
+    request_json: str = ""  # kept for the GPU check in the parent process
+    plan_json: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """No failure of any kind."""
+        return not self.failures
+
+
+def find_cases(directory: Path) -> list[Case]:
+    """Every ``*.json`` and ``*.csv`` request in ``directory`` (not recursive), sorted by
+    name, with ``NAME.plan.json`` beside ``NAME.json`` as its plan."""
+    cases: list[Case] = []
+    for path in sorted(directory.iterdir()):
+        name = path.name
+        if not path.is_file() or name.endswith(PLAN_SUFFIX):
+            continue
+        if path.suffix.lower() not in (".json", ".csv"):
+            continue
+        plan = path.with_name(path.stem + PLAN_SUFFIX)
+        cases.append(Case(name, path, plan if plan.is_file() else None))
+    return cases
+
+
+def _describe(exc: RequestError) -> str:
+    """The first error as ``field: message (value)``, one line."""
+    first = exc.errors[0] if exc.errors else {"loc": [], "msg": str(exc)}
+    loc = ".".join(str(p) for p in first.get("loc", ()))
+    msg = str(first.get("msg", "invalid"))
+    value = first.get("input")
+    if (
+        isinstance(value, int | float | str)
+        and not isinstance(value, bool)
+        and str(value) not in msg
+    ):
+        msg += f", got {value!r}"
+    more = len(exc.errors) - 1
+    tail = f" (and {more} more)" if more > 0 else ""
+    return " ".join(f"{loc + ': ' if loc else ''}{msg}{tail}".split())
+
+
+def _bad_input(case: Case, what: str, seconds: float) -> CaseResult:
+    return CaseResult(case.name, 0, "bad input", None, (), (f"input: {what}",), seconds, False)
+
+
+def check_case(case: Case, emulate: bool, keep_json: bool = False) -> CaseResult:
+    """Load, plan (unless a plan is given) and validate one case on the CPU; never raises:
+    a bad file, and even a bug, is the case's failure, in one line."""
+    t0 = time.perf_counter()
+    try:
+        return _check_case(case, emulate, keep_json, t0)
+    except Exception as exc:  # keep the batch going; the failure names the error
+        why = " ".join(str(exc).split()) or "no message"
+        return CaseResult(
+            case.name,
+            0,
+            "error",
+            None,
+            (),
+            (f"internal: {type(exc).__name__}: {why}",),
+            time.perf_counter() - t0,
+            case.plan is None,
+        )
+
+
+def _check_case(case: Case, emulate: bool, keep_json: bool, t0: float) -> CaseResult:
+    try:
+        request = load_request(str(case.request))
+    except RequestError as exc:
+        return _bad_input(case, f"{case.name}: {_describe(exc)}", time.perf_counter() - t0)
+    try:
+        if case.plan is not None:
+            plan = _load_plan(case.plan)
+        else:
+            plan = planner.plan(request, max_buffers=max(len(request.buffers), 100_000))
+    except RequestError as exc:
+        where = case.plan.name if case.plan is not None else case.name
+        return _bad_input(case, f"{where}: {_describe(exc)}", time.perf_counter() - t0)
+    checks, failures = _cpu_checks(request, plan, emulate)
+    return CaseResult(
+        case.name,
+        len(request.buffers),
+        plan.status,
+        plan.arena_bytes,
+        tuple(checks),
+        tuple(failures),
+        time.perf_counter() - t0,
+        case.plan is None,
+        request.model_dump_json() if keep_json else "",
+        plan.model_dump_json() if keep_json else "",
+    )
+
+
+def _load_plan(path: Path) -> Plan:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RequestError.field((), f"cannot read: {exc}", "file_unreadable", str(path)) from None
+    return parse_plan(text)
+
+
+def _cpu_checks(
+    request: PlanRequest, plan: Plan, emulate: bool
+) -> tuple[list[tuple[str, str]], list[str]]:
+    checks: list[tuple[str, str]] = []
+    failures: list[str] = []
+    if plan.status not in _FITTING:
+        failures.append(_not_fitting(plan))
+    report = planner.validate(request, plan)
+    checks.append(("static", "pass" if report.valid else "FAIL"))
+    if not report.valid:
+        v = report.violations[0]
+        more = f" (and {len(report.violations) - 1} more)" if len(report.violations) > 1 else ""
+        failures.append(f"static: {v.code}: {v.message}{more}")
+    if emulate and plan.status in _FITTING:
+        from validators.emulator import emulate as run_emulator
+
+        emulation = run_emulator(request, plan)
+        checks.append(("emulator", "pass" if emulation.valid else "FAIL"))
+        if not emulation.valid:
+            first = emulation.violations[0] if emulation.violations else None
+            why = f"{first.code}: {first.message}" if first else "truncated report"
+            failures.append(f"emulator: {why}")
+    return checks, failures
+
+
+def _not_fitting(plan: Plan) -> str:
+    cert = plan.certificate
+    if plan.status == "infeasible" and cert is not None:
+        at = f" at point {cert.point}" if cert.point is not None else ""
+        return f"plan: infeasible: {cert.live_bytes} B live{at} > capacity {cert.capacity} B"
+    over = plan.arena_bytes - (plan.capacity or 0)
+    return f"plan: {plan.status}: the best plan is {over} B over capacity {plan.capacity} B"
+
+
+def gpu_check(result: CaseResult, options: GpuOptions | None = None) -> CaseResult:
+    """``result`` with the CUDA harness's verdict added (its JSON must have been kept)."""
+    if not result.plan_json or result.status not in _FITTING:
+        return result
+    from validators.cuda import GpuOptions, check_plan
+
+    request = parse_request(result.request_json)
+    plan = parse_plan(result.plan_json)
+    t0 = time.perf_counter()
+    report = check_plan(request, plan, options or GpuOptions())
+    checks = (*result.checks, ("gpu", "pass" if report.ok else "FAIL"))
+    failures = result.failures if report.ok else (*result.failures, f"gpu: {report.message}")
+    return replace(
+        result,
+        checks=checks,
+        failures=failures,
+        seconds=result.seconds + time.perf_counter() - t0,
+        request_json="",
+        plan_json="",
+    )
+
+
+class Progress:
+    """A plain-text progress bar on a terminal; a line per tenth of the work elsewhere."""
+
+    def __init__(self, total: int, stream: TextIO, width: int = 30) -> None:
+        self.total = max(total, 1)
+        self.done = 0
+        self.failed = 0
+        self.stream = stream
+        self.width = width
+        self.tty = stream.isatty()
+        self._last_tenth = -1
+
+    def advance(self, result: CaseResult) -> None:
+        """Count one finished case and redraw."""
+        self.done += 1
+        self.failed += not result.ok
+        filled = self.width * self.done // self.total
+        bar = "#" * filled + "." * (self.width - filled)
+        line = f"[{bar}] {self.done}/{self.total}, {self.failed} failed  {result.name}"
+        if self.tty:
+            self.stream.write(f"\r\x1b[K{line[:120]}")
+            if self.done == self.total:
+                self.stream.write("\n")
+        else:
+            tenth = 10 * self.done // self.total
+            if tenth != self._last_tenth:
+                self._last_tenth = tenth
+                self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+def _run_cpu(
+    cases: Sequence[Case], emulate: bool, keep_json: bool, jobs: int
+) -> Iterator[CaseResult]:
+    """Results in completion order."""
+    if jobs <= 1 or len(cases) <= 1:
+        for case in cases:
+            yield check_case(case, emulate, keep_json)
+        return
+    context = multiprocessing.get_context("forkserver")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        futures = [pool.submit(check_case, case, emulate, keep_json) for case in cases]
+        for future in as_completed(futures):
+            yield future.result()
+
+
+def run_batch(
+    cases: Sequence[Case],
+    *,
+    emulate: bool = False,
+    gpu: Callable[[CaseResult], CaseResult] | None = None,
+    jobs: int = 1,
+    progress: Progress | None = None,
+) -> list[CaseResult]:
+    """Check every case; the results come back in the order of ``cases``."""
+    order = {case.name: k for k, case in enumerate(cases)}
+    results: list[CaseResult] = []
+    for result in _run_cpu(cases, emulate, gpu is not None, jobs):
+        if gpu is not None:
+            result = gpu(result)
+        results.append(result)
+        if progress is not None:
+            progress.advance(result)
+    return sorted(results, key=lambda r: order[r.name])
+
+
+_COLUMNS = (
+    ("request", "<"),
+    ("buffers", ">"),
+    ("status", "<"),
+    ("arena", ">"),
+    ("static", "<"),
+    ("emulator", "<"),
+    ("gpu", "<"),
+    ("ms", ">"),
+    ("result", "<"),
+)
+
+
+def format_table(results: Sequence[CaseResult]) -> str:
+    """One line per case, then ``N passed, M failed``."""
+    body = []
+    for r in results:
+        checks = dict(r.checks)
+        body.append(
+            [
+                r.name,
+                str(r.buffers),
+                r.status,
+                "-" if r.arena_bytes is None else str(r.arena_bytes),
+                *(checks.get(v, "-") for v in VALIDATORS),
+                f"{r.seconds * 1000:.1f}",
+                "ok" if r.ok else r.failures[0][:100],
+            ]
+        )
+    widths = [max([len(n), *(len(c[k]) for c in body)]) for k, (n, _) in enumerate(_COLUMNS)]
+    lines = []
+    for cells in [[n for n, _ in _COLUMNS], *body]:
+        parts = [f"{c:{a}{w}}" for c, (_, a), w in zip(cells, _COLUMNS, widths, strict=True)]
+        lines.append("  ".join(parts).rstrip())
+    failed = sum(not r.ok for r in results)
+    lines.append(f"{len(results) - failed} passed, {failed} failed")
+    return "\n".join(lines)
+
+
+def junit_xml(results: Sequence[CaseResult], suite: str, seconds: float) -> bytes:
+    """JUnit XML: one ``testcase`` per request, a ``failure`` for each failed one."""
+    failed = sum(not r.ok for r in results)
+    root = ET.Element("testsuites", tests=str(len(results)), failures=str(failed), errors="0")
+    ts = ET.SubElement(
+        root,
+        "testsuite",
+        name=suite,
+        tests=str(len(results)),
+        failures=str(failed),
+        errors="0",
+        skipped="0",
+        time=f"{seconds:.3f}",
+    )
+    for r in results:
+        tc = ET.SubElement(ts, "testcase", classname=suite, name=r.name, time=f"{r.seconds:.3f}")
+        if r.failures:
+            kind = r.failures[0].split(":", 1)[0]
+            failure = ET.SubElement(tc, "failure", message=r.failures[0], type=kind)
+            failure.text = "\n".join(r.failures)
+        else:
+            checks = ", ".join(f"{v} {verdict}" for v, verdict in r.checks)
+            out = ET.SubElement(tc, "system-out")
+            out.text = f"{r.status}, arena {r.arena_bytes} B, {r.buffers} buffers; {checks}"
+    ET.indent(root)
+    return bytes(ET.tostring(root, encoding="utf-8", xml_declaration=True)) + b"\n"
+
+
+# --- the command -----------------------------------------------------------------------
+
+_GPU_EXTRA = "pip install 'alloc-planner[gpu]'"
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
+    """Register ``planner batch``."""
+    p = sub.add_parser("batch", help="plan and validate every request in a directory (CI)")
+    p.add_argument(
+        "dir",
+        metavar="DIR",
+        help="*.json / *.csv requests; NAME.plan.json beside NAME.json is taken as its plan",
+    )
+    p.add_argument("--emulate", action="store_true", help="also run the CPU emulator")
+    p.add_argument("--gpu", action="store_true", help="also run the CUDA harness (CuPy)")
+    p.add_argument("--trials", type=_count, default=4, metavar="N", help="GPU launches per plan")
+    p.add_argument("--junit", metavar="FILE", help="write JUnit XML here")
+    p.add_argument("--jobs", type=_count, default=1, metavar="N", help="worker processes")
+
+
+def _error(message: str) -> int:
+    print(f"planner: error: {message}", file=sys.stderr)
+    return 2
+
+
+def command(args: argparse.Namespace) -> int:
+    """Run ``planner batch``: 0 if every case passes, 1 if any fails, 2 for bad usage."""
+    directory = Path(args.dir)
+    if not directory.is_dir():
+        return _error(f"{args.dir}: not a directory")
+    try:
+        cases = find_cases(directory)
+    except OSError as exc:
+        return _error(f"{args.dir}: cannot read: {exc.strerror or exc}")
+    if args.junit and not Path(args.junit).resolve().parent.is_dir():
+        return _error(f"--junit {args.junit}: no such directory")
+    if not cases:
+        return _error(f"{args.dir}: no request files (*.json, *.csv)")
+    gpu: Callable[[CaseResult], CaseResult] | None = None
+    if args.gpu:
+        from validators.cuda import GpuOptions, gpu_available
+
+        if not gpu_available():
+            return _error(f"--gpu: CuPy or a CUDA device is missing; {_GPU_EXTRA}")
+        options = GpuOptions(trials=args.trials)
+        gpu = functools.partial(gpu_check, options=options)
+    t0 = time.perf_counter()
+    results = run_batch(
+        cases,
+        emulate=args.emulate,
+        gpu=gpu,
+        jobs=args.jobs,
+        progress=Progress(len(cases), sys.stderr),
+    )
+    seconds = time.perf_counter() - t0
+    print(format_table(results))
+    print(f"{len(results)} requests in {seconds:.1f} s", file=sys.stderr)
+    if args.junit:
+        try:
+            Path(args.junit).write_bytes(
+                junit_xml(results, f"planner batch {directory.name}", seconds)
+            )
+        except OSError as exc:
+            return _error(f"{args.junit}: cannot write: {exc.strerror or exc}")
+    return 0 if all(r.ok for r in results) else 1

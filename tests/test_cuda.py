@@ -1,0 +1,381 @@
+"""The CUDA harness: the kernel (golden file, compiled with nvcc where installed), the table
+that encodes a plan's program (golden files, and read back by its documented layout), the
+checks made before a launch, and, marked ``gpu``, launches on a real device."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import planner
+from planner.io import parse_request
+from validators.cuda import (
+    GpuOptions,
+    _error_report,
+    gpu_available,
+    program_from_json,
+    program_to_json,
+    risky_accesses,
+    run_program,
+)
+from validators.cuda_kernel import (
+    ACCESS_WORDS,
+    HEADER_WORDS,
+    KERNEL_SOURCE,
+    LOOP_WORDS,
+    STEP_WORDS,
+    encode_program,
+    format_table,
+)
+from validators.program import AffineAccess, KernelProgram, ProgramBuffer, Step, build_program
+
+GOLDEN = Path(__file__).resolve().parent / "golden" / "cuda"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+NVCC = shutil.which("nvcc")
+requires_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+requires_gpu = pytest.mark.skipif(not gpu_available(), reason="CuPy or a CUDA device is missing")
+
+TX, TY = "threadIdx.x", "threadIdx.y"
+
+
+def _synthetic(buffer: int, size: int, threads: int, rotate: int) -> tuple[AffineAccess, ...]:
+    """DESIGN section 6's pattern for a 1-D block: write ``t + i*T``, read ``t + rotate + i*T``."""
+    n = size // 4
+    coeffs = ((TX, 1), ("i", threads))
+    loops = (("i", -(-n // threads)),)
+    return (
+        AffineAccess(buffer, "write", 4, coeffs, loops, 0, guarded=True),
+        AffineAccess(buffer, "read", 4, coeffs, loops, rotate, guarded=True),
+    )
+
+
+def two_phase() -> KernelProgram:
+    """``a`` and ``b`` share bytes [0, 64) across the barrier at 4; ``c`` lives beside both."""
+    wa, ra = _synthetic(0, 64, 8, 1)
+    wb, rb = _synthetic(1, 64, 8, 1)
+    wc, rc = _synthetic(2, 32, 8, 1)
+    return KernelProgram(
+        arena_bytes=96,
+        block=(8, 1, 1),
+        grid=(1, 1, 1),
+        buffers=(
+            ProgramBuffer("a", 0, 64, 0, 4, synthetic=True),
+            ProgramBuffer("b", 0, 64, 4, 8, synthetic=True),
+            ProgramBuffer("c", 64, 32, 2, 6, synthetic=True),
+        ),
+        steps=(
+            Step(0, False, (wa,)),
+            Step(2, False, (wc,)),
+            Step(3, False, (ra,)),
+            Step(4, True, (wb,)),
+            Step(5, False, (rc,)),
+            Step(7, False, (rb,)),
+        ),
+    )
+
+
+def widths() -> KernelProgram:
+    """Every kind of access: 16-byte stores over a 2-D block, a broadcast read, a 3-byte
+    element, a negative coefficient, blockIdx, a loop the index does not use, a barrier
+    with no access, and a buffer id that needs escaping in a comment."""
+    return KernelProgram(
+        arena_bytes=4096,
+        block=(16, 4, 1),
+        grid=(8, 1, 1),
+        buffers=(
+            ProgramBuffer("tile*/", 0, 2048, 0, 3, synthetic=False),
+            ProgramBuffer("odd", 2048, 192, 1, 4, synthetic=False),
+            ProgramBuffer("per_block", 2304, 1024, 3, 6, synthetic=False),
+        ),
+        steps=(
+            Step(
+                0,
+                False,
+                (AffineAccess(0, "write", 16, ((TX, 1), (TY, 16), ("k", 64)), (("k", 2),), 0),),
+            ),
+            Step(
+                1,
+                True,
+                (
+                    AffineAccess(0, "read", 2, (), (), 0, broadcast=True),
+                    AffineAccess(1, "write", 3, ((TX, -1), (TY, 16)), (("unused", 9),), 15),
+                ),
+            ),
+            Step(2, True, ()),
+            Step(
+                3,
+                False,
+                (
+                    AffineAccess(1, "read", 3, ((TX, -1), (TY, 16)), (), 15),
+                    AffineAccess(2, "write", 4, ((TX, 1), (TY, 16), ("blockIdx.x", 16)), (), 0),
+                ),
+            ),
+            Step(5, True, (AffineAccess(2, "read", 8, ((TX, 1), ("blockIdx.x", 16)), (), 0),)),
+        ),
+    )
+
+
+PROGRAMS = {"two_phase": two_phase, "widths": widths}
+VARS = ("threadIdx.x", "threadIdx.y", "threadIdx.z", "blockIdx.x", "blockIdx.y", "blockIdx.z")
+
+
+def test_kernel_source_matches_golden_file() -> None:
+    path = GOLDEN / "alloc_check.cu"
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(KERNEL_SOURCE)
+    assert path.read_text() == KERNEL_SOURCE
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_table_matches_golden_file(name: str) -> None:
+    program = PROGRAMS[name]()
+    text = format_table(program, encode_program(program))
+    path = GOLDEN / f"{name}.table"
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text()
+
+
+def _decode(words: tuple[int, ...]) -> list[tuple[int, bool, list[list[int]]]]:
+    """The table read back by its documented layout: per step, (point index, barrier,
+    access rows each followed by its (coefficient, extent) loop pairs)."""
+    steps, access_at, loop_at, total = words[:HEADER_WORDS]
+    assert total == len(words)
+    out = []
+    for s in range(steps):
+        point, barrier, first, count = words[HEADER_WORDS + STEP_WORDS * s :][:STEP_WORDS]
+        rows = []
+        for a in range(first, first + count):
+            row = list(words[access_at + ACCESS_WORDS * a :][:ACCESS_WORDS])
+            loops = words[loop_at + LOOP_WORDS * row[14] :][: LOOP_WORDS * row[15]]
+            rows.append(row + list(loops))
+        out.append((point, bool(barrier), rows))
+    return out
+
+
+def _table_elements(row: list[int], thread: tuple[int, ...], block: tuple[int, ...]) -> set[int]:
+    """Elements one access row touches for one thread, as the kernel walks them."""
+    n = row[5]
+    if row[6]:
+        return set(range(n))
+    base = sum(c * v for c, v in zip(row[7:13], (*thread, *block), strict=True)) + row[13]
+    pairs = row[ACCESS_WORDS:]
+    ranges = [range(pairs[k + 1]) for k in range(0, len(pairs), 2)]
+    coeffs = pairs[0::2]
+    found = {
+        base + sum(c * i for c, i in zip(coeffs, idx, strict=True))
+        for idx in itertools.product(*ranges)
+    }
+    return {e for e in found if 0 <= e < n}
+
+
+def _program_elements(
+    program: KernelProgram, access: AffineAccess, thread: tuple[int, ...], block: tuple[int, ...]
+) -> set[int]:
+    """Elements straight from the access's definition, every loop enumerated."""
+    n = program.buffers[access.buffer].size // access.width
+    if access.broadcast:
+        return set(range(n))
+    values = dict(zip(VARS, (*thread, *block), strict=True))
+    names = [var for var, _ in access.loops]
+    out = set()
+    for idx in itertools.product(*(range(extent) for _, extent in access.loops)):
+        env = {**values, **dict(zip(names, idx, strict=True))}
+        e = sum(coeff * env[var] for var, coeff in access.coeffs) + access.constant
+        if not access.guarded or 0 <= e < n:
+            out.add(e)
+    return out
+
+
+def _threads(program: KernelProgram) -> list[tuple[int, int, int]]:
+    bx, by, bz = program.block
+    every = list(itertools.product(range(bx), range(by), range(bz)))
+    return every if len(every) <= 64 else every[:: len(every) // 64]
+
+
+def _check_table(program: KernelProgram) -> None:
+    table = encode_program(program)
+    decoded = _decode(table.words)
+    assert [s.point for s in program.steps] == list(table.points)
+    assert [b for _, b, _ in decoded] == [s.barrier for s in program.steps]
+    gx, gy, gz = program.grid
+    blocks = {(0, 0, 0), (gx - 1, gy - 1, gz - 1)}
+    for (k, _, rows), step in zip(decoded, program.steps, strict=True):
+        assert table.points[k] == step.point
+        ops = [row[1] for row in rows]
+        assert ops == sorted(ops)  # writes (0) before reads (1)
+        expected = sorted(step.accesses, key=lambda a: a.op != "write")
+        for row, access in zip(rows, expected, strict=True):
+            buf = program.buffers[access.buffer]
+            assert (row[0], row[2], row[3]) == (access.buffer, access.width, buf.offset)
+            for block in blocks:
+                for thread in _threads(program):
+                    got = _table_elements(row, thread, block)
+                    assert got == _program_elements(program, access, thread, block)
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_table_runs_the_programs_accesses(name: str) -> None:
+    _check_table(PROGRAMS[name]())
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.json")), ids=lambda p: p.name)
+def test_example_programs_encode(path: Path) -> None:
+    request = parse_request(path.read_text())
+    plan = planner.plan(request)
+    _check_table(build_program(request, plan))
+
+
+def test_bitmaps_start_each_buffer_on_a_word() -> None:
+    table = encode_program(widths())
+    # 2048 B -> 64 words, 192 B -> 6 words, 1024 B -> 32 words
+    assert table.bitmap_words == 102
+    bases = [row[4] for _, _, rows in _decode(table.words) for row in rows]
+    assert set(bases) == {0, 64 * 32, 70 * 32}
+
+
+def test_values_past_32_bits_are_refused() -> None:
+    program = two_phase()
+    huge = dataclasses.replace(
+        program,
+        buffers=(*program.buffers[:2], ProgramBuffer("c", 1 << 31, 32, 2, 6, synthetic=True)),
+    )
+    with pytest.raises(ValueError, match="does not fit the kernel's 32-bit table"):
+        encode_program(huge)
+
+
+@requires_nvcc
+def test_kernel_compiles_without_warnings(tmp_path: Path) -> None:
+    assert NVCC is not None
+    done = subprocess.run(
+        [
+            NVCC,
+            "-arch=sm_90",
+            "-cubin",
+            "-Werror",
+            "all-warnings",
+            "-o",
+            str(tmp_path / "k.cubin"),
+            str(GOLDEN / "alloc_check.cu"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_risky_accesses_name_misaligned_and_outside_buffers() -> None:
+    program = two_phase()
+    assert risky_accesses(program) == []
+    shifted = dataclasses.replace(
+        program,
+        buffers=(*program.buffers[:2], ProgramBuffer("c", 66, 32, 2, 6, synthetic=True)),
+    )
+    problems = risky_accesses(shifted)
+    assert problems == [
+        "buffer 'c' at [66, 98) lies outside the arena of 96 B",
+        "buffer 'c' at offset 66 is accessed 4 bytes at a time: misaligned by 2 B",
+    ]
+
+
+def test_program_json_round_trip() -> None:
+    for make in PROGRAMS.values():
+        program = make()
+        assert program_from_json(program_to_json(program)) == program
+
+
+@pytest.mark.skipif(gpu_available(), reason="a GPU is present")
+def test_without_a_gpu_the_harness_says_so() -> None:
+    report = run_program(two_phase())
+    assert report.status == "unavailable"
+    assert not report.ok
+
+
+# --- on a GPU --------------------------------------------------------------------------
+
+FAST = GpuOptions(trials=4, blocks=64)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_gpu_passes_correct_programs(name: str) -> None:
+    report = run_program(PROGRAMS[name](), FAST)
+    assert report.ok, report.message
+    assert report.trials == FAST.trials
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_sees_an_overlap() -> None:
+    program = two_phase()
+    # c on top of a while both are live: a's read at 3 finds c's stamps from point 2.
+    clash = dataclasses.replace(
+        program,
+        buffers=(*program.buffers[:2], ProgramBuffer("c", 0, 32, 2, 6, synthetic=True)),
+    )
+    report = run_program(clash, FAST)
+    assert report.status == "mismatch", report.message
+    assert report.records
+    assert {r.buffer for r in report.records} <= {"a", "b", "c"}
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_sees_a_dropped_barrier() -> None:
+    program = two_phase()
+    steps = tuple(dataclasses.replace(s, barrier=False) for s in program.steps)
+    report = run_program(dataclasses.replace(program, steps=steps), GpuOptions(trials=16))
+    assert report.status == "mismatch", report.message
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_faults_on_a_misaligned_offset() -> None:
+    program = two_phase()
+    shifted = dataclasses.replace(
+        program,
+        arena_bytes=100,
+        buffers=(*program.buffers[:2], ProgramBuffer("c", 66, 32, 2, 6, synthetic=True)),
+    )
+    report = run_program(shifted, FAST)
+    assert report.status == "fault", report.message
+    assert "misaligned" in report.message
+    assert run_program(program, FAST).ok  # this process's context is still usable
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_refuses_an_arena_over_the_device_limit() -> None:
+    program = dataclasses.replace(two_phase(), arena_bytes=1 << 20)
+    report = run_program(program, FAST)
+    assert report.status == "refused"
+    assert str(1 << 20) in report.message
+
+
+class CUDADriverError(Exception):
+    """Stands in for CuPy's exception of the same name (matched by name)."""
+
+
+@pytest.mark.parametrize(
+    ("message", "refused"),
+    [
+        ("CUDA_ERROR_INVALID_VALUE: invalid argument", True),
+        ("cudaErrorInvalidValue: invalid argument", True),
+        ("CUDA_ERROR_OUT_OF_RESOURCES: too many resources requested for launch", True),
+        ("cudaErrorMisalignedAddress: misaligned address", False),
+    ],
+)
+def test_refused_launches_are_told_from_faults(message: str, refused: bool) -> None:
+    report = _error_report(CUDADriverError(message), two_phase(), 8, [])
+    assert report.status == ("refused" if refused else "fault")
+    assert message in report.message
+    if refused:
+        assert "96 B of dynamic shared memory" in report.message

@@ -1,0 +1,370 @@
+"""Planted faults: break a good plan on purpose so the validators can be seen to catch it.
+
+Each kind breaks one rule of DESIGN section 2, and only when the break is real:
+
+- ``overlap``: slide a buffer over one that is live at the same time;
+- ``drop_barrier``: drop a barrier some reuse needs, one that leaves a byte touched by two
+  different threads with no barrier between (an inserted barrier, a required one under sync
+  "none", or, changing the request, one of the request's);
+- ``misalign``: move a buffer off its alignment (the static check's alone: the emulator runs
+  any offset);
+- ``break_alias``: make the later buffer of a thread-local alias touch its bytes from every
+  thread (changes the request; needs a plan with ``aliases``).
+
+``plant_fault`` returns the faulty request and plan; ``plant`` only faults that leave the
+request as it is. Both return ``None`` when no fault of the kind fits the plan, and are
+deterministic for a given generator state.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, TypeVar
+
+import numpy as np
+
+from planner.access import ANY, NONE, byte_owners
+from validators.program import runtime_barriers
+
+if TYPE_CHECKING:
+    from planner.models import Buffer, Placement, Plan, PlanRequest
+
+__all__ = ["FAULT_KINDS", "Fault", "FaultKind", "plant", "plant_fault"]
+
+FaultKind = Literal["overlap", "drop_barrier", "misalign", "break_alias"]
+FAULT_KINDS: tuple[FaultKind, ...] = ("overlap", "drop_barrier", "misalign", "break_alias")
+Rng = np.random.Generator | random.Random
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A broken plan and the request to check it against."""
+
+    kind: FaultKind
+    request: PlanRequest  # the original, unless the fault had to change it
+    plan: Plan
+    buffers: tuple[str, ...]  # the buffers the fault involves
+    description: str
+    point: int | None = None  # the program point involved, where one applies
+
+
+def plant(request: PlanRequest, plan: Plan, kind: FaultKind, rng: Rng) -> Plan | None:
+    """A copy of ``plan`` with one fault of ``kind`` that needs no change to ``request``."""
+    fault = _plant(request, plan, kind, rng, plan_only=True)
+    return None if fault is None else fault.plan
+
+
+def plant_fault(request: PlanRequest, plan: Plan, kind: FaultKind, rng: Rng) -> Fault | None:
+    """One fault of ``kind``, changing the request too when the fault needs it."""
+    return _plant(request, plan, kind, rng, plan_only=False)
+
+
+def _plant(
+    request: PlanRequest, plan: Plan, kind: FaultKind, rng: Rng, *, plan_only: bool
+) -> Fault | None:
+    if kind == "overlap":
+        return _overlap(request, plan, rng)
+    if kind == "drop_barrier":
+        return _drop_barrier(request, plan, rng, plan_only=plan_only)
+    if kind == "misalign":
+        return _misalign(request, plan, rng)
+    if kind == "break_alias":
+        return None if plan_only else _break_alias(request, plan, rng)
+    raise ValueError(f"unknown fault kind {kind!r}; known: {', '.join(FAULT_KINDS)}")
+
+
+def _shuffled(rng: Rng, items: Sequence[_T]) -> list[_T]:
+    order = list(items)
+    if isinstance(rng, random.Random):
+        rng.shuffle(order)
+        return order
+    return [order[k] for k in rng.permutation(len(order)).tolist()]
+
+
+def _shared(plan: Plan) -> dict[str, Placement]:
+    out: dict[str, Placement] = {}
+    for p in plan.placements:
+        if p.memory == "shared":
+            out.setdefault(p.id, p)
+    return out
+
+
+def _moved(plan: Plan, buffer_id: str, offset: int) -> Plan:
+    """``plan`` with ``buffer_id`` at ``offset``, arena and launch size kept consistent."""
+    placements = [
+        p.model_copy(update={"offset": offset}) if p.id == buffer_id else p for p in plan.placements
+    ]
+    arena = max((p.offset + p.size for p in placements if p.memory == "shared"), default=0)
+    launch = plan.launch.model_copy(update={"dynamic_smem_bytes": arena})
+    return plan.model_copy(
+        update={"placements": placements, "arena_bytes": arena, "launch": launch}
+    )
+
+
+def _as_placed(request: PlanRequest, plan: Plan) -> PlanRequest:
+    """``request`` as the kernel runs it: a shrunk buffer has its planned size and accesses
+    that subtract the footprint's per-block base (as the kernel program does)."""
+    footprints = {f.id: f for f in plan.footprints}
+    if not footprints:
+        return request
+    buffers = list(request.buffers)
+    for i, b in enumerate(buffers):
+        f = footprints.get(b.id)
+        if f is None:
+            continue
+        accesses = []
+        for a in b.accesses:
+            if a.index is not None and all(v % a.bytes == 0 for v in f.index_base.values()):
+                index = dict(a.index)
+                for var, per_block in f.index_base.items():
+                    if var != "constant":
+                        index[var] = index.get(var, 0) - per_block // a.bytes
+                offset = a.offset - f.index_base.get("constant", 0) // a.bytes
+                a = a.model_copy(update={"index": index, "offset": offset})
+            accesses.append(a)
+        buffers[i] = b.model_copy(update={"size": f.planned, "accesses": accesses})
+    return request.model_copy(update={"buffers": buffers})
+
+
+def _window(buffer: Buffer) -> tuple[int, int]:
+    """First and last point with an access (the lifetime's ends without patterns)."""
+    if not buffer.accesses:
+        return buffer.start, buffer.end - 1
+    points = [a.at for a in buffer.accesses]
+    return min(points), max(points)
+
+
+def _overlap(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
+    shared = _shared(plan)
+    buffers = [b for b in _as_placed(request, plan).buffers if b.id in shared]
+    pairs = [
+        (a, b)
+        for a in buffers
+        for b in buffers
+        if a.id != b.id and b.offset is None and a.start < b.end and b.start < a.end
+    ]
+
+    # Prefer pairs that are accessed at the same time, not only live together.
+    def busy(pair: tuple[Buffer, Buffer]) -> bool:
+        (a0, a1), (b0, b1) = _window(pair[0]), _window(pair[1])
+        return a0 <= b1 and b0 <= a1
+
+    for a, b in sorted(_shuffled(rng, pairs), key=lambda pair: not busy(pair)):
+        target = shared[a.id].offset
+        align = request.alignment_of(b)
+        down = target // align * align
+        up = down if down == target else down + align
+        for offset in (down, up):
+            if offset >= 0 and offset < target + a.size and target < offset + b.size:
+                moved = _moved(plan, b.id, offset)
+                return Fault(
+                    "overlap",
+                    request,
+                    moved,
+                    (a.id, b.id),
+                    f"slid {b.id!r} (live [{b.start}, {b.end})) from offset "
+                    f"{shared[b.id].offset} to {offset}, over {a.id!r} at [{target}, "
+                    f"{target + a.size}) live [{a.start}, {a.end})",
+                    max(a.start, b.start),
+                )
+    return None
+
+
+def _misalign(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
+    shared = _shared(plan)
+    for b in _shuffled(rng, request.buffers):
+        align = request.alignment_of(b)
+        if b.id in shared and b.offset is None and align > 1:
+            offset = shared[b.id].offset + align // 2
+            return Fault(
+                "misalign",
+                request,
+                _moved(plan, b.id, offset),
+                (b.id,),
+                f"moved {b.id!r} to offset {offset}, off its alignment {align}",
+            )
+    return None
+
+
+def _hazard(
+    request: PlanRequest,
+    first: int,
+    second: int,
+    barriers: Sequence[int],
+    shared: dict[str, Placement],
+) -> bool:
+    """Whether buffers ``first`` (ending earlier) and ``second`` race under ``barriers``.
+
+    A race as the emulator sees it: a shared byte touched by two different threads, one for
+    each buffer, with a write among them, between the last barrier before ``first``'s last
+    access and the first barrier after ``second``'s first access.
+    """
+    a, b = request.buffers[first], request.buffers[second]
+    pa, pb = shared[a.id], shared[b.id]
+    lo, hi = max(pa.offset, pb.offset), min(pa.offset + a.size, pb.offset + b.size)
+    if lo >= hi:
+        return False
+    last_a = _window(a)[1]
+    first_b = _window(b)[0]
+    if any(last_a < p <= first_b for p in barriers):
+        return False
+    since = max((p for p in barriers if p <= last_a), default=None)
+    until = min((p for p in barriers if p > first_b), default=None)
+    cut_a = slice(lo - pa.offset, hi - pa.offset)
+    cut_b = slice(lo - pb.offset, hi - pb.offset)
+    all_a = _owners(request, first, since, None, writes_only=False)[cut_a]
+    all_b = _owners(request, second, None, until, writes_only=False)[cut_b]
+    writes_a = _owners(request, first, since, None, writes_only=True)[cut_a]
+    writes_b = _owners(request, second, None, until, writes_only=True)[cut_b]
+    return bool((_differ(writes_a, all_b) | _differ(all_a, writes_b)).any())
+
+
+def _differ(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per byte: thread sets X and Y (as owners) hold two different threads."""
+    result: np.ndarray = (x != NONE) & (y != NONE) & ~((x == y) & (x >= 0))
+    return result
+
+
+def _owners(
+    request: PlanRequest, index: int, since: int | None, until: int | None, *, writes_only: bool
+) -> np.ndarray:
+    """Byte owners of a buffer from its accesses (or writes) at points in ``[since, until)``."""
+    buffer = request.buffers[index]
+    if not buffer.accesses:
+        return _synthetic_owners(request, buffer, since, until, writes_only=writes_only)
+    kept = [
+        a
+        for a in buffer.accesses
+        if (since is None or a.at >= since) and (not writes_only or a.op == "write")
+    ]
+    if not kept:
+        return np.full(buffer.size, NONE, np.int32)
+    buffers = list(request.buffers)
+    buffers[index] = buffer.model_copy(update={"accesses": kept})
+    request = request.model_copy(update={"buffers": buffers})
+    return byte_owners(request, index, before=until).owners
+
+
+def _synthetic_owners(
+    request: PlanRequest, buffer: Buffer, since: int | None, until: int | None, *, writes_only: bool
+) -> np.ndarray:
+    """Byte owners under the synthetic pattern of the kernel program (DESIGN section 6)."""
+    block = [*(request.block or ()), 1, 1, 1][:3]
+    threads = block[0] * block[1] * block[2]
+    width = 4 if buffer.size % 4 == 0 else 1  # bytes
+    n = buffer.size // width  # elements
+    element = np.arange(n, dtype=np.int64)
+    low = np.full(n, np.iinfo(np.int32).max, np.int64)
+    high = np.full(n, -1, np.int64)
+
+    def seen(point: int, rotate: int) -> None:
+        if (since is None or point >= since) and (until is None or point < until):
+            touched = element >= rotate
+            thread = (element - rotate) % threads
+            low[touched] = np.minimum(low[touched], thread[touched])
+            high[touched] = np.maximum(high[touched], thread[touched])
+
+    last = buffer.end - 1
+    seen(buffer.start, 0)  # the write: thread t on elements t + i*T
+    if not writes_only:
+        seen(last, 0 if last == buffer.start else 1)  # the read, rotated unless on one point
+    owners = np.where(low == high, low, ANY)
+    owners[high < 0] = NONE
+    out = np.full(buffer.size, NONE, np.int32)
+    out[: n * width] = np.repeat(owners, width)
+    return out
+
+
+def _reuses(request: PlanRequest, shared: dict[str, Placement]) -> list[tuple[int, int]]:
+    """(earlier, later) buffer index pairs that share bytes one after the other."""
+    placed = [(i, b) for i, b in enumerate(request.buffers) if b.id in shared]
+    out: list[tuple[int, int]] = []
+    for i, a in placed:
+        pa = shared[a.id]
+        for j, b in placed:
+            pb = shared[b.id]
+            if (
+                a.end <= b.start
+                and pa.offset < pb.offset + b.size
+                and pb.offset < pa.offset + a.size
+            ):
+                out.append((i, j))
+    return out
+
+
+def _drop_barrier(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) -> Fault | None:
+    shared = _shared(plan)
+    placed = _as_placed(request, plan)
+    reuses = _reuses(placed, shared)
+    if not reuses:
+        return None
+    runtime = runtime_barriers(request, plan)
+    in_request = set(request.barriers)
+    for p in _shuffled(rng, runtime):
+        if plan_only and p in in_request:
+            continue
+        rest = [q for q in runtime if q != p]
+        broken = next((r for r in reuses if _hazard(placed, r[0], r[1], rest, shared)), None)
+        if broken is None:
+            continue
+        a, b = (request.buffers[k].id for k in broken)
+        barriers = plan.barriers.model_copy(
+            update={
+                "existing": [q for q in plan.barriers.existing if q != p],
+                "inserted": [q for q in plan.barriers.inserted if q != p],
+                "required": [q for q in plan.barriers.required if q != p],
+            }
+        )
+        faulty = request
+        if p in in_request:
+            faulty = request.model_copy(
+                update={"barriers": [q for q in request.barriers if q != p]}
+            )
+        else:
+            barriers = barriers.model_copy(update={"existing": plan.barriers.existing})
+        return Fault(
+            "drop_barrier",
+            faulty,
+            plan.model_copy(update={"barriers": barriers}),
+            (a, b),
+            f"dropped the barrier at {p}{' from the request' if p in in_request else ''}: "
+            f"{b!r} reuses bytes of {a!r} with no barrier between their accesses",
+            p,
+        )
+    return None
+
+
+def _break_alias(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
+    aliases: list[list[str]] = list(getattr(plan, "aliases", None) or [])
+    shared = _shared(plan)
+    index = {b.id: i for i, b in enumerate(request.buffers)}
+    runtime = runtime_barriers(request, plan)
+    for pair in _shuffled(rng, aliases):
+        if len(pair) != 2 or pair[0] not in index or pair[1] not in index:
+            continue
+        first, second = index[pair[0]], index[pair[1]]
+        later = request.buffers[second]
+        if not later.accesses or pair[0] not in shared or pair[1] not in shared:
+            continue
+        everyone = [
+            a.model_copy(update={"index": None, "offset": 0, "loops": {}, "threads": "all"})
+            for a in later.accesses
+        ]
+        buffers = list(request.buffers)
+        buffers[second] = later.model_copy(update={"accesses": everyone})
+        faulty = request.model_copy(update={"buffers": buffers})
+        if not _hazard(_as_placed(faulty, plan), first, second, runtime, shared):
+            continue
+        return Fault(
+            "break_alias",
+            faulty,
+            plan,
+            (pair[0], pair[1]),
+            f"made every thread touch {pair[1]!r}, which the plan aliases with {pair[0]!r} "
+            "as touched by one thread per byte",
+            later.start,
+        )
+    return None

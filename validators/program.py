@@ -1,0 +1,188 @@
+"""The kernel program a plan implies: what every thread touches at every point, and the barriers.
+
+Shared by the CPU emulator and the CUDA harness, which compiles it unchanged. It stays affine
+(coefficients and loop extents, never one entry per thread) so the harness turns each access
+into a loop nest and the emulator enumerates it with numpy.
+
+A buffer without access patterns gets the synthetic pattern of DESIGN section 6: at its start
+every thread ``t`` writes elements ``t + i*T``; at ``end - 1`` it reads elements
+``t + 1 + i*T``, what thread ``t + 1`` wrote, so a hazard across threads is real.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from planner.models import Access, Buffer, Plan, PlanRequest
+
+__all__ = [
+    "SYNTHETIC_LOOP",
+    "AffineAccess",
+    "KernelProgram",
+    "Op",
+    "ProgramBuffer",
+    "Step",
+    "build_program",
+    "runtime_barriers",
+]
+
+Op = Literal["read", "write"]
+SYNTHETIC_LOOP = "i"  # loop variable of the synthetic pattern
+_THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+
+
+@dataclass(frozen=True)
+class AffineAccess:
+    """One access by every thread: element ``sum(coeff * var) + constant`` over the loops."""
+
+    buffer: int  # index into KernelProgram.buffers
+    op: Op
+    width: int  # bytes per element
+    coeffs: tuple[tuple[str, int], ...]  # (variable, coefficient): threadIdx/blockIdx/loops
+    loops: tuple[tuple[str, int], ...]  # (loop variable, extent)
+    constant: int  # element offset
+    broadcast: bool = False  # "threads": "all": every thread touches [0, size // width)
+    guarded: bool = False  # elements outside [0, size // width) are skipped
+    # Byte address in the arena of element e: buffers[buffer].offset + e * width.
+
+
+@dataclass(frozen=True)
+class Step:
+    """The accesses at one program point; all threads run them concurrently."""
+
+    point: int
+    barrier: bool  # a __syncthreads() runs before this point's accesses
+    accesses: tuple[AffineAccess, ...]
+
+
+@dataclass(frozen=True)
+class ProgramBuffer:
+    """A buffer placed in the shared arena."""
+
+    id: str
+    offset: int  # bytes in the arena
+    size: int  # bytes; a footprint's planned size when the plan shrinks the buffer
+    start: int  # program point
+    end: int  # program point, half-open
+    synthetic: bool  # True: no access pattern in the request
+
+
+@dataclass(frozen=True)
+class KernelProgram:
+    """Every point with a barrier or an access, in order, over the shared placements."""
+
+    arena_bytes: int
+    block: tuple[int, int, int]
+    grid: tuple[int, int, int]
+    buffers: tuple[ProgramBuffer, ...]
+    steps: tuple[Step, ...]  # sorted by point
+
+    @property
+    def threads(self) -> int:
+        """Threads per block."""
+        return self.block[0] * self.block[1] * self.block[2]
+
+
+def runtime_barriers(request: PlanRequest, plan: Plan) -> list[int]:
+    """Barriers that run: the request's and the inserted ones; under sync "none" also the
+    required ones, which the caller guarantees."""
+    points = set(request.barriers) | set(plan.barriers.inserted)
+    if request.options.sync == "none":
+        points |= set(plan.barriers.required)
+    return sorted(points)
+
+
+def build_program(request: PlanRequest, plan: Plan) -> KernelProgram:
+    """The kernel program of ``plan``: buffers at their shared offsets, accesses, barriers.
+
+    Buffers placed in global memory and placements naming no request buffer are left out; a
+    buffer placed twice keeps its first placement. A buffer with a footprint (``shrink``) has
+    its planned size, and its accesses subtract the footprint's per-block ``index_base``.
+    Raises ValueError for a footprint whose base is not a whole number of elements.
+    """
+    block = _dims(request.block)
+    grid = _dims(request.grid)
+    placed: dict[str, int] = {}
+    for p in plan.placements:
+        if p.memory == "shared":
+            placed.setdefault(p.id, p.offset)
+    footprints = {f.id: f for f in plan.footprints}
+    buffers: list[ProgramBuffer] = []
+    by_point: dict[int, list[AffineAccess]] = {}
+    for b in request.buffers:
+        if b.id not in placed:
+            continue
+        index = len(buffers)
+        footprint = footprints.get(b.id)
+        size = b.size if footprint is None else footprint.planned
+        buffers.append(
+            ProgramBuffer(b.id, placed[b.id], size, b.start, b.end, synthetic=not b.accesses)
+        )
+        if b.accesses:
+            for a in b.accesses:
+                access = _affine(index, a)
+                if footprint is not None:
+                    access = _rebased(access, footprint.index_base, b.id)
+                by_point.setdefault(a.at, []).append(access)
+        else:
+            for at, access in _synthetic(index, b, block):
+                by_point.setdefault(at, []).append(access)
+    barriers = set(runtime_barriers(request, plan))
+    points = sorted(barriers | set(by_point))
+    steps = tuple(Step(p, p in barriers, tuple(by_point.get(p, ()))) for p in points)
+    return KernelProgram(plan.arena_bytes, block, grid, tuple(buffers), steps)
+
+
+def _dims(value: list[int] | None) -> tuple[int, int, int]:
+    if value is None:
+        return (1, 1, 1)
+    x, y, z = [*value, 1, 1][:3]
+    return (x, y, z)
+
+
+def _affine(index: int, a: Access) -> AffineAccess:
+    if a.threads == "all":
+        return AffineAccess(index, a.op, a.bytes, (), (), 0, broadcast=True)
+    coeffs = tuple((a.index or {}).items())
+    return AffineAccess(index, a.op, a.bytes, coeffs, tuple(a.loops.items()), a.offset)
+
+
+def _rebased(access: AffineAccess, base: dict[str, int], buffer_id: str) -> AffineAccess:
+    """``access`` with the footprint's per-block base subtracted, in elements.
+
+    The planner keeps each base a multiple of every access width (its blockIdx strides are
+    the accesses' own, its constant a multiple of their least common multiple), so the
+    rebased index stays affine; a base that is not is a bad footprint.
+    """
+    width = access.width
+    terms = dict(access.coeffs)
+    for var, per_block in base.items():
+        if per_block % width:
+            raise ValueError(
+                f"footprint of {buffer_id!r}: index_base[{var!r}] = {per_block} bytes is not a "
+                f"multiple of the {width}-byte elements of an access"
+            )
+        if var == "constant":
+            continue
+        terms[var] = terms.get(var, 0) - per_block // width
+    constant = access.constant - base.get("constant", 0) // width
+    return replace(access, coeffs=tuple(terms.items()), constant=constant)
+
+
+def _synthetic(
+    index: int, b: Buffer, block: tuple[int, int, int]
+) -> list[tuple[int, AffineAccess]]:
+    """The write at ``start`` and the rotated read at ``end - 1`` (DESIGN section 6)."""
+    width = 4 if b.size % 4 == 0 else 1  # bytes
+    n = b.size // width  # elements
+    bx, by, bz = block
+    threads = bx * by * bz
+    coeffs = (*zip(_THREAD_AXES, (1, bx, bx * by), strict=True), (SYNTHETIC_LOOP, threads))
+    loops = ((SYNTHETIC_LOOP, -(-n // threads)),)
+    write = AffineAccess(index, "write", width, coeffs, loops, 0, guarded=True)
+    last = b.end - 1
+    rotate = 0 if last == b.start else 1  # one point: each thread reads back its own write
+    read = AffineAccess(index, "read", width, coeffs, loops, rotate, guarded=True)
+    return [(b.start, write), (last, read)]
