@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 import planner
+from planner.argtypes import positive_int
 from planner.csvio import load_request
 from planner.errors import RequestError
 from planner.io import parse_plan, parse_request
@@ -369,16 +370,6 @@ def junit_xml(results: Sequence[CaseResult], suite: str, seconds: float) -> byte
 _GPU_EXTRA = "pip install 'alloc-planner[gpu]'"
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     """Register ``planner batch``."""
     p = sub.add_parser("batch", help="plan and validate every request in a directory (CI)")
@@ -389,9 +380,11 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     )
     p.add_argument("--emulate", action="store_true", help="also run the CPU emulator")
     p.add_argument("--gpu", action="store_true", help="also run the CUDA harness (CuPy)")
-    p.add_argument("--trials", type=_count, default=4, metavar="N", help="GPU launches per plan")
+    p.add_argument(
+        "--trials", type=positive_int, default=4, metavar="N", help="GPU launches per plan"
+    )
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML here")
-    p.add_argument("--jobs", type=_count, default=1, metavar="N", help="worker processes")
+    p.add_argument("--jobs", type=positive_int, default=1, metavar="N", help="worker processes")
 
 
 def _error(message: str) -> int:

@@ -20,6 +20,7 @@ import planner
 from planner import batch as batch_mod
 from planner import bench as bench_mod
 from planner import selftest as selftest_mod
+from planner.argtypes import positive_float, positive_int
 from planner.csvio import csv_losses, load_request, with_overrides, write_csv
 from planner.emit import EMITTERS, emit_svg
 from planner.errors import FormatError, InternalError, RequestError
@@ -47,26 +48,6 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"planner: error: {message} (see '{self.prog} --help')\n")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return value
-
-
 def _port(text: str) -> int:
     try:
         value = int(text)
@@ -78,7 +59,7 @@ def _port(text: str) -> int:
 
 
 def _overlap(text: str) -> float:
-    value = _positive_float(text)
+    value = positive_float(text)
     if value > 1:
         raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
     return value
@@ -97,7 +78,7 @@ def _parser() -> _Parser:
     _add_capacity(p)
     p.add_argument("--solver", metavar="NAME", help="auto, greedy, exact, or one heuristic")
     p.add_argument("--sync", choices=["existing", "insert", "none"], help="sync policy")
-    p.add_argument("--time-limit", type=_positive_float, metavar="S", help="seconds")
+    p.add_argument("--time-limit", type=positive_float, metavar="S", help="seconds")
     p.add_argument("-o", "--output", metavar="OUT", help="write the plan here (default stdout)")
     p.add_argument(
         "--emit",
@@ -117,7 +98,7 @@ def _parser() -> _Parser:
     )
     v.add_argument(
         "--max-blocks",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="N",
         help="with --emulate: distinct blocks to emulate at most (default 16)",
@@ -143,10 +124,10 @@ def _parser() -> _Parser:
         help="auto, greedy, exact, search, cpsat, or one heuristic; repeat it to compare "
         "solvers side by side",
     )
-    b.add_argument("--time-limit", type=_positive_float, metavar="S", help="seconds")
+    b.add_argument("--time-limit", type=positive_float, metavar="S", help="seconds")
     b.add_argument(
         "--random",
-        type=_positive_int,
+        type=positive_int,
         nargs="+",
         action="extend",
         default=[],
@@ -159,7 +140,7 @@ def _parser() -> _Parser:
     b.add_argument("--seed", type=int, default=0)
     b.add_argument(
         "--repeat",
-        type=_positive_int,
+        type=positive_int,
         metavar="K",
         help=f"runs per instance, best time kept (default {bench_mod.FILE_REPEAT} for files, "
         f"{bench_mod.RANDOM_REPEAT} for random)",
@@ -183,7 +164,7 @@ def _parser() -> _Parser:
 
 def _add_capacity(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--capacity", type=_positive_int, metavar="N", help="bytes; replaces the request's"
+        "--capacity", type=positive_int, metavar="N", help="bytes; replaces the request's"
     )
 
 

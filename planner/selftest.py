@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import planner
+from planner.argtypes import at_least, positive_int
 from planner.errors import RequestError
 from planner.generate import random_request
 from planner.io import parse_request
@@ -231,23 +232,13 @@ def format_table(tally: Tally, names: Sequence[str]) -> str:
 # --- the command -----------------------------------------------------------------------
 
 
-def _count(text: str, least: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < least:
-        raise argparse.ArgumentTypeError(f"must be at least {least}, got {value}")
-    return value
-
-
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     """Register ``planner selftest``."""
     p = sub.add_parser("selftest", help="plant faults in correct plans; are they all caught?")
     p.add_argument("--gpu", action="store_true", help="also judge with the CUDA harness (CuPy)")
     p.add_argument(
         "--random",
-        type=lambda t: _count(t, 0),
+        type=at_least(0),
         default=24,
         metavar="N",
         help="random requests besides the examples (default 24)",
@@ -255,7 +246,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--trials",
-        type=lambda t: _count(t, 1),
+        type=positive_int,
         default=4,
         metavar="N",
         help="GPU launches per plan",

@@ -24,6 +24,20 @@ def access(op: str, at: int, mapping: str, rows: int) -> dict[str, Any]:
     return {"op": op, "at": at, "bytes": WIDTH, "index": index, "loops": {"i": rows}}
 
 
+TILE = 2 * THREADS * WIDTH  # bytes: a 2 x 32 float tile
+
+
+def tile(ident: str, start: int, end: int, write: str, read: str) -> dict[str, Any]:
+    """A TILE-byte buffer written at ``start`` and read at ``end - 1`` with those mappings."""
+    return {
+        "id": ident,
+        "size": TILE,
+        "start": start,
+        "end": end,
+        "accesses": [access("write", start, write, 2), access("read", end - 1, read, 2)],
+    }
+
+
 @st.composite
 def patterned_dicts(
     draw: st.DrawFn, *, max_buffers: int = 8, horizon: int = 12, sync: str | None = None

@@ -12,19 +12,7 @@ from planner.graph import build_graph
 from planner.models import PlanRequest
 from validators import validate_plan
 
-from .patterned import THREADS, access
-
-TILE = 2 * THREADS * 4  # bytes
-
-
-def _buffer(ident: str, start: int, end: int, write: str, read: str) -> dict[str, Any]:
-    return {
-        "id": ident,
-        "size": TILE,
-        "start": start,
-        "end": end,
-        "accesses": [access("write", start, write, 2), access("read", end - 1, read, 2)],
-    }
+from .patterned import THREADS, TILE, tile
 
 
 def _request(*buffers: dict[str, Any], sync: str = "existing", **extra: Any) -> PlanRequest:
@@ -35,9 +23,9 @@ def _request(*buffers: dict[str, Any], sync: str = "existing", **extra: Any) -> 
 
 def test_compatible_needs_the_same_thread_per_byte() -> None:
     request = _request(
-        _buffer("a", 0, 2, "row", "row"),
-        _buffer("b", 2, 4, "row", "row"),
-        _buffer("c", 4, 6, "column", "row"),
+        tile("a", 0, 2, "row", "row"),
+        tile("b", 2, 4, "row", "row"),
+        tile("c", 4, 6, "column", "row"),
         {"id": "d", "size": TILE, "start": 6, "end": 8},  # no patterns: any thread
     )
     owners = Owners(request, [])
@@ -51,10 +39,10 @@ def test_compatible_needs_the_same_thread_per_byte() -> None:
 
 def test_chains_place_buffers_exactly_over_dead_ones() -> None:
     request = _request(
-        _buffer("a", 0, 2, "row", "row"),
-        _buffer("b", 2, 4, "row", "row"),
-        _buffer("c", 4, 6, "row", "row"),
-        _buffer("x", 4, 6, "column", "column"),
+        tile("a", 0, 2, "row", "row"),
+        tile("b", 2, 4, "row", "row"),
+        tile("c", 4, 6, "row", "row"),
+        tile("x", 4, 6, "column", "column"),
     )
     g = build_graph(request)
     parent = alias_chains(g, Owners(request, []))
@@ -68,9 +56,9 @@ def test_chains_place_buffers_exactly_over_dead_ones() -> None:
 
 def test_existing_sync_aliases_instead_of_stacking() -> None:
     request = _request(
-        _buffer("a", 0, 2, "row", "row"),
-        _buffer("b", 2, 4, "row", "row"),
-        _buffer("c", 4, 6, "row", "row"),
+        tile("a", 0, 2, "row", "row"),
+        tile("b", 2, 4, "row", "row"),
+        tile("c", 4, 6, "row", "row"),
     )
     plan = planner.plan(request)
     assert validate_plan(request, plan).valid
@@ -78,9 +66,9 @@ def test_existing_sync_aliases_instead_of_stacking() -> None:
     assert plan.aliases == [["a", "b"], ["a", "c"], ["b", "c"]]
     # Different threads in c: it must stack (no barrier may be inserted).
     other = _request(
-        _buffer("a", 0, 2, "row", "row"),
-        _buffer("b", 2, 4, "row", "row"),
-        _buffer("c", 4, 6, "column", "row"),
+        tile("a", 0, 2, "row", "row"),
+        tile("b", 2, 4, "row", "row"),
+        tile("c", 4, 6, "column", "row"),
     )
     plan = planner.plan(other)
     assert validate_plan(other, plan).valid
@@ -90,9 +78,9 @@ def test_existing_sync_aliases_instead_of_stacking() -> None:
 
 def test_sharing_pairs_lists_every_sequential_pair() -> None:
     request = _request(
-        _buffer("a", 0, 2, "row", "row"),
-        _buffer("b", 1, 4, "row", "row"),
-        _buffer("c", 4, 6, "row", "row"),
+        tile("a", 0, 2, "row", "row"),
+        tile("b", 1, 4, "row", "row"),
+        tile("c", 4, 6, "row", "row"),
     )
     offsets = np.array([0, TILE, 0], dtype=np.int64)
     sizes = np.array([TILE] * 3, dtype=np.int64)

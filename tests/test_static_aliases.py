@@ -9,19 +9,7 @@ import planner
 from planner.models import Footprint, Placement, Plan, PlanRequest
 from validators import validate_plan
 
-from .patterned import THREADS, access
-
-TILE = 2 * THREADS * 4  # bytes: a 2 x 32 float tile
-
-
-def _buffer(ident: str, start: int, end: int, write: str, read: str) -> dict[str, Any]:
-    return {
-        "id": ident,
-        "size": TILE,
-        "start": start,
-        "end": end,
-        "accesses": [access("write", start, write, 2), access("read", end - 1, read, 2)],
-    }
+from .patterned import THREADS, TILE, access, tile
 
 
 def _request(b_write: str = "row", barriers: list[int] | None = None) -> PlanRequest:
@@ -29,7 +17,7 @@ def _request(b_write: str = "row", barriers: list[int] | None = None) -> PlanReq
         {
             "block": [THREADS],
             "barriers": barriers or [],
-            "buffers": [_buffer("a", 0, 2, "row", "row"), _buffer("b", 2, 4, b_write, "row")],
+            "buffers": [tile("a", 0, 2, "row", "row"), tile("b", 2, 4, b_write, "row")],
             "options": {"sync": "existing"},
         }
     )
