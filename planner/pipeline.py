@@ -38,6 +38,7 @@ from planner.spill import plan_with_spill
 from planner.targets import launch_figures
 from planner.warm import ensure_warm
 from solvers.auto import EXACT_METHODS, SOLVERS, Solution, exact_method, solve
+from solvers.clock import deadline
 from solvers.greedy import HEURISTICS
 from validators import validate_plan
 
@@ -67,7 +68,8 @@ def plan(
     ensure_warm(plan)
     req = parse_request(request, max_buffers=max_buffers)
     ctx = _context(req, _heuristics(req.options.solver))
-    attempts = _attempts(ctx)
+    with deadline(req.options.time_limit):
+        attempts = _attempts(ctx)
     chosen = _choose(req, attempts)
     best = chosen
     # Every attempt's bound holds for the whole request (within the cap): keep the best.

@@ -8,9 +8,9 @@ objective is lexicographic, smallest arena then fewest new barriers, as one weig
 ``max_new`` caps the barriers. For small requests only: the model has a disjunction per
 sequential pair.
 
-Determinism: one worker, a fixed seed and a deterministic-time limit, with ``time_limit``
-as a wall-clock cap above it (``DETERMINISTIC_PER_SECOND``); only a machine far slower than
-the one measured on, or heavy load, lets the cap stop the search first.
+Determinism: one worker, a fixed seed and a deterministic-time limit derived from
+``time_limit`` (``DETERMINISTIC_PER_SECOND``); the wall clock is only a cap, the request's
+deadline while a request is planned (``solvers.clock``).
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 from ortools.sat.python import cp_model
+
+from solvers.clock import wall_limit
 
 __all__ = ["BarrierProblem", "BarrierSolution", "solve_barriers"]
 
@@ -153,7 +155,7 @@ def solve_barriers(
     params.num_workers = 1
     params.random_seed = SEED
     params.max_deterministic_time = DETERMINISTIC_PER_SECOND * time_limit
-    params.max_time_in_seconds = time_limit
+    params.max_time_in_seconds = wall_limit(time_limit)  # the deterministic limit decides
     status = solver.solve(model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None

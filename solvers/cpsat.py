@@ -8,10 +8,9 @@ the graph into connected components; this module builds one model for whatever i
 
 Determinism: one worker, a fixed seed, and a deterministic-time limit derived from
 ``time_limit`` (``DETERMINISTIC_PER_SECOND``), so the same input gives the same plan on any
-machine. ``time_limit`` is also a hard wall-clock cap; it is set above the deterministic
-limit's usual wall time, so only on a machine far slower than the one calibrated on (or
-under heavy load) can the cap stop the search first, and only then can the result depend
-on timing.
+machine. The wall clock is only a cap: ``time_limit`` alone, the request's deadline while a
+request is planned (``solvers.clock``), so only a machine far slower than the one calibrated
+on can stop the search first, and only then can the result depend on timing.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ import numpy.typing as npt
 from ortools.sat.python import cp_model
 
 from planner.graph import InterferenceGraph
+from solvers.clock import wall_limit
 from solvers.exact import ExactResult, Progress
 
 __all__ = ["DETERMINISTIC_PER_SECOND", "SEED", "solve_cpsat"]
@@ -158,7 +158,7 @@ def solve_cpsat(
     params.random_seed = SEED
     rate = DETERMINISTIC_PER_SECOND_SMALL if n <= SMALL_MODEL else DETERMINISTIC_PER_SECOND
     params.max_deterministic_time = rate * time_limit
-    params.max_time_in_seconds = time_limit  # hard cap; see the module docstring
+    params.max_time_in_seconds = wall_limit(time_limit)  # hard cap; see the module docstring
     progress = _Progress(height, lower_bound, on_progress) if on_progress else None
     status = solver.solve(model, progress)
 

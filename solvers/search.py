@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from planner.graph import InterferenceGraph
 from solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES, decide
+from solvers.clock import wall_limit
 from solvers.exact import ExactResult, Progress, granularity, round_up
 from solvers.greedy import arena_of
 
@@ -304,6 +305,7 @@ def solve_search(
     budget derived from ``time_limit`` (seconds). ``on_progress`` sees each decision's news.
     """
     clock = time.perf_counter()
+    wall = wall_limit(time_limit)  # seconds: the clock's cap; the node budget decides
     if g.n == 0:
         return ExactResult("search", np.zeros(0, np.int64), 0, 0, True, False)
     free = g.pinned < 0
@@ -340,7 +342,7 @@ def solve_search(
         """
         nonlocal best, best_arena, bound, left
         share = left if last else max(1, left // 2)
-        status, offsets, used = _decide_all(insts, target, share, clock + time_limit)
+        status, offsets, used = _decide_all(insts, target, share, clock + wall)
         left -= used
         if status == FOUND:
             best, best_arena = offsets, arena_of(g, offsets)
@@ -351,7 +353,7 @@ def solve_search(
         return status
 
     def time_left() -> bool:
-        return left > 0 and time.perf_counter() - clock < time_limit
+        return left > 0 and time.perf_counter() - clock < wall
 
     low = lo  # lowest capacity not yet tried
     high = ceiling  # highest capacity worth trying

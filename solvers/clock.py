@@ -1,0 +1,40 @@
+"""The wall clock as a hard cap only.
+
+Every exact method works to a deterministic budget (nodes, or CP-SAT's deterministic time)
+derived from its share of the request's time limit, so the same request gives the same plan.
+The clock is only a cap against a machine far slower than expected. Were that cap the
+method's own share, a method whose budget nearly fills its share would stop at a different
+point whenever the machine is busy; so while a request is planned the cap is the request's
+own deadline instead: the time limit is still kept, and a busy machine changes nothing
+unless the whole limit runs out.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+__all__ = ["deadline", "wall_limit"]
+
+_DEADLINE: ContextVar[float | None] = ContextVar("planner_deadline", default=None)
+
+
+@contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Within the block, exact methods stop by the clock only ``seconds`` from now."""
+    token = _DEADLINE.set(time.perf_counter() + seconds)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def wall_limit(share: float) -> float:
+    """Seconds a method given ``share`` seconds of budget may run by the clock: until the
+    request's deadline when one is set (never less than nothing), else ``share``."""
+    end = _DEADLINE.get()
+    if end is None:
+        return share
+    return max(0.0, end - time.perf_counter())
