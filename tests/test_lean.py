@@ -1,0 +1,78 @@
+"""Few new barriers: greedy points by the peak they leave, and the plans built on them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import planner
+from planner.lean import lean_points, peak_bytes
+from planner.models import PlanRequest
+from validators import validate_plan
+
+
+def _arrays(data: list[tuple[int, int, int]]) -> tuple[Any, Any, Any, Any]:
+    start = np.asarray([s for s, _, _ in data], dtype=np.int64)
+    end = np.asarray([e for _, e, _ in data], dtype=np.int64)
+    size = np.asarray([z for _, _, z in data], dtype=np.int64)
+    return start, end, end.copy(), size  # without patterns: last access + 1 = end
+
+
+def _occupied(after: Any, end: Any, points: list[int], horizon: int) -> Any:
+    """Brute force: each buffer to the first point at or after its last access + 1."""
+    out = []
+    for a, e in zip(after.tolist(), end.tolist(), strict=True):
+        later = [p for p in points if p >= a]
+        out.append(max(e, min(later) if later else horizon))
+    return np.asarray(out, dtype=np.int64)
+
+
+lifetimes = st.lists(
+    st.tuples(st.integers(0, 10), st.integers(1, 4), st.integers(1, 64)), min_size=1, max_size=10
+).map(lambda xs: [(s, s + d, z) for s, d, z in xs])
+
+
+@settings(max_examples=200, deadline=None)
+@given(lifetimes, st.lists(st.integers(1, 13), max_size=3))
+def test_reaches_the_peak_every_candidate_allows(
+    data: list[tuple[int, int, int]], existing: list[int]
+) -> None:
+    start, end, after, size = _arrays(data)
+    horizon = int(end.max())
+    existing = sorted({p for p in existing if p < horizon})
+    every = sorted(set(existing) | set(range(1, horizon)))
+    target = peak_bytes(start, _occupied(after, end, every, horizon), size, horizon)
+    points = lean_points(
+        start, end, after, size, existing=existing, candidates=None, horizon=horizon, target=target
+    )
+    assert set(existing) <= set(points)
+    assert points == sorted(set(points))
+    assert peak_bytes(start, _occupied(after, end, points, horizon), size, horizon) <= target
+    # New points only when the existing ones leave the peak above the target.
+    if len(points) > len(existing):
+        assert peak_bytes(start, _occupied(after, end, existing, horizon), size, horizon) > target
+
+
+def test_candidates_limit_the_points() -> None:
+    start, end, after, size = _arrays([(0, 2, 10), (2, 4, 10), (4, 6, 10)])
+    points = lean_points(start, end, after, size, existing=[], candidates=[4], horizon=6, target=10)
+    assert points == [4]  # 2 is not allowed; the peak stays above the target
+
+
+def test_one_barrier_where_stabbing_the_full_plan_takes_four() -> None:
+    # Small tiles, one after another, then a big buffer: the full plan stacks every tile at
+    # offset 0 and needs a barrier between each; one barrier before the big buffer releases
+    # all the tiles at once and the arena is the same.
+    buffers: list[dict[str, Any]] = [
+        {"id": f"t{i}", "size": 16, "start": i, "end": i + 1} for i in range(5)
+    ]
+    buffers.append({"id": "big", "size": 1024, "start": 5, "end": 10})
+    request = {"name": "tiles_then_big", "buffers": buffers}
+    plan = planner.plan(request)
+    assert validate_plan(PlanRequest.model_validate(request), plan).valid
+    assert plan.arena_bytes == 1024
+    assert plan.barriers.inserted == [5]
+    assert plan.status == "optimal"
