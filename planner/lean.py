@@ -57,23 +57,51 @@ def lean_points(
     bytes to ``target`` or below, or as low as the candidates allow.
 
     ``candidates`` None: any point; then only the points right after a last access count,
-    since a barrier anywhere else releases nothing earlier than one of those.
+    since a barrier anywhere else releases nothing earlier than one of those. Every
+    candidate is scored at once on the points where occupancy changes: O(candidates x
+    buffers) a step.
     """
     chosen = sorted(set(existing))
     pool = set(after.tolist()) if candidates is None else set(candidates)
-    free = sorted(p for p in pool - set(chosen) if 0 < p < horizon)
-
-    def score(points: list[int]) -> tuple[int, int]:
-        """(peak, bytes x points above the target): lower is better."""
-        live = _live(start, _occupied_end(after, end, points, horizon), size, horizon)
-        return int(live.max(initial=0)), int(np.maximum(live - target, 0).sum())
-
-    current = score(chosen)
-    while current[0] > target and free:
-        best_score, best = min((score(sorted([*chosen, p])), p) for p in free)
-        if best_score >= current:
+    free = np.asarray(sorted(p for p in pool - set(chosen) if 0 < p < horizon), dtype=np.int64)
+    occupied = _occupied_end(after, end, chosen, horizon)
+    # Occupancy only changes at these points; live bytes are kept per segment between them.
+    grid = np.unique(np.concatenate([start, end, occupied, free, [horizon]]))
+    s_at = np.searchsorted(grid, start)
+    live = _segments(s_at, np.searchsorted(grid, occupied), size, grid.size)
+    widths = _widths(grid)
+    score = (int(live.max(initial=0)), int(np.maximum(live - target, 0) @ widths))
+    while score[0] > target and free.size:
+        # Occupied end of every buffer with each candidate added (rows: candidates).
+        cut = np.maximum(end[None, :], free[:, None])
+        moved = (after[None, :] <= free[:, None]) & (cut < occupied[None, :])
+        new_end = np.where(moved, cut, occupied[None, :])
+        rows, cols = np.nonzero(moved)
+        delta = np.zeros((free.size, grid.size + 1), dtype=np.int64)
+        np.add.at(delta, (rows, np.searchsorted(grid, new_end[rows, cols])), -size[cols])
+        np.add.at(delta, (rows, np.searchsorted(grid, occupied[cols])), size[cols])
+        trial = live[None, :] + np.cumsum(delta, axis=1)[:, :-1]
+        peaks = trial.max(axis=1, initial=0)
+        excess = np.maximum(trial - target, 0) @ widths
+        best = int(np.lexsort((free, excess, peaks))[0])  # lowest peak, excess, point
+        if (int(peaks[best]), int(excess[best])) >= score:
             break  # no single point helps: more would only add barriers
-        chosen = sorted([*chosen, best])
-        free.remove(best)
-        current = best_score
+        chosen = sorted([*chosen, int(free[best])])
+        occupied = new_end[best]
+        live = trial[best]
+        score = (int(peaks[best]), int(excess[best]))
+        free = np.delete(free, best)
     return chosen
+
+
+def _segments(s_at: I64, o_at: I64, size: I64, count: int) -> I64:
+    """Bytes live on each grid segment ``[grid[k], grid[k + 1])``."""
+    delta = np.zeros(count + 1, dtype=np.int64)
+    np.add.at(delta, s_at, size)
+    np.add.at(delta, o_at, -size)
+    return np.cumsum(delta)[:-1]
+
+
+def _widths(grid: I64) -> I64:
+    """Points in each grid segment (the last one, at the horizon, counts none)."""
+    return np.diff(grid, append=grid[-1])

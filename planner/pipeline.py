@@ -49,6 +49,7 @@ I64 = npt.NDArray[np.int64]
 MAX_DIAGNOSTICS = 50
 MAX_FORWARD_POINTS = 32  # new barriers the fewer-barrier search picks from
 BARRIER_MODEL_MAX_BUFFERS = 64  # the exact barrier model has a disjunction per pair
+LEAN_MAX_BUFFERS = 128  # greedy barrier points: candidates x buffers work per point chosen
 PARETO_STEPS = 8  # intermediate plans per method on the Pareto front
 
 
@@ -202,7 +203,7 @@ def _attempts(ctx: _Context) -> list[_Attempt]:
     found.append(_attempt(ctx, ctx.existing, limit / 8, "existing"))
     if ctx.owners is not None:
         found.append(_attempt(ctx, ctx.existing, limit / 16, "existing+aliases", merge=True))
-    if full.new_barriers > 1:
+    if full.new_barriers > 1 and len(req.buffers) <= LEAN_MAX_BUFFERS:
         found.append(_lean(ctx, full, limit / 16))
     found.extend(_fewer_barriers(ctx, full, limit / 8))
     # Nothing to gain when a plan without new barriers is already as small as the full one.
