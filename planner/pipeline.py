@@ -37,7 +37,6 @@ from planner.models import (
 from planner.patterns import access_span, block_slice
 from planner.spill import plan_with_spill
 from planner.targets import launch_figures
-from planner.warm import ensure_warm
 from solvers.auto import EXACT_METHODS, SOLVERS, Solution, exact_method, solve
 from solvers.clock import deadline
 from solvers.greedy import HEURISTICS
@@ -67,7 +66,6 @@ def plan(
     max_buffers: int = DEFAULT_MAX_BUFFERS,
 ) -> Plan:
     """Plan a request; the result has passed the static validator. Raises ``RequestError``."""
-    ensure_warm(plan)
     req = parse_request(request, max_buffers=max_buffers)
     ctx = _context(req, _heuristics(req.options.solver))
     with deadline(req.options.time_limit):

@@ -1,7 +1,8 @@
-"""Loading the compiled kernels and the exact solvers once per process, before the first
-plan starts its clock: otherwise the first plan spends part of its time limit loading them
-(tenths of a second, seconds after a fresh install) and may stop where a later plan of the
-same request would not, giving a different plan."""
+"""A small instance that runs every planning method, and a once-per-process warm-up on it.
+
+The exact methods load their compiled code on it before their first clocked run
+(``solvers.auto``), so a process's first plan is the same as its later ones; the service
+plans it at start-up (``ensure_warm``), so no compiler's request waits for the loading."""
 
 from __future__ import annotations
 

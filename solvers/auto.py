@@ -24,8 +24,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
-from planner.graph import InterferenceGraph
+from planner.graph import InterferenceGraph, build_graph
+from planner.models import PlanRequest
+from planner.warm import WARM_UP
 from solvers.bounds import CLIQUE_MAX, clique_bound, stack_height
+from solvers.clock import deadline, paused
 from solvers.exact import ExactResult, granularity, round_up
 from solvers.greedy import arena_of, portfolio
 
@@ -40,6 +43,7 @@ EXACT_METHODS = ("search", "cpsat")  # the order "auto" and "exact" run them in
 SOLVERS = ("auto", "greedy", "exact", *EXACT_METHODS)  # besides single heuristics
 _MODULES = {"search": ("solvers.search", "solve_search"), "cpsat": ("solvers.cpsat", "solve_cpsat")}
 IIS_MAX_BUFFERS = 64  # the deletion filter for a certificate runs up to this many buffers
+LOAD_SECONDS = 60.0  # the once-per-process warm-up's own deadline
 SMALL_PART = 64  # buffers (kernel-sized): up to this many, CP-SAT runs between two searches
 SMALL_FIRST_SEARCH = 0.02  # of a small part's time: the first, short search
 SMALL_CPSAT = 0.78  # of a small part's time: CP-SAT
@@ -85,6 +89,30 @@ def exact_method(name: str) -> ExactMethod | None:
     return found
 
 
+_LOADED: set[str] = set()  # what this process has run once: "greedy" and exact methods
+
+
+def _load(methods: list[tuple[str, ExactMethod]]) -> None:
+    """Run the greedy portfolio, the clique bound and each exact method once per process on
+    a small instance, with the request's clock paused: the first run loads compiled code
+    (tenths of a second; seconds after a fresh install), which must not eat into a request's
+    budget, or the first request in a process would stop where later ones go on."""
+    todo = [(n, m) for n, m in methods if n not in _LOADED]
+    if "greedy" in _LOADED and not todo:
+        return
+    # Paused for the request; the warm-up's own runs get a deadline of their own.
+    with paused(), deadline(LOAD_SECONDS):
+        g = build_graph(PlanRequest.model_validate(WARM_UP[0]), "none")
+        bound = g.aligned_bound.bytes
+        if "greedy" not in _LOADED:
+            portfolio(g, None, bound)
+            clique_bound(g, bound)
+            _LOADED.add("greedy")
+        for name, method in todo:
+            method(g, capacity=None, lower_bound=bound, hint=None, time_limit=1.0)
+            _LOADED.add(name)
+
+
 def solve(
     g: InterferenceGraph,
     *,
@@ -94,6 +122,7 @@ def solve(
     time_limit: float,
 ) -> Solution:
     """Plan ``g`` with the named solver; ``heuristics`` restricts the greedy portfolio."""
+    _load([])
     # Every arena is a multiple of the granularity, so the bound rounds up to one.
     step = granularity(g)
     bound = round_up(g.aligned_bound.bytes, step)
@@ -119,14 +148,17 @@ def solve(
     if solver not in ("auto", "exact", *EXACT_METHODS) or best.proved_optimal:
         return best
     names = EXACT_METHODS if solver in ("auto", "exact") else (solver,)
-    methods = [(n, m) for n in names if (m := exact_method(n)) is not None]
+    with paused():  # the first import of a method's module (tenths of a second)
+        found = {n: exact_method(n) for n in names}
+    methods = [(n, m) for n, m in found.items() if m is not None]
     notes = [
         f"exact method {n!r} needs 'pip install alloc-planner[exact]'"
-        for n in names
-        if exact_method(n) is None
+        for n, m in found.items()
+        if m is None
     ]
     if not methods:
         return Solution(**{**best.__dict__, "notes": notes})
+    _load(methods)
     return _improve(g, best, methods, capacity, time_limit, notes)
 
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-__all__ = ["deadline", "wall_limit"]
+__all__ = ["deadline", "paused", "wall_limit"]
 
 _DEADLINE: ContextVar[float | None] = ContextVar("planner_deadline", default=None)
 
@@ -38,3 +38,16 @@ def wall_limit(share: float) -> float:
     if end is None:
         return share
     return max(0.0, end - time.perf_counter())
+
+
+@contextmanager
+def paused() -> Iterator[None]:
+    """The time spent in the block does not count against the request's deadline (loading
+    compiled code once per process, which a later request would not pay)."""
+    began = time.perf_counter()
+    try:
+        yield
+    finally:
+        end = _DEADLINE.get()
+        if end is not None:
+            _DEADLINE.set(end + time.perf_counter() - began)
