@@ -198,14 +198,23 @@ def _attempts(ctx: _Context) -> list[_Attempt]:
         found.append(_attempt(ctx, policy, limit / 16, "aliases", merge=True))
     if not full.new_barriers:
         return found
-    found.append(_attempt(ctx, ctx.existing, limit / 8, "existing"))
+    # Without new barriers no plan is below that graph's bound: when it is above the full
+    # plan, such a plan is only wanted as a fallback (a cap, or candidates that may not
+    # protect every reuse) or on the Pareto front.
+    opts = req.options
+    wanted = opts.max_new_barriers is not None or opts.barrier_candidates is not None
+    wanted = wanted or opts.pareto or bool(full.barriers.missed)
+    if wanted or _bound_with(ctx, []) <= full.arena:
+        found.append(_attempt(ctx, ctx.existing, limit / 8, "existing"))
     if ctx.owners is not None:
         found.append(_attempt(ctx, ctx.existing, limit / 16, "existing+aliases", merge=True))
     if full.new_barriers > 1 and len(req.buffers) <= LEAN_MAX_BUFFERS:
         found.append(_lean(ctx, full, limit / 16))
     found.extend(_fewer_barriers(ctx, full, limit / 8))
     # Nothing to gain when a plan without new barriers is already as small as the full one.
-    settled = min(a.arena for a in found if not a.new_barriers) <= full.arena
+    settled = min((a.arena for a in found if not a.new_barriers), default=full.arena + 1) <= (
+        full.arena
+    )
     if _exact_applies(ctx) and not (settled and not req.options.pareto):
         found.extend(_exact_barriers(ctx, full, limit * 3 / 16))
     return found
