@@ -6,10 +6,10 @@ offset, a broken alias where the plan has one), and every validator judges every
 static check always, the CPU emulator always, the CUDA harness with ``--gpu``. The table
 says, per fault kind and validator, how many planted faults were caught.
 
-Not every validator is meant to see every fault: the emulator runs what a plan places, so a
-misaligned offset is the static check's (and the GPU's, where the width of an access makes
-the hardware fault). The command fails (exit 1) when a validator passes a plan with an
-overlap of live buffers, or rejects a correct plan.
+The static check and the emulator are meant to catch every fault; the GPU catches a
+misaligned offset only where the width of an access makes the hardware fault. The command
+fails (exit 1) when a validator passes a plan with an overlap of live buffers, or rejects a
+correct plan.
 """
 
 from __future__ import annotations

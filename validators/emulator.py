@@ -104,6 +104,17 @@ def run_program(
     blocks, total = _choose_blocks(program, max_blocks)
     shapes = [_Shape.of(a, program) for s in program.steps for a in s.accesses]
     found = _Found(max_violations, Violation, several_blocks=len(blocks) > 1)
+    for buf in program.buffers:
+        if buf.offset % buf.alignment:
+            # The kernel declares the buffer aligned (vector loads, typed pointers): running it
+            # at this offset is undefined whatever the accesses, so it counts before them.
+            found.add(
+                "misaligned",
+                f"{buf.id!r} runs at offset {buf.offset}, not a multiple of its alignment "
+                f"{buf.alignment} (remainder {buf.offset % buf.alignment})",
+                [buf.id],
+                buf.start,
+            )
     count = 0
     for block in blocks:
         count += _run_block(program, shapes, block, found)

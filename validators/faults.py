@@ -6,8 +6,7 @@ Each kind breaks one rule of DESIGN section 2, and only when the break is real:
 - ``drop_barrier``: drop a barrier some reuse needs, one that leaves a byte touched by two
   different threads with no barrier between (an inserted barrier, a required one under sync
   "none", or, changing the request, one of the request's);
-- ``misalign``: move a buffer off its alignment (the static check's alone: the emulator runs
-  any offset);
+- ``misalign``: move a buffer off its alignment;
 - ``break_alias``: make the later buffer of a thread-local alias touch its bytes from every
   thread (changes the request; needs a plan with ``aliases``).
 

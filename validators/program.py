@@ -67,6 +67,7 @@ class ProgramBuffer:
     start: int  # program point
     end: int  # program point, half-open
     synthetic: bool  # True: no access pattern in the request
+    alignment: int = 1  # bytes: the request's alignment for the buffer; offset is a multiple
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,15 @@ def build_program(request: PlanRequest, plan: Plan) -> KernelProgram:
         footprint = footprints.get(b.id)
         size = b.size if footprint is None else footprint.planned
         buffers.append(
-            ProgramBuffer(b.id, placed[b.id], size, b.start, b.end, synthetic=not b.accesses)
+            ProgramBuffer(
+                b.id,
+                placed[b.id],
+                size,
+                b.start,
+                b.end,
+                synthetic=not b.accesses,
+                alignment=request.alignment_of(b),
+            )
         )
         if b.accesses:
             for a in b.accesses:
