@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -27,6 +29,7 @@ __all__ = ["OverloadedError", "PoolKind", "SolverPool"]
 
 T = TypeVar("T")
 PoolKind = Literal["processes", "threads"]
+PARENT_POLL = 0.5  # s between a worker process's checks that its server is still there
 
 
 class OverloadedError(Exception):
@@ -50,6 +53,20 @@ class _Failure:
         if self.errors is not None and issubclass(self.kind, RequestError):
             return self.kind(self.errors)
         return self.kind(self.message)
+
+
+def _start_worker(parent: int, initializer: Callable[[], None] | None) -> None:
+    """In a new worker process: exit when the server that started it is gone (killed, so
+    it could not stop its workers), then run ``initializer``."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL)
+        os._exit(0)  # the server is gone: nobody will send work or read an answer
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+    if initializer is not None:
+        initializer()
 
 
 def _guarded(fn: Callable[..., T], *args: object) -> T | _Failure:
@@ -91,7 +108,8 @@ class SolverPool:
                 self._executor = ProcessPoolExecutor(
                     self.workers,
                     mp_context=multiprocessing.get_context("spawn"),
-                    initializer=self._initializer,
+                    initializer=_start_worker,
+                    initargs=(os.getpid(), self._initializer),
                 )
             else:
                 self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="solver")

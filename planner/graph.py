@@ -32,7 +32,14 @@ from planner.patterns import access_span
 if TYPE_CHECKING:
     import networkx as nx
 
-__all__ = ["InterferenceGraph", "LowerBound", "build_graph", "count_overlaps", "sync_barriers"]
+__all__ = [
+    "BufferArrays",
+    "InterferenceGraph",
+    "LowerBound",
+    "build_graph",
+    "count_overlaps",
+    "sync_barriers",
+]
 
 I64 = npt.NDArray[np.int64]
 ALIGNED_BOUND_MAX_BUFFERS = 2000  # the aligned bound is quadratic in buffers
@@ -269,35 +276,62 @@ def _backward_lists(hi: I64) -> tuple[I64, I64]:
     return ptr, back
 
 
+@dataclass(frozen=True)
+class BufferArrays:
+    """A request's per-buffer figures as arrays, read once and shared by every graph of the
+    request (``build_graph`` copies what it keeps)."""
+
+    ids: list[str]
+    start: I64
+    end: I64
+    first: I64  # first access (the lifetime's start without patterns)
+    after_last: I64  # last access + 1 (the lifetime's end without patterns)
+    size: I64  # declared bytes
+    alignment: I64  # bytes
+    pinned: I64  # bytes; -1 where free
+
+    @classmethod
+    def of(cls, request: PlanRequest) -> BufferArrays:
+        bufs = request.buffers
+        n = len(bufs)
+        spans = [access_span(b) for b in bufs]
+        return cls(
+            ids=[b.id for b in bufs],
+            start=np.fromiter((b.start for b in bufs), dtype=np.int64, count=n),
+            end=np.fromiter((b.end for b in bufs), dtype=np.int64, count=n),
+            first=np.fromiter((s[0] for s in spans), dtype=np.int64, count=n),
+            after_last=np.fromiter((s[1] + 1 for s in spans), dtype=np.int64, count=n),
+            size=np.fromiter((b.size for b in bufs), dtype=np.int64, count=n),
+            alignment=np.fromiter((request.alignment_of(b) for b in bufs), dtype=np.int64, count=n),
+            pinned=np.fromiter(
+                (-1 if b.offset is None else b.offset for b in bufs), dtype=np.int64, count=n
+            ),
+        )
+
+
 def build_graph(
     request: PlanRequest,
     sync: SyncPolicy | None = None,
     *,
     barriers: list[int] | None = None,
     sizes: list[int] | None = None,
+    arrays: BufferArrays | None = None,
 ) -> InterferenceGraph:
     """Arrays and occupied intervals of the request's buffers under a sync policy.
 
     ``barriers`` (sorted) replaces the policy's set of points that end an occupied interval;
-    ``sizes`` (bytes, request order) replaces the declared sizes (per-block footprints).
+    ``sizes`` (bytes, request order) replaces the declared sizes (per-block footprints);
+    ``arrays``: the request's, when the caller already has them.
     """
-    bufs = request.buffers
-    n = len(bufs)
-    start = np.fromiter((b.start for b in bufs), dtype=np.int64, count=n)
-    end = np.fromiter((b.end for b in bufs), dtype=np.int64, count=n)
-    after_last = np.fromiter((access_span(b)[1] + 1 for b in bufs), dtype=np.int64, count=n)
+    a = BufferArrays.of(request) if arrays is None else arrays
     points = sync_barriers(request, sync) if barriers is None else barriers
-    released = extend_to_barriers(after_last, points, request.horizon)
+    released = extend_to_barriers(a.after_last, points, request.horizon)
     return InterferenceGraph(
-        ids=[b.id for b in bufs],
-        start=start,
-        end=end,
-        occupied_end=np.maximum(released, end),
-        size=np.fromiter(
-            (b.size for b in bufs) if sizes is None else sizes, dtype=np.int64, count=n
-        ),
-        alignment=np.fromiter((request.alignment_of(b) for b in bufs), dtype=np.int64, count=n),
-        pinned=np.fromiter(
-            (-1 if b.offset is None else b.offset for b in bufs), dtype=np.int64, count=n
-        ),
+        ids=list(a.ids),
+        start=a.start.copy(),
+        end=a.end.copy(),
+        occupied_end=np.maximum(released, a.end),
+        size=a.size.copy() if sizes is None else np.asarray(sizes, dtype=np.int64),
+        alignment=a.alignment.copy(),
+        pinned=a.pinned.copy(),
     )

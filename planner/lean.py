@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from planner._jit import njit
+
 __all__ = ["lean_points", "peak_bytes"]
 
 I64 = npt.NDArray[np.int64]
@@ -67,39 +69,85 @@ def lean_points(
     occupied = _occupied_end(after, end, chosen, horizon)
     # Occupancy only changes at these points; live bytes are kept per segment between them.
     grid = np.unique(np.concatenate([start, end, occupied, free, [horizon]]))
-    s_at = np.searchsorted(grid, start)
-    live = _segments(s_at, np.searchsorted(grid, occupied), size, grid.size)
-    widths = _widths(grid)
-    score = (int(live.max(initial=0)), int(np.maximum(live - target, 0) @ widths))
-    while score[0] > target and free.size:
-        # Occupied end of every buffer with each candidate added (rows: candidates).
-        cut = np.maximum(end[None, :], free[:, None])
-        moved = (after[None, :] <= free[:, None]) & (cut < occupied[None, :])
-        new_end = np.where(moved, cut, occupied[None, :])
-        rows, cols = np.nonzero(moved)
-        delta = np.zeros((free.size, grid.size + 1), dtype=np.int64)
-        np.add.at(delta, (rows, np.searchsorted(grid, new_end[rows, cols])), -size[cols])
-        np.add.at(delta, (rows, np.searchsorted(grid, occupied[cols])), size[cols])
-        trial = live[None, :] + np.cumsum(delta, axis=1)[:, :-1]
-        peaks = trial.max(axis=1, initial=0)
-        excess = np.maximum(trial - target, 0) @ widths
-        best = int(np.lexsort((free, excess, peaks))[0])  # lowest peak, excess, point
-        if (int(peaks[best]), int(excess[best])) >= score:
-            break  # no single point helps: more would only add barriers
-        chosen = sorted([*chosen, int(free[best])])
-        occupied = new_end[best]
-        live = trial[best]
-        score = (int(peaks[best]), int(excess[best]))
-        free = np.delete(free, best)
-    return chosen
+    picked = _pick(
+        np.searchsorted(grid, start),
+        np.searchsorted(grid, end),
+        np.searchsorted(grid, occupied),
+        after,
+        size,
+        free,
+        np.searchsorted(grid, free),
+        _widths(grid),
+        target,
+    )
+    return sorted([*chosen, *free[picked].tolist()])
 
 
-def _segments(s_at: I64, o_at: I64, size: I64, count: int) -> I64:
-    """Bytes live on each grid segment ``[grid[k], grid[k + 1])``."""
+@njit
+def _pick(
+    s_at: I64,
+    e_at: I64,
+    o_at: I64,
+    after: I64,
+    size: I64,
+    free: I64,
+    free_at: I64,
+    widths: I64,
+    target: int,
+) -> I64:
+    """Indices into ``free`` of the points chosen, in the order chosen. Positions (``*_at``)
+    index the grid of points where occupancy changes; ``widths`` counts each segment's
+    points. A step adds the candidate that leaves the lowest peak, then the least excess
+    over ``target`` (bytes x points), then the earliest point, and the search stops when
+    the peak is at most ``target`` or no candidate lowers (peak, excess)."""
+    n, m, count = s_at.size, free.size, widths.size
+    o_at = o_at.copy()
     delta = np.zeros(count + 1, dtype=np.int64)
-    np.add.at(delta, s_at, size)
-    np.add.at(delta, o_at, -size)
-    return np.cumsum(delta)[:-1]
+    for i in range(n):
+        delta[s_at[i]] += size[i]
+        delta[o_at[i]] -= size[i]
+    live = np.cumsum(delta)[:count]
+    peak, excess = 0, 0
+    for g in range(count):
+        peak = max(peak, live[g])
+        excess += max(live[g] - target, 0) * widths[g]
+    used = np.zeros(m, dtype=np.bool_)
+    picked = np.empty(m, dtype=np.int64)
+    k = 0
+    while peak > target:
+        best, best_peak, best_excess = -1, 0, 0
+        for c in range(m):
+            if used[c]:
+                continue
+            delta[:] = 0
+            for i in range(n):
+                cut = max(e_at[i], free_at[c])
+                if after[i] <= free[c] and cut < o_at[i]:
+                    delta[cut] -= size[i]
+                    delta[o_at[i]] += size[i]
+            run, top, over = 0, 0, 0
+            for g in range(count):
+                run += delta[g]
+                v = live[g] + run
+                top = max(top, v)
+                over += max(v - target, 0) * widths[g]
+            if best < 0 or top < best_peak or (top == best_peak and over < best_excess):
+                best, best_peak, best_excess = c, top, over
+        if best < 0 or best_peak > peak or (best_peak == peak and best_excess >= excess):
+            break  # no single point helps: more would only add barriers
+        delta[:] = 0
+        for i in range(n):
+            cut = max(e_at[i], free_at[best])
+            if after[i] <= free[best] and cut < o_at[i]:
+                delta[cut] -= size[i]
+                delta[o_at[i]] += size[i]
+                o_at[i] = cut
+        live += np.cumsum(delta)[:count]
+        peak, excess = best_peak, best_excess
+        used[best] = True
+        picked[k] = best
+        k += 1
+    return picked[:k]
 
 
 def _widths(grid: I64) -> I64:

@@ -14,7 +14,7 @@ from planner.access import budget_diagnostics
 from planner.aliasing import ALIAS_MAX_BUFFERS, Owners, alias_chains, merge_chains, sharing_pairs
 from planner.barriers import BarrierChoice, choose_barriers, hits, reuses
 from planner.errors import InternalError, RequestError
-from planner.graph import InterferenceGraph, LowerBound, build_graph, sync_barriers
+from planner.graph import BufferArrays, InterferenceGraph, LowerBound, build_graph, sync_barriers
 from planner.io import parse_plan, parse_request, request_sha256
 from planner.lean import lean_points
 from planner.models import (
@@ -34,7 +34,7 @@ from planner.models import (
     Status,
     ValidationReport,
 )
-from planner.patterns import access_span, block_slice
+from planner.patterns import block_slice
 from planner.spill import plan_with_spill
 from planner.targets import launch_figures
 from solvers.auto import EXACT_METHODS, SOLVERS, Solution, exact_method, solve
@@ -105,6 +105,7 @@ class _Context:
 
     req: PlanRequest
     heuristics: list[str] | None
+    arrays: BufferArrays  # the request's buffers, read once
     sizes: list[int]  # bytes planned per buffer: declared, or the per-block footprint
     footprints: list[Footprint]
     existing: list[int]  # sorted
@@ -153,25 +154,34 @@ def _context(req: PlanRequest, heuristics: list[str] | None) -> _Context:
     patterned = any(b.accesses for i, b in enumerate(req.buffers) if i not in shrunk)
     aliasing = patterned and len(req.buffers) <= ALIAS_MAX_BUFFERS and req.options.sync != "none"
     owners = Owners(req, existing, shrunk) if aliasing else None
-    reference = build_graph(req, sizes=sizes)
+    arrays = BufferArrays.of(req)
+    reference = build_graph(req, sizes=sizes, arrays=arrays)
     # The graph is exact unless aliases are possible, or a buffer's first access comes after
     # a barrier point inside its lifetime (the graph then keeps it from bytes that barrier
     # frees). Otherwise only the lifetimes themselves bound the arena.
-    exact = owners is None and not _late_first_access(req, sync_barriers(req))
-    loose = reference if exact else build_graph(req, "none", sizes=sizes)
+    exact = owners is None and not _late_first_access(arrays, sync_barriers(req))
+    loose = reference if exact else build_graph(req, "none", sizes=sizes, arrays=arrays)
     return _Context(
-        req, heuristics, sizes, footprints, existing, owners, reference, loose.lower_bound, exact
+        req,
+        heuristics,
+        arrays,
+        sizes,
+        footprints,
+        existing,
+        owners,
+        reference,
+        loose.lower_bound,
+        exact,
     )
 
 
-def _late_first_access(req: PlanRequest, points: list[int] | None) -> bool:
+def _late_first_access(arrays: BufferArrays, points: list[int] | None) -> bool:
     """Whether a point that ends occupied intervals lies in ``(start, first access]`` of a
     buffer."""
     if not points:
         return False
-    for b in req.buffers:
-        first, _ = access_span(b)
-        k = bisect.bisect_right(points, b.start)
+    for start, first in zip(arrays.start.tolist(), arrays.first.tolist(), strict=True):
+        k = bisect.bisect_right(points, start)
         if k < len(points) and points[k] <= first:
             return True
     return False
@@ -224,18 +234,22 @@ def _lean(ctx: _Context, full: _Attempt, budget: float) -> _Attempt:
     """A plan on the existing barriers plus new ones chosen greedily to bring the peak of
     live bytes down to the full plan's arena: usually that arena with far fewer barriers."""
     req, g = ctx.req, ctx.reference
-    after = np.asarray([access_span(b)[1] + 1 for b in req.buffers], dtype=np.int64)
     points = lean_points(
         g.start,
         g.end,
-        after,
+        ctx.arrays.after_last,
         g.size,
         existing=ctx.existing,
         candidates=req.options.barrier_candidates,
         horizon=req.horizon,
         target=full.arena,
     )
-    return _attempt(ctx, points, budget, "lean")
+    # A plan of the full one's arena is all this attempt is for when that arena is proved
+    # optimal: these lifetimes are no shorter, so no plan on them is smaller.
+    capacity = req.effective_capacity
+    fits = capacity is None or full.arena <= capacity
+    enough = full.arena if full.result.proved_optimal and fits else None
+    return _attempt(ctx, points, budget, "lean", enough=enough)
 
 
 def _allowed(req: PlanRequest, attempts: list[_Attempt]) -> list[_Attempt]:
@@ -291,7 +305,8 @@ def _fewer_barriers(ctx: _Context, full: _Attempt, budget: float) -> list[_Attem
 
 def _bound_with(ctx: _Context, extra: list[int]) -> int:
     points = sorted(set(ctx.existing) | set(extra))
-    return build_graph(ctx.req, barriers=points, sizes=ctx.sizes).lower_bound.bytes
+    g = build_graph(ctx.req, barriers=points, sizes=ctx.sizes, arrays=ctx.arrays)
+    return g.lower_bound.bytes
 
 
 def _exact_applies(ctx: _Context) -> bool:
@@ -312,7 +327,6 @@ def _exact_barriers(ctx: _Context, full: _Attempt, budget: float) -> list[_Attem
     from solvers.barrier_model import BarrierProblem, solve_barriers
 
     req, g = ctx.req, ctx.reference
-    spans = [access_span(b) for b in req.buffers]
     aliases: frozenset[tuple[int, int]] = frozenset()
     if ctx.owners is not None:
         owners = ctx.owners
@@ -326,8 +340,8 @@ def _exact_barriers(ctx: _Context, full: _Attempt, budget: float) -> list[_Attem
     problem = BarrierProblem(
         start=g.start,
         end=g.end,
-        after=np.asarray([s[1] + 1 for s in spans], dtype=np.int64),
-        before=np.asarray([s[0] for s in spans], dtype=np.int64),
+        after=ctx.arrays.after_last,
+        before=ctx.arrays.first,
         size=g.size,
         alignment=g.alignment,
         pinned=g.pinned,
@@ -378,10 +392,11 @@ def _attempt(
     label: str,
     *,
     merge: bool = False,
+    enough: int | None = None,
 ) -> _Attempt:
     """Plan on occupied intervals that end at ``points`` (None: at the lifetime's end)."""
     req = ctx.req
-    g = build_graph(req, barriers=points, sizes=ctx.sizes)
+    g = build_graph(req, barriers=points, sizes=ctx.sizes, arrays=ctx.arrays)
     solve_on, node = g, None
     if merge and ctx.owners is not None:
         parent = alias_chains(g, ctx.owners)
@@ -393,6 +408,7 @@ def _attempt(
         heuristics=ctx.heuristics,
         capacity=req.effective_capacity,
         time_limit=time_limit,
+        enough=enough,
     )
     trusted = label == "policy" and ctx.exact
     if node is not None:
@@ -419,15 +435,9 @@ def _protected(ctx: _Context, label: str, result: Solution) -> _Attempt:
     candidates = req.options.barrier_candidates
     allowed = None if candidates is None else sorted(set(candidates))
     offsets = result.offsets
-    spans = [access_span(b) for b in req.buffers]
     if ctx.owners is None:
         found = reuses(
-            g.start,
-            g.end,
-            offsets,
-            g.size,
-            after=np.asarray([s[1] + 1 for s in spans], dtype=np.int64),
-            before=np.asarray([s[0] for s in spans], dtype=np.int64),
+            g.start, g.end, offsets, g.size, after=ctx.arrays.after_last, before=ctx.arrays.first
         )
         return _Attempt(label, result, choose_barriers(found, ctx.existing, sync, allowed), [])
     owners = ctx.owners
@@ -470,10 +480,10 @@ def _heuristics(solver: str) -> list[str] | None:
     )
 
 
-def _naive_bytes(g: InterferenceGraph) -> int:
+def _naive_bytes(arrays: BufferArrays) -> int:
     """Every buffer end to end, in request order, each aligned: the arena with no reuse."""
     top = 0
-    for size, align in zip(g.size.tolist(), g.alignment.tolist(), strict=True):
+    for size, align in zip(arrays.size.tolist(), arrays.alignment.tolist(), strict=True):
         top = (top + align - 1) // align * align + size
     return top
 
@@ -521,7 +531,7 @@ def _assemble(ctx: _Context, attempt: _Attempt, chosen: bool) -> Plan:
     status = _status(result, capacity)
     certificate = _certificate(g, result, capacity) if status == "infeasible" else None
     gap = (arena - result.bound) / result.bound if result.bound else 0.0
-    naive = _naive_bytes(build_graph(req, "none"))
+    naive = _naive_bytes(ctx.arrays)
     return Plan(
         name=req.name,
         status=status,

@@ -98,6 +98,7 @@ class Result:
 
     name: str
     latencies: list[float] = field(default_factory=list)  # ms, answered requests
+    server: list[float] = field(default_factory=list)  # ms, the Server-Timing of planned ones
     statuses: Counter[int] = field(default_factory=Counter)
     errors: Counter[str] = field(default_factory=Counter)  # no answer: exception names
     missing_retry_after: int = 0  # 503s without the header
@@ -114,10 +115,11 @@ class Result:
         """Answers per second."""
         return self.answered / max(self.seconds, 1e-9)
 
-    def percentile(self, q: float) -> float:
-        if not self.latencies:
+    def percentile(self, q: float, of: list[float] | None = None) -> float:
+        values = self.latencies if of is None else of
+        if not values:
             return float("nan")
-        ordered = sorted(self.latencies)
+        ordered = sorted(values)
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
     def line(self) -> str:
@@ -126,7 +128,9 @@ class Result:
         return (
             f"{self.name}: {self.answered} of {self.sent} answered in {self.seconds:.1f} s "
             f"({self.throughput:.0f}/s), p50 {self.percentile(0.5):.2f} ms, "
-            f"p99 {self.percentile(0.99):.2f} ms, max {self.percentile(1.0):.2f} ms; "
+            f"p99 {self.percentile(0.99):.2f} ms, max {self.percentile(1.0):.2f} ms "
+            f"(planning alone: p50 {self.percentile(0.5, self.server):.2f} ms, "
+            f"p99 {self.percentile(0.99, self.server):.2f} ms); "
             f"statuses {statuses}; lost {errors}; resent {self.resent}"
         )
 
@@ -134,6 +138,9 @@ class Result:
         self.sent += 1
         self.statuses[status] += 1
         self.latencies.append(ms)
+        timing = headers.get("server-timing", "")
+        if timing.startswith("plan;dur="):
+            self.server.append(float(timing.removeprefix("plan;dur=")))
         if status == 503 and "retry-after" not in headers:
             self.missing_retry_after += 1
 

@@ -120,14 +120,20 @@ def solve(
     heuristics: list[str] | None,
     capacity: int | None,
     time_limit: float,
+    enough: int | None = None,
 ) -> Solution:
-    """Plan ``g`` with the named solver; ``heuristics`` restricts the greedy portfolio."""
+    """Plan ``g`` with the named solver; ``heuristics`` restricts the greedy portfolio.
+
+    ``enough``: an arena the caller gains nothing below (it holds a plan of that size,
+    proved optimal for a problem with fewer conflicts), within ``capacity``: the search
+    stops at a plan that small; the bound returned is still this graph's own.
+    """
     _load([])
     # Every arena is a multiple of the granularity, so the bound rounds up to one.
     step = granularity(g)
     bound = round_up(g.aligned_bound.bytes, step)
     witness = g.aligned_bound.buffers  # buffers that alone need ``bound`` bytes
-    greedy = portfolio(g, heuristics, bound)
+    greedy = portfolio(g, heuristics, bound if enough is None else max(bound, enough))
     if greedy.arena_bytes > bound:
         clique = clique_bound(g, bound)  # dearer, so only where it may help
         if round_up(clique.bytes, step) > bound:
@@ -142,6 +148,8 @@ def solve(
         tried=tried,
     )
     _tell(best.arena_bytes, bound)
+    if enough is not None and best.arena_bytes <= enough:
+        return best
     if capacity is not None and bound > capacity:
         # The bound already proves it; those buffers alone cannot fit. Nothing to search.
         return replace(best, infeasible=_shrink(g, witness, capacity))
@@ -159,7 +167,7 @@ def solve(
     if not methods:
         return Solution(**{**best.__dict__, "notes": notes})
     _load(methods)
-    return _improve(g, best, methods, capacity, time_limit, notes)
+    return _improve(g, best, methods, capacity, time_limit, notes, enough)
 
 
 def _improve(
@@ -169,20 +177,24 @@ def _improve(
     capacity: int | None,
     time_limit: float,
     notes: list[str],
+    enough: int | None = None,
 ) -> Solution:
     offsets = best.offsets.copy()
     bound = best.bound
+    # With ``enough`` the methods aim at it as if it were the bound; what they prove then
+    # holds for that target, not for the request, and no bound is taken from them.
+    target = bound if enough is None else max(bound, enough)
     name = best.name
     tried = list(best.tried)
-    parts = [m for m in g.members() if arena_of(g.subgraph(m), offsets[m]) > bound]
+    parts = [m for m in g.members() if arena_of(g.subgraph(m), offsets[m]) > target]
     per_part = time_limit / max(1, len(parts))  # seconds
     for members in sorted(parts, key=lambda m: -arena_of(g.subgraph(m), offsets[m])):
         sub = g.subgraph(members)
         sub_arena = arena_of(sub, offsets[members])
-        if sub_arena <= bound:
+        if sub_arena <= target:
             continue  # the arena is the largest component's: lower gains nothing
         # Below the whole request's bound nothing is gained either, so that is the target.
-        sub_bound = max(round_up(sub.aligned_bound.bytes, granularity(sub)), bound)
+        sub_bound = max(round_up(sub.aligned_bound.bytes, granularity(sub)), target)
         others = np.ones(g.n, dtype=bool)
         others[members] = False
         rest = int((offsets + g.size)[others].max(initial=0))  # arena of the other parts
@@ -206,7 +218,7 @@ def _improve(
                     name=f"exact:{method_name}",
                     offsets=offsets,
                     arena_bytes=arena_of(g, offsets),
-                    bound=max(bound, sub_bound),
+                    bound=bound if enough is not None else max(bound, sub_bound),
                     proved_optimal=False,
                     tried=[*tried, (f"exact:{method_name}", arena_of(g, offsets))],
                     infeasible=_irreducible(g, members, method, capacity, per_part / 2),
@@ -220,7 +232,8 @@ def _improve(
             tried.append((f"exact:{method_name}", arena_of(g, offsets)))
             if sub_arena <= sub_bound:
                 break
-        bound = max(bound, sub_bound)
+        if enough is None:
+            bound = max(bound, sub_bound)
     arena = arena_of(g, offsets)
     _tell(arena, bound)
     return Solution(

@@ -158,3 +158,37 @@ def test_never_worse_than_greedy_when_exact_runs(
     assert result.arena_bytes <= greedy.arena_bytes
     assert result.bound <= result.arena_bytes  # the bound is a true bound
     assert_valid_offsets(request, g, result.offsets)
+
+
+def test_enough_stops_the_search_and_keeps_the_graphs_own_bound() -> None:
+    # FRAGMENTED: greedy gives 4 bytes over a peak of 3, and the exact methods prove 4.
+    request = PlanRequest.model_validate(FRAGMENTED)
+    g = build_graph(request)
+    full = auto.solve(g, solver="auto", heuristics=None, capacity=None, time_limit=2.0)
+    assert any(name.startswith("exact:") for name, _ in full.tried)
+    assert full.proved_optimal
+    assert full.bound == 4
+    # A caller that gains nothing below 4 bytes: greedy's plan ends the search.
+    stopped = auto.solve(g, solver="auto", heuristics=None, capacity=None, time_limit=2.0, enough=4)
+    assert not any(name.startswith("exact:") for name, _ in stopped.tried)
+    assert stopped.arena_bytes == 4
+    assert stopped.bound == 3
+    assert not stopped.proved_optimal
+    assert_valid_offsets(request, g, stopped.offsets)
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(20, 48), st.integers(0, 10_000))
+def test_enough_below_greedy_still_searches_and_proves_no_false_bound(n: int, seed: int) -> None:
+    request = random_request(n, overlap=0.3, seed=seed, alignment=16)
+    g = build_graph(request)
+    greedy = portfolio(g)
+    plain = auto.solve(g, solver="auto", heuristics=None, capacity=None, time_limit=0.2)
+    enough = greedy.arena_bytes - 16  # one granule under greedy: the exact methods run on
+    result = auto.solve(
+        g, solver="auto", heuristics=None, capacity=None, time_limit=0.2, enough=enough
+    )
+    assert result.arena_bytes <= greedy.arena_bytes
+    assert result.bound <= plain.bound  # what ``enough`` aims at is never taken as a bound
+    assert result.bound <= result.arena_bytes
+    assert_valid_offsets(request, g, result.offsets)

@@ -76,3 +76,64 @@ def test_one_barrier_where_stabbing_the_full_plan_takes_four() -> None:
     assert plan.arena_bytes == 1024
     assert plan.barriers.inserted == [5]
     assert plan.status == "optimal"
+
+
+def _reference_points(
+    start: Any,
+    end: Any,
+    after: Any,
+    size: Any,
+    existing: list[int],
+    pool: list[int],
+    horizon: int,
+    target: int,
+) -> list[int]:
+    """The greedy rule by brute force: add the point that leaves the lowest peak, then the
+    least excess over the target summed over points, then the earliest; stop at the target
+    or when no point lowers (peak, excess)."""
+
+    def score(points: list[int]) -> tuple[int, int]:
+        occupied = _occupied(after, end, sorted(points), horizon)
+        live = [int(size[(start <= t) & (occupied > t)].sum()) for t in range(horizon)]
+        return max(live, default=0), sum(max(v - target, 0) for v in live)
+
+    chosen = sorted(set(existing))
+    free = sorted(p for p in set(pool) - set(chosen) if 0 < p < horizon)
+    current = score(chosen)
+    while current[0] > target and free:
+        trials = [(score([*chosen, p]), p) for p in free]
+        (peak, excess), point = min(trials)
+        if (peak, excess) >= current:
+            break
+        chosen = sorted([*chosen, point])
+        free.remove(point)
+        current = (peak, excess)
+    return chosen
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lifetimes,
+    st.lists(st.integers(1, 13), max_size=3),
+    st.none() | st.lists(st.integers(0, 15), max_size=8),
+    st.integers(0, 400),
+)
+def test_compiled_choice_is_the_greedy_rule(
+    data: list[tuple[int, int, int]], existing: list[int], candidates: list[int] | None, target: int
+) -> None:
+    start, end, after, size = _arrays(data)
+    horizon = int(end.max())
+    existing = sorted({p for p in existing if p < horizon})
+    pool = after.tolist() if candidates is None else candidates
+    expected = _reference_points(start, end, after, size, existing, pool, horizon, target)
+    points = lean_points(
+        start,
+        end,
+        after,
+        size,
+        existing=existing,
+        candidates=candidates,
+        horizon=horizon,
+        target=target,
+    )
+    assert points == expected
