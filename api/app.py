@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -22,10 +23,15 @@ __all__ = ["create_app"]
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     # Pay the first plan's cost at start-up, not in a compiler's request: here, and in each
     # worker process as it starts.
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(app.state.settings.switch_interval)
     await run_in_threadpool(warm_up)
     await app.state.service.pool.start()
-    yield
-    app.state.service.pool.shutdown()
+    try:
+        yield
+    finally:
+        app.state.service.pool.shutdown()
+        sys.setswitchinterval(previous)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

@@ -47,6 +47,10 @@ class Settings(BaseSettings):
     retry_after: int = Field(default=1, ge=0)  # s, sent with every 503
     cache_size: int = Field(default=1024, ge=0)  # plans kept; 0 disables the cache
     access_log: bool = True  # one JSON line per request on stderr
+    # s a thread may keep the GIL while another waits (Python's default: 5 ms). The pool's
+    # answers come back through threads of the server process; 0.5 ms hands them to the
+    # event loop sooner (measured on 2 cores at 200 requests/s: p50 8 ms -> 6 ms).
+    switch_interval: float = Field(default=0.0005, gt=0, le=0.1)
     # How `python -m api` (and the container) runs uvicorn.
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)

@@ -125,12 +125,16 @@ class Result:
     def line(self) -> str:
         statuses = " ".join(f"{s}:{n}" for s, n in sorted(self.statuses.items()))
         errors = " ".join(f"{e}:{n}" for e, n in sorted(self.errors.items())) or "none"
+        planning = (
+            f" (planning alone: p50 {self.percentile(0.5, self.server):.2f} ms, "
+            f"p99 {self.percentile(0.99, self.server):.2f} ms)"
+            if self.server
+            else ""
+        )
         return (
             f"{self.name}: {self.answered} of {self.sent} answered in {self.seconds:.1f} s "
             f"({self.throughput:.0f}/s), p50 {self.percentile(0.5):.2f} ms, "
-            f"p99 {self.percentile(0.99):.2f} ms, max {self.percentile(1.0):.2f} ms "
-            f"(planning alone: p50 {self.percentile(0.5, self.server):.2f} ms, "
-            f"p99 {self.percentile(0.99, self.server):.2f} ms); "
+            f"p99 {self.percentile(0.99):.2f} ms, max {self.percentile(1.0):.2f} ms{planning}; "
             f"statuses {statuses}; lost {errors}; resent {self.resent}"
         )
 

@@ -8,6 +8,7 @@ import json
 import logging
 import random
 import re
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -416,6 +417,15 @@ def test_app_serves_again_after_a_restart() -> None:
     for name in ("before", "after"):
         with TestClient(app) as c:  # each `with` runs the start-up and the shut-down
             assert c.post("/plan", json=_request(name)).status_code == 200
+
+
+def test_switch_interval_holds_while_the_app_runs() -> None:
+    before = sys.getswitchinterval()
+    app = create_app(Settings(solver_pool="threads", access_log=False, switch_interval=0.002))
+    with TestClient(app) as c:
+        assert sys.getswitchinterval() == pytest.approx(0.002)
+        assert c.post("/plan", json=_request("switch")).status_code == 200
+    assert sys.getswitchinterval() == pytest.approx(before)
 
 
 def _without_nulls(value: Any) -> Any:
