@@ -39,6 +39,7 @@ from planner.spill import plan_with_spill
 from planner.targets import launch_figures
 from solvers.auto import EXACT_METHODS, SOLVERS, Solution, exact_method, solve
 from solvers.clock import deadline
+from solvers.exact import granularity, round_up
 from solvers.greedy import HEURISTICS
 from validators import validate_plan
 
@@ -202,6 +203,14 @@ def _attempts(ctx: _Context) -> list[_Attempt]:
             _attempt(ctx, policy, limit / 2, "policy"),
             _attempt(ctx, policy, limit / 2, "aliases", merge=True),
         ]
+    floor = _lean_floor(ctx)
+    if floor is not None:
+        # Few barriers at the bound: when that plan exists nothing beats it, and the full
+        # plan (a barrier after nearly every last access) is not worth computing.
+        lean = _lean(ctx, floor, limit / 16, enough=floor)
+        if lean.arena <= floor and not lean.barriers.missed:
+            at_bound = replace(lean.result, bound=floor, proved_optimal=True)
+            return [replace(lean, result=at_bound)]
     full = _attempt(ctx, policy, limit * 3 / 8, "policy")
     found = [full]
     if ctx.owners is not None:
@@ -219,7 +228,12 @@ def _attempts(ctx: _Context) -> list[_Attempt]:
     if ctx.owners is not None:
         found.append(_attempt(ctx, ctx.existing, limit / 16, "existing+aliases", merge=True))
     if full.new_barriers > 1 and len(req.buffers) <= LEAN_MAX_BUFFERS:
-        found.append(_lean(ctx, full, limit / 16))
+        # A plan of the full one's arena is all this attempt is for when that arena is
+        # proved optimal: these lifetimes are no shorter, so no plan on them is smaller.
+        capacity = req.effective_capacity
+        fits = capacity is None or full.arena <= capacity
+        enough = full.arena if full.result.proved_optimal and fits else None
+        found.append(_lean(ctx, full.arena, limit / 16, enough))
     found.extend(_fewer_barriers(ctx, full, limit / 8))
     # Nothing to gain when a plan without new barriers is already as small as the full one.
     settled = min((a.arena for a in found if not a.new_barriers), default=full.arena + 1) <= (
@@ -230,9 +244,31 @@ def _attempts(ctx: _Context) -> list[_Attempt]:
     return found
 
 
-def _lean(ctx: _Context, full: _Attempt, budget: float) -> _Attempt:
+def _lean_floor(ctx: _Context) -> int | None:
+    """The arena no plan of the request is below, when a lean plan is tried first: under
+    "insert" with no cap, candidates, Pareto front or aliases, on an exact graph, within the
+    capacity. None: plan as usual."""
+    req = ctx.req
+    opts = req.options
+    if (
+        opts.max_new_barriers is not None
+        or opts.barrier_candidates is not None
+        or opts.pareto
+        or ctx.owners is not None
+        or not ctx.exact
+        or len(req.buffers) > LEAN_MAX_BUFFERS
+    ):
+        return None
+    g = ctx.reference
+    floor = round_up(g.aligned_bound.bytes, granularity(g))
+    capacity = req.effective_capacity
+    return floor if capacity is None or floor <= capacity else None
+
+
+def _lean(ctx: _Context, target: int, budget: float, enough: int | None = None) -> _Attempt:
     """A plan on the existing barriers plus new ones chosen greedily to bring the peak of
-    live bytes down to the full plan's arena: usually that arena with far fewer barriers."""
+    live bytes down to ``target`` (bytes): usually that arena with far fewer barriers than
+    the full plan. ``enough``: an arena nothing below is any better (a true bound)."""
     req, g = ctx.req, ctx.reference
     points = lean_points(
         g.start,
@@ -242,13 +278,8 @@ def _lean(ctx: _Context, full: _Attempt, budget: float) -> _Attempt:
         existing=ctx.existing,
         candidates=req.options.barrier_candidates,
         horizon=req.horizon,
-        target=full.arena,
+        target=target,
     )
-    # A plan of the full one's arena is all this attempt is for when that arena is proved
-    # optimal: these lifetimes are no shorter, so no plan on them is smaller.
-    capacity = req.effective_capacity
-    fits = capacity is None or full.arena <= capacity
-    enough = full.arena if full.result.proved_optimal and fits else None
     return _attempt(ctx, points, budget, "lean", enough=enough)
 
 

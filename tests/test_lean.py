@@ -5,13 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import planner
+import planner.pipeline as pipeline
 from planner.lean import lean_points, peak_bytes
 from planner.models import PlanRequest
 from validators import validate_plan
+
+from .strategies import request_dicts
 
 
 def _arrays(data: list[tuple[int, int, int]]) -> tuple[Any, Any, Any, Any]:
@@ -137,3 +141,37 @@ def test_compiled_choice_is_the_greedy_rule(
         target=target,
     )
     assert points == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(request_dicts(max_buffers=14, sync="insert", max_new=False))
+def test_lean_plan_first_keeps_the_arena_and_the_barriers(
+    data: dict[str, Any],
+) -> None:
+    request = PlanRequest.model_validate(data)
+    first = planner.plan(request)
+    assert validate_plan(request, first).valid
+    # The full plan first, then the lean one, as without the shortcut.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pipeline, "_lean_floor", lambda ctx: None)
+        usual = planner.plan(request)
+    assert validate_plan(request, usual).valid
+    assert first.arena_bytes == usual.arena_bytes
+    assert first.status == usual.status
+    assert len(first.barriers.inserted) <= len(usual.barriers.inserted)
+
+
+def test_lean_plan_at_the_bound_is_proved_and_lean() -> None:
+    # Six tiles one after another, then a big buffer: the bound is the big buffer, reached
+    # with a single barrier; the plan says optimal.
+    buffers: list[dict[str, Any]] = [
+        {"id": f"t{i}", "size": 16 * (i + 1), "start": i, "end": i + 1} for i in range(6)
+    ]
+    buffers.append({"id": "big", "size": 1024, "start": 6, "end": 12})
+    request = PlanRequest.model_validate({"buffers": buffers})
+    plan = planner.plan(request)
+    assert validate_plan(request, plan).valid
+    assert plan.status == "optimal"
+    assert plan.solver.proved_optimal
+    assert plan.arena_bytes == 1024
+    assert len(plan.barriers.inserted) == 1
