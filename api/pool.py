@@ -4,32 +4,28 @@ A request is admitted only while fewer than ``workers + queue_size`` jobs are ru
 waiting; past that, and when a request's deadline passes, it is refused with
 ``OverloadedError`` (503 with ``Retry-After``), never left hanging.
 
-Workers are processes or threads. Planning is mostly Python and compiled code that holds the
-GIL for tens of milliseconds at a time, so threads solve about one request at a time and a
-long solve stalls the event loop; processes use every core and leave the event loop alone,
-at the price of parsing the body again and sending the answer through a pipe.
+Workers are processes (``api.procs``) or threads. Planning is mostly Python and compiled code
+that holds the GIL for tens of milliseconds at a time, so threads solve about one request at
+a time and a long solve stalls the event loop; processes use every core and leave the event
+loop alone, at the price of parsing the body again and sending the answer through a pipe.
 """
 
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
-import os
 import threading
-import time
 from collections.abc import Callable
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
+from api.procs import ProcessWorkers, WorkerDiedError
 from planner.errors import InternalError, PlannerError, RequestError
 
 __all__ = ["OverloadedError", "PoolKind", "SolverPool"]
 
 T = TypeVar("T")
 PoolKind = Literal["processes", "threads"]
-PARENT_POLL = 0.5  # s between a worker process's checks that its server is still there
 
 
 class OverloadedError(Exception):
@@ -55,20 +51,6 @@ class _Failure:
         return self.kind(self.message)
 
 
-def _start_worker(parent: int, initializer: Callable[[], None] | None) -> None:
-    """In a new worker process: exit when the server that started it is gone (killed, so
-    it could not stop its workers), then run ``initializer``."""
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(PARENT_POLL)
-        os._exit(0)  # the server is gone: nobody will send work or read an answer
-
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
-    if initializer is not None:
-        initializer()
-
-
 def _guarded(fn: Callable[..., T], *args: object) -> T | _Failure:
     try:
         return fn(*args)
@@ -92,28 +74,15 @@ class SolverPool:
         self.kind = kind
         self.capacity = workers + queue_size  # jobs running or waiting
         self._initializer = initializer  # run once in each worker process
-        self._executor: Executor | None = None  # started on first use
+        self._threads: ThreadPoolExecutor | None = None  # started on first use
+        self._processes: ProcessWorkers | None = None  # started on first use, on this loop
         self._lock = threading.Lock()
-        self._admitted = 0  # jobs submitted and not finished (a cancelled one is finished)
+        self._admitted = 0  # jobs submitted and not finished (a dropped one is finished)
 
     @property
     def admitted(self) -> int:
         """Jobs running or waiting now."""
         return self._admitted
-
-    def _start(self) -> Executor:
-        if self._executor is None:
-            if self.kind == "processes":
-                # spawn: a fork of a process running an event loop and threads is unsafe.
-                self._executor = ProcessPoolExecutor(
-                    self.workers,
-                    mp_context=multiprocessing.get_context("spawn"),
-                    initializer=_start_worker,
-                    initargs=(os.getpid(), self._initializer),
-                )
-            else:
-                self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="solver")
-        return self._executor
 
     async def start(self) -> None:
         """Start every worker now (processes take a second to import and warm up)."""
@@ -133,35 +102,66 @@ class SolverPool:
                     f"the limit is {self.capacity}",
                 )
             self._admitted += 1
-        try:
-            future: Future[T | _Failure] = self._start().submit(_guarded, fn, *args)
-        except BaseException:
-            self._release(None)
-            raise
-        future.add_done_callback(self._release)
-        try:
-            result = await asyncio.wait_for(asyncio.wrap_future(future), timeout)
-        except TimeoutError:
-            # A job still waiting is dropped from the queue; one already running finishes on
-            # its own (its time limit bounds it) and frees its slot then.
-            future.cancel()
-            raise OverloadedError(
-                "deadline_exceeded",
-                f"the request was not answered within the deadline of {timeout:g} s",
-            ) from None
-        except BrokenProcessPool:
-            self.shutdown()  # the next job starts fresh workers
-            raise InternalError("a solver process died (out of memory?)") from None
+        if self.kind == "processes":
+            result = await self._in_process(timeout, fn, args)
+        else:
+            result = await self._in_thread(timeout, fn, args)
         if isinstance(result, _Failure):
             raise result.error()
         return result
 
-    def _release(self, _: object) -> None:
+    async def _in_process(
+        self, timeout: float, fn: Callable[..., T], args: tuple[object, ...]
+    ) -> T | _Failure:
+        if self._processes is None:
+            self._processes = ProcessWorkers(self.workers, self._initializer)
+        workers = self._processes
+        job = workers.submit(_guarded, (fn, *args), self._release)
+        try:
+            # Shielded: on the deadline the job is dropped if still waiting; one already
+            # running finishes on its own (its time limit bounds it) and frees its slot then.
+            outcome = await asyncio.wait_for(asyncio.shield(job.future), timeout)
+        except TimeoutError:
+            workers.drop(job)
+            raise _deadline(timeout) from None
+        except WorkerDiedError:
+            raise InternalError("a solver process died (out of memory?)") from None
+        return cast("T | _Failure", outcome)
+
+    async def _in_thread(
+        self, timeout: float, fn: Callable[..., T], args: tuple[object, ...]
+    ) -> T | _Failure:
+        if self._threads is None:
+            self._threads = ThreadPoolExecutor(self.workers, thread_name_prefix="solver")
+        try:
+            future: Future[T | _Failure] = self._threads.submit(_guarded, fn, *args)
+        except BaseException:
+            self._release()
+            raise
+        future.add_done_callback(lambda _: self._release())
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
+        except TimeoutError:
+            # A job still waiting is dropped from the queue; one already running finishes on
+            # its own (its time limit bounds it) and frees its slot then.
+            future.cancel()
+            raise _deadline(timeout) from None
+
+    def _release(self) -> None:
         with self._lock:
             self._admitted -= 1
 
     def shutdown(self) -> None:
-        """Drop waiting jobs and let running ones finish; a later job starts new workers."""
-        executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=False, cancel_futures=True)
+        """Drop waiting jobs and stop the workers; a later job starts new ones."""
+        threads, self._threads = self._threads, None
+        if threads is not None:
+            threads.shutdown(wait=False, cancel_futures=True)
+        processes, self._processes = self._processes, None
+        if processes is not None:
+            processes.shutdown()
+
+
+def _deadline(timeout: float) -> OverloadedError:
+    return OverloadedError(
+        "deadline_exceeded", f"the request was not answered within the deadline of {timeout:g} s"
+    )
