@@ -36,9 +36,7 @@ class Settings(BaseSettings):
     max_access_instances: int = Field(default=1 << 24, ge=0)  # accesses one emulation enumerates
     # Solving runs on a pool of worker processes (or threads); requests wait in a bounded
     # queue, and past it the answer is 503 with Retry-After. A long exact solve holds the GIL
-    # for tens of ms at a time, which with threads stalls every other request (measured on 2
-    # cores at 200 requests/s: p99 60 ms with processes, 420 ms with threads); threads cost
-    # less CPU per request (3.9 ms against 4.9 ms).
+    # for tens of ms at a time, which with threads stalls every other request.
     solver_pool: PoolKind = "processes"
     solver_workers: int = Field(default_factory=_cores, ge=1, le=256)
     # Requests waiting for a worker: at 200 requests/s, 256 absorb a 1 s solve without a 503.
@@ -47,9 +45,9 @@ class Settings(BaseSettings):
     retry_after: int = Field(default=1, ge=0)  # s, sent with every 503
     cache_size: int = Field(default=1024, ge=0)  # plans kept; 0 disables the cache
     access_log: bool = True  # one JSON line per request on stderr
-    # s a thread may keep the GIL while another waits (Python's default: 5 ms). The pool's
-    # answers come back through threads of the server process; 0.5 ms hands them to the
-    # event loop sooner (measured on 2 cores at 200 requests/s: p50 8 ms -> 6 ms).
+    # s a thread may keep the GIL while another waits (Python's default: 5 ms), in the server
+    # process: shorter lets the event loop answer sooner while a solver thread (the "threads"
+    # pool) or a large job's writer thread runs.
     switch_interval: float = Field(default=0.0005, gt=0, le=0.1)
     # How `python -m api` (and the container) runs uvicorn.
     host: str = "127.0.0.1"
