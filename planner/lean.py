@@ -119,12 +119,7 @@ def _pick(
         for c in range(m):
             if used[c]:
                 continue
-            delta[:] = 0
-            for i in range(n):
-                cut = max(e_at[i], free_at[c])
-                if after[i] <= free[c] and cut < o_at[i]:
-                    delta[cut] -= size[i]
-                    delta[o_at[i]] += size[i]
+            _released(e_at, o_at, after, size, free[c], free_at[c], delta, False)
             run, top, over = 0, 0, 0
             for g in range(count):
                 run += delta[g]
@@ -135,19 +130,37 @@ def _pick(
                 best, best_peak, best_excess = c, top, over
         if best < 0 or best_peak > peak or (best_peak == peak and best_excess >= excess):
             break  # no single point helps: more would only add barriers
-        delta[:] = 0
-        for i in range(n):
-            cut = max(e_at[i], free_at[best])
-            if after[i] <= free[best] and cut < o_at[i]:
-                delta[cut] -= size[i]
-                delta[o_at[i]] += size[i]
-                o_at[i] = cut
+        _released(e_at, o_at, after, size, free[best], free_at[best], delta, True)
         live += np.cumsum(delta)[:count]
         peak, excess = best_peak, best_excess
         used[best] = True
         picked[k] = best
         k += 1
     return picked[:k]
+
+
+@njit
+def _released(
+    e_at: I64,
+    o_at: I64,
+    after: I64,
+    size: I64,
+    point: int,
+    point_at: int,
+    delta: I64,
+    commit: bool,
+) -> None:
+    """Into ``delta``: the change of live bytes per grid segment (as differences) when a
+    barrier at ``point`` (grid position ``point_at``) releases buffers earlier; ``commit``
+    also moves their occupied ends there."""
+    delta[:] = 0
+    for i in range(e_at.size):
+        cut = max(e_at[i], point_at)
+        if after[i] <= point and cut < o_at[i]:
+            delta[cut] -= size[i]
+            delta[o_at[i]] += size[i]
+            if commit:
+                o_at[i] = cut
 
 
 def _widths(grid: I64) -> I64:
