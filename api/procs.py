@@ -31,6 +31,8 @@ __all__ = ["Job", "ProcessWorkers", "WorkerDiedError"]
 PARENT_POLL = 0.5  # s between a worker's checks that its server is still there
 LARGE_JOB = 1 << 20  # bytes: a job this big is written from a thread, not the event loop
 JOIN_SECONDS = 1.0  # a stopping worker's grace before it is terminated
+# spawn: a fork of a process running an event loop and threads is unsafe.
+_SPAWN = multiprocessing.get_context("spawn")
 
 
 class WorkerDiedError(Exception):
@@ -97,17 +99,15 @@ class ProcessWorkers:
     count: int
     initializer: Callable[[], None] | None = None
     loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.get_running_loop)
-    _workers: list[_Worker] = field(default_factory=list)
-    _waiting: deque[Job] = field(default_factory=deque)
-    _context: Any = field(default_factory=lambda: multiprocessing.get_context("spawn"))
+    _workers: list[_Worker] = field(init=False)
+    _waiting: deque[Job] = field(init=False, default_factory=deque)
 
     def __post_init__(self) -> None:
-        # spawn: a fork of a process running an event loop and threads is unsafe.
         self._workers = [self._spawn() for _ in range(self.count)]
 
     def _spawn(self) -> _Worker:
-        mine, theirs = self._context.Pipe(duplex=True)
-        process = self._context.Process(
+        mine, theirs = _SPAWN.Pipe(duplex=True)
+        process = _SPAWN.Process(
             target=_serve,
             args=(theirs, os.getpid(), self.initializer),
             name="planner-solver",

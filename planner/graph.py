@@ -17,7 +17,7 @@ sorting, and neighbour lists are built by one sweep, never by testing all pairs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     import networkx as nx
 
 __all__ = [
-    "BufferArrays",
     "InterferenceGraph",
     "LowerBound",
+    "access_bounds",
     "build_graph",
     "count_overlaps",
     "sync_barriers",
@@ -209,6 +209,15 @@ class InterferenceGraph:
         result: I64 = by_pos[pos]
         return result
 
+    def released(
+        self, after_last: I64, barriers: list[int] | None, horizon: int
+    ) -> InterferenceGraph:
+        """The same buffers (arrays shared; no graph writes them) with each occupied interval
+        ending at the first of ``barriers`` at or after ``after_last`` (last access + 1), and
+        at least at the lifetime's end; ``barriers`` None: no extension."""
+        released = extend_to_barriers(after_last, barriers, horizon)
+        return replace(self, occupied_end=np.maximum(released, self.end))
+
     def subgraph(self, members: I64) -> InterferenceGraph:
         """The buffers ``members`` (indices, in that order) as a graph of their own."""
         return InterferenceGraph(
@@ -276,37 +285,14 @@ def _backward_lists(hi: I64) -> tuple[I64, I64]:
     return ptr, back
 
 
-@dataclass(frozen=True)
-class BufferArrays:
-    """A request's per-buffer figures as arrays, read once and shared by every graph of the
-    request (``build_graph`` copies what it keeps)."""
-
-    ids: list[str]
-    start: I64
-    end: I64
-    first: I64  # first access (the lifetime's start without patterns)
-    after_last: I64  # last access + 1 (the lifetime's end without patterns)
-    size: I64  # declared bytes
-    alignment: I64  # bytes
-    pinned: I64  # bytes; -1 where free
-
-    @classmethod
-    def of(cls, request: PlanRequest) -> BufferArrays:
-        bufs = request.buffers
-        n = len(bufs)
-        spans = [access_span(b) for b in bufs]
-        return cls(
-            ids=[b.id for b in bufs],
-            start=np.fromiter((b.start for b in bufs), dtype=np.int64, count=n),
-            end=np.fromiter((b.end for b in bufs), dtype=np.int64, count=n),
-            first=np.fromiter((s[0] for s in spans), dtype=np.int64, count=n),
-            after_last=np.fromiter((s[1] + 1 for s in spans), dtype=np.int64, count=n),
-            size=np.fromiter((b.size for b in bufs), dtype=np.int64, count=n),
-            alignment=np.fromiter((request.alignment_of(b) for b in bufs), dtype=np.int64, count=n),
-            pinned=np.fromiter(
-                (-1 if b.offset is None else b.offset for b in bufs), dtype=np.int64, count=n
-            ),
-        )
+def access_bounds(request: PlanRequest) -> tuple[I64, I64]:
+    """Per buffer: the first access, and the last access + 1 (without patterns, the
+    lifetime's start and end)."""
+    spans = [access_span(b) for b in request.buffers]
+    n = len(spans)
+    first = np.fromiter((s[0] for s in spans), dtype=np.int64, count=n)
+    after_last = np.fromiter((s[1] + 1 for s in spans), dtype=np.int64, count=n)
+    return first, after_last
 
 
 def build_graph(
@@ -315,23 +301,27 @@ def build_graph(
     *,
     barriers: list[int] | None = None,
     sizes: list[int] | None = None,
-    arrays: BufferArrays | None = None,
 ) -> InterferenceGraph:
     """Arrays and occupied intervals of the request's buffers under a sync policy.
 
     ``barriers`` (sorted) replaces the policy's set of points that end an occupied interval;
-    ``sizes`` (bytes, request order) replaces the declared sizes (per-block footprints);
-    ``arrays``: the request's, when the caller already has them.
+    ``sizes`` (bytes, request order) replaces the declared sizes (per-block footprints).
     """
-    a = BufferArrays.of(request) if arrays is None else arrays
-    points = sync_barriers(request, sync) if barriers is None else barriers
-    released = extend_to_barriers(a.after_last, points, request.horizon)
-    return InterferenceGraph(
-        ids=list(a.ids),
-        start=a.start.copy(),
-        end=a.end.copy(),
-        occupied_end=np.maximum(released, a.end),
-        size=a.size.copy() if sizes is None else np.asarray(sizes, dtype=np.int64),
-        alignment=a.alignment.copy(),
-        pinned=a.pinned.copy(),
+    bufs = request.buffers
+    n = len(bufs)
+    end = np.fromiter((b.end for b in bufs), dtype=np.int64, count=n)
+    lifetimes = InterferenceGraph(
+        ids=[b.id for b in bufs],
+        start=np.fromiter((b.start for b in bufs), dtype=np.int64, count=n),
+        end=end,
+        occupied_end=end,
+        size=np.fromiter(
+            (b.size for b in bufs) if sizes is None else sizes, dtype=np.int64, count=n
+        ),
+        alignment=np.fromiter((request.alignment_of(b) for b in bufs), dtype=np.int64, count=n),
+        pinned=np.fromiter(
+            (-1 if b.offset is None else b.offset for b in bufs), dtype=np.int64, count=n
+        ),
     )
+    points = sync_barriers(request, sync) if barriers is None else barriers
+    return lifetimes.released(access_bounds(request)[1], points, request.horizon)

@@ -14,7 +14,13 @@ from planner.access import budget_diagnostics
 from planner.aliasing import ALIAS_MAX_BUFFERS, Owners, alias_chains, merge_chains, sharing_pairs
 from planner.barriers import BarrierChoice, choose_barriers, hits, reuses
 from planner.errors import InternalError, RequestError
-from planner.graph import BufferArrays, InterferenceGraph, LowerBound, build_graph, sync_barriers
+from planner.graph import (
+    InterferenceGraph,
+    LowerBound,
+    access_bounds,
+    build_graph,
+    sync_barriers,
+)
 from planner.io import parse_plan, parse_request, request_sha256
 from planner.lean import lean_points
 from planner.models import (
@@ -106,12 +112,13 @@ class _Context:
 
     req: PlanRequest
     heuristics: list[str] | None
-    arrays: BufferArrays  # the request's buffers, read once
     sizes: list[int]  # bytes planned per buffer: declared, or the per-block footprint
     footprints: list[Footprint]
     existing: list[int]  # sorted
     owners: Owners | None  # None: no buffer can alias (no patterns, or too many buffers)
     reference: InterferenceGraph  # the policy's graph: every conflict it must respect
+    first: I64  # per buffer: first access
+    after: I64  # per buffer: last access + 1
     bound: LowerBound  # valid for every plan of the request, aliases included
     exact: bool  # the reference graph's conflicts are exactly the request's: proofs hold
 
@@ -155,35 +162,36 @@ def _context(req: PlanRequest, heuristics: list[str] | None) -> _Context:
     patterned = any(b.accesses for i, b in enumerate(req.buffers) if i not in shrunk)
     aliasing = patterned and len(req.buffers) <= ALIAS_MAX_BUFFERS and req.options.sync != "none"
     owners = Owners(req, existing, shrunk) if aliasing else None
-    arrays = BufferArrays.of(req)
-    reference = build_graph(req, sizes=sizes, arrays=arrays)
+    reference = build_graph(req, sizes=sizes)
+    first, after = access_bounds(req)
     # The graph is exact unless aliases are possible, or a buffer's first access comes after
     # a barrier point inside its lifetime (the graph then keeps it from bytes that barrier
     # frees). Otherwise only the lifetimes themselves bound the arena.
-    exact = owners is None and not _late_first_access(arrays, sync_barriers(req))
-    loose = reference if exact else build_graph(req, "none", sizes=sizes, arrays=arrays)
+    exact = owners is None and not _late_first_access(reference.start, first, sync_barriers(req))
+    loose = reference if exact else reference.released(after, None, req.horizon)
     return _Context(
         req,
         heuristics,
-        arrays,
         sizes,
         footprints,
         existing,
         owners,
         reference,
+        first,
+        after,
         loose.lower_bound,
         exact,
     )
 
 
-def _late_first_access(arrays: BufferArrays, points: list[int] | None) -> bool:
+def _late_first_access(start: I64, first: I64, points: list[int] | None) -> bool:
     """Whether a point that ends occupied intervals lies in ``(start, first access]`` of a
     buffer."""
     if not points:
         return False
-    for start, first in zip(arrays.start.tolist(), arrays.first.tolist(), strict=True):
-        k = bisect.bisect_right(points, start)
-        if k < len(points) and points[k] <= first:
+    for s, f in zip(start.tolist(), first.tolist(), strict=True):
+        k = bisect.bisect_right(points, s)
+        if k < len(points) and points[k] <= f:
             return True
     return False
 
@@ -204,13 +212,14 @@ def _attempts(ctx: _Context) -> list[_Attempt]:
             _attempt(ctx, policy, limit / 2, "aliases", merge=True),
         ]
     floor = _lean_floor(ctx)
+    early: _Attempt | None = None
     if floor is not None:
         # Few barriers at the bound: when that plan exists nothing beats it, and the full
         # plan (a barrier after nearly every last access) is not worth computing.
-        lean = _lean(ctx, floor, limit / 16, enough=floor)
-        if lean.arena <= floor and not lean.barriers.missed:
-            at_bound = replace(lean.result, bound=floor, proved_optimal=True)
-            return [replace(lean, result=at_bound)]
+        early = _lean(ctx, floor, limit / 16, enough=floor)
+        if early.arena <= floor and not early.barriers.missed:
+            at_bound = replace(early.result, bound=floor, proved_optimal=True)
+            return [replace(early, result=at_bound)]
     full = _attempt(ctx, policy, limit * 3 / 8, "policy")
     found = [full]
     if ctx.owners is not None:
@@ -233,7 +242,10 @@ def _attempts(ctx: _Context) -> list[_Attempt]:
         capacity = req.effective_capacity
         fits = capacity is None or full.arena <= capacity
         enough = full.arena if full.result.proved_optimal and fits else None
-        found.append(_lean(ctx, full.arena, limit / 16, enough))
+        if early is not None and floor == full.arena == enough:
+            found.append(early)  # the attempt made above: the same target and budget
+        else:
+            found.append(_lean(ctx, full.arena, limit / 16, enough))
     found.extend(_fewer_barriers(ctx, full, limit / 8))
     # Nothing to gain when a plan without new barriers is already as small as the full one.
     settled = min((a.arena for a in found if not a.new_barriers), default=full.arena + 1) <= (
@@ -273,7 +285,7 @@ def _lean(ctx: _Context, target: int, budget: float, enough: int | None = None) 
     points = lean_points(
         g.start,
         g.end,
-        ctx.arrays.after_last,
+        ctx.after,
         g.size,
         existing=ctx.existing,
         candidates=req.options.barrier_candidates,
@@ -336,7 +348,7 @@ def _fewer_barriers(ctx: _Context, full: _Attempt, budget: float) -> list[_Attem
 
 def _bound_with(ctx: _Context, extra: list[int]) -> int:
     points = sorted(set(ctx.existing) | set(extra))
-    g = build_graph(ctx.req, barriers=points, sizes=ctx.sizes, arrays=ctx.arrays)
+    g = ctx.reference.released(ctx.after, points, ctx.req.horizon)
     return g.lower_bound.bytes
 
 
@@ -371,8 +383,8 @@ def _exact_barriers(ctx: _Context, full: _Attempt, budget: float) -> list[_Attem
     problem = BarrierProblem(
         start=g.start,
         end=g.end,
-        after=ctx.arrays.after_last,
-        before=ctx.arrays.first,
+        after=ctx.after,
+        before=ctx.first,
         size=g.size,
         alignment=g.alignment,
         pinned=g.pinned,
@@ -427,7 +439,7 @@ def _attempt(
 ) -> _Attempt:
     """Plan on occupied intervals that end at ``points`` (None: at the lifetime's end)."""
     req = ctx.req
-    g = build_graph(req, barriers=points, sizes=ctx.sizes, arrays=ctx.arrays)
+    g = ctx.reference.released(ctx.after, points, req.horizon)
     solve_on, node = g, None
     if merge and ctx.owners is not None:
         parent = alias_chains(g, ctx.owners)
@@ -467,9 +479,7 @@ def _protected(ctx: _Context, label: str, result: Solution) -> _Attempt:
     allowed = None if candidates is None else sorted(set(candidates))
     offsets = result.offsets
     if ctx.owners is None:
-        found = reuses(
-            g.start, g.end, offsets, g.size, after=ctx.arrays.after_last, before=ctx.arrays.first
-        )
+        found = reuses(g.start, g.end, offsets, g.size, after=ctx.after, before=ctx.first)
         return _Attempt(label, result, choose_barriers(found, ctx.existing, sync, allowed), [])
     owners = ctx.owners
     pairs = sharing_pairs(req, offsets, g.size)
@@ -511,10 +521,10 @@ def _heuristics(solver: str) -> list[str] | None:
     )
 
 
-def _naive_bytes(arrays: BufferArrays) -> int:
+def _naive_bytes(req: PlanRequest) -> int:
     """Every buffer end to end, in request order, each aligned: the arena with no reuse."""
     top = 0
-    for size, align in zip(arrays.size.tolist(), arrays.alignment.tolist(), strict=True):
+    for size, align in ((b.size, req.alignment_of(b)) for b in req.buffers):
         top = (top + align - 1) // align * align + size
     return top
 
@@ -562,7 +572,7 @@ def _assemble(ctx: _Context, attempt: _Attempt, chosen: bool) -> Plan:
     status = _status(result, capacity)
     certificate = _certificate(g, result, capacity) if status == "infeasible" else None
     gap = (arena - result.bound) / result.bound if result.bound else 0.0
-    naive = _naive_bytes(ctx.arrays)
+    naive = _naive_bytes(req)
     return Plan(
         name=req.name,
         status=status,

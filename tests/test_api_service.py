@@ -424,7 +424,10 @@ def test_switch_interval_holds_while_the_app_runs() -> None:
     app = create_app(Settings(solver_pool="threads", access_log=False, switch_interval=0.002))
     with TestClient(app) as c:
         assert sys.getswitchinterval() == pytest.approx(0.002)
-        assert c.post("/plan", json=_request("switch")).status_code == 200
+        request = _request("switch")
+        response = c.post("/plan", json=request)
+        assert response.status_code == 200, response.text
+        assert planner.validate(request, Plan.model_validate_json(response.content)).valid
     assert sys.getswitchinterval() == pytest.approx(before)
 
 

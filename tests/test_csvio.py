@@ -12,17 +12,14 @@ from planner.csvio import csv_losses, load_request, read_csv, with_overrides, wr
 from planner.errors import FormatError, RequestError
 from planner.models import PlanRequest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "minimalloc"
+BENCHMARKS = Path(__file__).resolve().parent / "data" / "minimalloc"
 
 SIMPLE = "id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\nb3,0,9,4\n"
 
 
 def _benchmark_files() -> list[Path]:
-    if not BENCHMARKS.is_dir():
-        pytest.skip(f"benchmarks not found at {BENCHMARKS}")
     files = sorted(BENCHMARKS.glob("*.csv"))
-    if not files:
-        pytest.skip(f"no CSV files in {BENCHMARKS}")
+    assert len(files) == 7, f"the MiniMalloc instances are missing from {BENCHMARKS}"
     return files
 
 
@@ -323,9 +320,7 @@ def test_benchmark_files_parse_and_round_trip() -> None:
 
 
 def test_minimalloc_example_plans_to_its_capacity() -> None:
-    path = next((p for p in _benchmark_files() if p.name == "example.12.csv"), None)
-    if path is None:
-        pytest.skip("example.12.csv not present")
+    path = BENCHMARKS / "example.12.csv"
     request = read_csv(path.read_text(), capacity=12)
     plan = planner.plan(request)
     assert planner.validate(request, plan).valid
