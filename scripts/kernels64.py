@@ -1,11 +1,12 @@
 """How often ``solver: "auto"`` proves kernel-sized requests optimal, and how fast.
 
     python scripts/kernels64.py [--instances 60] [--buffers 64] [--overlap 0.25]
-                                [--time-limit 10]
+                                [--alignments 16,128] [--time-limit 10]
 
 Each instance has 16 to ``--buffers`` buffers (sizes multiples of 16 bytes, each aligned to
-16 or 128 bytes at random, each overlapping ``--overlap`` of the others on average), planned with
-``sync: "none"``. Every plan goes through the static validator (``planner.plan`` runs it).
+one of ``--alignments`` bytes at random, each overlapping ``--overlap`` of the others on
+average), planned with ``sync: "none"``. Every plan goes through the static validator
+(``planner.plan`` runs it).
 Prints one line per instance that is not proved or takes 100 ms or more, then how many
 were proved, the median and the maximum time of the best of ``--repeat`` runs.
 """
@@ -17,6 +18,7 @@ import statistics
 import time
 
 import numpy as np
+from pydantic import ValidationError
 
 import planner
 from planner.generate import random_request
@@ -26,20 +28,25 @@ TARGET_MS = 100.0
 
 
 def kernel_request(
-    seed: int, buffers: int, time_limit: float, overlap: float = 0.25
+    seed: int,
+    buffers: int,
+    time_limit: float,
+    overlap: float = 0.25,
+    alignments: tuple[int, ...] = (16, 128),
 ) -> PlanRequest:
-    """A random kernel: 16..``buffers`` buffers, alignments 16 or 128, solver ``auto``."""
+    """A random kernel: 16..``buffers`` buffers, ``alignments`` at random, solver ``auto``."""
     rng = np.random.default_rng(seed)
     n = int(rng.integers(16, buffers, endpoint=True))
     request = random_request(n, overlap=overlap, seed=seed, alignment=16)
     aligned = [
         b.model_copy(update={"alignment": int(a)})
-        for b, a in zip(request.buffers, rng.choice([16, 128], size=n).tolist(), strict=True)
+        for b, a in zip(request.buffers, rng.choice(list(alignments), size=n).tolist(), strict=True)
     ]
     options = Options.model_validate(
         {**request.options.model_dump(), "solver": "auto", "time_limit": time_limit}
     )
-    return request.model_copy(update={"buffers": aligned, "options": options})
+    built = request.model_copy(update={"buffers": aligned, "options": options})
+    return PlanRequest.model_validate(built.model_dump())  # checks the alignments drawn
 
 
 def main() -> int:
@@ -47,14 +54,26 @@ def main() -> int:
     parser.add_argument("--instances", type=int, default=60)
     parser.add_argument("--buffers", type=int, default=64)
     parser.add_argument("--overlap", type=float, default=0.25)
+    parser.add_argument(
+        "--alignments", default="16,128", help="comma-separated alignments (bytes) to draw from"
+    )
     parser.add_argument("--time-limit", type=float, default=10.0)
     parser.add_argument("--repeat", type=int, default=2, help="runs per instance, best kept")
     args = parser.parse_args()
+    try:
+        alignments = tuple(int(a) for a in args.alignments.split(","))
+        for a in alignments:
+            PlanRequest.model_validate(
+                {"buffers": [{"id": "b", "size": 16, "start": 0, "end": 1, "alignment": a}]}
+            )
+    except (ValueError, ValidationError) as exc:
+        first = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+        parser.error(f"--alignments {args.alignments!r}: {first}")
     planner.plan(kernel_request(0, args.buffers, args.time_limit))  # load compiled kernels
     times: list[float] = []
     proved = 0
     for seed in range(max(1, args.instances)):
-        request = kernel_request(seed, args.buffers, args.time_limit, args.overlap)
+        request = kernel_request(seed, args.buffers, args.time_limit, args.overlap, alignments)
         best = float("inf")
         plan = None
         for _ in range(max(1, args.repeat)):

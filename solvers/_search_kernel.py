@@ -21,6 +21,12 @@ candidate would not be complete: sometimes the optimum leaves that offset empty.
 - sections: between consecutive distinct time points, the unplaced free buffers live there
   lie disjoint above max(floor, height of the placed ones there), and clear the pinned ones:
   that level + their sizes + the pinned bytes above it must stay <= capacity;
+- padding: above that level the unplaced buffers of a section stack only as tightly as their
+  alignments allow. Where the section's slack is below the most padding they could need, a
+  small search (``solvers._stack_kernel``) checks that some order pads no more than the
+  slack; its steps are charged as nodes, so the budget still bounds the time. Without it, a
+  capacity at the clique bound (where alignment, not size, sets the optimum) is decided only
+  after every order of the crowded section's buffers fails at its top;
 - dominance: interchangeable buffers (same interval, size, alignment) go in rank order;
 - gap dominance (MiniMalloc's): let ``gap`` be the lowest candidate + size of any unplaced
   buffer ``d``. A child at or above ``gap`` is skipped: every later placement lies at or
@@ -43,12 +49,14 @@ import numpy as np
 import numpy.typing as npt
 
 from planner._jit import njit
+from solvers._stack_kernel import new_memo, stack_fits
 
 I64 = npt.NDArray[np.int64]
 
 FOUND = 1  # offsets hold a plan within the capacity
 EXHAUSTED = 0  # proved: no plan fits the capacity
 OUT_OF_NODES = -1  # the node budget ran out first; nothing proved
+STACK_STEPS = 2_000  # steps of one padding check; undecided, it does not prune
 
 
 @njit
@@ -95,9 +103,15 @@ def decide(
     last: I64,
     sec_pin_ptr: I64,
     sec_pin: I64,
+    sec_free_ptr: I64,
+    sec_free: I64,
+    cls: I64,
+    sec_period: I64,
+    sec_max_pad: I64,
     capacity: int,
     node_budget: int,
     cap: I64,
+    stats: I64,
 ) -> tuple[int, I64, int]:
     """(status, offsets in bytes, nodes used) for one capacity in bytes.
 
@@ -105,9 +119,12 @@ def decide(
     ``twin_prev[c]`` is the interchangeable buffer that must be placed before ``c`` (-1:
     none). ``adj`` (CSR) lists each buffer's conflicting buffers, ``pin_adj`` the pinned
     ones among them. Buffer ``i`` is live in sections ``first[i] .. last[i]-1``;
-    ``sec_pin`` (CSR) lists the pinned buffers live in each section. A node is one
+    ``sec_pin`` (CSR) lists the pinned buffers live in each section; ``sec_free`` (CSR) the
+    free ones, for the padding check where ``sec_period`` is not 0 (see
+    ``solvers.search._padding_lists``). A node is one
     placement; the search stops after ``node_budget`` of them, or after ``cap[0]``, which
-    another thread may lower while this one runs.
+    another thread may lower while this one runs. The padding checks' work counts as nodes
+    too; ``stats`` adds up how many checks ran, their steps and how many pruned.
     """
     n = size.shape[0]
     nsec = sec_pin_ptr.shape[0] - 1
@@ -174,6 +191,11 @@ def decide(
     comp_of = np.zeros(n, dtype=np.int64)
     comp_min = np.zeros(n, dtype=np.int64)
     comp_scope = np.zeros(n, dtype=np.int64)
+    members = np.zeros(n, dtype=np.int64)  # the padding check's buffers
+    memo = new_memo()
+    pad_work = 0  # steps of padding checks, weighted, not yet charged as nodes
+    node_work = n + nsec + 1  # what a node costs in the same units
+
     depth = 0
     nodes = 0
     while True:
@@ -282,6 +304,7 @@ def decide(
                 level = section_floor[s]
                 if rem[s] == 0 or level == never:
                     continue  # empty, or another scope's section
+                level = max(level, height[s])  # they conflict with the placed ones there
                 need = level + rem[s]
                 for k in range(sec_pin_ptr[s], sec_pin_ptr[s + 1]):
                     p = sec_pin[k]
@@ -291,6 +314,33 @@ def decide(
                 if need > capacity:
                     ok = False
                     break
+                period = sec_period[s]
+                if period == 0:
+                    continue
+                # Padding: above the level they stack only as tightly as their alignments
+                # allow; the check's own work is charged as nodes.
+                slack = capacity - level - rem[s]
+                if slack >= sec_max_pad[s]:
+                    continue  # no order can pad more than that
+                m = 0
+                for k in range(sec_free_ptr[s], sec_free_ptr[s + 1]):
+                    c = sec_free[k]
+                    if offset[c] < 0:
+                        members[m] = c
+                        m += 1
+                fits, steps = stack_fits(
+                    members, m, cls, size, alignment, period, level, slack, STACK_STEPS, memo
+                )
+                pad_work += steps * (m + 8)
+                stats[0] += 1
+                stats[1] += steps
+                stats[2] += 0 if fits else 1
+                if not fits:
+                    ok = False
+                    break
+        if pad_work >= node_work:
+            nodes += pad_work // node_work  # charged as the nodes that work is worth
+            pad_work %= node_work
         if not ok:
             count = 0
         start = kid_base[depth]

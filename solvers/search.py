@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from planner.graph import InterferenceGraph
 from solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES, decide
+from solvers._stack_kernel import MAX_BUFFERS as STACK_MAX_BUFFERS
 from solvers.clock import wall_limit
 from solvers.exact import ExactResult, Progress, granularity, round_up
 from solvers.greedy import arena_of
@@ -63,6 +64,11 @@ class _Instance:
     last: I64
     sec_pin_ptr: I64
     sec_pin: I64
+    sec_free_ptr: I64
+    sec_free: I64
+    cls: I64
+    sec_period: I64
+    sec_max_pad: I64
 
     @property
     def sections(self) -> int:
@@ -104,6 +110,7 @@ def _instance(g: InterferenceGraph, order: str = ORDERS[0]) -> _Instance:
         [np.arange(first[p], last[p], dtype=np.int64) for p in pins] or [np.zeros(0, np.int64)]
     )
     sec_pin_ptr, sec_pin = _csr(sec_of, np.repeat(pins, lengths).astype(np.int64), sections)
+    padding = _padding_lists(g, first, last, sections)
     # Branching priorities after MiniMalloc's: "T" puts the buffers of the fullest sections
     # first, "W" those spanning the most sections, "A" the largest area, "L" the longest
     # occupied interval, "S" the largest; ties go to the earliest start, then request order.
@@ -150,7 +157,46 @@ def _instance(g: InterferenceGraph, order: str = ORDERS[0]) -> _Instance:
         last=last,
         sec_pin_ptr=sec_pin_ptr,
         sec_pin=sec_pin,
+        sec_free_ptr=padding[0],
+        sec_free=padding[1],
+        cls=padding[2],
+        sec_period=padding[3],
+        sec_max_pad=padding[4],
     )
+
+
+def _padding_lists(
+    g: InterferenceGraph, first: I64, last: I64, sections: int
+) -> tuple[I64, I64, I64, I64, I64]:
+    """What the kernel needs to check, per section, that the unplaced buffers live there can
+    stack with the padding their alignments force (``solvers._stack_kernel``).
+
+    Returns the free non-empty buffers live in each section (CSR, those of one class
+    adjacent), each buffer's class (alignment and size modulo the period, the largest
+    alignment), and per section the period (0 where the check does not apply: no alignment
+    can pad there, a pinned buffer is live there, or the graph is too large for the check's
+    bit sets) and the most padding its buffers could ever need (a section with more slack
+    is not checked).
+    """
+    step = granularity(g)
+    free = np.flatnonzero((g.pinned < 0) & (g.size > 0))
+    period = int(g.alignment[free].max(initial=1))
+    cls = (g.alignment * period + g.size % period).astype(np.int64)
+    lengths = last[free] - first[free]
+    sec_of = np.concatenate(
+        [np.arange(first[i], last[i], dtype=np.int64) for i in free.tolist()]
+        or [np.zeros(0, np.int64)]
+    )
+    owner = np.repeat(free, lengths).astype(np.int64)
+    order = np.lexsort((owner, cls[owner], sec_of))
+    ptr, cols = _csr(sec_of[order], owner[order], sections)
+    max_pad = np.zeros(sections, dtype=np.int64)
+    np.add.at(max_pad, sec_of, g.alignment[owner] - np.minimum(g.alignment[owner], step))
+    pinned_live = np.zeros(sections, dtype=bool)
+    for p in np.flatnonzero(g.pinned >= 0).tolist():
+        pinned_live[first[p] : last[p]] = True
+    off = (max_pad == 0) | pinned_live | (g.n > STACK_MAX_BUFFERS)
+    return ptr, cols, cls, np.where(off, 0, period).astype(np.int64), max_pad
 
 
 def node_budget(g: InterferenceGraph, time_limit: float) -> int:
@@ -249,10 +295,11 @@ def _race(
 
 
 def _decide(
-    inst: _Instance, capacity: int, nodes: int, cap: I64 | None = None
+    inst: _Instance, capacity: int, nodes: int, cap: I64 | None = None, stats: I64 | None = None
 ) -> tuple[int, I64, int]:
     """(status, offsets, nodes used) of the kernel at ``capacity`` bytes; ``cap`` (one
-    value) is a limit another thread may lower."""
+    value) is a limit another thread may lower; ``stats`` (3 values) counts the padding
+    checks, their steps and the nodes they pruned."""
     status, offsets, used = decide(
         inst.size,
         inst.alignment,
@@ -268,9 +315,15 @@ def _decide(
         inst.last,
         inst.sec_pin_ptr,
         inst.sec_pin,
+        inst.sec_free_ptr,
+        inst.sec_free,
+        inst.cls,
+        inst.sec_period,
+        inst.sec_max_pad,
         capacity,
         nodes,
         np.array([nodes], dtype=np.int64) if cap is None else cap,
+        np.zeros(3, dtype=np.int64) if stats is None else stats,
     )
     return int(status), offsets, int(used)
 

@@ -419,3 +419,62 @@ def test_threads_and_turns_give_the_same_answer(budget: int) -> None:
             assert raced[0] == turns[0]
             assert raced[2] == turns[2] <= budget
             assert (raced[1] == turns[1]).all()
+
+
+def _padded_request(pairs: list[tuple[int, int, int, int]]) -> PlanRequest:
+    return _request(
+        [
+            {"id": f"b{i}", "size": s, "alignment": a, "start": t0, "end": t0 + length}
+            for i, (s, a, t0, length) in enumerate(pairs)
+        ]
+    )
+
+
+def test_padding_check_prunes_what_alignment_forbids() -> None:
+    # Two 40-byte buffers aligned to 32 and an 8-byte one, live together: 88 bytes, but no
+    # order stacks them under 104. At 103 the padding check fails the root itself.
+    from solvers._search_kernel import EXHAUSTED, FOUND
+    from solvers.search import _decide, _instance
+
+    request = _padded_request([(40, 32, 0, 2), (40, 32, 0, 2), (8, 8, 0, 2)])
+    g = build_graph(request)
+    assert brute_force(g) == 104
+    inst = _instance(g)
+    stats = np.zeros(3, dtype=np.int64)
+    status, _, used = _decide(inst, 103, 100_000, stats=stats)
+    assert status == EXHAUSTED
+    assert stats[0] >= 1  # checked
+    assert stats[2] >= 1  # and pruned
+    assert 0 < used < 100  # no placement made, but the check's work is charged as nodes
+    status, offsets, _ = _decide(inst, 104, 100_000)
+    assert status == FOUND
+    assert_valid_offsets(request, g, offsets)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1, 40), st.sampled_from([1, 8, 32]), st.integers(0, 3), st.integers(1, 3)
+        ),
+        min_size=2,
+        max_size=6,
+    )
+)
+def test_padding_check_keeps_every_optimum(pairs: list[tuple[int, int, int, int]]) -> None:
+    # Crowded sections with mixed alignments, where the padding check runs: each order still
+    # finds a plan at the optimum and proves one byte less impossible.
+    from solvers._search_kernel import EXHAUSTED, FOUND
+    from solvers.search import ORDERS, _decide, _instance
+
+    request = _padded_request(pairs)
+    g = build_graph(request)
+    optimum = brute_force(g)
+    assert optimum is not None
+    for order in ORDERS:
+        inst = _instance(g, order)
+        status, offsets, _ = _decide(inst, optimum, 100_000)
+        assert status == FOUND
+        assert arena_of(g, offsets) <= optimum
+        assert_valid_offsets(request, g, offsets)
+        assert _decide(inst, optimum - 1, 100_000)[0] == EXHAUSTED
