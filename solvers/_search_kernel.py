@@ -192,7 +192,7 @@ def decide(
     comp_min = np.zeros(n, dtype=np.int64)
     comp_scope = np.zeros(n, dtype=np.int64)
     members = np.zeros(n, dtype=np.int64)  # the padding check's buffers
-    memo = new_memo()
+    memo = new_memo(sec_period.size > 0 and sec_period.max() > 0)  # empty: never checked
     pad_work = 0  # steps of padding checks, weighted, not yet charged as nodes
     node_work = n + nsec + 1  # what a node costs in the same units
 

@@ -36,24 +36,26 @@ MAX_BUFFERS = 64 * WORDS  # buffers of a graph whose sections are checked
 
 
 @njit
-def new_memo() -> I64:
-    """An empty table: rows of (key words, residue, padding needed is more than this).
+def new_memo(needed: bool = True) -> I64:
+    """An empty table: rows of (key words, residue, padding needed is more than this); one
+    row only (it still works, remembering a single state) when not ``needed``.
 
     Its keys name buffers by index: share it only between checks on one set of buffers
     (the same sizes, alignments and period).
     """
-    memo = np.zeros((1 << MEMO_BITS, WORDS + 2), dtype=np.int64)
+    memo = np.zeros((1 << MEMO_BITS if needed else 1, WORDS + 2), dtype=np.int64)
     memo[:, WORDS + 1] = -1  # no lower bound: every row empty
     return memo
 
 
 @njit
-def _slot(key: I64, residue: int) -> int:
+def _slot(memo: I64, key: I64, residue: int) -> int:
+    """The row for a state (the table's length is a power of two)."""
     h = residue * 0xC2B2AE3D
     for w in range(WORDS):
         h = (h ^ key[w]) * 0x9E3779B1
         h ^= h >> 29
-    return int((h >> 17) & ((1 << MEMO_BITS) - 1))
+    return int((h >> 17) & (memo.shape[0] - 1))
 
 
 @njit
@@ -69,7 +71,7 @@ def _row_is(memo: I64, k: int, key: I64, residue: int) -> bool:
 @njit
 def _known(memo: I64, key: I64, residue: int) -> int:
     """Padding the state is known to need more than (-1: nothing known)."""
-    k = _slot(key, residue)
+    k = _slot(memo, key, residue)
     if _row_is(memo, k, key, residue):
         return int(memo[k, WORDS + 1])
     return -1
@@ -77,7 +79,7 @@ def _known(memo: I64, key: I64, residue: int) -> int:
 
 @njit
 def _learn(memo: I64, key: I64, residue: int, more_than: int) -> None:
-    k = _slot(key, residue)
+    k = _slot(memo, key, residue)
     if _row_is(memo, k, key, residue):
         memo[k, WORDS + 1] = max(memo[k, WORDS + 1], more_than)
         return
