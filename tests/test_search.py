@@ -331,13 +331,21 @@ def phased_requests(draw: st.DrawFn) -> PlanRequest:
 @settings(max_examples=80, deadline=None)
 @given(phased_requests())
 def test_independent_phases_decided_exactly(request: PlanRequest) -> None:
+    from solvers.search import ORDERS
+
+    _decides_the_optimum(request, (*ORDERS, "S"))
+
+
+def _decides_the_optimum(request: PlanRequest, orders: tuple[str, ...]) -> None:
+    """Under each branching order the kernel finds a plan at the brute-force optimum and
+    proves one byte less impossible."""
     from solvers._search_kernel import EXHAUSTED, FOUND
-    from solvers.search import ORDERS, _decide, _instance
+    from solvers.search import _decide, _instance
 
     g = build_graph(request)
     optimum = brute_force(g)
     assert optimum is not None
-    for order in (*ORDERS, "S"):
+    for order in orders:
         inst = _instance(g, order)
         status, offsets, _ = _decide(inst, optimum, 100_000)
         assert status == FOUND
@@ -464,20 +472,9 @@ def test_padding_check_prunes_what_alignment_forbids() -> None:
 def test_padding_check_keeps_every_optimum(pairs: list[tuple[int, int, int, int]]) -> None:
     # Crowded sections with mixed alignments, where the padding check runs: each order still
     # finds a plan at the optimum and proves one byte less impossible.
-    from solvers._search_kernel import EXHAUSTED, FOUND
-    from solvers.search import ORDERS, _decide, _instance
+    from solvers.search import ORDERS
 
-    request = _padded_request(pairs)
-    g = build_graph(request)
-    optimum = brute_force(g)
-    assert optimum is not None
-    for order in ORDERS:
-        inst = _instance(g, order)
-        status, offsets, _ = _decide(inst, optimum, 100_000)
-        assert status == FOUND
-        assert arena_of(g, offsets) <= optimum
-        assert_valid_offsets(request, g, offsets)
-        assert _decide(inst, optimum - 1, 100_000)[0] == EXHAUSTED
+    _decides_the_optimum(_padded_request(pairs), ORDERS)
 
 
 def _kernel(seed: int) -> InterferenceGraph:
