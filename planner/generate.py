@@ -16,12 +16,13 @@ import numpy as np
 from planner.io import parse_request
 from planner.models import Buffer, PlanRequest
 
-__all__ = ["MAX_BYTES", "MIN_BYTES", "random_request"]
+__all__ = ["KERNEL_MIN_BUFFERS", "MAX_BYTES", "MIN_BYTES", "random_kernel", "random_request"]
 
 MIN_BYTES = 16
 MAX_BYTES = 65536
 _GRANULE = 16  # bytes; sizes are rounded up to a multiple of this
 _SET = {"id", "size", "start", "end"}  # fields given, as if validated from a dict
+KERNEL_MIN_BUFFERS = 16
 
 
 def random_request(
@@ -77,3 +78,34 @@ def random_request(
         )
     ]
     return request.model_copy(update={"buffers": buffers})
+
+
+def random_kernel(
+    seed: int,
+    *,
+    max_buffers: int = 64,
+    overlap: float = 0.25,
+    alignments: tuple[int, ...] = (16, 128),
+) -> PlanRequest:
+    """A kernel-sized request: ``KERNEL_MIN_BUFFERS`` to ``max_buffers`` buffers (drawn),
+    laid out as by ``random_request`` (sizes multiples of 16 bytes, ``sync: "none"``), each
+    aligned to one of ``alignments`` at random, so that padding, not size, often sets the
+    optimum. The same arguments give the same request.
+
+    Raises ValueError for ``max_buffers`` below ``KERNEL_MIN_BUFFERS`` or no alignment, and
+    RequestError for an alignment a request may not have.
+    """
+    if max_buffers < KERNEL_MIN_BUFFERS:
+        raise ValueError(f"max_buffers must be >= {KERNEL_MIN_BUFFERS}, got {max_buffers}")
+    if not alignments:
+        raise ValueError("alignments must name at least one alignment")
+    for alignment in set(alignments):  # each, whether drawn or not
+        parse_request({"alignment": alignment, "buffers": []})
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(KERNEL_MIN_BUFFERS, max_buffers, endpoint=True))
+    request = random_request(n, overlap=overlap, seed=seed, alignment=16)
+    drawn = rng.choice(list(alignments), size=n).tolist()
+    data = request.model_dump()
+    for buffer, alignment in zip(data["buffers"], drawn, strict=True):
+        buffer["alignment"] = int(alignment)
+    return parse_request(data)

@@ -331,7 +331,7 @@ def decide(
                 fits, steps = stack_fits(
                     members, m, cls, size, alignment, period, level, slack, STACK_STEPS, memo
                 )
-                pad_work += steps * (m + 8)
+                pad_work += steps * (m + 8)  # a step scans the m buffers, reads the table
                 stats[0] += 1
                 stats[1] += steps
                 stats[2] += 0 if fits else 1

@@ -84,8 +84,23 @@ def _csr(src: I64, dst: I64, n: int) -> tuple[I64, I64]:
     return ptr, cols
 
 
+def _sections_of(buffers: I64, first: I64, last: I64) -> tuple[I64, I64]:
+    """(section, buffer) for every section each of ``buffers`` is live in, by buffer."""
+    lengths = last[buffers] - first[buffers]
+    sec_of = np.concatenate(
+        [np.arange(first[i], last[i], dtype=np.int64) for i in buffers.tolist()]
+        or [np.zeros(0, np.int64)]
+    )
+    return sec_of, np.repeat(buffers, lengths).astype(np.int64)
+
+
 def _instance(g: InterferenceGraph, order: str = ORDERS[0]) -> _Instance:
     """The kernel's arrays, buffers ranked by the priority ``order`` (see ``ORDERS``)."""
+    return _instances(g, (order,))[0]
+
+
+def _instances(g: InterferenceGraph, orders: tuple[str, ...]) -> list[_Instance]:
+    """One instance per branching order; only the ranking differs, the rest is shared."""
     n = g.n
     _, hi, _, _ = g.neighbours
     by_start = g.by_start
@@ -104,30 +119,56 @@ def _instance(g: InterferenceGraph, order: str = ORDERS[0]) -> _Instance:
     first = np.searchsorted(points, g.start).astype(np.int64)
     last = np.searchsorted(points, g.occupied_end).astype(np.int64)
     sections = max(0, int(points.size) - 1)
-    pins = np.flatnonzero(g.pinned >= 0)
-    lengths = last[pins] - first[pins]
-    sec_of = np.concatenate(
-        [np.arange(first[p], last[p], dtype=np.int64) for p in pins] or [np.zeros(0, np.int64)]
+    sec_pin_ptr, sec_pin = _csr(*_sections_of(np.flatnonzero(g.pinned >= 0), first, last), sections)
+    sec_free_ptr, sec_free, cls, sec_period, sec_max_pad = _padding_lists(
+        g, first, last, sec_pin_ptr
     )
-    sec_pin_ptr, sec_pin = _csr(sec_of, np.repeat(pins, lengths).astype(np.int64), sections)
-    padding = _padding_lists(g, first, last, sections)
-    # Branching priorities after MiniMalloc's: "T" puts the buffers of the fullest sections
-    # first, "W" those spanning the most sections, "A" the largest area, "L" the longest
-    # occupied interval, "S" the largest; ties go to the earliest start, then request order.
+    keys = _rank_keys(g, first, last, sections)
+    shared = {
+        "size": g.size.astype(np.int64),
+        "alignment": g.alignment.astype(np.int64),
+        "pinned": g.pinned.astype(np.int64),
+        "adj_ptr": adj_ptr,
+        "adj": adj,
+        "pin_ptr": pin_ptr,
+        "pin_adj": pin_adj,
+        "first": first,
+        "last": last,
+        "sec_pin_ptr": sec_pin_ptr,
+        "sec_pin": sec_pin,
+        "sec_free_ptr": sec_free_ptr,
+        "sec_free": sec_free,
+        "cls": cls,
+        "sec_period": sec_period,
+        "sec_max_pad": sec_max_pad,
+    }
+    return [_Instance(**shared, **_ranked(g, keys, order)) for order in orders]
+
+
+def _rank_keys(g: InterferenceGraph, first: I64, last: I64, sections: int) -> dict[str, I64]:
+    """Branching priorities after MiniMalloc's, each ascending: "T" puts the buffers of the
+    fullest sections first, "W" those spanning the most sections, "A" the largest area, "L"
+    the longest occupied interval, "S" the largest."""
     load = np.zeros(sections + 1, dtype=np.int64)
     np.add.at(load, first, g.size)
     np.add.at(load, last, -g.size)
     load = np.cumsum(load)[:sections]
     fullest = np.array(
-        [int(load[first[i] : last[i]].max(initial=0)) for i in range(n)], dtype=np.int64
+        [int(load[first[i] : last[i]].max(initial=0)) for i in range(g.n)], dtype=np.int64
     )
-    keys = {
+    return {
         "T": -fullest,
         "W": -(last - first),
         "A": -(g.size * (g.occupied_end - g.start)),
         "L": -(g.occupied_end - g.start),
         "S": -g.size,
     }
+
+
+def _ranked(g: InterferenceGraph, keys: dict[str, I64], order: str) -> dict[str, I64]:
+    """``by_rank``, ``rank`` and ``twin_prev`` under the priority ``order``; ties go to the
+    earliest start, then request order."""
+    n = g.n
     by_rank = np.lexsort((np.arange(n), g.start, *(keys[ch] for ch in reversed(order)))).astype(
         np.int64
     )
@@ -142,31 +183,11 @@ def _instance(g: InterferenceGraph, order: str = ORDERS[0]) -> _Instance:
         key = (int(g.start[i]), int(g.occupied_end[i]), int(g.size[i]), int(g.alignment[i]))
         twin_prev[i] = seen.get(key, -1)
         seen[key] = i
-    return _Instance(
-        size=g.size.astype(np.int64),
-        alignment=g.alignment.astype(np.int64),
-        pinned=g.pinned.astype(np.int64),
-        by_rank=by_rank,
-        rank=rank,
-        twin_prev=twin_prev,
-        adj_ptr=adj_ptr,
-        adj=adj,
-        pin_ptr=pin_ptr,
-        pin_adj=pin_adj,
-        first=first,
-        last=last,
-        sec_pin_ptr=sec_pin_ptr,
-        sec_pin=sec_pin,
-        sec_free_ptr=padding[0],
-        sec_free=padding[1],
-        cls=padding[2],
-        sec_period=padding[3],
-        sec_max_pad=padding[4],
-    )
+    return {"by_rank": by_rank, "rank": rank, "twin_prev": twin_prev}
 
 
 def _padding_lists(
-    g: InterferenceGraph, first: I64, last: I64, sections: int
+    g: InterferenceGraph, first: I64, last: I64, sec_pin_ptr: I64
 ) -> tuple[I64, I64, I64, I64, I64]:
     """What the kernel needs to check, per section, that the unplaced buffers live there can
     stack with the padding their alignments force (``solvers._stack_kernel``).
@@ -178,23 +199,17 @@ def _padding_lists(
     bit sets) and the most padding its buffers could ever need (a section with more slack
     is not checked).
     """
+    sections = int(sec_pin_ptr.size) - 1
     step = granularity(g)
     free = np.flatnonzero((g.pinned < 0) & (g.size > 0))
     period = int(g.alignment[free].max(initial=1))
     cls = (g.alignment * period + g.size % period).astype(np.int64)
-    lengths = last[free] - first[free]
-    sec_of = np.concatenate(
-        [np.arange(first[i], last[i], dtype=np.int64) for i in free.tolist()]
-        or [np.zeros(0, np.int64)]
-    )
-    owner = np.repeat(free, lengths).astype(np.int64)
+    sec_of, owner = _sections_of(free, first, last)
     order = np.lexsort((owner, cls[owner], sec_of))
     ptr, cols = _csr(sec_of[order], owner[order], sections)
     max_pad = np.zeros(sections, dtype=np.int64)
     np.add.at(max_pad, sec_of, g.alignment[owner] - np.minimum(g.alignment[owner], step))
-    pinned_live = np.zeros(sections, dtype=bool)
-    for p in np.flatnonzero(g.pinned >= 0).tolist():
-        pinned_live[first[p] : last[p]] = True
+    pinned_live = np.diff(sec_pin_ptr) > 0
     off = (max_pad == 0) | pinned_live | (g.n > STACK_MAX_BUFFERS)
     return ptr, cols, cls, np.where(off, 0, period).astype(np.int64), max_pad
 
@@ -386,7 +401,7 @@ def solve_search(
     ceiling = ceiling // step * step
     bound = lo  # bytes: every capacity below it is proved impossible
     left = node_budget(g, time_limit) if nodes is None else nodes
-    insts = [_instance(g, order) for order in ORDERS]
+    insts = _instances(g, ORDERS)
 
     def attempt(target: int, last: bool) -> int:
         """Decide ``target`` on half the nodes left (all if ``last``).

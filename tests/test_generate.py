@@ -7,7 +7,7 @@ import pytest
 
 import planner
 from planner.errors import RequestError
-from planner.generate import MAX_BYTES, MIN_BYTES, random_request
+from planner.generate import KERNEL_MIN_BUFFERS, MAX_BYTES, MIN_BYTES, random_kernel, random_request
 from planner.models import PlanRequest
 
 
@@ -86,3 +86,32 @@ def test_rejects_bad_sync() -> None:
     with pytest.raises(RequestError) as info:
         random_request(10, sync="sometimes")
     assert info.value.errors[0]["loc"] == ["options", "sync"]
+
+
+def test_kernel_is_deterministic_and_draws_its_alignments() -> None:
+    kernels = [random_kernel(seed, alignments=(16, 128, 1024)) for seed in range(20)]
+    assert kernels[3] == random_kernel(3, alignments=(16, 128, 1024))
+    assert kernels[3] != kernels[4]
+    counts = [len(k.buffers) for k in kernels]
+    assert min(counts) >= KERNEL_MIN_BUFFERS
+    assert max(counts) <= 64
+    drawn = {b.alignment for k in kernels for b in k.buffers}
+    assert drawn == {16, 128, 1024}
+    assert all(k.options.sync == "none" for k in kernels)
+
+
+def test_kernel_plans_and_validates() -> None:
+    request = random_kernel(2)
+    plan = planner.plan(request)
+    assert planner.validate(request, plan).valid
+    assert plan.arena_bytes >= plan.lower_bound
+
+
+def test_kernel_rejects_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="max_buffers"):
+        random_kernel(0, max_buffers=KERNEL_MIN_BUFFERS - 1)
+    with pytest.raises(ValueError, match="alignments"):
+        random_kernel(0, alignments=())
+    with pytest.raises(RequestError) as info:
+        random_kernel(0, alignments=(16, 48))  # 48 is checked even where it is not drawn
+    assert info.value.errors[0]["loc"] == ["alignment"]

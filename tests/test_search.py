@@ -477,29 +477,17 @@ def test_padding_check_keeps_every_optimum(pairs: list[tuple[int, int, int, int]
     _decides_the_optimum(_padded_request(pairs), ORDERS)
 
 
-def _kernel(seed: int) -> InterferenceGraph:
-    """A random kernel of 40-63 buffers, sizes multiples of 16, aligned to 16 or 128."""
-    from planner.generate import random_request
-
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(40, 64))
-    request = random_request(n, overlap=0.25, seed=seed, alignment=16)
-    data = request.model_dump()
-    for b, a in zip(data["buffers"], rng.choice([16, 128], size=n).tolist(), strict=True):
-        b["alignment"] = int(a)
-    data["options"]["sync"] = "none"
-    return build_graph(PlanRequest.model_validate(data))
-
-
-@pytest.mark.parametrize("seed", [0, 4, 7, 8, 9])
+@pytest.mark.parametrize("seed", [2, 5, 7, 10, 13])
 def test_reaches_the_clique_bound_where_padding_sets_the_optimum(seed: int) -> None:
     # Alignment makes the buffers live at the peak need more than their sizes: the clique
     # bound is above the aligned one, and greedy stays above it. The search finds a plan at
     # that bound, so proves it optimal, within a small budget.
+    from planner.generate import random_kernel
     from solvers.bounds import clique_bound
     from solvers.exact import round_up
 
-    g = _kernel(seed)
+    request = random_kernel(seed)
+    g = build_graph(request)
     step = granularity(g)
     aligned = round_up(g.aligned_bound.bytes, step)
     clique = round_up(clique_bound(g, aligned).bytes, step)
@@ -511,4 +499,4 @@ def test_reaches_the_clique_bound_where_padding_sets_the_optimum(seed: int) -> N
     assert result.proved_optimal
     assert result.arena_bytes == clique
     assert arena_of(g, result.offsets) == clique
-    assert (result.offsets % g.alignment == 0).all()
+    assert_valid_offsets(request, g, result.offsets)

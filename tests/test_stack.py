@@ -28,18 +28,24 @@ def _least_padding(size: list[int], alignment: list[int], start: int) -> int:
 
 
 def _call(
-    size: list[int], alignment: list[int], start: int, slack: int, memo: np.ndarray, steps: int
+    size: list[int],
+    alignment: list[int],
+    start: int,
+    slack: int,
+    memo: np.ndarray,
+    steps: int,
+    chosen: list[int] | None = None,
 ) -> tuple[bool, int]:
-    n = len(size)
+    """The check on the buffers ``chosen`` (all by default) of the universe ``size`` and
+    ``alignment``, listed as the search lists them: by class, then index."""
     period = max(alignment, default=1)
-    cls = np.asarray(
-        [a * period + s % period for s, a in zip(size, alignment, strict=True)], dtype=I64
-    )
-    members = np.asarray(sorted(range(n), key=lambda i: (cls[i], i)), dtype=I64)
+    cls = [a * period + s % period for s, a in zip(size, alignment, strict=True)]
+    picked = range(len(size)) if chosen is None else chosen
+    members = np.asarray(sorted(picked, key=lambda i: (cls[i], i)), dtype=I64)
     return stack_fits(
         members,
-        n,
-        cls,
+        members.size,
+        np.asarray(cls, dtype=I64),
         np.asarray(size, dtype=I64),
         np.asarray(alignment, dtype=I64),
         period,
@@ -90,29 +96,13 @@ def test_a_memo_shared_by_subsets_changes_no_answer() -> None:
     rng = np.random.default_rng(7)
     size = rng.integers(1, 40, size=12).tolist()
     alignment = rng.choice([1, 8, 32], size=12).tolist()
-    period = max(alignment)
-    cls = [a * period + s % period for s, a in zip(size, alignment, strict=True)]
     memo = new_memo()
     for _ in range(150):
-        chosen = sorted(
-            rng.choice(12, size=int(rng.integers(1, 7)), replace=False).tolist(),
-            key=lambda i: (cls[i], i),
-        )
+        chosen = rng.choice(12, size=int(rng.integers(1, 7)), replace=False).tolist()
         start = int(rng.integers(0, 32))
         least = _least_padding([size[i] for i in chosen], [alignment[i] for i in chosen], start)
         slack = least + int(rng.integers(-2, 2))
-        fits, _ = stack_fits(
-            np.asarray(chosen, dtype=I64),
-            len(chosen),
-            np.asarray(cls, dtype=I64),
-            np.asarray(size, dtype=I64),
-            np.asarray(alignment, dtype=I64),
-            period,
-            start,
-            slack,
-            1_000_000,
-            memo,
-        )
+        fits, _ = _call(size, alignment, start, slack, memo, 1_000_000, chosen)
         assert fits == (least <= slack)
 
 
