@@ -1,39 +1,44 @@
 """The bounded solver pool: CPU work off the event loop, a queue bound, a deadline per request.
 
 A request is admitted only while fewer than ``workers + queue_size`` jobs are running or
-waiting; past that, and when a request's deadline passes, it is refused with
-``OverloadedError`` (503 with ``Retry-After``), never left hanging.
+waiting; past that, when a request's deadline passes, and when the worker process running
+it dies, it is refused with ``OverloadedError`` (503 with ``Retry-After``), never left
+hanging. A request given up for any reason frees its slot and, if it was running on a process,
+that process (killed and replaced): ``admitted`` always comes back to 0.
 
 Workers are processes (``api.procs``) or threads. Planning is mostly Python and compiled code
 that holds the GIL for tens of milliseconds at a time, so threads solve about one request at
 a time and a long solve stalls the event loop; processes use every core and leave the event
-loop alone, at the price of parsing the body again and sending the answer through a pipe.
+loop alone, at the price of parsing the body again and sending the answer through a socket.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, cast
 
 from api.procs import ProcessWorkers, WorkerDiedError
-from planner.errors import InternalError, PlannerError, RequestError
+from planner.errors import PlannerError, RequestError
 
-__all__ = ["OverloadedError", "PoolKind", "SolverPool"]
+__all__ = ["Cancelled", "OverloadedError", "PoolKind", "SolverPool"]
 
 T = TypeVar("T")
+Cancelled = Callable[[], Awaitable[bool]]  # True once the caller no longer wants the answer
 PoolKind = Literal["processes", "threads"]
+CANCEL_POLL = 0.25  # s between checks that a waiting caller is still there
 
 
 class OverloadedError(Exception):
-    """The pool cannot take or finish this request in time; the client should retry later."""
+    """The pool cannot take or finish this request now; the client should retry later."""
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
-        self.reason = reason  # "queue_full" or "deadline_exceeded"
+        # "queue_full", "deadline_exceeded", "worker_died" or "client_disconnected"
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -89,10 +94,22 @@ class SolverPool:
         if self.kind == "processes":
             await asyncio.gather(*(self.run(300, int) for _ in range(self.workers)))
 
-    async def run(self, timeout: float, fn: Callable[..., T], *args: object) -> T:
-        """``fn(*args)`` on a worker; ``OverloadedError`` when full or after ``timeout`` s.
+    async def run(
+        self,
+        timeout: float,
+        fn: Callable[..., T],
+        *args: object,
+        cancelled: Cancelled | None = None,
+    ) -> T:
+        """``fn(*args)`` on a worker; ``OverloadedError`` when full, after ``timeout`` s, when
+        the worker process died, or when ``cancelled()`` (polled every ``CANCEL_POLL`` s)
+        says the caller is gone.
 
-        ``fn`` and its arguments must pickle when the workers are processes.
+        ``fn`` and its arguments must pickle when the workers are processes. A process job
+        given up (deadline, cancellation, or this coroutine cancelled) frees its worker: a
+        waiting one is dropped, a running one's process is killed and replaced. A thread
+        cannot be stopped: a running thread job keeps its slot until it ends (its time limit
+        bounds it).
         """
         with self._lock:
             if self._admitted >= self.capacity:
@@ -103,33 +120,47 @@ class SolverPool:
                 )
             self._admitted += 1
         if self.kind == "processes":
-            result = await self._in_process(timeout, fn, args)
+            result = await self._in_process(timeout, fn, args, cancelled)
         else:
-            result = await self._in_thread(timeout, fn, args)
+            result = await self._in_thread(timeout, fn, args, cancelled)
         if isinstance(result, _Failure):
             raise result.error()
         return result
 
     async def _in_process(
-        self, timeout: float, fn: Callable[..., T], args: tuple[object, ...]
+        self,
+        timeout: float,
+        fn: Callable[..., T],
+        args: tuple[object, ...],
+        cancelled: Cancelled | None,
     ) -> T | _Failure:
-        if self._processes is None:
-            self._processes = ProcessWorkers(self.workers, self._initializer)
-        workers = self._processes
-        job = workers.submit(_guarded, (fn, *args), self._release)
         try:
-            # Shielded: on the deadline the job is dropped if still waiting; one already
-            # running finishes on its own (its time limit bounds it) and frees its slot then.
-            outcome = await asyncio.wait_for(asyncio.shield(job.future), timeout)
-        except TimeoutError:
-            workers.drop(job)
-            raise _deadline(timeout) from None
+            if self._processes is None:
+                self._processes = ProcessWorkers(self.workers, self._initializer)
+            workers = self._processes
+            job = workers.submit(_guarded, (fn, *args), self._release)
+        except BaseException:
+            self._release()
+            raise
+        try:
+            outcome = await _wait(job.future, timeout, cancelled)
         except WorkerDiedError:
-            raise InternalError("a solver process died (out of memory?)") from None
+            raise OverloadedError(
+                "worker_died",
+                "the solver process running this request died (out of memory?); "
+                "a new one has taken its place",
+            ) from None
+        finally:
+            if not job.finished:
+                workers.abandon(job)  # frees the slot, and the worker if it ran the job
         return cast("T | _Failure", outcome)
 
     async def _in_thread(
-        self, timeout: float, fn: Callable[..., T], args: tuple[object, ...]
+        self,
+        timeout: float,
+        fn: Callable[..., T],
+        args: tuple[object, ...],
+        cancelled: Cancelled | None,
     ) -> T | _Failure:
         if self._threads is None:
             self._threads = ThreadPoolExecutor(self.workers, thread_name_prefix="solver")
@@ -140,12 +171,11 @@ class SolverPool:
             raise
         future.add_done_callback(lambda _: self._release())
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
-        except TimeoutError:
+            return await _wait(asyncio.wrap_future(future), timeout, cancelled)
+        finally:
             # A job still waiting is dropped from the queue; one already running finishes on
             # its own (its time limit bounds it) and frees its slot then.
             future.cancel()
-            raise _deadline(timeout) from None
 
     def _release(self) -> None:
         with self._lock:
@@ -159,6 +189,25 @@ class SolverPool:
         processes, self._processes = self._processes, None
         if processes is not None:
             processes.shutdown()
+
+
+async def _wait(future: asyncio.Future[T], timeout: float, cancelled: Cancelled | None) -> T:
+    """``future``'s result, or ``OverloadedError`` past ``timeout`` s or once ``cancelled()``;
+    ``future`` itself is left as it is."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        left = deadline - loop.time()
+        if left <= 0:
+            raise _deadline(timeout)
+        step = left if cancelled is None else min(left, CANCEL_POLL)
+        done, _ = await asyncio.wait({future}, timeout=step)
+        if done:
+            return future.result()
+        if cancelled is not None and await cancelled():
+            raise OverloadedError(
+                "client_disconnected", "the client went away before the request was answered"
+            )
 
 
 def _deadline(timeout: float) -> OverloadedError:

@@ -1,36 +1,45 @@
-"""Solver worker processes, one pipe each, driven from the event loop.
+"""Solver worker processes, one socket each, driven from the event loop.
 
 A job goes to the lowest-numbered idle worker. Under light load one process takes nearly
 every request and stays warm in the CPU's caches; the others take jobs only while it is busy,
 so a long exact solve never holds up the requests behind it while another worker is idle. No
-thread of the server process carries a job: the event loop writes it to the worker's pipe and
-reads the answer when the pipe turns readable.
+thread of the server process carries a job: jobs and answers travel as length-prefixed
+frames (``api.frames``) over a socket pair per worker, the server's end non-blocking and
+driven by the event loop, the worker's end blocking. Frames of any size go through whatever
+the event loop (asyncio's or uvloop's) does to the descriptors.
 
-A worker exits when its pipe closes (the server shut down or was killed) and, while it runs a
-job, within ``PARENT_POLL`` seconds of its server's death.
+Every job frees its worker and its slot: when it is answered, when its worker dies (the job
+fails with ``WorkerDiedError`` and a new worker takes the dead one's place), and when its
+caller gives it up (``abandon``): a waiting job is dropped, a running one's worker is stopped
+(SIGTERM, SIGKILL after ``KILL_GRACE`` s) and replaced, since nothing else stops a solve.
+
+A worker exits when its socket closes (the server shut down or was killed, or gave up its
+job) and, while it runs a job, within ``PARENT_POLL`` seconds of its server's death.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import multiprocessing
 import os
 import pickle
+import socket
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
+
+from api.frames import Channel, recv_frame, send_frame
 
 __all__ = ["Job", "ProcessWorkers", "WorkerDiedError"]
 
 PARENT_POLL = 0.5  # s between a worker's checks that its server is still there
-LARGE_JOB = 1 << 20  # bytes: a job this big is written from a thread, not the event loop
-JOIN_SECONDS = 1.0  # a stopping worker's grace before it is terminated
+KILL_GRACE = 0.5  # s a stopped worker has to exit after SIGTERM before SIGKILL
+REAP_TRIES = 20  # checks, KILL_GRACE apart, that a killed worker is gone (then reaped)
+JOIN_SECONDS = 1.0  # a stopping worker's grace at shutdown before it is terminated
 # spawn: a fork of a process running an event loop and threads is unsafe.
 _SPAWN = multiprocessing.get_context("spawn")
 
@@ -45,26 +54,30 @@ def _watch_parent(parent: int) -> None:
     os._exit(0)  # the server is gone: nobody will read an answer
 
 
-def _serve(conn: Connection, parent: int, initializer: Callable[[], None] | None) -> None:
+def _serve(sock: socket.socket, parent: int, initializer: Callable[[], None] | None) -> None:
     """A worker process: run each job received and send back its outcome, until EOF."""
     threading.Thread(target=_watch_parent, args=(parent,), name="parent-watch", daemon=True).start()
+    sock.setblocking(True)
     if initializer is not None:
         initializer()
     while True:
         try:
-            fn, args = pickle.loads(conn.recv_bytes())
+            frame = recv_frame(sock)
         except (EOFError, OSError):
             return
         try:
+            fn, args = pickle.loads(frame)
+            del frame
             outcome: tuple[bool, Any] = (True, fn(*args))
         except Exception as exc:  # sent back and raised by the caller, as an executor does
             outcome = (False, exc)
         try:
-            data = pickle.dumps(outcome)
+            data = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # an unpicklable result or exception
             data = pickle.dumps((False, RuntimeError(f"unpicklable outcome: {exc!r}")))
+        del outcome
         try:
-            conn.send_bytes(data)
+            send_frame(sock, data)
         except OSError:
             return
 
@@ -73,10 +86,9 @@ def _serve(conn: Connection, parent: int, initializer: Callable[[], None] | None
 class Job:
     """One call waiting for or running on a worker."""
 
-    fn: Callable[..., Any]
-    args: tuple[Any, ...]
+    data: bytes  # the pickled call
     future: asyncio.Future[Any]
-    on_done: Callable[[], None]  # called once: the job finished or was dropped while waiting
+    on_done: Callable[[], None]  # called once: the job finished, failed or was given up
     finished: bool = False
 
     def finish(self) -> None:
@@ -88,7 +100,7 @@ class Job:
 @dataclass(eq=False)
 class _Worker:
     process: BaseProcess
-    conn: Connection
+    channel: Channel | None = None  # set right after the worker is built
     job: Job | None = None
 
 
@@ -105,36 +117,58 @@ class ProcessWorkers:
     def __post_init__(self) -> None:
         self._workers = [self._spawn() for _ in range(self.count)]
 
+    @property
+    def pids(self) -> list[int | None]:
+        """The worker processes' ids, lowest-numbered worker first."""
+        return [w.process.pid for w in self._workers]
+
     def _spawn(self) -> _Worker:
-        mine, theirs = _SPAWN.Pipe(duplex=True)
-        process = _SPAWN.Process(
-            target=_serve,
-            args=(theirs, os.getpid(), self.initializer),
-            name="planner-solver",
-            daemon=True,
+        mine, theirs = socket.socketpair()
+        try:
+            process = _SPAWN.Process(
+                target=_serve,
+                args=(theirs, os.getpid(), self.initializer),
+                name="planner-solver",
+                daemon=True,
+            )
+            process.start()
+        except BaseException:
+            mine.close()
+            raise
+        finally:
+            theirs.close()  # the worker's end lives in the worker alone: EOF when either dies
+        worker = _Worker(process)
+        worker.channel = Channel(
+            self.loop, mine, lambda frame: self._answered(worker, frame), lambda: self._died(worker)
         )
-        process.start()
-        theirs.close()  # the worker's end lives in the worker alone: EOF when either dies
-        worker = _Worker(process, mine)
-        self.loop.add_reader(mine.fileno(), self._readable, worker)
         return worker
 
     def submit(
         self, fn: Callable[..., Any], args: tuple[Any, ...], on_done: Callable[[], None]
     ) -> Job:
-        """Queue ``fn(*args)``; its outcome arrives in ``job.future``."""
-        job = Job(fn, args, self.loop.create_future(), on_done)
+        """Queue ``fn(*args)``; its outcome arrives in ``job.future``. Raises (and queues
+        nothing) if the call does not pickle."""
+        data = pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL)
+        job = Job(data, self.loop.create_future(), on_done)
         self._waiting.append(job)
         self._dispatch()
         return job
 
-    def drop(self, job: Job) -> None:
-        """Forget a job whose caller stopped waiting: dropped if it still waits, else its
-        answer is discarded when it comes."""
+    def abandon(self, job: Job) -> None:
+        """The caller stopped waiting: drop the job if it waits; if it runs, stop its worker
+        and start another in its place. Either way its slot is free on return."""
         if job in self._waiting:
             self._waiting.remove(job)
-            job.finish()
+        else:
+            for index, worker in enumerate(self._workers):
+                if worker.job is job:
+                    worker.job = None
+                    self._retire(worker)
+                    self._workers[index] = self._spawn()
+                    break
+        job.finish()
         job.future.cancel()
+        self._dispatch()
 
     def _dispatch(self) -> None:
         for worker in self._workers:
@@ -143,51 +177,45 @@ class ProcessWorkers:
             if worker.job is None:
                 job = self._waiting.popleft()
                 worker.job = job
-                data = pickle.dumps((job.fn, job.args))
-                if len(data) > LARGE_JOB:
-                    # The pipe holds 64 KiB: a large job would block the loop until read.
-                    self.loop.run_in_executor(None, self._send, worker, data)
-                else:
-                    self._send(worker, data)
+                assert worker.channel is not None
+                worker.channel.send(job.data)  # queued: written as the socket accepts it
 
-    def _send(self, worker: _Worker, data: bytes) -> None:
-        # A dead worker's pipe turns readable with EOF, and ``_readable`` says so.
-        with contextlib.suppress(OSError):
-            worker.conn.send_bytes(data)
-
-    def _readable(self, worker: _Worker) -> None:
-        try:
-            ok, value = pickle.loads(worker.conn.recv_bytes())
-        except (EOFError, OSError):
-            self._replace(worker)
-            return
+    def _answered(self, worker: _Worker, frame: bytearray) -> None:
         job, worker.job = worker.job, None
         if job is not None:
             job.finish()
             if not job.future.done():
+                try:
+                    ok, value = pickle.loads(frame)
+                except Exception as exc:  # an outcome that does not unpickle here
+                    ok, value = False, RuntimeError(f"the worker's answer did not load: {exc!r}")
                 if ok:
                     job.future.set_result(value)
                 else:
                     job.future.set_exception(value)
         self._dispatch()
 
-    def _replace(self, worker: _Worker) -> None:
-        """A worker died: fail its job and start another in its place."""
-        self._close(worker)
-        job = worker.job
+    def _died(self, worker: _Worker) -> None:
+        """A worker's socket closed: it died. Fail its job and start another in its place."""
+        if worker not in self._workers:
+            return
+        job, worker.job = worker.job, None
+        self._retire(worker)
+        self._workers[self._workers.index(worker)] = self._spawn()
         if job is not None:
             job.finish()
             if not job.future.done():
                 job.future.set_exception(WorkerDiedError("a solver process died"))
-        index = self._workers.index(worker)
-        self._workers[index] = self._spawn()
         self._dispatch()
 
-    def _close(self, worker: _Worker) -> None:
-        if not worker.conn.closed:
-            if not self.loop.is_closed():
-                self.loop.remove_reader(worker.conn.fileno())
-            worker.conn.close()
+    def _retire(self, worker: _Worker) -> None:
+        """Close a worker's socket and make sure its process ends and is reaped."""
+        if worker.channel is not None:
+            worker.channel.close()
+        process = worker.process
+        if process.exitcode is None:
+            process.terminate()
+        self.loop.call_later(KILL_GRACE, _reap, self.loop, process, REAP_TRIES)
 
     def shutdown(self) -> None:
         """Stop every worker; waiting and running jobs are cancelled."""
@@ -196,10 +224,25 @@ class ProcessWorkers:
             job.future.cancel()
         self._waiting.clear()
         for worker in self._workers:
-            self._close(worker)  # EOF: an idle worker exits at once
+            worker.job = None
+            if worker.channel is not None:
+                worker.channel.close()  # EOF: an idle worker exits at once
         for worker in self._workers:
             worker.process.join(JOIN_SECONDS)
             if worker.process.is_alive():
                 worker.process.terminate()
                 worker.process.join(JOIN_SECONDS)
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join(JOIN_SECONDS)
         self._workers = []
+
+
+def _reap(loop: asyncio.AbstractEventLoop, process: BaseProcess, tries: int) -> None:
+    """SIGKILL a stopped worker still there after its grace; check again until it is reaped
+    (``exitcode`` waits for it without blocking)."""
+    if process.exitcode is not None:
+        return
+    process.kill()
+    if tries > 1 and not loop.is_closed():
+        loop.call_later(KILL_GRACE, _reap, loop, process, tries - 1)

@@ -1,20 +1,28 @@
-"""Worker processes over pipes: lowest idle worker first, deaths, deadlines, shutdown."""
+"""Worker processes over sockets: lowest idle worker first, large frames under asyncio and
+uvloop, deaths, deadlines, callers that give up, shutdown; every slot comes back."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import time
 
 import pytest
 
 from api.pool import OverloadedError, SolverPool
-from planner.errors import InternalError, RequestError
+from planner.errors import RequestError
+
+from .loops import LOOPS, run_on
 
 
 def _pid_after(seconds: float) -> int:
     time.sleep(seconds)
     return os.getpid()
+
+
+def _echo(data: bytes) -> tuple[int, bytes]:
+    return os.getpid(), data[::-1]
 
 
 def _refuse() -> None:
@@ -23,6 +31,22 @@ def _refuse() -> None:
 
 def _crash() -> None:
     os._exit(3)  # as a worker killed for memory would
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def _gone(pid: int, seconds: float = 5) -> bool:
+    """Whether ``pid`` ends within ``seconds`` (the pool reaps its killed workers)."""
+    give_up = time.monotonic() + seconds
+    while _alive(pid) and time.monotonic() < give_up:
+        await asyncio.sleep(0.05)
+    return not _alive(pid)
 
 
 def test_an_idle_pool_sends_every_job_to_its_first_worker() -> None:
@@ -36,29 +60,61 @@ def test_an_idle_pool_sends_every_job_to_its_first_worker() -> None:
         finally:
             pool.shutdown()
 
-    one_by_one, together = asyncio.run(scenario())
+    one_by_one, together = run_on("uvloop", scenario())
     assert len(one_by_one) == 1  # the same warm process every time
     assert len(together) == 2  # a busy first worker: the second takes the job
 
 
-def test_errors_cross_and_a_dead_worker_is_replaced() -> None:
-    async def scenario() -> tuple[int, int]:
-        pool = SolverPool(1, 2, "processes")
+@pytest.mark.parametrize("loop", LOOPS)
+def test_jobs_and_answers_larger_than_any_socket_buffer_cross(loop: str) -> None:
+    sizes = [0, 1, 65535, 65536, 65537, 212992, 212993, 3 << 20, 9 << 20]
+    payloads = [os.urandom(n) for n in sizes]
+
+    async def scenario() -> list[tuple[int, bytes]]:
+        pool = SolverPool(2, len(sizes), "processes")
+        try:
+            answers = await asyncio.gather(*(pool.run(60, _echo, p) for p in payloads))
+            assert pool.admitted == 0
+            return answers
+        finally:
+            pool.shutdown()
+
+    answers = run_on(loop, scenario())
+    assert [data for _, data in answers] == [p[::-1] for p in payloads]
+    assert len({pid for pid, _ in answers}) == 2  # queued jobs spread over both workers
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_dead_worker_is_a_retryable_refusal_and_is_replaced(loop: str) -> None:
+    async def scenario() -> None:
+        pool = SolverPool(2, 2, "processes")
         try:
             first = await pool.run(30, os.getpid)
             with pytest.raises(RequestError) as info:
                 await pool.run(30, _refuse)
             assert info.value.errors[0]["loc"] == ["buffers", 0, "size"]
-            with pytest.raises(InternalError, match="solver process died"):
+            with pytest.raises(OverloadedError) as died:
                 await pool.run(30, _crash)
-            second = await pool.run(30, os.getpid)
+            assert died.value.reason == "worker_died"
             assert pool.admitted == 0
-            return first, second
+            second = await pool.run(30, os.getpid)
+            assert second != first  # a new process in the dead one's place
+            # Killed from outside while it runs: that job fails, the other worker's does not.
+            running = asyncio.create_task(pool.run(30, _pid_after, 30))
+            other = asyncio.create_task(pool.run(30, _pid_after, 0.5))
+            await asyncio.sleep(0.3)
+            os.kill(second, signal.SIGKILL)
+            with pytest.raises(OverloadedError) as killed:
+                await running
+            assert killed.value.reason == "worker_died"
+            assert await other not in (first, second)
+            assert pool.admitted == 0
+            assert await pool.run(30, os.getpid) not in (first, second)
+            assert pool.admitted == 0
         finally:
             pool.shutdown()
 
-    first, second = asyncio.run(scenario())
-    assert first != second  # a new process in the dead one's place
+    run_on(loop, scenario())
 
 
 def test_deadline_drops_a_waiting_job_and_frees_its_slot() -> None:
@@ -72,13 +128,72 @@ def test_deadline_drops_a_waiting_job_and_frees_its_slot() -> None:
                 await pool.run(0.1, os.getpid)  # waits behind the running job, past its deadline
             assert info.value.reason == "deadline_exceeded"
             assert pool.admitted == 1  # the waiting job is gone, the running one is not
-            await running
+            worker = await running  # and the worker that ran it was left alone
             assert pool.admitted == 0
-            assert await pool.run(30, os.getpid) > 0
+            assert await pool.run(30, os.getpid) == worker
         finally:
             pool.shutdown()
 
-    asyncio.run(scenario())
+    run_on("asyncio", scenario())
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_job_hanging_past_its_deadline_frees_its_slot_and_its_worker(loop: str) -> None:
+    async def scenario() -> None:
+        pool = SolverPool(1, 1, "processes")
+        try:
+            hung = await pool.run(30, os.getpid)
+            started = time.monotonic()
+            with pytest.raises(OverloadedError) as info:
+                await pool.run(0.5, _pid_after, 60)
+            assert info.value.reason == "deadline_exceeded"
+            assert time.monotonic() - started < 5
+            assert pool.admitted == 0
+            assert await _gone(hung)  # killed, not left to run for a minute
+            replacement = await pool.run(30, os.getpid)
+            assert replacement != hung
+            assert pool.admitted == 0
+        finally:
+            pool.shutdown()
+
+    run_on(loop, scenario())
+
+
+def test_a_cancelled_caller_stops_using_its_worker() -> None:
+    async def scenario() -> None:
+        pool = SolverPool(1, 1, "processes")
+        gone = False
+
+        async def cancelled() -> bool:
+            return gone
+
+        try:
+            busy = await pool.run(30, os.getpid)
+            running = asyncio.create_task(pool.run(30, _pid_after, 60, cancelled=cancelled))
+            waiting = asyncio.create_task(pool.run(30, os.getpid, cancelled=cancelled))
+            await asyncio.sleep(0.3)
+            assert pool.admitted == 2
+            gone = True
+            for task in (running, waiting):
+                with pytest.raises(OverloadedError) as info:
+                    await asyncio.wait_for(task, 5)
+                assert info.value.reason == "client_disconnected"
+            assert pool.admitted == 0
+            assert await _gone(busy)
+            # The caller's own task cancelled (the server stopping it): the same.
+            busy = await pool.run(30, os.getpid)
+            running = asyncio.create_task(pool.run(30, _pid_after, 60))
+            await asyncio.sleep(0.3)
+            running.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await running
+            assert pool.admitted == 0
+            assert await _gone(busy)
+            assert await pool.run(30, os.getpid) != busy
+        finally:
+            pool.shutdown()
+
+    run_on("uvloop", scenario())
 
 
 def test_shutdown_cancels_jobs_and_stops_workers() -> None:
@@ -91,17 +206,27 @@ def test_shutdown_cancels_jobs_and_stops_workers() -> None:
         with pytest.raises(asyncio.CancelledError):
             await running
         assert pool.admitted == 0
-        give_up = time.monotonic() + 5
-        while _alive(pid) and time.monotonic() < give_up:
+        assert await _gone(pid)
+
+    run_on("uvloop", scenario())
+
+
+def test_threads_drop_a_cancelled_waiting_job() -> None:
+    async def scenario() -> None:
+        pool = SolverPool(1, 1, "threads")
+
+        async def cancelled() -> bool:
+            return True
+
+        try:
+            running = asyncio.create_task(pool.run(30, time.sleep, 0.5))
             await asyncio.sleep(0.05)
-        assert not _alive(pid)
+            with pytest.raises(OverloadedError) as info:
+                await pool.run(30, os.getpid, cancelled=cancelled)
+            assert info.value.reason == "client_disconnected"
+            await running
+            assert pool.admitted == 0
+        finally:
+            pool.shutdown()
 
-    asyncio.run(scenario())
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    run_on("asyncio", scenario())
