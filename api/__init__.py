@@ -7,9 +7,10 @@ from api.app import create_app
 __all__ = ["create_app", "serve"]
 
 
-def serve(host: str | None = None, port: int | None = None) -> None:
+def serve(host: str | None = None, port: int | None = None, loop: str | None = None) -> None:
     """Run the service until interrupted: settings from the environment (``PLANNER_*``),
-    ``host`` and ``port`` overriding theirs; ``PLANNER_WORKERS`` uvicorn processes."""
+    ``host``, ``port`` and ``loop`` (``auto``, ``asyncio`` or ``uvloop``) overriding theirs;
+    ``PLANNER_WORKERS`` uvicorn processes."""
     import uvicorn  # only the server needs it; importing api for create_app does not
 
     from api.settings import environment_settings
@@ -21,6 +22,7 @@ def serve(host: str | None = None, port: int | None = None) -> None:
         host=host if host is not None else settings.host,
         port=port if port is not None else settings.port,
         workers=settings.workers,
+        loop=loop if loop is not None else settings.loop,
         access_log=False,  # the app writes its own JSON access log
         log_level="info",
     )

@@ -1,8 +1,10 @@
 """Planner errors as HTTP answers, all in FastAPI's ``{"detail": [...]}`` shape.
 
 Each error class maps to one status: ``RequestError`` (and ``FormatError``) to 422, every
-other ``PlannerError`` (``InternalError``) to 500, the pool's ``OverloadedError`` to 503 with
-``Retry-After``. A body over the size limit is a 413 raised where the body is read.
+other ``PlannerError`` (``InternalError``) to 500, the pool's ``OverloadedError`` (a full
+queue, a deadline passed, a solver process that died mid-request) to 503 with ``Retry-After``
+and its reason as the error ``type``. A body over the size limit is a 413 raised where the
+body is read.
 """
 
 from __future__ import annotations

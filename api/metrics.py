@@ -67,7 +67,8 @@ class Metrics:
         )
         self.rejections = Counter(
             "planner_rejections",
-            "Requests refused with 503, by reason (queue_full, deadline_exceeded).",
+            "Requests refused with 503, by reason (queue_full, deadline_exceeded, worker_died, "
+            "client_disconnected).",
             ["reason"],
             registry=r,
         )

@@ -159,7 +159,9 @@ async def post_plan(request: Request, service: ServiceDep) -> Response:
     if len(body) > INLINE_PARSE_BYTES:
         # Parsing a large body takes long enough to stall the event loop: a worker does it,
         # and such requests skip the cache lookup (their plan still goes into the cache).
-        solved = await service.pool.run(settings.request_timeout, solve, body, settings)
+        solved = await service.pool.run(
+            settings.request_timeout, solve, body, settings, cancelled=request.is_disconnected
+        )
     else:
         digest = hashlib.blake2b(body, digest_size=32).digest()
         key = service.cache.key_of(digest)
@@ -175,7 +177,9 @@ async def post_plan(request: Request, service: ServiceDep) -> Response:
             return _plan_response(cached, "hit", f"cache;dur={ms:.3f}")
         # A worker process parses the bytes again (faster than pickling the model).
         job = body if service.pool.kind == "processes" else parsed
-        solved = await service.pool.run(settings.request_timeout, solve, job, settings)
+        solved = await service.pool.run(
+            settings.request_timeout, solve, job, settings, cancelled=request.is_disconnected
+        )
     service.metrics.solves.labels(solved.status, solved.solver).inc()
     service.metrics.solve_time.observe(solved.seconds)
     service.cache.put(solved.key, solved.body)
@@ -199,5 +203,7 @@ async def post_validate(request: Request, service: ServiceDep) -> Response:
     ``"emulate": true``, the CPU emulator's run of the kernel's accesses; every violation."""
     settings = service.settings
     body = await _read_body(request, settings.max_body_bytes)
-    report = await service.pool.run(settings.request_timeout, check, body, settings)
+    report = await service.pool.run(
+        settings.request_timeout, check, body, settings, cancelled=request.is_disconnected
+    )
     return Response(report.model_dump_json(), media_type="application/json")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -15,8 +16,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from api.pool import PoolKind
 from planner.models import DEFAULT_MAX_BUFFERS
 
-__all__ = ["Settings", "environment_settings"]
+__all__ = ["EventLoop", "Settings", "environment_settings"]
 
+EventLoop = Literal["auto", "asyncio", "uvloop"]  # uvicorn's "auto": uvloop when installed
 MAX_BODY_BYTES = 32 << 20  # 32 MiB: about 150k buffers with access patterns
 
 
@@ -53,6 +55,7 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
     workers: int = Field(default=1, ge=1, le=64)  # uvicorn processes
+    loop: EventLoop = "auto"  # the event loop uvicorn runs
 
 
 @lru_cache(maxsize=1)

@@ -113,6 +113,11 @@ def _parser() -> _Parser:
     s = sub.add_parser("serve", help="start the HTTP service")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=_port, default=8000)
+    s.add_argument(
+        "--loop",
+        choices=["auto", "asyncio", "uvloop"],
+        help="event loop (default: PLANNER_LOOP, else auto: uvloop when installed)",
+    )
 
     b = sub.add_parser("bench", help="plan a suite and tabulate arena, bound and time")
     b.add_argument("paths", nargs="*", metavar="PATH", help=".csv/.json files or directories")
@@ -350,7 +355,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     serve = getattr(api, "serve", None)
     if serve is None:
         return _fail("serve: this installation's api package has no serve()")
-    serve(args.host, args.port)
+    if args.loop is None:
+        serve(args.host, args.port)  # the environment's loop (PLANNER_LOOP), else auto
+    else:
+        serve(args.host, args.port, loop=args.loop)
     return EXIT_OK
 
 
