@@ -4,6 +4,7 @@
     python scripts/load.py rate --rate 200 --duration 30 --buffers 32
     python scripts/load.py burst --concurrency 1000
     python scripts/load.py cached --duration 10 --connections 8
+    python scripts/load.py mixed --rate 200 --duration 30 --mix 32:97,300:2,3000:1
     python scripts/load.py rate --port 8000     # an already running server on 127.0.0.1
 
 Without ``--port`` it starts ``python -m api`` on a free port of 127.0.0.1 (settings from the
@@ -17,6 +18,11 @@ Scenarios:
   burst   ``--concurrency`` requests sent at once, one connection each: every one must be
           answered, 200 or 503 (with Retry-After), none lost.
   cached  closed loop: ``--connections`` keep-alive connections repeating one request.
+  mixed   open loop as ``rate``, request sizes drawn by ``--mix`` weights (mostly small
+          kernels, now and then a request of thousands of buffers): p50/p99 and statuses per
+          size, and the smallest size's latency while a request of the largest is in flight.
+          The large requests are wide and sparse (``random_request`` defaults, ~110 bytes a
+          buffer, planned in ~0.1 s for 3000): what they load is the transport, not the solver.
   all     the three with the targets below; exit status 1 if one is missed.
 
 Targets (2-core machine): rate 200/s of 32-buffer requests for 30 s with p50 < 5 ms,
@@ -30,6 +36,7 @@ import asyncio
 import contextlib
 import json
 import os
+import random
 import resource
 import socket
 import subprocess
@@ -157,19 +164,74 @@ def _bodies(count: int, buffers: list[int], seed: int) -> Iterator[bytes]:
         yield json.dumps(request.model_dump(mode="json", exclude_defaults=True)).encode()
 
 
+def _mixed_bodies(count: int, mix: dict[int, int], seed: int) -> Iterator[tuple[int, bytes]]:
+    """``count`` distinct requests, each size drawn with its weight in ``mix``: the smallest
+    size as in ``_bodies`` (kernels), the others wide and sparse."""
+    sizes, weights = list(mix), list(mix.values())
+    draw = random.Random(seed)
+    smallest = min(sizes)
+    for i in range(count):
+        n = draw.choices(sizes, weights)[0]
+        if n == smallest:
+            yield n, next(_bodies(1, [n], seed + i))
+        else:
+            request = random_request(n, seed=seed + i)
+            yield n, json.dumps(request.model_dump(mode="json", exclude_defaults=True)).encode()
+
+
+def parse_mix(text: str) -> dict[int, int]:
+    """``"32:97,300:2,3000:1"``: buffer counts and their weights."""
+    mix: dict[int, int] = {}
+    for part in text.split(","):
+        size, _, weight = part.partition(":")
+        try:
+            mix[int(size)] = int(weight or "1")
+        except ValueError:
+            raise ValueError(f"--mix: {part!r} is not SIZE:WEIGHT") from None
+    if not mix or min(mix) < 1 or min(mix.values()) < 1:
+        raise ValueError(f"--mix: sizes and weights must be positive, got {text!r}")
+    return mix
+
+
 # --- scenarios -----------------------------------------------------------------------------------
 
 
-async def run_rate(port: int, rate: float, duration: float, buffers: list[int]) -> Result:
-    """Open loop at ``rate`` requests/s for ``duration`` s, on as many connections as needed."""
-    duration = min(duration, MAX_SECONDS)
-    count = min(int(rate * duration), MAX_REQUESTS)
-    bodies = list(_bodies(count, buffers, seed=1_000_000))
-    result = Result(f"rate {rate:g}/s x {duration:g} s, {','.join(map(str, buffers))} buffers")
+@dataclass
+class Outcome:
+    """One open-loop request: when it was due and answered (perf_counter s), and how."""
+
+    scheduled: float
+    finished: float
+    status: int = 0  # 0: no answer
+    headers: dict[str, str] = field(default_factory=dict)
+    error: str = ""  # the exception's name when there was no answer
+
+    def into(self, result: Result) -> None:
+        if self.error:
+            result.sent += 1
+            result.errors[self.error] += 1
+        else:
+            result.record(self.status, self.headers, (self.finished - self.scheduled) * 1e3)
+
+
+@dataclass
+class OpenLoop:
+    """An open loop's outcomes, in the order sent, its wall time and its resends."""
+
+    outcomes: list[Outcome]
+    seconds: float
+    resent: int
+
+
+async def _open_loop(port: int, rate: float, bodies: list[bytes]) -> OpenLoop:
+    """Each body sent at its time (``rate`` per s) whatever the answers' pace, on as many
+    connections as needed."""
     idle: list[Connection] = []
+    resent = 0
     start = time.perf_counter() + 0.05
 
-    async def one(k: int, body: bytes) -> None:
+    async def one(k: int, body: bytes) -> Outcome:
+        nonlocal resent
         scheduled = start + k / rate
         await asyncio.sleep(max(0.0, scheduled - time.perf_counter()))
         try:
@@ -178,7 +240,7 @@ async def run_rate(port: int, rate: float, duration: float, buffers: list[int]) 
                 try:
                     reply = await asyncio.wait_for(conn.post("/plan", body), READ_TIMEOUT)
                 except (StaleConnectionError, ConnectionResetError, BrokenPipeError):
-                    result.resent += 1
+                    resent += 1
                     # The server closed an idle keep-alive connection (uvicorn: after 5 s):
                     # resend on a new one, as any HTTP client does.
                     conn.close()
@@ -187,19 +249,74 @@ async def run_rate(port: int, rate: float, duration: float, buffers: list[int]) 
             else:
                 conn = await Connection.open(port)
                 reply = await asyncio.wait_for(conn.post("/plan", body), READ_TIMEOUT)
-            status, headers = reply
         except (TimeoutError, OSError, asyncio.IncompleteReadError) as exc:
-            result.sent += 1
-            result.errors[type(exc).__name__] += 1
-            return
-        result.record(status, headers, (time.perf_counter() - scheduled) * 1e3)
+            return Outcome(scheduled, time.perf_counter(), error=type(exc).__name__)
         idle.append(conn)
+        return Outcome(scheduled, time.perf_counter(), *reply)
 
-    await asyncio.gather(*(one(k, b) for k, b in enumerate(bodies)))
-    result.seconds = time.perf_counter() - start
+    outcomes = await asyncio.gather(*(one(k, b) for k, b in enumerate(bodies)))
+    seconds = time.perf_counter() - start
     for conn in idle:
         conn.close()
+    return OpenLoop(outcomes, seconds, resent)
+
+
+async def run_rate(port: int, rate: float, duration: float, buffers: list[int]) -> Result:
+    """Open loop at ``rate`` requests/s for ``duration`` s, on as many connections as needed."""
+    duration = min(duration, MAX_SECONDS)
+    count = min(int(rate * duration), MAX_REQUESTS)
+    bodies = list(_bodies(count, buffers, seed=1_000_000))
+    result = Result(f"rate {rate:g}/s x {duration:g} s, {','.join(map(str, buffers))} buffers")
+    run = await _open_loop(port, rate, bodies)
+    for outcome in run.outcomes:
+        outcome.into(result)
+    result.seconds, result.resent = run.seconds, run.resent
     return result
+
+
+@dataclass
+class Mixed:
+    """What the mixed scenario measured: one ``Result`` per size, and the smallest size's
+    requests that were in flight while one of the largest was."""
+
+    by_size: dict[int, Result]
+    during_large: Result
+
+    def lines(self) -> list[str]:
+        return [r.line() for r in (*self.by_size.values(), self.during_large)]
+
+
+def split_by_size(sizes: list[int], run: OpenLoop) -> Mixed:
+    """Group an open loop's outcomes by request size; pick out the smallest size's requests
+    whose time in flight overlapped a largest-size request's."""
+    outcomes = run.outcomes
+    smallest, largest = min(sizes), max(sizes)
+    by_size = {n: Result(f"mixed: {n} buffers") for n in sorted(set(sizes))}
+    during = Result(f"mixed: {smallest} buffers while a {largest}-buffer request is in flight")
+    large = sorted(
+        (o.scheduled, o.finished) for n, o in zip(sizes, outcomes, strict=True) if n == largest
+    )
+    for n, outcome in zip(sizes, outcomes, strict=True):
+        outcome.into(by_size[n])
+        if n == smallest and largest != smallest and _overlaps(outcome, large):
+            outcome.into(during)
+    for result in (*by_size.values(), during):
+        result.seconds = run.seconds
+    by_size[smallest].resent = run.resent
+    return Mixed(by_size, during)
+
+
+def _overlaps(outcome: Outcome, spans: list[tuple[float, float]]) -> bool:
+    return any(s < outcome.finished and outcome.scheduled < f for s, f in spans)
+
+
+async def run_mixed(port: int, rate: float, duration: float, mix: dict[int, int]) -> Mixed:
+    """Open loop at ``rate`` requests/s for ``duration`` s, sizes drawn by ``mix``."""
+    duration = min(duration, MAX_SECONDS)
+    count = min(int(rate * duration), MAX_REQUESTS)
+    drawn = list(_mixed_bodies(count, mix, seed=5_000_000))
+    run = await _open_loop(port, rate, [body for _, body in drawn])
+    return split_by_size([n for n, _ in drawn], run)
 
 
 async def run_burst(port: int, concurrency: int, buffers: list[int]) -> Result:
@@ -350,6 +467,11 @@ async def _main(args: argparse.Namespace, port: int) -> int:
         print((await run_burst(port, args.concurrency, buffers)).line())
     elif args.scenario == "cached":
         print((await run_cached(port, args.duration, args.connections, buffers)).line())
+    elif args.scenario == "mixed":
+        mixed = await run_mixed(port, args.rate, args.duration, args.mix)
+        weights = ",".join(f"{n}:{w}" for n, w in args.mix.items())
+        print(f"mixed {args.rate:g}/s x {args.duration:g} s, sizes:weights {weights}")
+        print("\n".join(mixed.lines()))
     else:
         rate = await run_rate(port, 200, 30, [32])
         print(rate.line(), flush=True)
@@ -368,7 +490,7 @@ async def _main(args: argparse.Namespace, port: int) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "scenario", nargs="?", default="all", choices=["all", "rate", "burst", "cached"]
+        "scenario", nargs="?", default="all", choices=["all", "rate", "burst", "cached", "mixed"]
     )
     parser.add_argument("--port", type=int, help="a running service on 127.0.0.1; else start one")
     parser.add_argument("--buffers", default="32", help="buffer counts to cycle through: 8,32,128")
@@ -376,8 +498,15 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=30.0, help="seconds (rate, cached)")
     parser.add_argument("--concurrency", type=int, default=1000, help="requests at once (burst)")
     parser.add_argument("--connections", type=int, default=8, help="keep-alive loops (cached)")
+    parser.add_argument(
+        "--mix", default="32:97,300:2,3000:1", help="SIZE:WEIGHT,... buffer counts (mixed)"
+    )
     parser.add_argument("--warmup", type=int, default=100, help="unmeasured requests first")
     args = parser.parse_args()
+    try:
+        args.mix = parse_mix(args.mix)
+    except ValueError as exc:
+        parser.error(str(exc))
     if args.rate <= 0 or args.duration <= 0 or args.concurrency < 1 or args.connections < 1:
         parser.error("rate, duration, concurrency and connections must be positive")
     _raise_fd_limit(args.concurrency + 256)

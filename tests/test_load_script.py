@@ -1,11 +1,16 @@
-"""The load script's bookkeeping: percentiles, the planning time from Server-Timing."""
+"""The load script's bookkeeping: percentiles, the planning time from Server-Timing, the mixed
+scenario's sizes and its split of the answers."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
+from collections import Counter
 from pathlib import Path
 from types import ModuleType
+
+import pytest
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "load.py"
 
@@ -35,3 +40,45 @@ def test_planning_time_comes_from_server_timing_of_planned_answers() -> None:
     cached = load.Result("cached")
     cached.record(200, {"server-timing": "cache;dur=0.1"}, 1.0)
     assert "planning alone" not in cached.line()
+
+
+def test_mixed_sizes_follow_their_weights_and_are_distinct() -> None:
+    load = _load()
+    assert load.parse_mix("32:97,300:2,3000:1") == {32: 97, 300: 2, 3000: 1}
+    for bad in ("32:0", "x:1", "0:3"):
+        with pytest.raises(ValueError, match="--mix"):
+            load.parse_mix(bad)
+    drawn = list(load._mixed_bodies(400, {32: 90, 3000: 10}, seed=7))
+    sizes = Counter(n for n, _ in drawn)
+    assert set(sizes) == {32, 3000}
+    assert 300 < sizes[32] < 400  # about 90 in 100
+    bodies = [body for _, body in drawn]
+    assert len(set(bodies)) == len(bodies)  # no cache hits
+    assert all(len(json.loads(b)["buffers"]) == n for n, b in drawn[:20])
+    assert list(load._mixed_bodies(50, {32: 90, 3000: 10}, seed=7)) == drawn[:50]
+
+
+def test_mixed_reports_each_size_and_small_requests_during_large_ones() -> None:
+    load = _load()
+    ok = {"server-timing": "plan;dur=1.0"}
+    outcomes = [
+        load.Outcome(0.0, 2.0, 200, ok),  # a large request in flight over [0, 2]
+        load.Outcome(0.5, 0.51, 200, ok),  # small, during it
+        load.Outcome(1.0, 1.5, 503, {"retry-after": "1"}),  # small, during it, refused
+        load.Outcome(3.0, 3.002, 200, ok),  # small, after it
+        load.Outcome(3.0, 60.0, error="TimeoutError"),  # medium, never answered
+    ]
+    mixed = load.split_by_size([3000, 32, 32, 32, 300], load.OpenLoop(outcomes, 4.0, 1))
+    small, medium, large = (mixed.by_size[n] for n in (32, 300, 3000))
+    assert small.statuses == Counter({200: 2, 503: 1})
+    assert sorted(small.latencies) == pytest.approx([2.0, 10.0, 500.0])
+    assert medium.errors == Counter({"TimeoutError": 1})
+    assert medium.answered == 0
+    assert large.latencies == [2000.0]
+    during = mixed.during_large
+    assert during.statuses == Counter({200: 1, 503: 1})
+    assert sorted(during.latencies) == pytest.approx([10.0, 500.0])
+    lines = mixed.lines()
+    assert len(lines) == 4
+    assert "mixed: 32 buffers while a 3000-buffer request is in flight" in lines[-1]
+    assert "statuses 200:1 503:1" in lines[-1]
