@@ -1,9 +1,11 @@
 """The service's limits on one request, beyond the body size and the buffer count that
-parsing enforces: the solve-time cap and the access-enumeration budget of the emulator."""
+parsing enforces: a buffer count read from the raw bytes before parsing, the solve-time cap
+and the access-enumeration budget of the emulator."""
 
 from __future__ import annotations
 
 import math
+import re
 
 from planner.errors import RequestError
 from planner.models import Plan, PlanRequest
@@ -12,7 +14,9 @@ from planner.models.request import BLOCK_VARS
 __all__ = [
     "EMULATION_MAX_SPAN",
     "access_instances",
+    "buffers_at_least",
     "cap_time_limit",
+    "check_buffer_count",
     "check_emulation_budget",
     "check_emulation_span",
 ]
@@ -20,6 +24,41 @@ __all__ = [
 # Bytes of arena the emulator shadows, 12 bytes of state each: 16 MiB is 72 times the largest
 # shared memory of any target (232448 bytes), so only a broken or synthetic plan reaches it.
 EMULATION_MAX_SPAN = 1 << 24
+
+# An object whose first key is "id" with a string value. In a body that parses as a request,
+# every match is a buffer: inside a JSON string a quote is escaped, so no match starts or
+# ends within one; only buffers have an "id"; and an object is counted once however often
+# it repeats a key.
+_BUFFER_START = re.compile(rb'\{[ \t\n\r]*"id"[ \t\n\r]*:[ \t\n\r]*"')
+
+
+def buffers_at_least(body: bytes) -> int:
+    """At most the number of buffers of the request in ``body`` if it parses, from a scan of
+    the bytes (no parse: about 10 ms for 20 MB).
+
+    It counts the buffers whose first key is ``id`` (as every serializer that writes a
+    buffer's fields in the documented order does) and is 0 where a repeated ``buffers`` key
+    (the last one wins) could hide some: when ``buffers`` is named more than once, or a key
+    may spell it with ``\\u00..`` escapes.
+    """
+    if body.count(b'"buffers"') != 1 or b"\\u00" in body:
+        return 0
+    return sum(1 for _ in _BUFFER_START.finditer(body))
+
+
+def check_buffer_count(body: bytes, max_buffers: int) -> None:
+    """Raise ``RequestError`` at ``buffers`` when the raw ``body`` surely holds more than
+    ``max_buffers`` buffers; never for a request within the limit (parsing checks exactly)."""
+    if body.count(b'"id"') <= max_buffers:  # every counted buffer holds one: the fast answer
+        return
+    count = buffers_at_least(body)
+    if count > max_buffers:
+        raise RequestError.field(
+            ("buffers",),
+            f"at least {count} buffers exceed the limit of {max_buffers}",
+            "too_many_buffers",
+            count,
+        )
 
 
 def cap_time_limit(request: PlanRequest, max_time_limit: float) -> PlanRequest:
