@@ -30,12 +30,13 @@ FieldError = dict[str, Any]
 # answered with its first characters and its length, not with itself.
 ECHO_CHARS = 200
 _BIG_INT_BITS = 664  # about 200 decimal digits
+_SLACK = 40  # characters past the limit a text may have: room for the suffix shorten adds
 
 
 def shorten(text: str, limit: int = ECHO_CHARS) -> str:
-    """``text`` if it has at most ``limit`` characters, else its head, an ellipsis and the
-    original length."""
-    if len(text) <= limit:
+    """``text`` if it has at most ``limit`` characters (and a little slack, so that a text
+    shortened once is left as it is), else its head, an ellipsis and the original length."""
+    if len(text) <= limit + _SLACK:
         return text
     return f"{text[:limit]}... ({len(text)} characters)"
 
