@@ -70,9 +70,9 @@ def identifiers(ids: list[str], taken: set[str]) -> list[str]:
             name = "b" + name
         if name in _RESERVED:
             name += "_"
-        base, k = name, 2
+        base, k = name.rstrip("_") + "_", 2  # "b_" numbers as "b_2", never "b__2"
         while name in used:
-            name = f"{base}_{k}"
+            name = f"{base}{k}"
             k += 1
         used.add(name)
         names.append(name)
