@@ -5,7 +5,6 @@ and the access-enumeration budget of the emulator."""
 from __future__ import annotations
 
 import math
-import re
 
 from planner.errors import RequestError
 from planner.models import Plan, PlanRequest
@@ -25,16 +24,19 @@ __all__ = [
 # shared memory of any target (232448 bytes), so only a broken or synthetic plan reaches it.
 EMULATION_MAX_SPAN = 1 << 24
 
-# An object whose first key is "id" with a string value. In a body that parses as a request,
-# every match is a buffer: inside a JSON string a quote is escaped, so no match starts or
-# ends within one; only buffers have an "id"; and an object is counted once however often
-# it repeats a key.
-_BUFFER_START = re.compile(rb'\{[ \t\n\r]*"id"[ \t\n\r]*:[ \t\n\r]*"')
+# An object whose first key is "id" with a string value, once JSON whitespace is removed (or
+# as json.dumps writes it). In a body that parses as a request every occurrence is a buffer:
+# inside a JSON string a quote is escaped (a backslash before it, whitespace removed or not),
+# so none starts or ends within one; only buffers have an "id"; and an object is counted once
+# however often it repeats a key.
+_BUFFER_STARTS = (b'{"id":"', b'{"id": "')
+_WHITESPACE = b" \t\n\r"
 
 
-def buffers_at_least(body: bytes) -> int:
+def buffers_at_least(body: bytes, enough: int | None = None) -> int:
     """At most the number of buffers of the request in ``body`` if it parses, from a scan of
-    the bytes (no parse: about 10 ms for 20 MB).
+    the bytes (no parse: a few ``bytes.count`` passes, and one ``bytes.translate`` when some
+    buffer may have other whitespace); it may stop once the count passes ``enough``.
 
     It counts the buffers whose first key is ``id`` (as every serializer that writes a
     buffer's fields in the documented order does) and is 0 where a repeated ``buffers`` key
@@ -43,7 +45,10 @@ def buffers_at_least(body: bytes) -> int:
     """
     if body.count(b'"buffers"') != 1 or b"\\u00" in body:
         return 0
-    return sum(1 for _ in _BUFFER_START.finditer(body))
+    count = sum(body.count(start) for start in _BUFFER_STARTS)
+    if (enough is None or count <= enough) and count < body.count(b'"id"'):
+        count = body.translate(None, _WHITESPACE).count(_BUFFER_STARTS[0])
+    return count
 
 
 def check_buffer_count(body: bytes, max_buffers: int) -> None:
@@ -51,7 +56,7 @@ def check_buffer_count(body: bytes, max_buffers: int) -> None:
     ``max_buffers`` buffers; never for a request within the limit (parsing checks exactly)."""
     if body.count(b'"id"') <= max_buffers:  # every counted buffer holds one: the fast answer
         return
-    count = buffers_at_least(body)
+    count = buffers_at_least(body, enough=max_buffers)
     if count > max_buffers:
         raise RequestError.field(
             ("buffers",),
