@@ -1,9 +1,12 @@
 """An LRU cache of plan bodies keyed by ``request_sha256``: plans are pure functions of
-their request, so a repeat is answered without solving.
+their request, so a repeat is answered without solving. Bounded twice: at most ``size``
+plans and at most ``max_bytes`` bytes of them (a 100k-buffer plan is about 6 MB); a plan
+larger than ``max_bytes`` is not kept.
 
 Beside it, an LRU index from the digest of a raw request body to its ``request_sha256``: a
 byte-identical repeat (the common case: a build farm resending one kernel) skips parsing.
 The same bytes always parse to the same request, so the index can only be right or absent.
+It holds at most ``size`` entries of about 200 bytes each.
 """
 
 from __future__ import annotations
@@ -15,10 +18,13 @@ __all__ = ["PlanCache"]
 
 
 class PlanCache:
-    """At most ``size`` plan bodies (JSON bytes), least recently used dropped first."""
+    """At most ``size`` plan bodies (JSON bytes) holding at most ``max_bytes`` bytes in all,
+    least recently used dropped first."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, max_bytes: int) -> None:
         self.size = size
+        self.max_bytes = max_bytes
+        self.bytes = 0  # of the plan bodies kept
         self._items: OrderedDict[str, bytes] = OrderedDict()
         self._bodies: OrderedDict[bytes, str] = OrderedDict()  # body digest -> key
         self._lock = threading.Lock()
@@ -53,11 +59,16 @@ class PlanCache:
                 self._bodies.popitem(last=False)
 
     def put(self, key: str, body: bytes) -> None:
-        """Keep ``body`` under ``key``, evicting the least recently used past ``size``."""
-        if self.size == 0:
+        """Keep ``body`` under ``key``, evicting the least recently used past ``size`` plans
+        or ``max_bytes`` bytes; a body larger than ``max_bytes`` is not kept."""
+        if self.size == 0 or len(body) > self.max_bytes:
             return
         with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self.bytes -= len(old)
             self._items[key] = body
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+            self.bytes += len(body)
+            while len(self._items) > self.size or self.bytes > self.max_bytes:
+                _, dropped = self._items.popitem(last=False)
+                self.bytes -= len(dropped)

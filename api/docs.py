@@ -9,17 +9,19 @@ from __future__ import annotations
 from typing import Any
 
 from api.errors import ErrorResponse
-from api.service import CheckBody
+from api.service import CheckBody, EmitBody
 from planner.models import PlanRequest
 
 __all__ = [
     "CHECK_BODY",
     "CHECK_PLAN_EXAMPLE",
     "CHECK_REQUEST_EXAMPLE",
+    "EMIT_BODY",
     "PLAN_BODY",
     "PLAN_EXAMPLE",
     "PLAN_RESPONSE_EXAMPLE",
     "check_responses",
+    "emit_responses",
     "plan_responses",
     "simple_responses",
 ]
@@ -170,8 +172,9 @@ CHECK_PLAN_EXAMPLE: dict[str, Any] = {
 PLAN_BODY: dict[str, Any] = {
     "requestBody": {
         "required": True,
-        "description": "A version-1 plan request (DESIGN section 3). Any content type is "
-        "parsed as JSON.",
+        "description": "A version-1 plan request (DESIGN section 3), sent as "
+        "`application/json` (or `application/*+json`); other content types are refused "
+        "with 415.",
         "content": {
             "application/json": {
                 "schema": _inline_refs(PlanRequest.model_json_schema()),
@@ -193,6 +196,19 @@ CHECK_BODY: dict[str, Any] = {
                     "plan": CHECK_PLAN_EXAMPLE,
                     "emulate": False,
                 },
+            }
+        },
+    }
+}
+
+EMIT_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "description": "A request and a plan of it; the plan must pass the static check.",
+        "content": {
+            "application/json": {
+                "schema": _inline_refs(EmitBody.model_json_schema()),
+                "example": {"request": CHECK_REQUEST_EXAMPLE, "plan": CHECK_PLAN_EXAMPLE},
             }
         },
     }
@@ -237,17 +253,24 @@ def _errors(*, with_body: bool) -> dict[int | str, dict[str, Any]]:
             "description": "The body exceeds the size limit; the message names both.",
             "headers": _HEADERS,
         }
+        errors[415] = {
+            "model": ErrorResponse,
+            "description": "The body is not declared JSON: the message names the "
+            "Content-Type sent.",
+            "headers": _HEADERS,
+        }
         errors[422] = {
             "model": ErrorResponse,
             "description": "Bad request: malformed JSON, a schema error, a semantic one or a "
             "limit; `loc` names the field, `input` holds the value.",
             "headers": _HEADERS,
         }
-        errors[500] = {
-            "model": ErrorResponse,
-            "description": "The plan failed the planner's own check.",
-            "headers": _HEADERS,
-        }
+    errors[500] = {
+        "model": ErrorResponse,
+        "description": "The plan failed the planner's own check (`internal_error`), the "
+        "service ran out of memory (`out_of_memory`), or another failure (`server_error`).",
+        "headers": _HEADERS,
+    }
     return errors
 
 
@@ -279,6 +302,22 @@ def check_responses() -> dict[int | str, dict[str, Any]]:
                         "emulator": None,
                     }
                 }
+            },
+        },
+        **_errors(with_body=True),
+    }
+
+
+def emit_responses() -> dict[int | str, dict[str, Any]]:
+    """The answers of ``POST /emit/{kind}``: the text, and every error."""
+    return {
+        200: {
+            "description": "CUDA C++ (`text/x-cuda`), MLIR (`text/plain`) or SVG.",
+            "headers": _HEADERS,
+            "content": {
+                "text/x-cuda": {"schema": {"type": "string"}},
+                "text/plain": {"schema": {"type": "string"}},
+                "image/svg+xml": {"schema": {"type": "string"}},
             },
         },
         **_errors(with_body=True),

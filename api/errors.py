@@ -3,8 +3,10 @@
 Each error class maps to one status: ``RequestError`` (and ``FormatError``) to 422, every
 other ``PlannerError`` (``InternalError``) to 500, the pool's ``OverloadedError`` (a full
 queue, a deadline passed, a solver process that died mid-request) to 503 with ``Retry-After``
-and its reason as the error ``type``. A body over the size limit is a 413 raised where the
-body is read.
+and its reason as the error ``type``, a ``MemoryError`` (on the event loop or in a worker) to
+500 ``out_of_memory``. A body over the size limit is a 413 and one not declared JSON a 415, both
+raised where the body is read; any other exception is a 500 ``server_error``
+(``api.middleware``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pydantic import BaseModel
 from api.pool import OverloadedError
 from planner.errors import FieldError, PlannerError, RequestError
 
-__all__ = ["ErrorDetail", "ErrorResponse", "register_exception_handlers"]
+__all__ = ["ErrorDetail", "ErrorResponse", "error_body", "register_exception_handlers"]
 
 BODY = "body"  # FastAPI's loc prefix for errors in the request body
 
@@ -64,6 +66,18 @@ def _json(body: ErrorResponse, status_code: int) -> Response:
     )
 
 
+def error_body(type_: str, msg: str) -> bytes:
+    """A one-error ``detail`` body, for answers made outside a handler."""
+    detail = ErrorDetail(loc=[], msg=msg, type=type_)
+    return ErrorResponse(detail=[detail]).model_dump_json(exclude_unset=True).encode()
+
+
+async def _out_of_memory(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, MemoryError)
+    msg = "the service ran out of memory answering this request"
+    return Response(error_body("out_of_memory", msg), 500, media_type="application/json")
+
+
 async def _request_error(request: Request, exc: Exception) -> Response:
     # Every RequestError the routes raise comes from parsing the body, hence the "body" prefix.
     assert isinstance(exc, RequestError)
@@ -92,3 +106,4 @@ def register_exception_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestError, _request_error)
     app.add_exception_handler(PlannerError, _planner_error)
     app.add_exception_handler(OverloadedError, _overloaded)
+    app.add_exception_handler(MemoryError, _out_of_memory)

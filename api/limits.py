@@ -1,5 +1,6 @@
 """The service's limits on one request, beyond the body size and the buffer count that
-parsing enforces: the solve-time cap and the access-enumeration budget of the emulator."""
+parsing enforces: a buffer count read from the raw bytes before parsing, the solve-time cap
+and the access-enumeration budget of the emulator."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from planner.models.request import BLOCK_VARS
 __all__ = [
     "EMULATION_MAX_SPAN",
     "access_instances",
+    "buffers_at_least",
     "cap_time_limit",
+    "check_buffer_count",
     "check_emulation_budget",
     "check_emulation_span",
 ]
@@ -20,6 +23,47 @@ __all__ = [
 # Bytes of arena the emulator shadows, 12 bytes of state each: 16 MiB is 72 times the largest
 # shared memory of any target (232448 bytes), so only a broken or synthetic plan reaches it.
 EMULATION_MAX_SPAN = 1 << 24
+
+# An object whose first key is "id" with a string value, once JSON whitespace is removed (or
+# as json.dumps writes it). In a body that parses as a request every occurrence is a buffer:
+# inside a JSON string a quote is escaped (a backslash before it, whitespace removed or not),
+# so none starts or ends within one; only buffers have an "id"; and an object is counted once
+# however often it repeats a key.
+_BUFFER_STARTS = (b'{"id":"', b'{"id": "')
+_WHITESPACE = b" \t\n\r"
+
+
+def buffers_at_least(body: bytes, enough: int | None = None) -> int:
+    """At most the number of buffers of the request in ``body`` if it parses, from a scan of
+    the bytes (no parse: a few ``bytes.count`` passes, and one ``bytes.translate`` when some
+    buffer may have other whitespace); it may stop once the count passes ``enough``.
+
+    It counts the buffers whose first key is ``id`` (as every serializer that writes a
+    buffer's fields in the documented order does) and is 0 where a repeated ``buffers`` key
+    (the last one wins) could hide some: when ``buffers`` is named more than once, or a key
+    may spell it with ``\\u00..`` escapes.
+    """
+    if body.count(b'"buffers"') != 1 or b"\\u00" in body:
+        return 0
+    count = sum(body.count(start) for start in _BUFFER_STARTS)
+    if (enough is None or count <= enough) and count < body.count(b'"id"'):
+        count = body.translate(None, _WHITESPACE).count(_BUFFER_STARTS[0])
+    return count
+
+
+def check_buffer_count(body: bytes, max_buffers: int) -> None:
+    """Raise ``RequestError`` at ``buffers`` when the raw ``body`` surely holds more than
+    ``max_buffers`` buffers; never for a request within the limit (parsing checks exactly)."""
+    if body.count(b'"id"') <= max_buffers:  # every counted buffer holds one: the fast answer
+        return
+    count = buffers_at_least(body, enough=max_buffers)
+    if count > max_buffers:
+        raise RequestError.field(
+            ("buffers",),
+            f"at least {count} buffers exceed the limit of {max_buffers}",
+            "too_many_buffers",
+            count,
+        )
 
 
 def cap_time_limit(request: PlanRequest, max_time_limit: float) -> PlanRequest:

@@ -1,5 +1,9 @@
 """The HTTP endpoints: ``POST /plan``, ``POST /validate``, ``GET /healthz``, ``GET /targets``,
-``GET /metrics``."""
+``GET /metrics``.
+
+What a request can be refused for (its content type, its size, its buffer count, its
+emulation budget) is refused here, on the event loop, before it is queued for a worker.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +11,13 @@ import hashlib
 import time
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
-from typing import Annotated, Literal, NoReturn
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel
 
+from api.body import read_body
 from api.docs import (
     CHECK_BODY,
     PLAN_BODY,
@@ -21,11 +26,18 @@ from api.docs import (
     plan_responses,
     simple_responses,
 )
-from api.errors import BODY
-from api.service import INLINE_PARSE_BYTES, Service, check, parse_capped, solve
+from api.limits import check_buffer_count
+from api.service import (
+    INLINE_PARSE_BYTES,
+    CheckBody,
+    Service,
+    check,
+    parse_capped,
+    parse_check,
+    solve,
+)
 from api.settings import Settings
 from planner.client import CheckReport
-from planner.errors import RequestError
 from planner.io import request_sha256
 from planner.models import Plan
 from planner.targets import STATIC_SMEM_LIMIT, TARGETS
@@ -115,32 +127,6 @@ async def metrics(service: ServiceDep) -> Response:
     return Response(service.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    """The raw body, refused with 413 as soon as it passes ``limit`` bytes."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        _refuse_size(int(declared), limit)
-    chunks: list[bytes] = []
-    size = 0  # bytes
-    # Streamed, so a body without Content-Length cannot fill memory before it is refused.
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            _refuse_size(size, limit)
-        chunks.append(chunk)
-    body = b"".join(chunks)
-    if not body.strip():
-        # An empty body is a missing request, not malformed JSON: say so plainly.
-        raise RequestError.field((), "request body is empty; send JSON", "missing", None)
-    return body
-
-
-def _refuse_size(size: int, limit: int) -> NoReturn:
-    msg = f"request body of at least {size} bytes exceeds the limit of {limit} bytes"
-    detail = [{"loc": [BODY], "msg": msg, "type": "body_too_large", "input": None}]
-    raise HTTPException(status_code=413, detail=detail)
-
-
 @router.post(
     "/plan",
     response_model=Plan,
@@ -155,10 +141,12 @@ async def post_plan(request: Request, service: ServiceDep) -> Response:
     """
     started = time.perf_counter()
     settings = service.settings
-    body = await _read_body(request, settings.max_body_bytes)
+    body = await read_body(request, settings.max_body_bytes)
     if len(body) > INLINE_PARSE_BYTES:
         # Parsing a large body takes long enough to stall the event loop: a worker does it,
         # and such requests skip the cache lookup (their plan still goes into the cache).
+        # A scan of the bytes refuses one that surely has too many buffers first.
+        check_buffer_count(body, settings.max_buffers)
         solved = await service.pool.run(
             settings.request_timeout, solve, body, settings, cancelled=request.is_disconnected
         )
@@ -202,8 +190,14 @@ async def post_validate(request: Request, service: ServiceDep) -> Response:
     """The static check of a plan for a request (DESIGN section 6) and, with
     ``"emulate": true``, the CPU emulator's run of the kernel's accesses; every violation."""
     settings = service.settings
-    body = await _read_body(request, settings.max_body_bytes)
+    body = await read_body(request, settings.max_body_bytes)
+    job: bytes | CheckBody = body
+    if len(body) <= INLINE_PARSE_BYTES:
+        # Small enough to parse here: its limits (buffers, emulation budget) are refused
+        # before it is queued. A larger body is checked by the worker, before it emulates.
+        parsed = parse_check(body, settings)
+        job = body if service.pool.kind == "processes" else parsed
     report = await service.pool.run(
-        settings.request_timeout, check, body, settings, cancelled=request.is_disconnected
+        settings.request_timeout, check, job, settings, cancelled=request.is_disconnected
     )
     return Response(report.model_dump_json(), media_type="application/json")

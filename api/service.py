@@ -1,10 +1,11 @@
 """What one app holds (settings, solver pool, plan cache, metrics) and the work the routes
-hand to the pool: parsing, planning and checking, all CPU-bound."""
+hand to the pool: parsing, planning, checking and emitting, all CPU-bound."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -16,6 +17,7 @@ from api.metrics import Metrics
 from api.pool import SolverPool
 from api.settings import Settings
 from planner.client import CheckReport
+from planner.emit import EMITTERS
 from planner.errors import FormatError, RequestError
 from planner.io import parse_request
 from planner.models import Plan, PlanRequest
@@ -23,13 +25,19 @@ from planner.warm import ensure_warm
 
 __all__ = [
     "CheckBody",
+    "EmitBody",
     "Service",
     "Solved",
     "check",
+    "check_limits",
+    "emit",
     "parse_capped",
+    "parse_check",
     "solve",
     "warm_up",
 ]
+
+M = TypeVar("M", bound=BaseModel)
 
 INLINE_PARSE_BYTES = 64 << 10  # bodies up to this are parsed on the event loop (< 1 ms)
 
@@ -60,7 +68,7 @@ class Service:
                 settings.solver_pool,
                 initializer=warm_up,
             ),
-            cache=PlanCache(settings.cache_size),
+            cache=PlanCache(settings.cache_size, settings.cache_bytes),
             metrics=Metrics(),
         )
 
@@ -107,10 +115,21 @@ class CheckBody(BaseModel):
     emulate: bool = False  # also run the CPU emulator on the kernel's accesses
 
 
-def check(body: bytes, settings: Settings) -> CheckReport:
-    """Parse a ``/validate`` body and run the static check, then the emulator if asked."""
+class EmitBody(BaseModel):
+    """The body of ``POST /emit/{kind}``: a request and a plan of it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    request: PlanRequest
+    plan: Plan
+
+
+def _parse(model: type[M], body: bytes, settings: Settings) -> M:
+    """``body`` as ``model``, strictly (like ``planner.io``), with the buffer limit."""
     try:
-        parsed = CheckBody.model_validate_json(body, context={"max_buffers": settings.max_buffers})
+        return model.model_validate_json(
+            body, strict=True, context={"max_buffers": settings.max_buffers}
+        )
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
         if errors and errors[0]["type"] == "json_invalid":
@@ -119,10 +138,44 @@ def check(body: bytes, settings: Settings) -> CheckReport:
                 [{"loc": [], "msg": f"malformed JSON: {msg}", "type": "json_invalid"}]
             ) from None
         raise RequestError.from_validation(exc) from None
+
+
+def parse_check(body: bytes | CheckBody, settings: Settings) -> CheckBody:
+    """A ``/validate`` body, parsed and within the limits (``check_limits``)."""
+    parsed = body if isinstance(body, CheckBody) else _parse(CheckBody, body, settings)
+    check_limits(parsed, settings)
+    return parsed
+
+
+def check_limits(parsed: CheckBody, settings: Settings) -> None:
+    """Raise ``RequestError`` when emulating ``parsed`` would pass the service's budgets:
+    before any emulation starts."""
     if parsed.emulate:
         check_emulation_budget(parsed.request, settings.max_access_instances)
         check_emulation_span(parsed.request, parsed.plan)
+
+
+def check(body: bytes | CheckBody, settings: Settings) -> CheckReport:
+    """Parse a ``/validate`` body (unless given parsed) and run the static check, then the
+    emulator if asked."""
+    parsed = parse_check(body, settings)
     static = planner.validate(parsed.request, parsed.plan)
     emulated = emulate(parsed.request, parsed.plan) if parsed.emulate else None
     valid = static.valid and (emulated is None or emulated.valid)
     return CheckReport(valid=valid, static=static, emulator=emulated)
+
+
+def emit(body: bytes, kind: str, settings: Settings) -> str:
+    """Parse an ``/emit`` body, check the plan against the request (so the text describes a
+    safe plan) and write it as ``kind``: CUDA, MLIR or SVG."""
+    parsed = _parse(EmitBody, body, settings)
+    report = planner.validate(parsed.request, parsed.plan)
+    if not report.valid:
+        first = report.violations[0]
+        raise RequestError.field(
+            ("plan",),
+            f"the plan fails the static check against the request: {first.code}: {first.message}",
+            "invalid_plan",
+            None,
+        )
+    return EMITTERS[kind](parsed.request, parsed.plan)

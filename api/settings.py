@@ -46,6 +46,7 @@ class Settings(BaseSettings):
     request_timeout: float = Field(default=60.0, gt=0)  # s a request may wait and run, else 503
     retry_after: int = Field(default=1, ge=0)  # s, sent with every 503
     cache_size: int = Field(default=1024, ge=0)  # plans kept; 0 disables the cache
+    cache_bytes: int = Field(default=64 << 20, ge=0)  # bytes of plans kept; larger ones are not
     access_log: bool = True  # one JSON line per request on stderr
     # s a thread may keep the GIL while another waits (Python's default: 5 ms), in the server
     # process: shorter lets the event loop answer sooner while a solver thread (the "threads"

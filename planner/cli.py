@@ -484,6 +484,9 @@ def main(argv: list[str] | None = None) -> int:
     except InternalError as exc:
         print(f"planner: internal error: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except MemoryError:
+        print("planner: error: out of memory", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BrokenPipeError:

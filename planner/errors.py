@@ -12,10 +12,87 @@ from typing import Any
 
 from pydantic import ValidationError
 
-__all__ = ["FieldError", "FormatError", "InternalError", "PlannerError", "RequestError"]
+__all__ = [
+    "ECHO_CHARS",
+    "FieldError",
+    "FormatError",
+    "InternalError",
+    "PlannerError",
+    "RequestError",
+    "shorten",
+]
 
 FieldError = dict[str, Any]
 """One error in FastAPI's ``detail`` shape: ``{"loc": [...], "msg": str, "type": str}``."""
+
+# Characters of a value echoed in an error (its ``input``, a ``loc`` part); a message gets
+# twice as many, since it names the value and says what is wrong with it. A 10 MB id is
+# answered with its first characters and its length, not with itself.
+ECHO_CHARS = 200
+_BIG_INT_BITS = 664  # about 200 decimal digits
+_SLACK = 40  # characters past the limit a text may have: room for the suffix shorten adds
+
+
+def shorten(text: str, limit: int = ECHO_CHARS) -> str:
+    """``text`` if it has at most ``limit`` characters (and a little slack, so that a text
+    shortened once is left as it is), else its head, an ellipsis and the original length."""
+    if len(text) <= limit + _SLACK:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _echo(value: Any) -> Any:
+    """``value`` as an error may echo it: itself when small, else a shortened description."""
+    if isinstance(value, str):
+        return shorten(value)
+    if isinstance(value, bytes | bytearray):
+        head = bytes(value[:ECHO_CHARS]).decode("utf-8", "replace")
+        return head if len(value) <= ECHO_CHARS else f"{head}... ({len(value)} bytes)"
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value.bit_length() > _BIG_INT_BITS:
+            return f"an integer of {value.bit_length()} bits"
+        return value
+    if isinstance(value, list | tuple | dict):
+        preview = _preview(value, ECHO_CHARS)
+        if preview is not None:
+            return value
+        kind = "an object" if isinstance(value, dict) else "an array"
+        return f"{kind} of {len(value)} items"
+    return value
+
+
+def _preview(value: Any, budget: int) -> int | None:
+    """Characters left of ``budget`` after a rough rendering of ``value``; None once it is
+    spent (stops early: a huge container costs no more than a small one)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            left = _preview(key, budget - 2)
+            left = None if left is None else _preview(item, left)
+            if left is None:
+                return None
+            budget = left
+        return budget - 2
+    if isinstance(value, list | tuple):
+        for item in value:
+            left = _preview(item, budget - 1)
+            if left is None:
+                return None
+            budget = left
+        return budget - 2
+    size = len(value) + 2 if isinstance(value, str) else len(repr(_echo(value)))
+    return budget - size if budget >= size else None
+
+
+def _capped(error: FieldError) -> FieldError:
+    """The error with its message, location parts and input cut to a readable length."""
+    capped = dict(error)
+    if "msg" in capped:
+        capped["msg"] = shorten(str(capped["msg"]), 2 * ECHO_CHARS)
+    if "loc" in capped:
+        capped["loc"] = [shorten(p) if isinstance(p, str) else p for p in capped["loc"]]
+    if "input" in capped:
+        capped["input"] = _echo(capped["input"])
+    return capped
 
 
 class PlannerError(Exception):
@@ -30,7 +107,9 @@ class RequestError(PlannerError):
     code = "bad_request"
 
     def __init__(self, errors: list[FieldError]) -> None:
-        self.errors = errors
+        # The one place field errors are made: every echo of the input is bounded here, for
+        # the service's 422 body and the command line's one-line error alike.
+        self.errors = [_capped(e) for e in errors]
         super().__init__(self.summary())
 
     def summary(self) -> str:

@@ -60,6 +60,7 @@ def random_request(
             "capacity": capacity,
             "alignment": alignment,
             "options": {"sync": sync},
+            "buffers": [],
         }
     )
     buffers = [

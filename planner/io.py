@@ -16,26 +16,30 @@ __all__ = ["canonical_json", "parse_plan", "parse_request", "request_sha256"]
 def parse_request(
     data: PlanRequest | dict[str, Any] | str | bytes, *, max_buffers: int = DEFAULT_MAX_BUFFERS
 ) -> PlanRequest:
-    """A validated request from a model, a dict or JSON text; raises RequestError."""
+    """A validated request from a model, a dict or JSON text; raises RequestError.
+
+    Strict: ``"size": true`` or ``"size": "256"`` is an error, not 1 or 256.
+    """
     if isinstance(data, PlanRequest):
         return data
     context = {"max_buffers": max_buffers}
     try:
         if isinstance(data, str | bytes):
-            return PlanRequest.model_validate_json(data, context=context)
-        return PlanRequest.model_validate(data, context=context)
+            return PlanRequest.model_validate_json(data, strict=True, context=context)
+        return PlanRequest.model_validate(data, strict=True, context=context)
     except ValidationError as exc:
         raise _as_request_error(exc) from None
 
 
 def parse_plan(data: Plan | dict[str, Any] | str | bytes) -> Plan:
-    """A plan from a model, a dict or JSON text; raises RequestError with loc under 'plan'."""
+    """A plan from a model, a dict or JSON text, read strictly like a request; raises
+    RequestError with loc under 'plan'."""
     if isinstance(data, Plan):
         return data
     try:
         if isinstance(data, str | bytes):
-            return Plan.model_validate_json(data)
-        return Plan.model_validate(data)
+            return Plan.model_validate_json(data, strict=True)
+        return Plan.model_validate(data, strict=True)
     except ValidationError as exc:
         raise _as_request_error(exc, ("plan",)) from None
 

@@ -23,6 +23,8 @@ from .samples import TWO_PHASE
 
 BASE = TWO_PHASE  # a, b share bytes across the barrier at 4; c lives beside both
 
+JSON = {"content-type": "application/json"}  # the content type every POST body needs
+
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[TestClient]:
@@ -56,7 +58,7 @@ def _planned(client: TestClient, request: dict[str, Any]) -> Plan:
 def _rejected(client: TestClient, body: dict[str, Any] | bytes) -> dict[str, Any]:
     """POST the body, expect a 422 in FastAPI's shape, and return its only error."""
     if isinstance(body, bytes):
-        response = client.post("/plan", content=body)
+        response = client.post("/plan", content=body, headers=JSON)
     else:
         response = client.post("/plan", json=body)
     assert response.status_code == 422, response.text
@@ -99,9 +101,13 @@ def test_server_timing_in_header_not_body(client: TestClient) -> None:
     assert re.fullmatch(r"cache;dur=\d+(\.\d+)?", repeat.headers["server-timing"])
 
 
-def test_plain_text_body_is_parsed_as_json(client: TestClient) -> None:
+@pytest.mark.parametrize(
+    "content_type",
+    ["application/json; charset=utf-8", "Application/JSON", "application/vnd.planner+json"],
+)
+def test_json_content_types_are_planned(client: TestClient, content_type: str) -> None:
     body = json.dumps(BASE).encode()
-    response = client.post("/plan", content=body, headers={"content-type": "text/plain"})
+    response = client.post("/plan", content=body, headers={"content-type": content_type})
     assert response.status_code == 200, response.text
     assert response.content == client.post("/plan", json=BASE).content
 
@@ -229,7 +235,7 @@ def test_rejects_body_over_size_limit() -> None:
     with TestClient(
         create_app(Settings(solver_pool="threads", max_body_bytes=len(body) - 1))
     ) as small:
-        response = small.post("/plan", content=body)
+        response = small.post("/plan", content=body, headers=JSON)
     assert response.status_code == 413
     (error,) = response.json()["detail"]
     assert error["loc"] == ["body"]

@@ -39,6 +39,8 @@ from .samples import TWO_PHASE
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
+JSON = {"content-type": "application/json"}  # the content type every POST body needs
+
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[TestClient]:
@@ -109,7 +111,7 @@ def test_validate_names_the_bad_field(client: TestClient) -> None:
 
 
 def test_validate_rejects_malformed_json(client: TestClient) -> None:
-    (error,) = _errors(client.post("/validate", content=b'{"request": '), 422)
+    (error,) = _errors(client.post("/validate", content=b'{"request": ', headers=JSON), 422)
     assert error["type"] == "json_invalid"
 
 
@@ -169,7 +171,7 @@ def test_validate_body_over_size_limit() -> None:
     with TestClient(
         create_app(Settings(solver_pool="threads", max_body_bytes=100, access_log=False))
     ) as small:
-        (error,) = _errors(small.post("/validate", content=body), 413)
+        (error,) = _errors(small.post("/validate", content=body, headers=JSON), 413)
     assert error["type"] == "body_too_large"
     assert f"{len(body)} bytes" in error["msg"]
     assert "limit of 100 bytes" in error["msg"]
@@ -195,7 +197,7 @@ def test_cache_hit_and_miss() -> None:
         assert first.content == again.content
         # Key order and spacing do not matter: the key is the canonical request's hash.
         reordered = json.dumps(dict(reversed(list(_request("one").items())))).encode()
-        assert c.post("/plan", content=reordered).headers["x-plan-cache"] == "hit"
+        assert c.post("/plan", content=reordered, headers=JSON).headers["x-plan-cache"] == "hit"
         c.post("/plan", json=_request("two"))
         c.post("/plan", json=_request("three"))  # evicts "one", the least recently used
         assert c.post("/plan", json=_request("one")).headers["x-plan-cache"] == "miss"
@@ -232,11 +234,11 @@ def test_large_body_is_parsed_off_the_event_loop(client: TestClient) -> None:
     ]
     body = json.dumps(request).encode()
     assert len(body) > 64 << 10
-    response = client.post("/plan", content=body)
+    response = client.post("/plan", content=body, headers=JSON)
     assert response.status_code == 200, response.text
     plan = Plan.model_validate_json(response.content)
     assert planner.validate(request, plan).valid
-    assert client.post("/plan", content=body).content == response.content
+    assert client.post("/plan", content=body, headers=JSON).content == response.content
 
 
 # --- /targets, /healthz, /metrics ---------------------------------------------------------------
@@ -270,7 +272,7 @@ def test_metrics_count_requests_cache_and_solves() -> None:
     with TestClient(create_app(Settings(solver_pool="threads", access_log=False))) as c:
         c.post("/plan", json=_request("m"))
         c.post("/plan", json=_request("m"))
-        c.post("/plan", content=b"{")
+        c.post("/plan", content=b"{", headers=JSON)
         c.get("/healthz")
         c.get("/nowhere")
         response = c.get("/metrics")
@@ -301,7 +303,7 @@ def test_request_id_is_echoed_or_made(client: TestClient) -> None:
     assert made.headers["x-request-id"] != client.get("/healthz").headers["x-request-id"]
     bad = client.get("/healthz", headers={"X-Request-ID": "has spaces\tand tabs"})
     assert bad.headers["x-request-id"] != "has spaces\tand tabs"
-    errored = client.post("/plan", content=b"")
+    errored = client.post("/plan", content=b"", headers=JSON)
     assert errored.status_code == 422
     assert "x-request-id" in errored.headers
 
@@ -489,7 +491,7 @@ def test_processes_carry_field_errors_back(processes: TestClient) -> None:
     assert error["loc"] == ["body", "request", "buffers", 2, "alignment"]
     assert error["type"] == "alignment_not_power_of_two"
     assert error["input"] == 3
-    (error,) = _errors(processes.post("/validate", content=b"{"), 422)
+    (error,) = _errors(processes.post("/validate", content=b"{", headers=JSON), 422)
     assert error["type"] == "json_invalid"
 
 

@@ -393,3 +393,31 @@ def test_bench_needs_something_to_run(capsys: Capture) -> None:
 def test_bench_rejects_bad_overlap(capsys: Capture) -> None:
     assert main(["bench", "--random", "10", "--overlap", "2"]) == 2
     assert "--overlap" in _one_error_line(capsys.readouterr().err)
+
+
+# --- long values and memory: still one line ------------------------------------------------
+
+
+@pytest.mark.parametrize("field", ["id", "dtype"])
+def test_a_long_value_is_cut_in_the_error_line(tmp_path: Path, capsys: Capture, field: str) -> None:
+    request = json.loads(json.dumps(REQUEST))
+    request["buffers"][0][field] = "x\n" * 500_000  # 1 MB, with line breaks
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(request))
+    assert main(["plan", str(path)]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert f"buffers.0.{field}" in line
+    assert "(1000000 characters)" in line
+    assert len(line) < 1000
+
+
+def test_out_of_memory_is_one_line(
+    request_json: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def exhausted(*args: object, **kwargs: object) -> planner.Plan:
+        raise MemoryError
+
+    monkeypatch.setattr(planner, "plan", exhausted)
+    assert main(["plan", str(request_json)]) == 1
+    err = capsys.readouterr().err
+    assert err == "planner: error: out of memory\n"

@@ -33,6 +33,8 @@ from .samples import TWO_PHASE
 
 URL = "http://planner.test"
 
+JSON = {"content-type": "application/json"}  # the content type every POST body needs
+
 
 @pytest.fixture(scope="module")
 def http() -> Iterator[TestClient]:
@@ -153,7 +155,7 @@ def test_status_and_exception_map_both_ways(
     app = create_app(Settings(solver_pool="threads", access_log=False, **settings))
     with TestClient(app) as http:
         content = body if isinstance(body, bytes) else json.dumps(body).encode()
-        response = http.post("/plan", content=content)
+        response = http.post("/plan", content=content, headers=JSON)
         assert response.status_code == status
         mapped = error_for_status(response.status_code, response.content)
         assert type(mapped) is error

@@ -3,6 +3,7 @@ and the output compiled by nvcc and parsed by mlir-opt where they are installed.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -16,6 +17,7 @@ from planner.cli import main
 from planner.csvio import load_request
 from planner.emit import cuda_snippet, emit_cuda, emit_mlir
 from planner.emit._common import identifiers
+from planner.io import parse_request
 from planner.models import Plan, PlanRequest
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -100,7 +102,7 @@ def test_opt_in_only_above_48k() -> None:
 
 def test_identifiers_are_c_names_and_unique() -> None:
     names = identifiers(["x", "x", "1a", "a.b", "", "float", "__z", "x_2"], {"smem_arena"})
-    assert names == ["x", "x_2", "b1a", "a_b", "b", "float_", "b__z", "x_2_2"]
+    assert names == ["x", "x_2", "b1a", "a_b", "b", "float_", "b_z", "x_2_2"]  # no "__"
     assert identifiers(["smem_arena"], {"smem_arena"}) == ["smem_arena_2"]
 
 
@@ -272,3 +274,90 @@ def test_mlir_parses_and_verifies(case: str, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "gpu.dynamic_shared_memory" in done.stdout
     assert done.stdout.count("memref.view") == len(request.buffers)
+
+
+# --- hostile ids: no injected line, valid and unique identifiers -------------------------------
+
+HOSTILE_IDS = [
+    'a\n#include "/etc/passwd"',
+    "b */ int evil; /*",
+    'c"; system("rm -rf /"); "',
+    "d\\",
+    "e\\\nint spliced;",
+    "#include <stdio.h>",
+    "\u00fcber\u2028\u00e9",
+    "\u200b",
+    " ",
+    "_",
+    "a_b",
+    "a-b",
+    "a__b",
+    "%alloc_4",
+    "buf[2]",
+    "T3.smem",
+    "int",
+    "smem_arena",
+    "gpu.return",
+]
+C_IDENT = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*_?")
+
+
+def _hostile() -> tuple[PlanRequest, Plan]:
+    buffers = [
+        {"id": ident, "size": 16 * (k + 1), "start": k % 5, "end": k % 5 + 2}
+        for k, ident in enumerate(HOSTILE_IDS)
+    ]
+    request = parse_request({"name": "k\n}\nevil", "buffers": buffers, "options": {"sync": "none"}})
+    plan = planner.plan(request)
+    assert planner.validate(request, plan).valid
+    return request, plan
+
+
+def test_cuda_with_hostile_ids_has_no_injected_line() -> None:
+    request, plan = _hostile()
+    text = emit_cuda(request, plan)
+    assert text.isascii()
+    code = [line for line in text.splitlines() if line and not line.startswith("//")]
+    assert all(not line.rstrip().endswith("\\") for line in text.splitlines())
+    pointers = [line for line in code if "reinterpret_cast" in line]
+    assert len(pointers) == len(HOSTILE_IDS)
+    # Each code line is one the emitter writes, whatever the ids hold.
+    assert len(code) == len(pointers) + 1  # and the arena
+    assert code[0].startswith("extern __shared__ ")
+    names = _pointer_names(text)
+    assert len(set(names)) == len(names) == len(HOSTILE_IDS)
+    assert all(C_IDENT.fullmatch(n) and "__" not in n for n in names), names
+    kernel = cuda_snippet(request, plan).kernel
+    assert C_IDENT.fullmatch(kernel)
+    assert kernel not in names
+    # An id that is not its identifier is quoted as JSON in the comment.
+    for line, ident in zip(pointers, HOSTILE_IDS, strict=True):
+        comment = line.split("  // ", 1)[1]
+        if not C_IDENT.fullmatch(ident) or ident in ("int", "smem_arena"):
+            assert comment.startswith(json.dumps(ident) + ": "), (ident, comment)
+
+
+def test_mlir_with_hostile_ids_has_no_injected_operation() -> None:
+    request, plan = _hostile()
+    text = emit_mlir(request, plan)
+    assert text.isascii()
+    ops = [line.strip() for line in text.splitlines() if not line.strip().startswith("//")]
+    views = [op for op in ops if "memref.view" in op]
+    assert len(views) == len(HOSTILE_IDS)
+    names = [re.match(r"%(\S+) = memref\.view", v)[1] for v in views]  # type: ignore[index]
+    assert len(set(names)) == len(names)
+    assert all(C_IDENT.fullmatch(n) for n in names), names
+    allowed = re.compile(
+        r"(%\w+ = (memref\.view|arith\.constant|gpu\.dynamic_shared_memory) .*"
+        r"|gpu\.return|module attributes \{gpu\.container_module\} \{"
+        r"|gpu\.module @\w+ \{|gpu\.func @\w+\(\) kernel \{|\})"
+    )
+    assert all(allowed.fullmatch(op) for op in ops), [op for op in ops if not allowed.fullmatch(op)]
+
+
+def test_ids_that_clean_to_one_identifier_stay_apart() -> None:
+    ids = ["a b", "a-b", "a_b", "a__b", "a\nb", "a_b_2", "\u00e9", "\u00e8", "_"]
+    names = identifiers(ids, set())
+    assert len(set(names)) == len(names)
+    assert all(C_IDENT.fullmatch(n) for n in names), names
+    assert names == identifiers(ids, set())  # deterministic

@@ -29,6 +29,8 @@ from .test_svg import TEN
 
 STATIC = Path(__file__).parent.parent / "api" / "static"
 
+JSON = {"content-type": "application/json"}  # the content type every POST body needs
+
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[TestClient]:
@@ -80,7 +82,7 @@ def test_emit_rejects_bad_input(client: TestClient) -> None:
     response = client.post("/emit/mlir", json={"request": TEN, "plan": {"name": "x"}})
     assert response.status_code == 422
     assert response.json()["detail"][0]["loc"][:2] == ["body", "plan"]
-    assert client.post("/emit/cuda", content=b"{").status_code == 422
+    assert client.post("/emit/cuda", content=b"{", headers=JSON).status_code == 422
     assert client.post("/emit/cuda", json={"request": TEN}).json()["detail"][0]["loc"] == [
         "body",
         "plan",

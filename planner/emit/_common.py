@@ -1,14 +1,33 @@
-"""What the emitters share: identifiers from buffer ids, and the plan in request order."""
+"""What the emitters share: identifiers from buffer ids, and the plan in request order.
+
+Buffer ids (and the request's name) are free-form text: compilers use ``A_s``, ``T3.smem``,
+``buf[2]``, ``%alloc_4``. They reach emitted code in exactly two forms:
+
+- an identifier (``identifiers``): ASCII letters, digits and single underscores, starting
+  with a letter, never a keyword, unique in the output; derived deterministically from the
+  id, so the same request gives the same text;
+- a quoted label inside a ``//`` comment (``quoted``): the id as a JSON string with every
+  non-ASCII or control character escaped, so it can end no line and open no code.
+"""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
 from planner.dtypes import DTYPES, DType
 from planner.models import Plan, PlanRequest
 
-__all__ = ["Placed", "barrier_notes", "identifiers", "max_alignment", "placed", "status_warning"]
+__all__ = [
+    "Placed",
+    "barrier_notes",
+    "identifiers",
+    "max_alignment",
+    "placed",
+    "quoted",
+    "status_warning",
+]
 
 # C++ keywords and CUDA built-ins a buffer id must not become.
 _RESERVED = frozenset(
@@ -19,7 +38,7 @@ _RESERVED = frozenset(
     reinterpret_cast return short signed sizeof static static_assert static_cast struct
     switch template this thread_local throw true try typedef typeid typename union unsigned
     using virtual void volatile wchar_t while threadIdx blockIdx blockDim gridDim warpSize
-    main""".split()  # noqa: SIM905 - a word list reads better as text
+    main NULL assert errno offsetof""".split()  # noqa: SIM905 - a word list reads better as text
 )
 _BYTE = DTYPES["u8"]
 
@@ -39,23 +58,31 @@ class Placed:
 
 
 def identifiers(ids: list[str], taken: set[str]) -> list[str]:
-    """One C identifier per id: other characters become ``_``, a leading digit or underscore
-    gets a ``b`` in front, keywords and ``taken`` names get ``_``; clashes get a number."""
+    """One C identifier per id: characters other than ASCII letters and digits become ``_``
+    (a run of them one ``_``: a double underscore is reserved in C++), a leading digit or
+    underscore gets a ``b`` in front, keywords and ``taken`` names get ``_``; clashes get a
+    number. Unique, valid C and MLIR names whatever the ids hold."""
     used = set(taken)
     names: list[str] = []
     for ident in ids:
-        name = re.sub(r"[^A-Za-z0-9_]", "_", ident) or "b"
+        name = re.sub(r"[^A-Za-z0-9]+", "_", ident, flags=re.ASCII) or "b"
         if name[0].isdigit() or name[0] == "_":
             name = "b" + name
         if name in _RESERVED:
             name += "_"
-        base, k = name, 2
+        base, k = name.rstrip("_") + "_", 2  # "b_" numbers as "b_2", never "b__2"
         while name in used:
-            name = f"{base}_{k}"
+            name = f"{base}{k}"
             k += 1
         used.add(name)
         names.append(name)
     return names
+
+
+def quoted(text: str) -> str:
+    """``text`` as a JSON string of printable ASCII: safe inside a ``//`` comment (no line
+    break, no trailing backslash to splice the next line)."""
+    return json.dumps(text, ensure_ascii=True)
 
 
 def placed(request: PlanRequest, plan: Plan, taken: set[str]) -> list[Placed]:

@@ -1,5 +1,10 @@
 """The plan as CUDA C++: the ``extern __shared__`` arena, one typed pointer per buffer at its
-offset, the barrier points, and the host-side opt-in when the arena needs it."""
+offset, the barrier points, and the host-side opt-in when the arena needs it.
+
+Buffer ids and the request's name appear only as C identifiers derived from them (valid,
+unique, never a keyword) and, where the identifier differs from the id, as a JSON-quoted
+label in a line comment (see ``planner.emit._common``): no id can add a line of code.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from planner.emit._common import (
     identifiers,
     max_alignment,
     placed,
+    quoted,
     status_warning,
 )
 from planner.models import Plan, PlanRequest
@@ -99,5 +105,5 @@ def _pointer(name: str, ctype: str, base: str, offset: int, note: str) -> str:
 
 
 def _where(b: Placed) -> str:
-    label = f"{b.id}: " if b.id != b.name else ""
+    label = f"{quoted(b.id)}: " if b.id != b.name else ""
     return f"{label}{b.size} bytes, live [{b.start}, {b.end})"

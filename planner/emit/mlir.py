@@ -1,9 +1,22 @@
 """The plan as MLIR: ``gpu.dynamic_shared_memory`` and one ``memref.view`` per buffer, in
-a ``gpu.func`` that a pass pipeline (or a person) merges into the real kernel."""
+a ``gpu.func`` that a pass pipeline (or a person) merges into the real kernel.
+
+Buffer ids and the request's name appear only as SSA value and symbol names derived from them
+(C identifiers: valid MLIR names, unique, never starting with ``_`` like the values of our
+own) and, where the name differs from the id, as a JSON-quoted label in a ``//`` comment
+(see ``planner.emit._common``): no id can add an operation.
+"""
 
 from __future__ import annotations
 
-from planner.emit._common import Placed, barrier_notes, identifiers, placed, status_warning
+from planner.emit._common import (
+    Placed,
+    barrier_notes,
+    identifiers,
+    placed,
+    quoted,
+    status_warning,
+)
 from planner.models import Plan, PlanRequest
 
 __all__ = ["emit_mlir"]
@@ -91,5 +104,5 @@ def _view(b: Placed, source: str, shift: str, source_type: str, space: str | Non
 
 
 def _where(b: Placed) -> str:
-    label = f"{b.id}: " if b.id != b.name else ""
+    label = f"{quoted(b.id)}: " if b.id != b.name else ""
     return f"{label}{b.size} bytes at offset {b.offset}, live [{b.start}, {b.end})"

@@ -3,6 +3,10 @@
 A request that constructs is a request the planner can plan: each check that needs more than
 one field lives in a model validator that raises one ``ValidationError`` listing every
 problem, each with a ``loc`` naming the field and a message naming the value.
+
+Requests are read strictly (``planner.io`` validates with ``strict=True``): an integer field
+takes only a JSON integer (not ``true``, ``"256"`` or ``1.0``), a boolean only ``true`` or
+``false``; a float field still takes an integer (``"time_limit": 10``).
 """
 
 from __future__ import annotations
@@ -211,7 +215,7 @@ class PlanRequest(BaseModel):
     )
     grid: list[Annotated[int, Field(ge=1)]] | None = Field(default=None, min_length=1, max_length=3)
     barriers: list[Point] = Field(default_factory=list)
-    buffers: list[Buffer] = Field(default_factory=list)
+    buffers: list[Buffer]  # required: a request without it is a mistake, not an empty kernel
     options: Options = Field(default_factory=Options)
 
     _alignment = field_validator("alignment")(_check_alignment)

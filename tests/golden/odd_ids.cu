@@ -3,11 +3,11 @@
 
 // ---- device: at the top of the kernel body ----
 extern __shared__ __align__(8) unsigned char smem_arena[];  // 96 bytes
-unsigned char* const int_ = reinterpret_cast<unsigned char*>(smem_arena + 0);  // int: 64 bytes, live [0, 2)
-int* const a_b = reinterpret_cast<int*>(smem_arena + 64);  // a-b: 32 bytes, live [0, 3)
-unsigned short* const a_b_2 = reinterpret_cast<unsigned short*>(smem_arena + 0);  // a_b: 48 bytes, live [2, 5)
-double* const b_tmp = reinterpret_cast<double*>(smem_arena + 48);  // _tmp: 16 bytes, live [3, 6)
-unsigned char* const smem_arena_2 = reinterpret_cast<unsigned char*>(smem_arena + 0);  // smem_arena: 8 bytes, live [5, 6)
+unsigned char* const int_ = reinterpret_cast<unsigned char*>(smem_arena + 0);  // "int": 64 bytes, live [0, 2)
+int* const a_b = reinterpret_cast<int*>(smem_arena + 64);  // "a-b": 32 bytes, live [0, 3)
+unsigned short* const a_b_2 = reinterpret_cast<unsigned short*>(smem_arena + 0);  // "a_b": 48 bytes, live [2, 5)
+double* const b_tmp = reinterpret_cast<double*>(smem_arena + 48);  // "_tmp": 16 bytes, live [3, 6)
+unsigned char* const smem_arena_2 = reinterpret_cast<unsigned char*>(smem_arena + 0);  // "smem_arena": 8 bytes, live [5, 6)
 // Barriers by program point (each runs before the accesses there):
 //   point 2: __syncthreads();  // the caller must synchronize here (sync 'none')
 //   point 5: __syncthreads();  // the caller must synchronize here (sync 'none')
