@@ -15,7 +15,7 @@ from tests.corpus import corpus, load_fixture, plan_hash
 
 @pytest.mark.slow
 def test_corpus_plans_match_the_fixture() -> None:
-    ensure_warm()
+    ensure_warm(planner.plan)
     expected = load_fixture()
     cases = corpus()
     assert sorted(expected) == sorted(name for name, _ in cases)
