@@ -281,9 +281,7 @@ def affordable(g: InterferenceGraph, names: list[str], seconds: float | None) ->
             spent += extra
             listed = listed or needs_neighbours(name)
     if not chosen:
-        cheapest = min(
-            names, key=lambda h: cost(g, h) + (lists if needs_neighbours(h) else 0.0)
-        )
+        cheapest = min(names, key=lambda h: cost(g, h) + (lists if needs_neighbours(h) else 0.0))
         chosen = [cheapest]
     return chosen
 

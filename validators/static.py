@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
-import numpy as np
-
-from planner.access import ANY, NONE, byte_owners
+from planner.access import OwnerMap, byte_owners, owners_agree
 from planner.patterns import block_slice
 
 if TYPE_CHECKING:
@@ -88,11 +87,11 @@ class _Aliases:
         self.barriers = barriers
         self.claimed = {(pair[0], pair[1]) for pair in plan.aliases if len(pair) == 2}
         self.opaque = _shrunk(request)  # bytes move between blocks: any thread
-        self._maps: dict[tuple[int, int | None], np.ndarray] = {}
+        self._maps: dict[tuple[int, int | None], OwnerMap] = {}
 
-    def _owners(self, index: int, before: int | None) -> np.ndarray:
+    def _owners(self, index: int, before: int | None) -> OwnerMap:
         if (index, before) not in self._maps:
-            self._maps[index, before] = byte_owners(self.request, index, before=before).owners
+            self._maps[index, before] = byte_owners(self.request, index, before=before)
         return self._maps[index, before]
 
     def holds(self, a: _Extent, b: _Extent) -> bool:
@@ -106,10 +105,19 @@ class _Aliases:
             return False
         k = bisect.bisect_left(self.barriers, b.first)
         cut = self.barriers[k] if k < len(self.barriers) else None
-        first = self._owners(a.buffer, None)[lo - a.lo : hi - a.lo]
-        later = self._owners(b.buffer, cut)[lo - b.lo : hi - b.lo]
-        ok = (first == NONE) | (later == NONE) | ((first == later) & (first != ANY))
-        return bool(ok.all())
+        # The placed extent may be smaller than the buffer (a per-block footprint): only the
+        # extents' shared bytes count.
+        first = _clip(self._owners(a.buffer, None), a.hi - a.lo)
+        later = _clip(self._owners(b.buffer, cut), b.hi - b.lo)
+        return owners_agree(first, a.lo, later, b.lo)
+
+
+def _clip(runs: OwnerMap, size: int) -> OwnerMap:
+    """The owner map of the first ``size`` bytes."""
+    if size >= runs.size:
+        return runs
+    keep = runs.starts < max(size, 1)
+    return replace(runs, starts=runs.starts[keep], values=runs.values[keep], size=size)
 
 
 def _shrunk(request: PlanRequest) -> dict[int, int]:
