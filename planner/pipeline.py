@@ -73,8 +73,12 @@ def validate(
     request: PlanRequest | dict[str, Any] | str | bytes,
     plan: Plan | dict[str, Any] | str | bytes,
 ) -> ValidationReport:
-    """The static check of DESIGN section 6: every violation of ``plan`` for ``request``."""
-    return validate_plan(parse_request(request), parse_plan(plan))
+    """The static check of DESIGN section 6: every violation of ``plan`` for ``request``.
+    Raises ``InternalError`` when the process runs out of memory."""
+    try:
+        return validate_plan(parse_request(request), parse_plan(plan))
+    except MemoryError as exc:
+        raise InternalError(f"out of memory while validating: {exc or 'no detail'}") from exc
 
 
 def plan(
