@@ -23,6 +23,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
+from sortedcontainers import SortedList
+
 from planner.access import OwnerMap, byte_owners, owners_agree
 from planner.patterns import block_slice
 
@@ -449,10 +451,9 @@ def _sweep(extents: list[_Extent], barriers: list[int], aliases: _Aliases, out: 
     releases.sort()
     order = sorted(range(n), key=lambda i: (extents[i].start, extents[i].end, i))
 
-    # Invariant: los and his strictly increase together; entry k is [los[k], his[k]).
-    los: list[int] = []
-    his: list[int] = []
-    owners: list[int] = []
+    # Disjoint extents sorted by offset, (lo, hi, index): los and his increase together. A
+    # sorted list of chunks keeps inserts and removals logarithmic at 100 000 extents.
+    placed = SortedList()
     misplaced: list[int] = []
     where = [_OUT] * n
     r = 0
@@ -463,19 +464,21 @@ def _sweep(extents: list[_Extent], barriers: list[int], aliases: _Aliases, out: 
             j = releases[r][1]
             r += 1
             if where[j] == _DISJOINT:
-                pos = bisect.bisect_left(los, extents[j].lo)
-                del los[pos], his[pos], owners[pos]
+                placed.remove((extents[j].lo, extents[j].hi, j))
             elif where[j] == _MISPLACED:
                 misplaced.remove(j)
             where[j] = _OUT
         if b.hi <= b.lo:
             continue  # no byte to share
-        pos = bisect.bisect_right(his, b.lo)
-        stop = pos
-        while stop < len(los) and los[stop] < b.hi:
-            _report(extents[owners[stop]], b, barriers, aliases, out)
-            stop += 1
-        clash = stop > pos
+        pos = placed.bisect_left((b.lo + 1,))  # entries from here start above b.lo
+        if pos > 0 and placed[pos - 1][1] > b.lo:
+            pos -= 1  # the one entry below may still reach into b
+        clash = False
+        for _, _, j in placed.islice(pos):
+            if extents[j].lo >= b.hi:
+                break
+            _report(extents[j], b, barriers, aliases, out)
+            clash = True
         for j in misplaced:
             a = extents[j]
             if a.lo < b.hi and b.lo < a.hi:
@@ -485,9 +488,7 @@ def _sweep(extents: list[_Extent], barriers: list[int], aliases: _Aliases, out: 
             misplaced.append(i)
             where[i] = _MISPLACED
         else:
-            los.insert(pos, b.lo)
-            his.insert(pos, b.hi)
-            owners.insert(pos, i)
+            placed.add((b.lo, b.hi, i))
             where[i] = _DISJOINT
 
 
