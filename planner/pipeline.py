@@ -66,7 +66,7 @@ LEAN_MAX_BUFFERS = 128  # greedy barrier points: candidates x buffers work per p
 PARETO_STEPS = 8  # intermediate plans per method on the Pareto front
 # Seconds per buffer of the work every plan needs (graph, one greedy heuristic, barriers,
 # assembly, static check), measured on one core of a shared 2-core machine at 100 000 buffers.
-FIXED_SECONDS_PER_BUFFER = 2e-5
+FIXED_SECONDS_PER_BUFFER = 6e-5
 
 
 def validate(
