@@ -10,6 +10,10 @@ Blocks never share a block's shared memory, but the planner places a buffer once
 block, so a byte has an owner only if one and the same thread touches it in every block.
 Enumeration is capped per access by a budget of index tuples; past it the whole buffer falls
 back, conservatively, to ``ANY`` and the map says it is not exact.
+
+A map is kept as runs of bytes with one owner, built from the distinct elements each access
+touches: its memory grows with the accesses' enumeration (at most the budget per access),
+never with the buffer's size, so a 128 MiB buffer costs what its accesses cost.
 """
 
 from __future__ import annotations

@@ -12,7 +12,11 @@ patterns the last access is at ``end - 1``):
   so no extension); sharings no candidate can protect stay conflicts.
 
 Occupied intervals form an interval graph, so edges are counted and components found by
-sorting, and neighbour lists are built by one sweep, never by testing all pairs.
+sorting, and neighbour lists are built by one sweep, never by testing all pairs. Everything
+but the neighbour lists (``neighbours``, ``edges``, ``to_networkx``) grows with the buffers;
+those grow with the conflicts (up to n²/2 when every buffer overlaps every other) and are
+built only when a heuristic or an exact method asks for them, within the limits set in
+``solvers.greedy`` and ``solvers.auto``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,11 @@ own and the arena is the largest of theirs. Only components whose greedy arena i
 bound can lower the maximum; the exact methods run on those, in turn, seeded with the best
 plan so far (on kernel-sized ones CP-SAT between two searches, see ``_schedule``). Every
 budget is a fixed share of ``time_limit``, not what the clock says is left, so the same
-request gets the same budgets and the same plan.
+request gets the same budgets and the same plan. Which greedy heuristics run is chosen by
+their estimated cost (``solvers.greedy.affordable``), and whether the exact methods run at
+all by the conflicts their instances would hold (``_exact_affordable``): counts, never the
+clock. The clock only ends work once the request's deadline has passed
+(``planner.pipeline._budget``).
 
 ``listening(listener)`` lets a benchmark see every improvement of the whole plan (arena and
 bound) while ``solve`` runs in this context; it never changes the result.
@@ -215,6 +219,8 @@ def _improve(
         others[members] = False
         rest = int((offsets + g.size)[others].max(initial=0))  # arena of the other parts
         for method_name, method, fraction in _schedule(methods, sub.n):
+            if expired():  # building an instance past the deadline would overrun it
+                break
             share = per_part * fraction
             progress = _progress_of_part(rest, sub_arena, bound)
             result = method(
