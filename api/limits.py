@@ -78,13 +78,22 @@ def cap_time_limit(request: PlanRequest, max_time_limit: float) -> PlanRequest:
 
 
 def access_instances(request: PlanRequest) -> int:
-    """How many (thread, block, loop iteration) accesses emulating the request enumerates."""
+    """How many (thread, block, loop iteration) accesses emulating the request enumerates.
+
+    A broadcast (``"threads": "all"``) touches every element of its buffer from every thread;
+    the emulator stands two threads (the smallest and the largest) for all of them, so it
+    counts those threads times the bytes of the elements: its cost grows with the buffer's
+    size, which a small request can make large.
+    """
     threads = math.prod(request.block or [1])
     blocks = math.prod(request.grid or [1])
     total = 0
     for buffer in request.buffers:
         for access in buffer.accesses:
-            uses_blocks = access.index is not None and any(v in BLOCK_VARS for v in access.index)
+            if access.index is None:
+                total += min(threads, 2) * (buffer.size // access.bytes * access.bytes)
+                continue
+            uses_blocks = any(v in BLOCK_VARS for v in access.index)
             total += threads * (blocks if uses_blocks else 1) * math.prod(access.loops.values())
     return total
 

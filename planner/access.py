@@ -10,6 +10,10 @@ Blocks never share a block's shared memory, but the planner places a buffer once
 block, so a byte has an owner only if one and the same thread touches it in every block.
 Enumeration is capped per access by a budget of index tuples; past it the whole buffer falls
 back, conservatively, to ``ANY`` and the map says it is not exact.
+
+A map is kept as runs of bytes with one owner, built from the distinct elements each access
+touches: its memory grows with the accesses' enumeration (at most the budget per access),
+never with the buffer's size, so a 128 MiB buffer costs what its accesses cost.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ __all__ = [
     "byte_owners",
     "enumeration_size",
     "over_budget",
+    "owners_agree",
     "uses_block_index",
 ]
 
@@ -50,12 +55,57 @@ _UNSEEN = np.iinfo(np.int32).max  # smallest-thread sentinel of an untouched byt
 
 @dataclass(frozen=True)
 class OwnerMap:
-    """Per buffer byte: ``NONE``, ``ANY`` or the linear id of the one thread touching it."""
+    """Per buffer byte: ``NONE``, ``ANY`` or the linear id of the one thread touching it,
+    kept as runs: bytes ``[starts[k], starts[k + 1])`` (the last run up to ``size``) all have
+    owner ``values[k]``. Its memory grows with the elements the accesses touch, never with
+    the buffer's bytes; ``owners`` expands it per byte (for small buffers only)."""
 
-    owners: I32  # one entry per buffer byte; thread id x + y*bx + z*bx*by
+    starts: I64  # bytes, strictly increasing, starts[0] == 0
+    values: I32  # owner of each run; thread id x + y*bx + z*bx*by
+    size: int  # bytes
     exact: bool  # False when the budget forced the fallback to ANY
     first_access: int | None  # first point with an access (None: no access in the range)
     last_access: int | None
+
+    @staticmethod
+    def uniform(
+        size: int, owner: int, exact: bool, first: int | None, last: int | None
+    ) -> OwnerMap:
+        """Every byte with the same owner: one run."""
+        return OwnerMap(
+            np.zeros(1, np.int64), np.full(1, owner, np.int32), size, exact, first, last
+        )
+
+    @property
+    def owners(self) -> I32:
+        """One entry per byte (``size`` entries): for tests and small buffers."""
+        lengths = np.diff(np.append(self.starts, self.size))
+        expanded: I32 = np.repeat(self.values, lengths).astype(np.int32)
+        return expanded
+
+    def at(self, positions: I64) -> I32:
+        """The owners of the bytes at ``positions`` (each in ``[0, size)``)."""
+        found: I32 = self.values[np.searchsorted(self.starts, positions, side="right") - 1]
+        return found
+
+
+def owners_agree(first: OwnerMap, first_base: int, later: OwnerMap, later_base: int) -> bool:
+    """Rule (b) on the bytes two placed buffers share: ``first`` at arena byte ``first_base``
+    and ``later`` at ``later_base``; each shared byte is untouched by one of them or touched
+    by one and the same thread in both. Work grows with the runs in the shared bytes."""
+    lo = max(first_base, later_base)
+    hi = min(first_base + first.size, later_base + later.size)
+    if lo >= hi:
+        return True
+    cuts = [np.array([lo], np.int64)]
+    for runs, base in ((first, first_base), (later, later_base)):
+        arena = runs.starts + base
+        cuts.append(arena[(arena > lo) & (arena < hi)])
+    bounds = np.unique(np.concatenate(cuts))  # every run boundary inside [lo, hi)
+    a = first.at(bounds - first_base)
+    b = later.at(bounds - later_base)
+    ok = (a == NONE) | (b == NONE) | ((a == b) & (a != ANY))
+    return bool(ok.all())
 
 
 @dataclass(frozen=True)
@@ -77,7 +127,7 @@ def byte_owners(
     before: int | None = None,
     budget: int = DEFAULT_BUDGET,
 ) -> OwnerMap:
-    """The owner of every byte of ``request.buffers[buffer_index]``.
+    """The owner of every byte of ``request.buffers[buffer_index]``, as runs.
 
     Only accesses at points ``< before`` count when ``before`` is given. A buffer without
     access patterns may be touched by any thread anywhere in its lifetime: every byte is
@@ -88,27 +138,38 @@ def byte_owners(
     if not buffer.accesses:
         last = buffer.end - 1 if before is None else min(buffer.end, before) - 1
         if last < buffer.start:
-            return OwnerMap(np.full(size, NONE, np.int32), True, None, None)
-        return OwnerMap(np.full(size, ANY, np.int32), True, buffer.start, last)
+            return OwnerMap.uniform(size, NONE, True, None, None)
+        return OwnerMap.uniform(size, ANY, True, buffer.start, last)
     accesses = [a for a in buffer.accesses if before is None or a.at < before]
     if not accesses:
-        return OwnerMap(np.full(size, NONE, np.int32), True, None, None)
+        return OwnerMap.uniform(size, NONE, True, None, None)
     first = min(a.at for a in accesses)
     last = max(a.at for a in accesses)
     if any(enumeration_size(request, a) > budget for a in accesses):
-        return OwnerMap(np.full(size, ANY, np.int32), False, first, last)
+        return OwnerMap.uniform(size, ANY, False, first, last)
     threads = _threads(request)
-    lowest = np.full(size, _UNSEEN, np.int32)  # smallest thread touching each byte
-    highest = np.full(size, -1, np.int32)  # largest
-    for a in accesses:
-        low, high = _element_threads(request, a, size, threads)
-        width = a.bytes
-        span = low.size * width  # bytes the elements cover
-        np.minimum(lowest[:span], np.repeat(low, width), out=lowest[:span])
-        np.maximum(highest[:span], np.repeat(high, width), out=highest[:span])
-    owners = np.where(lowest == highest, lowest, ANY).astype(np.int32)
-    owners[highest < 0] = NONE
-    return OwnerMap(owners, True, first, last)
+    touched = [_element_threads(request, a, size, threads) for a in accesses]
+    # Every element boundary of every access, and the buffer's ends, cut the bytes into
+    # segments on which each access is constant (one element, or untouched).
+    bounds = np.unique(
+        np.concatenate([[0, size], *(t[0] for t in touched), *(t[1] for t in touched)])
+    )
+    bounds = bounds[bounds < size] if size else bounds[:1]
+    lowest = np.full(bounds.size, _UNSEEN, np.int32)  # smallest thread on each segment
+    highest = np.full(bounds.size, -1, np.int32)  # largest
+    for lo, hi, low, high in touched:
+        if lo.size == 0:
+            continue  # the access touches no element inside the buffer
+        k = np.searchsorted(lo, bounds, side="right") - 1
+        inside = k >= 0
+        inside[inside] = bounds[inside] < hi[k[inside]]
+        np.minimum(lowest, np.where(inside, low[k], _UNSEEN), out=lowest)
+        np.maximum(highest, np.where(inside, high[k], -1), out=highest)
+    values = np.where(lowest == highest, lowest, ANY).astype(np.int32)
+    values[highest < 0] = NONE
+    keep = np.ones(values.size, dtype=bool)
+    keep[1:] = values[1:] != values[:-1]  # runs: a new one where the owner changes
+    return OwnerMap(bounds[keep].astype(np.int64), values[keep], size, True, first, last)
 
 
 def enumeration_size(request: PlanRequest, access: Access) -> int:
@@ -227,15 +288,24 @@ def _threads(request: PlanRequest) -> int:
     return math.prod(_dims(request.block))
 
 
-def _element_threads(request: PlanRequest, a: Access, size: int, threads: int) -> tuple[I32, I32]:
-    """Smallest and largest thread touching each element ``[0, size // width)`` of ``a``.
+def _element_threads(
+    request: PlanRequest, a: Access, size: int, threads: int
+) -> tuple[I64, I64, I32, I32]:
+    """The elements ``a`` touches inside ``[0, size // width)``, as byte ranges ``[lo, hi)``
+    (sorted, disjoint) with the smallest and the largest thread touching each.
 
-    An untouched element has ``_UNSEEN`` and -1; every thread touches a broadcast's elements.
+    A broadcast touches every element from every thread: one range, threads 0 to the last.
+    Otherwise the arrays hold one entry per distinct element touched (at most the access's
+    enumeration size), never one per byte of the buffer.
     """
-    n = size // a.bytes  # elements; a validated access never reaches past them
+    width = a.bytes
+    n = size // width  # elements; a validated access never reaches past them
     if a.index is None:
-        low = np.zeros(n, np.int32)
-        return low, np.full(n, threads - 1, np.int32)
+        span = np.array([0], np.int64), np.array([n * width], np.int64)
+        if n == 0:
+            span = np.zeros(0, np.int64), np.zeros(0, np.int64)
+        count = span[0].size
+        return span[0], span[1], np.zeros(count, np.int32), np.full(count, threads - 1, np.int32)
     block = _dims(request.block)
     grid = _dims(request.grid)
     t = np.arange(threads, dtype=np.int64)
@@ -252,9 +322,14 @@ def _element_threads(request: PlanRequest, a: Access, size: int, threads: int) -
         steps = coeff * np.arange(extent, dtype=np.int64)
         rest = np.unique((rest[:, None] + steps[None, :]).ravel())
     elements = (per_thread[:, None] + rest[None, :]).ravel()
+    if elements.size == 0:
+        none = np.zeros(0, np.int64)
+        return none, none, np.zeros(0, np.int32), np.zeros(0, np.int32)
     owner = np.repeat(np.arange(threads, dtype=np.int32), rest.size)
-    low = np.full(n, _UNSEEN, np.int32)
-    high = np.full(n, -1, np.int32)
-    np.minimum.at(low, elements, owner)
-    np.maximum.at(high, elements, owner)
-    return low, high
+    order = np.argsort(elements, kind="stable")
+    elements, owner = elements[order], owner[order]
+    heads = np.flatnonzero(np.diff(elements, prepend=elements[:1] - 1))  # first of each
+    unique = elements[heads]
+    low = np.minimum.reduceat(owner, heads).astype(np.int32)
+    high = np.maximum.reduceat(owner, heads).astype(np.int32)
+    return unique * width, (unique + 1) * width, low, high

@@ -15,7 +15,7 @@ import bisect
 import numpy as np
 import numpy.typing as npt
 
-from planner.access import ANY, NONE, byte_owners
+from planner.access import OwnerMap, byte_owners, owners_agree
 from planner.barriers import Reuse
 from planner.graph import InterferenceGraph
 from planner.models import PlanRequest
@@ -46,12 +46,12 @@ class Owners:
         self.patterned = [
             bool(b.accesses) and i not in opaque for i, b in enumerate(request.buffers)
         ]
-        self._maps: dict[tuple[int, int | None], I32] = {}
+        self._maps: dict[tuple[int, int | None], OwnerMap] = {}
 
-    def owners(self, index: int, before: int | None) -> I32:
+    def owners(self, index: int, before: int | None) -> OwnerMap:
         key = (index, before)
         if key not in self._maps:
-            self._maps[key] = byte_owners(self.request, index, before=before).owners
+            self._maps[key] = byte_owners(self.request, index, before=before)
         return self._maps[key]
 
     def cut(self, later: int) -> int | None:
@@ -67,13 +67,11 @@ class Owners:
             return False
         size_a = self.request.buffers[earlier].size
         size_b = self.request.buffers[later].size
-        lo, hi = max(0, shift), min(size_a, shift + size_b)  # bytes of ``earlier``
-        if lo >= hi:
+        if max(0, shift) >= min(size_a, shift + size_b):
             return True
-        a = self.owners(earlier, None)[lo:hi]
-        b = self.owners(later, self.cut(later))[lo - shift : hi - shift]
-        ok = (a == NONE) | (b == NONE) | ((a == b) & (a != ANY))
-        return bool(ok.all())
+        return owners_agree(
+            self.owners(earlier, None), 0, self.owners(later, self.cut(later)), shift
+        )
 
 
 def sharing_pairs(request: PlanRequest, offsets: I64, sizes: I64) -> list[Reuse]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from sortedcontainers import SortedDict
 
 from planner.models.request import SyncPolicy
 
@@ -52,8 +53,10 @@ def reuses(
     a barrier after it also follows every earlier one.
     """
     order = np.lexsort((np.arange(start.size), end, start))
-    bounds: list[int] = [0]  # segment k is [bounds[k], bounds[k + 1]) or to infinity
-    owners: list[int] = [-1]  # buffer painted last on segment k, -1 for none
+    # Segment starting at key k runs to the next key (the last to infinity); its value is the
+    # buffer painted last on it, -1 for none. A sorted dict keeps each split and each removal
+    # logarithmic, so 100 000 buffers stacked on one another stay O(n log n).
+    painted = SortedDict({0: -1})
     found: list[Reuse] = []
     starts, ends = start.tolist(), end.tolist()  # Python ints: numpy scalars are slow here
     afters = ends if after is None else after.tolist()
@@ -62,24 +65,25 @@ def reuses(
     his = (offset + size).tolist()
     for b in order.tolist():
         lo, hi, begin = los[b], his[b], starts[b]
-        k = _split(bounds, owners, lo)
-        j = _split(bounds, owners, hi)
-        for a in sorted(set(owners[k:j])):
+        _split(painted, lo)
+        _split(painted, hi)
+        covered = list(painted.irange(lo, hi, inclusive=(True, False)))
+        for a in sorted({painted[key] for key in covered}):
             if a >= 0 and ends[a] <= begin:
                 found.append(Reuse(a, b, afters[a], befores[b]))
-        bounds[k:j] = [lo]
-        owners[k:j] = [b]
+        for key in covered[1:]:
+            del painted[key]
+        if covered:
+            painted[lo] = b
     return found
 
 
-def _split(bounds: list[int], owners: list[int], at: int) -> int:
-    """Make ``at`` a segment boundary; return the index of the segment starting there."""
-    k = bisect.bisect_right(bounds, at) - 1
-    if bounds[k] == at:
-        return k
-    bounds.insert(k + 1, at)
-    owners.insert(k + 1, owners[k])
-    return k + 1
+def _split(painted: SortedDict, at: int) -> None:
+    """Make ``at`` a segment boundary (the segment keeps its owner)."""
+    if at in painted:
+        return
+    k = painted.bisect_right(at) - 1
+    painted[at] = painted.peekitem(k)[1]
 
 
 def hits(points: list[int], left: int, right: int) -> bool:

@@ -12,7 +12,11 @@ patterns the last access is at ``end - 1``):
   so no extension); sharings no candidate can protect stay conflicts.
 
 Occupied intervals form an interval graph, so edges are counted and components found by
-sorting, and neighbour lists are built by one sweep, never by testing all pairs.
+sorting, and neighbour lists are built by one sweep, never by testing all pairs. Everything
+but the neighbour lists (``neighbours``, ``edges``, ``to_networkx``) grows with the buffers;
+those grow with the conflicts (up to n²/2 when every buffer overlaps every other) and are
+built only when a heuristic or an exact method asks for them, within the limits set in
+``solvers.greedy`` and ``solvers.auto``.
 """
 
 from __future__ import annotations
@@ -193,20 +197,35 @@ class InterferenceGraph:
         ``back[back_ptr[p]:back_ptr[p+1]]``. ``pos[i]`` is buffer ``i``'s position.
         """
         order = self.by_start
-        starts = self.start[order]
-        hi = np.searchsorted(starts, self.occupied_end[order], side="left").astype(np.int64)
+        hi = self.forward_end
         back_ptr, back = _backward_lists(hi)
         pos = np.empty_like(order)
         pos[order] = np.arange(order.size, dtype=np.int64)
         return pos, hi, back_ptr, back
 
     @cached_property
+    def forward_end(self) -> I64:
+        """Per start-order position ``p``: the later buffers conflicting with it are the
+        positions ``p+1 .. forward_end[p]-1``. Memory grows with the buffers, not the edges."""
+        starts = self.start[self.by_start]
+        ends = self.occupied_end[self.by_start]
+        hi: I64 = np.searchsorted(starts, ends, side="left").astype(np.int64)
+        return hi
+
+    @cached_property
     def degree(self) -> I64:
-        """Conflict degree of each buffer."""
-        pos, hi, back_ptr, _ = self.neighbours
-        p = np.arange(self.n, dtype=np.int64)
-        by_pos = (hi - p - 1) + (back_ptr[1:] - back_ptr[:-1])
-        result: I64 = by_pos[pos]
+        """Conflict degree of each buffer, counted from ``forward_end`` (no neighbour lists)."""
+        n = self.n
+        hi = self.forward_end
+        p = np.arange(n, dtype=np.int64)
+        # Position q is a backward neighbour of every position in (q, hi[q]).
+        marks = np.zeros(n + 1, dtype=np.int64)
+        np.add.at(marks, np.minimum(p + 1, n), 1)
+        np.add.at(marks, np.maximum(hi, p + 1), -1)
+        backward = np.cumsum(marks)[:n]
+        by_pos = (hi - p - 1) + backward
+        result: I64 = np.empty(n, dtype=np.int64)
+        result[self.by_start] = by_pos
         return result
 
     def released(

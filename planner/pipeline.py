@@ -22,7 +22,7 @@ from planner.graph import (
     sync_barriers,
 )
 from planner.io import parse_plan, parse_request, request_sha256
-from planner.lean import lean_points
+from planner.lean import lean_points, warm_lean
 from planner.models import (
     DEFAULT_MAX_BUFFERS,
     Barriers,
@@ -43,8 +43,15 @@ from planner.models import (
 from planner.patterns import block_slice
 from planner.spill import plan_with_spill
 from planner.targets import launch_figures
-from solvers.auto import EXACT_METHODS, SOLVERS, Solution, exact_method, solve
-from solvers.clock import deadline
+from solvers.auto import (
+    EXACT_METHODS,
+    GREEDY_SHARE,
+    SOLVERS,
+    Solution,
+    exact_method,
+    solve,
+)
+from solvers.clock import deadline, expired, now, paused
 from solvers.exact import granularity, round_up
 from solvers.greedy import HEURISTICS
 from validators import validate_plan
@@ -57,14 +64,21 @@ MAX_FORWARD_POINTS = 32  # new barriers the fewer-barrier search picks from
 BARRIER_MODEL_MAX_BUFFERS = 64  # the exact barrier model has a disjunction per pair
 LEAN_MAX_BUFFERS = 128  # greedy barrier points: candidates x buffers work per point chosen
 PARETO_STEPS = 8  # intermediate plans per method on the Pareto front
+# Seconds per buffer of the work every plan needs (graph, one greedy heuristic, barriers,
+# assembly, static check), measured on one core of a shared 2-core machine at 100 000 buffers.
+FIXED_SECONDS_PER_BUFFER = 6e-5
 
 
 def validate(
     request: PlanRequest | dict[str, Any] | str | bytes,
     plan: Plan | dict[str, Any] | str | bytes,
 ) -> ValidationReport:
-    """The static check of DESIGN section 6: every violation of ``plan`` for ``request``."""
-    return validate_plan(parse_request(request), parse_plan(plan))
+    """The static check of DESIGN section 6: every violation of ``plan`` for ``request``.
+    Raises ``InternalError`` when the process runs out of memory."""
+    try:
+        return validate_plan(parse_request(request), parse_plan(plan))
+    except MemoryError as exc:
+        raise InternalError(f"out of memory while validating: {exc or 'no detail'}") from exc
 
 
 def plan(
@@ -72,10 +86,29 @@ def plan(
     *,
     max_buffers: int = DEFAULT_MAX_BUFFERS,
 ) -> Plan:
-    """Plan a request; the result has passed the static validator. Raises ``RequestError``."""
+    """Plan a request; the result has passed the static validator. Raises ``RequestError``,
+    and ``InternalError`` when the process runs out of memory.
+
+    ``options.time_limit`` bounds the whole call, parsing and the static check included
+    (see ``_budget``)."""
+    began = now()
+    try:
+        return _plan(request, max_buffers, began)
+    except MemoryError as exc:
+        raise InternalError(f"out of memory while planning: {exc or 'no detail'}") from exc
+
+
+def _plan(
+    request: PlanRequest | dict[str, Any] | str | bytes, max_buffers: int, began: float
+) -> Plan:
     req = parse_request(request, max_buffers=max_buffers)
-    ctx = _context(req, _heuristics(req.options.solver))
-    with deadline(req.options.time_limit):
+    heuristics = _heuristics(req.options.solver)
+    with paused():
+        warm_lean()  # compiled code loads once per process, off the request's clock
+    limit = req.options.time_limit
+    fixed = FIXED_SECONDS_PER_BUFFER * len(req.buffers)
+    with deadline(max(0.0, limit - fixed / 2), since=began):
+        ctx = _context(req, heuristics, max(0.0, 1.0 - fixed / limit) if limit > 0 else 0.0)
         attempts = _attempts(ctx)
     chosen = _choose(req, attempts)
     best = chosen
@@ -97,6 +130,31 @@ def plan(
     if req.options.overflow == "spill" and result.status in ("infeasible", "unknown"):
         result = plan_with_spill(req, result, plan)
     return _checked(req, result)
+
+
+def _budget() -> None:
+    """How ``options.time_limit`` bounds a plan, and why the plan still does not depend on
+    the machine.
+
+    The clock starts when ``plan`` is called. Work that every plan needs (parsing, the graph,
+    one greedy heuristic, barriers, assembly and the static check) grows with the buffers
+    and is estimated as ``FIXED_SECONDS_PER_BUFFER`` per buffer; optional work gets the rest:
+
+    - which greedy heuristics run is decided from counts alone (buffers, conflicts, time
+      slots) by ``solvers.greedy.affordable``: their estimated cost must fit
+      ``GREEDY_SHARE`` of each attempt's share of the time left after the fixed work. The
+      first heuristic always runs, or, when its estimate alone is over (or its neighbour
+      lists would pass their memory limit), the cheapest, a sweep with no lists;
+    - the exact methods run only when building their instances is estimated to fit
+      (``solvers.auto``), and stop by node budgets derived from their share;
+    - attempts other than the policy's (fewer barriers, exact barrier models) and each
+      further heuristic are skipped once the deadline (the time limit less half the fixed
+      work, kept for assembly and the check) has passed by the clock.
+
+    So the same request runs the same work, and gets the same plan, on any machine on which
+    that work fits its time limit; only a machine slower than the estimates assume reaches
+    the clock checks, which then cut optional work to keep the limit.
+    """
 
 
 def _checked(req: PlanRequest, result: Plan) -> Plan:
@@ -121,6 +179,7 @@ class _Context:
     after: I64  # per buffer: last access + 1
     bound: LowerBound  # valid for every plan of the request, aliases included
     exact: bool  # the reference graph's conflicts are exactly the request's: proofs hold
+    spare: float  # of each attempt's time share: what the fixed work leaves (0..1)
 
 
 @dataclass(frozen=True)
@@ -141,7 +200,7 @@ class _Attempt:
         return len(self.barriers.inserted)
 
 
-def _context(req: PlanRequest, heuristics: list[str] | None) -> _Context:
+def _context(req: PlanRequest, heuristics: list[str] | None, spare: float) -> _Context:
     footprints: list[Footprint] = []
     sizes = [b.size for b in req.buffers]
     if req.options.shrink:
@@ -181,6 +240,7 @@ def _context(req: PlanRequest, heuristics: list[str] | None) -> _Context:
         after,
         loose.lower_bound,
         exact,
+        spare,
     )
 
 
@@ -207,13 +267,13 @@ def _attempts(ctx: _Context) -> list[_Attempt]:
     if req.options.sync != "insert" or req.options.max_new_barriers == 0:
         if ctx.owners is None:
             return [_attempt(ctx, policy, limit, "policy")]
-        return [
-            _attempt(ctx, policy, limit / 2, "policy"),
-            _attempt(ctx, policy, limit / 2, "aliases", merge=True),
-        ]
+        found = [_attempt(ctx, policy, limit / 2, "policy")]
+        if not expired():
+            found.append(_attempt(ctx, policy, limit / 2, "aliases", merge=True))
+        return found
     floor = _lean_floor(ctx)
     early: _Attempt | None = None
-    if floor is not None:
+    if floor is not None and not expired():
         # Few barriers at the bound: when that plan exists nothing beats it, and the full
         # plan (a barrier after nearly every last access) is not worth computing.
         early = _lean(ctx, floor, limit / 16, enough=floor)
@@ -222,7 +282,7 @@ def _attempts(ctx: _Context) -> list[_Attempt]:
             return [replace(early, result=at_bound)]
     full = _attempt(ctx, policy, limit * 3 / 8, "policy")
     found = [full]
-    if ctx.owners is not None:
+    if ctx.owners is not None and not expired():
         found.append(_attempt(ctx, policy, limit / 16, "aliases", merge=True))
     if not full.new_barriers:
         return found
@@ -232,11 +292,13 @@ def _attempts(ctx: _Context) -> list[_Attempt]:
     opts = req.options
     wanted = opts.max_new_barriers is not None or opts.barrier_candidates is not None
     wanted = wanted or opts.pareto or bool(full.barriers.missed)
-    if wanted or _bound_with(ctx, []) <= full.arena:
+    # Optional work below is skipped once the deadline has passed (``_budget``); the plan on
+    # the existing barriers is kept when it is the fallback.
+    if wanted or (not expired() and _bound_with(ctx, []) <= full.arena):
         found.append(_attempt(ctx, ctx.existing, limit / 8, "existing"))
-    if ctx.owners is not None:
+    if ctx.owners is not None and not expired():
         found.append(_attempt(ctx, ctx.existing, limit / 16, "existing+aliases", merge=True))
-    if full.new_barriers > 1 and len(req.buffers) <= LEAN_MAX_BUFFERS:
+    if full.new_barriers > 1 and len(req.buffers) <= LEAN_MAX_BUFFERS and not expired():
         # A plan of the full one's arena is all this attempt is for when that arena is
         # proved optimal: these lifetimes are no shorter, so no plan on them is smaller.
         capacity = req.effective_capacity
@@ -246,12 +308,13 @@ def _attempts(ctx: _Context) -> list[_Attempt]:
             found.append(early)  # the attempt made above: the same target and budget
         else:
             found.append(_lean(ctx, full.arena, limit / 16, enough))
-    found.extend(_fewer_barriers(ctx, full, limit / 8))
+    if not expired():
+        found.extend(_fewer_barriers(ctx, full, limit / 8))
     # Nothing to gain when a plan without new barriers is already as small as the full one.
     settled = min((a.arena for a in found if not a.new_barriers), default=full.arena + 1) <= (
         full.arena
     )
-    if _exact_applies(ctx) and not (settled and not req.options.pareto):
+    if _exact_applies(ctx) and not (settled and not req.options.pareto) and not expired():
         found.extend(_exact_barriers(ctx, full, limit * 3 / 16))
     return found
 
@@ -452,6 +515,7 @@ def _attempt(
         capacity=req.effective_capacity,
         time_limit=time_limit,
         enough=enough,
+        greedy_seconds=GREEDY_SHARE * time_limit * ctx.spare,
     )
     trusted = label == "policy" and ctx.exact
     if node is not None:

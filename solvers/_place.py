@@ -85,3 +85,119 @@ def place(
             best = (top + a - 1) // a * a
         offset[b] = best
     return offset
+
+
+@njit
+def place_sweep(
+    order: I64,
+    start: I64,
+    occupied_end: I64,
+    size: I64,
+    alignment: I64,
+    pinned: I64,
+) -> I64:
+    """First fit in start order without neighbour lists: the same offsets as ``place`` with
+    ``order_by_start`` and first fit, in memory that grows with the buffers, not the edges.
+
+    ``order`` holds the free buffers by start (ties as ``order_by_start``). Sweeping it, a
+    buffer's placed conflicts are exactly the free buffers still occupied at its start, plus
+    the pinned ones whose occupied interval meets its own; the bytes below the highest
+    occupied one are kept as a sorted list of free gaps (the complement of the occupied
+    buffers), so each buffer takes the lowest aligned offset that fits a gap and avoids the
+    pinned buffers it conflicts with. Work: gaps scanned per buffer, never its conflicts.
+    """
+    n = start.shape[0]
+    offset = np.full(n, -1, dtype=np.int64)
+    pins = np.flatnonzero(pinned >= 0)
+    for p in pins:
+        offset[p] = pinned[p]
+    m = order.shape[0]
+    releases = order[np.argsort(occupied_end[order], kind="mergesort")]
+    gap_lo = np.empty(m + 2, dtype=np.int64)  # free gaps below ``top``, sorted, disjoint
+    gap_hi = np.empty(m + 2, dtype=np.int64)
+    gaps = 0
+    top = 0  # bytes: the highest end of an occupied free buffer
+    r = 0
+    for i in range(m):
+        b = order[i]
+        s0 = start[b]
+        while r < m and occupied_end[releases[r]] <= s0:
+            c = releases[r]
+            r += 1
+            lo, hi = offset[c], offset[c] + size[c]
+            if hi <= lo:
+                continue
+            # Insert [lo, hi) into the gaps, merged with the gaps it touches.
+            k = np.searchsorted(gap_lo[:gaps], lo)
+            if k > 0 and gap_hi[k - 1] == lo:
+                k -= 1
+                lo = gap_lo[k]
+                if k + 1 < gaps and gap_lo[k + 1] == hi:
+                    hi = gap_hi[k + 1]
+                    gap_lo[k + 1 : gaps - 1] = gap_lo[k + 2 : gaps].copy()
+                    gap_hi[k + 1 : gaps - 1] = gap_hi[k + 2 : gaps].copy()
+                    gaps -= 1
+                gap_hi[k] = hi
+            elif k < gaps and gap_lo[k] == hi:
+                gap_lo[k] = lo
+            else:
+                gap_lo[k + 1 : gaps + 1] = gap_lo[k:gaps].copy()
+                gap_hi[k + 1 : gaps + 1] = gap_hi[k:gaps].copy()
+                gap_lo[k] = lo
+                gap_hi[k] = hi
+                gaps += 1
+            if gap_hi[gaps - 1] >= top:  # the top gap folds back into the space above
+                top = gap_lo[gaps - 1]
+                gaps -= 1
+        s = size[b]
+        a = alignment[b]
+        e0 = occupied_end[b]
+        best = -1
+        k = 0
+        while best < 0:
+            glo = gap_lo[k] if k < gaps else top
+            ghi = gap_hi[k] if k < gaps else np.iinfo(np.int64).max
+            cand = (glo + a - 1) // a * a
+            moved = True
+            while moved:  # lift the candidate over the pinned buffers it meets
+                moved = False
+                for p in pins:
+                    if start[p] < e0 and s0 < occupied_end[p]:
+                        plo = pinned[p]
+                        phi = plo + size[p]
+                        if plo < cand + s and cand < phi and plo < phi:
+                            cand = (phi + a - 1) // a * a
+                            moved = True
+            if cand + s <= ghi:
+                best = cand
+            k += 1
+        offset[b] = best
+        if s <= 0:
+            continue
+        end = best + s
+        if best >= top:
+            if best > top:  # padding below the new buffer becomes a gap
+                gap_lo[gaps] = top
+                gap_hi[gaps] = best
+                gaps += 1
+            top = end
+            continue
+        # Carve [best, end) out of the gap that holds it.
+        k = np.searchsorted(gap_lo[:gaps], best, side="right") - 1
+        glo, ghi = gap_lo[k], gap_hi[k]
+        if glo < best and end < ghi:
+            gap_lo[k + 2 : gaps + 1] = gap_lo[k + 1 : gaps].copy()
+            gap_hi[k + 2 : gaps + 1] = gap_hi[k + 1 : gaps].copy()
+            gap_hi[k] = best
+            gap_lo[k + 1] = end
+            gap_hi[k + 1] = ghi
+            gaps += 1
+        elif glo < best:
+            gap_hi[k] = best
+        elif end < ghi:
+            gap_lo[k] = end
+        else:
+            gap_lo[k : gaps - 1] = gap_lo[k + 1 : gaps].copy()
+            gap_hi[k : gaps - 1] = gap_hi[k + 1 : gaps].copy()
+            gaps -= 1
+    return offset

@@ -7,7 +7,11 @@ own and the arena is the largest of theirs. Only components whose greedy arena i
 bound can lower the maximum; the exact methods run on those, in turn, seeded with the best
 plan so far (on kernel-sized ones CP-SAT between two searches, see ``_schedule``). Every
 budget is a fixed share of ``time_limit``, not what the clock says is left, so the same
-request gets the same budgets and the same plan.
+request gets the same budgets and the same plan. Which greedy heuristics run is chosen by
+their estimated cost (``solvers.greedy.affordable``), and whether the exact methods run at
+all by the conflicts their instances would hold (``_exact_affordable``): counts, never the
+clock. The clock only ends work once the request's deadline has passed
+(``planner.pipeline._budget``).
 
 ``listening(listener)`` lets a benchmark see every improvement of the whole plan (arena and
 bound) while ``solve`` runs in this context; it never changes the result.
@@ -28,7 +32,7 @@ from planner.graph import InterferenceGraph, build_graph
 from planner.models import PlanRequest
 from planner.warm import WARM_UP
 from solvers.bounds import CLIQUE_MAX, clique_bound, stack_height
-from solvers.clock import deadline, paused
+from solvers.clock import deadline, expired, paused
 from solvers.exact import ExactResult, granularity, round_up
 from solvers.greedy import arena_of, portfolio
 
@@ -47,6 +51,10 @@ LOAD_SECONDS = 60.0  # the once-per-process warm-up's own deadline
 SMALL_PART = 64  # buffers (kernel-sized): up to this many, CP-SAT runs between two searches
 SMALL_FIRST_SEARCH = 0.02  # of a small part's time: the first, short search
 SMALL_CPSAT = 0.78  # of a small part's time: CP-SAT
+GREEDY_SHARE = 0.5  # of the time limit: the greedy heuristics chosen by estimated cost
+EXACT_MAX_EDGES = 1 << 23  # conflicts: past this the exact methods' instances do not run
+EXACT_SETUP_RATE = 2.5e6  # buffers + conflicts per second building the exact instances
+EXACT_SETUP_SHARE = 0.25  # of the time limit: at most this estimated to build them
 
 
 @dataclass(frozen=True)
@@ -121,8 +129,13 @@ def solve(
     capacity: int | None,
     time_limit: float,
     enough: int | None = None,
+    greedy_seconds: float | None = None,
 ) -> Solution:
     """Plan ``g`` with the named solver; ``heuristics`` restricts the greedy portfolio.
+
+    ``greedy_seconds``: what the default portfolio may cost by its estimates (default
+    ``GREEDY_SHARE`` of ``time_limit``); once the request's deadline has passed by the clock
+    no exact method starts.
 
     ``enough``: an arena the caller gains nothing below (it holds a plan of that size,
     proved optimal for a problem with fewer conflicts), within ``capacity``: the search
@@ -133,7 +146,12 @@ def solve(
     step = granularity(g)
     bound = round_up(g.aligned_bound.bytes, step)
     witness = g.aligned_bound.buffers  # buffers that alone need ``bound`` bytes
-    greedy = portfolio(g, heuristics, bound if enough is None else max(bound, enough))
+    greedy = portfolio(
+        g,
+        heuristics,
+        bound if enough is None else max(bound, enough),
+        seconds=GREEDY_SHARE * time_limit if greedy_seconds is None else greedy_seconds,
+    )
     if greedy.arena_bytes > bound:
         clique = clique_bound(g, bound)  # dearer, so only where it may help
         if round_up(clique.bytes, step) > bound:
@@ -153,7 +171,7 @@ def solve(
     if capacity is not None and bound > capacity:
         # The bound already proves it; those buffers alone cannot fit. Nothing to search.
         return replace(best, infeasible=_shrink(g, witness, capacity))
-    if solver not in ("auto", "exact", *EXACT_METHODS) or best.proved_optimal:
+    if solver not in ("auto", "exact", *EXACT_METHODS) or best.proved_optimal or expired():
         return best
     names = EXACT_METHODS if solver in ("auto", "exact") else (solver,)
     with paused():  # the first import of a method's module (tenths of a second)
@@ -187,6 +205,8 @@ def _improve(
     name = best.name
     tried = list(best.tried)
     parts = [m for m in g.members() if arena_of(g.subgraph(m), offsets[m]) > target]
+    if not _exact_affordable(g, parts, time_limit):
+        return best
     per_part = time_limit / max(1, len(parts))  # seconds
     for members in sorted(parts, key=lambda m: -arena_of(g.subgraph(m), offsets[m])):
         sub = g.subgraph(members)
@@ -199,6 +219,8 @@ def _improve(
         others[members] = False
         rest = int((offsets + g.size)[others].max(initial=0))  # arena of the other parts
         for method_name, method, fraction in _schedule(methods, sub.n):
+            if expired():  # building an instance past the deadline would overrun it
+                break
             share = per_part * fraction
             progress = _progress_of_part(rest, sub_arena, bound)
             result = method(
@@ -245,6 +267,20 @@ def _improve(
         tried=tried,
         notes=notes,
     )
+
+
+def _exact_affordable(g: InterferenceGraph, parts: list[I64], time_limit: float) -> bool:
+    """Whether the exact methods may run on ``parts`` (deterministic: from counts and the time
+    limit, never the clock). Their instances hold every conflicting pair of a part, so past
+    ``EXACT_MAX_EDGES`` conflicts, or when building them is estimated to take more than
+    ``EXACT_SETUP_SHARE`` of the time limit, the greedy plan stands."""
+    if not parts:
+        return True
+    members = np.concatenate(parts)
+    sub = g if members.size == g.n else g.subgraph(members)
+    edges = sub.conflict_edges
+    setup = (sub.n + edges) / EXACT_SETUP_RATE  # seconds
+    return edges <= EXACT_MAX_EDGES and setup <= EXACT_SETUP_SHARE * time_limit
 
 
 def _schedule(

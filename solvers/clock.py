@@ -16,15 +16,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-__all__ = ["deadline", "paused", "wall_limit"]
+__all__ = ["deadline", "expired", "now", "paused", "wall_limit"]
 
 _DEADLINE: ContextVar[float | None] = ContextVar("planner_deadline", default=None)
 
 
+def now() -> float:
+    """Seconds on the monotonic clock every deadline is measured on."""
+    return time.perf_counter()
+
+
 @contextmanager
-def deadline(seconds: float) -> Iterator[None]:
-    """Within the block, exact methods stop by the clock only ``seconds`` from now."""
-    token = _DEADLINE.set(time.perf_counter() + seconds)
+def deadline(seconds: float, *, since: float | None = None) -> Iterator[None]:
+    """Within the block, exact methods stop by the clock only ``seconds`` from now (or from
+    ``since``, a reading of ``now()``)."""
+    token = _DEADLINE.set((now() if since is None else since) + seconds)
     try:
         yield
     finally:
@@ -37,17 +43,25 @@ def wall_limit(share: float) -> float:
     end = _DEADLINE.get()
     if end is None:
         return share
-    return max(0.0, end - time.perf_counter())
+    return max(0.0, end - now())
+
+
+def expired() -> bool:
+    """Whether the request's deadline has passed (never without one). Optional work (more
+    heuristics, exact methods, fewer-barrier attempts) is skipped once it has: only a machine
+    slower than the cost model assumes gets there (``planner.pipeline``)."""
+    end = _DEADLINE.get()
+    return end is not None and now() >= end
 
 
 @contextmanager
 def paused() -> Iterator[None]:
     """The time spent in the block does not count against the request's deadline (loading
     compiled code once per process, which a later request would not pay)."""
-    began = time.perf_counter()
+    began = now()
     try:
         yield
     finally:
         end = _DEADLINE.get()
         if end is not None:
-            _DEADLINE.set(end + time.perf_counter() - began)
+            _DEADLINE.set(end + now() - began)

@@ -31,17 +31,21 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from planner.errors import RequestError
 from planner.graph import InterferenceGraph
-from solvers._place import place
+from solvers._place import place, place_sweep
 from solvers._skyline import RULES, best_of_random, skyline
+from solvers.clock import expired
 
 __all__ = [
     "FITS",
     "HEURISTICS",
     "ORDERINGS",
     "GreedyResult",
+    "affordable",
     "applicable",
     "arena_of",
+    "cost",
     "default_heuristics",
     "portfolio",
     "run",
@@ -104,6 +108,8 @@ ORDERINGS: dict[str, Ordering] = {
 }
 FITS: dict[str, bool] = {"best-fit": True, "first-fit": False}  # name -> best fit?
 SKYLINE_MAX_BUFFERS = 2000
+# Heuristics run by a sweep that needs no neighbour lists (``solvers._place.place_sweep``).
+SWEPT = frozenset({"start/first-fit"})
 PARALLEL_MIN_BUFFERS = 1000  # below this, threads cost more than they save
 PARALLEL_MIN_SKYLINE = 100  # the same for random/skyline, which does SKYLINE_RUNS runs
 LARGE_INPUT = 20_000  # buffers; above this the portfolio runs LARGE_PORTFOLIO only
@@ -111,6 +117,14 @@ LARGE_PORTFOLIO = ("size/best-fit", "start/first-fit", "area/best-fit", "length/
 SKYLINE_RUNS = 256  # random/skyline: seeded runs, cycling rules and noise levels
 SKYLINE_NOISE = (0.05, 0.1, 0.2, 0.4)  # relative spread of the random weights
 SKYLINE_SEED = 20231
+# The cost model ``affordable`` chooses heuristics by, calibrated on one core of a shared
+# 2-core machine (random requests of 2 000 to 100 000 buffers), rounded down.
+GAP_FILL_RATE = 2e7  # buffers + 2 x conflicts visited per second by a gap-filling fit
+LIST_RATE = 5e7  # buffers + conflicts per second building the neighbour lists
+SKYLINE_RATE = 1.5e8  # buffer x time-slot steps per second of one skyline run
+SWEEP_RATE = 5e6  # buffers per second through the sweep (first fit, no lists)
+GREEDY_MIN_SECONDS = 0.05  # below this the whole small portfolio still runs
+NEIGHBOUR_EDGES_MAX = 1 << 25  # conflicts: neighbour lists at 8 bytes each, 256 MiB
 HEURISTICS: list[str] = [
     *(f"{o}/{f}" for o in ORDERINGS for f in FITS),
     *(f"{rule}/skyline" for rule in RULES),
@@ -176,6 +190,11 @@ def run(g: InterferenceGraph, heuristic: str) -> I64:
         return _skyline(g, ordering)
     order = ORDERINGS[ordering](g)
     pinned = g.pinned[order] >= 0
+    if heuristic in SWEPT:
+        swept: I64 = place_sweep(
+            order[~pinned], g.start, g.occupied_end, g.size, g.alignment, g.pinned
+        )
+        return swept
     order = np.concatenate([order[pinned], order[~pinned]])  # pinned first, fixed
     pos, hi, back_ptr, back = g.neighbours
     offsets: I64 = place(
@@ -221,17 +240,84 @@ def default_heuristics(g: InterferenceGraph) -> list[str]:
     return list(HEURISTICS) if g.n <= LARGE_INPUT else list(LARGE_PORTFOLIO)
 
 
+def needs_neighbours(heuristic: str) -> bool:
+    """Whether the heuristic walks neighbour lists (memory grows with the conflicts)."""
+    return not heuristic.endswith("/skyline") and heuristic not in SWEPT
+
+
+def cost(g: InterferenceGraph, heuristic: str) -> float:
+    """Estimated seconds of one heuristic on ``g``, from counts alone (deterministic): gap
+    filling visits every conflict twice, skyline steps over buffers x time slots (once per
+    seeded run for ``random/skyline``), the sweep visits each buffer once."""
+    n = g.n
+    if heuristic.endswith("/skyline"):
+        slots = 2 * n + 1  # at most this many distinct points
+        runs = SKYLINE_RUNS if heuristic.startswith("random/") else 1
+        return runs * n * slots / SKYLINE_RATE
+    if heuristic in SWEPT:
+        return n / SWEEP_RATE
+    return (n + 2 * g.conflict_edges) / GAP_FILL_RATE
+
+
+def affordable(g: InterferenceGraph, names: list[str], seconds: float | None) -> list[str]:
+    """The heuristics, in order, whose estimated costs add up to at most ``seconds`` (the
+    first of them always, or, when it alone is over, the cheapest); None: all of them.
+
+    The neighbour lists gap filling shares are counted once. The choice depends on the
+    graph's counts and the time limit only, never on the clock, so the same request runs
+    the same heuristics on any machine.
+    """
+    if seconds is None or not names:
+        return names
+    budget = max(seconds, GREEDY_MIN_SECONDS)
+    lists = (g.n + g.conflict_edges) / LIST_RATE  # seconds to build the neighbour lists
+    chosen: list[str] = []
+    spent = 0.0
+    listed = False
+    for name in names:
+        extra = cost(g, name) + (lists if needs_neighbours(name) and not listed else 0.0)
+        if spent + extra <= budget:
+            chosen.append(name)
+            spent += extra
+            listed = listed or needs_neighbours(name)
+    if not chosen:
+        cheapest = min(names, key=lambda h: cost(g, h) + (lists if needs_neighbours(h) else 0.0))
+        chosen = [cheapest]
+    return chosen
+
+
 def portfolio(
-    g: InterferenceGraph, heuristics: list[str] | None = None, bound: int | None = None
+    g: InterferenceGraph,
+    heuristics: list[str] | None = None,
+    bound: int | None = None,
+    *,
+    seconds: float | None = None,
 ) -> GreedyResult:
     """Run each heuristic; keep the smallest arena, ties to the earliest listed.
 
     Stops once a plan meets ``bound`` (a lower bound: nothing can beat it). Heuristics run
     in parallel (the kernels release the GIL), but the result and ``tried`` are those of
-    running them one by one in order, whatever the number of cores.
+    running them one by one in order, whatever the number of cores. ``seconds``: the default
+    portfolio keeps the heuristics ``affordable`` in that time; heuristics asked for by name
+    all run. Past ``NEIGHBOUR_EDGES_MAX`` conflicts only heuristics without neighbour lists
+    apply; when none of those is asked for, ``RequestError`` names the limit.
     """
     wanted = default_heuristics(g) if heuristics is None else heuristics
     names = [h for h in wanted if applicable(g, h)]
+    if g.conflict_edges > NEIGHBOUR_EDGES_MAX:
+        dense = [h for h in names if not needs_neighbours(h)]
+        if not dense and names:
+            raise RequestError.field(
+                ("options", "solver"),
+                f"heuristic {names[0]!r} needs the list of conflicting pairs, and this "
+                f"request has {g.conflict_edges}, over the limit of {NEIGHBOUR_EDGES_MAX}; "
+                f"use {' or '.join(sorted(SWEPT))} or solver 'auto'",
+                "conflict_budget_exceeded",
+                names[0],
+            )
+        names = dense
+    if heuristics is None:
+        names = affordable(g, names, seconds)
     best: tuple[int, str, I64] | None = None
     tried: list[tuple[str, int]] = []
     workers = _workers(g, len(names))
@@ -245,6 +331,8 @@ def portfolio(
             if bound is not None and arena <= bound:
                 break
         if best is not None and bound is not None and best[0] <= bound:
+            break
+        if expired():  # a machine slower than the cost model: keep what is found
             break
     if best is None:
         raise ValueError(f"none of the heuristics {names} applies to this request")

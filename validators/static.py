@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
-import numpy as np
+from sortedcontainers import SortedList
 
-from planner.access import ANY, NONE, byte_owners
+from planner.access import OwnerMap, byte_owners, owners_agree
 from planner.patterns import block_slice
 
 if TYPE_CHECKING:
@@ -88,11 +89,11 @@ class _Aliases:
         self.barriers = barriers
         self.claimed = {(pair[0], pair[1]) for pair in plan.aliases if len(pair) == 2}
         self.opaque = _shrunk(request)  # bytes move between blocks: any thread
-        self._maps: dict[tuple[int, int | None], np.ndarray] = {}
+        self._maps: dict[tuple[int, int | None], OwnerMap] = {}
 
-    def _owners(self, index: int, before: int | None) -> np.ndarray:
+    def _owners(self, index: int, before: int | None) -> OwnerMap:
         if (index, before) not in self._maps:
-            self._maps[index, before] = byte_owners(self.request, index, before=before).owners
+            self._maps[index, before] = byte_owners(self.request, index, before=before)
         return self._maps[index, before]
 
     def holds(self, a: _Extent, b: _Extent) -> bool:
@@ -106,10 +107,19 @@ class _Aliases:
             return False
         k = bisect.bisect_left(self.barriers, b.first)
         cut = self.barriers[k] if k < len(self.barriers) else None
-        first = self._owners(a.buffer, None)[lo - a.lo : hi - a.lo]
-        later = self._owners(b.buffer, cut)[lo - b.lo : hi - b.lo]
-        ok = (first == NONE) | (later == NONE) | ((first == later) & (first != ANY))
-        return bool(ok.all())
+        # The placed extent may be smaller than the buffer (a per-block footprint): only the
+        # extents' shared bytes count.
+        first = _clip(self._owners(a.buffer, None), a.hi - a.lo)
+        later = _clip(self._owners(b.buffer, cut), b.hi - b.lo)
+        return owners_agree(first, a.lo, later, b.lo)
+
+
+def _clip(runs: OwnerMap, size: int) -> OwnerMap:
+    """The owner map of the first ``size`` bytes."""
+    if size >= runs.size:
+        return runs
+    keep = runs.starts < max(size, 1)
+    return replace(runs, starts=runs.starts[keep], values=runs.values[keep], size=size)
 
 
 def _shrunk(request: PlanRequest) -> dict[int, int]:
@@ -441,10 +451,9 @@ def _sweep(extents: list[_Extent], barriers: list[int], aliases: _Aliases, out: 
     releases.sort()
     order = sorted(range(n), key=lambda i: (extents[i].start, extents[i].end, i))
 
-    # Invariant: los and his strictly increase together; entry k is [los[k], his[k]).
-    los: list[int] = []
-    his: list[int] = []
-    owners: list[int] = []
+    # Disjoint extents sorted by offset, (lo, hi, index): los and his increase together. A
+    # sorted list of chunks keeps inserts and removals logarithmic at 100 000 extents.
+    placed = SortedList()
     misplaced: list[int] = []
     where = [_OUT] * n
     r = 0
@@ -455,19 +464,21 @@ def _sweep(extents: list[_Extent], barriers: list[int], aliases: _Aliases, out: 
             j = releases[r][1]
             r += 1
             if where[j] == _DISJOINT:
-                pos = bisect.bisect_left(los, extents[j].lo)
-                del los[pos], his[pos], owners[pos]
+                placed.remove((extents[j].lo, extents[j].hi, j))
             elif where[j] == _MISPLACED:
                 misplaced.remove(j)
             where[j] = _OUT
         if b.hi <= b.lo:
             continue  # no byte to share
-        pos = bisect.bisect_right(his, b.lo)
-        stop = pos
-        while stop < len(los) and los[stop] < b.hi:
-            _report(extents[owners[stop]], b, barriers, aliases, out)
-            stop += 1
-        clash = stop > pos
+        pos = placed.bisect_left((b.lo + 1,))  # entries from here start above b.lo
+        if pos > 0 and placed[pos - 1][1] > b.lo:
+            pos -= 1  # the one entry below may still reach into b
+        clash = False
+        for _, _, j in placed.islice(pos):
+            if extents[j].lo >= b.hi:
+                break
+            _report(extents[j], b, barriers, aliases, out)
+            clash = True
         for j in misplaced:
             a = extents[j]
             if a.lo < b.hi and b.lo < a.hi:
@@ -477,9 +488,7 @@ def _sweep(extents: list[_Extent], barriers: list[int], aliases: _Aliases, out: 
             misplaced.append(i)
             where[i] = _MISPLACED
         else:
-            los.insert(pos, b.lo)
-            his.insert(pos, b.hi)
-            owners.insert(pos, i)
+            placed.add((b.lo, b.hi, i))
             where[i] = _DISJOINT
 
 

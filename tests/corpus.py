@@ -1,0 +1,132 @@
+"""A fixed corpus of varied requests whose plans must never change (see test_determinism).
+
+Every request is built from seeded generators, so the corpus is the same on every machine:
+random lifetimes with pins, barriers, capacities and each sync policy; tiles with thread-access
+patterns (aliases); kernel-sized requests with mixed alignments; larger random requests; and the
+example requests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+from planner.generate import random_kernel, random_request
+from planner.io import parse_request
+from planner.models import Plan, PlanRequest
+from tests.patterned import MAPPINGS, THREADS, WIDTH, access
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+FIXTURE = Path(__file__).resolve().parent / "data" / "plan_hashes.json"
+
+
+def _lifetimes(rng: random.Random, index: int) -> dict[str, Any]:
+    """Random lifetimes, sizes, alignments, pins, barriers, capacity and policy."""
+    n = rng.randint(0, 14)
+    horizon = rng.choice([8, 16, 40])
+    buffers: list[dict[str, Any]] = []
+    for i in range(n):
+        start = rng.randrange(horizon - 1)
+        buffers.append(
+            {
+                "id": f"b{i}",
+                "size": rng.randint(1, 96),
+                "start": start,
+                "end": rng.randint(start + 1, horizon),
+                "alignment": rng.choice([None, 1, 4, 16]),
+            }
+        )
+    base = 0
+    for i in rng.sample(range(n), min(n, rng.randint(0, 2))):
+        align = buffers[i]["alignment"] or 1
+        base = (base + align - 1) // align * align
+        buffers[i]["offset"] = base
+        base += buffers[i]["size"]
+    top = max((b["end"] for b in buffers), default=0)
+    sync = ["existing", "insert", "none"][index % 3]
+    options: dict[str, Any] = {"sync": sync, "time_limit": 0.5}
+    if sync == "insert" and rng.random() < 0.3:
+        options["barrier_candidates"] = sorted(rng.sample(range(top + 1), min(top + 1, 4)))
+    if sync == "insert" and rng.random() < 0.3:
+        options["max_new_barriers"] = rng.randint(0, 3)
+    if sync == "insert" and rng.random() < 0.15:
+        options["pareto"] = True
+    request: dict[str, Any] = {
+        "name": f"lifetimes-{index}",
+        "buffers": buffers,
+        "barriers": [rng.randint(0, top) for _ in range(rng.randint(0, 4))],
+        "options": options,
+    }
+    if rng.random() < 0.4:
+        request["capacity"] = rng.randint(64, 800)
+    return request
+
+
+def _patterned(rng: random.Random, index: int) -> dict[str, Any]:
+    """Tiles written at their start and read at their last point, with thread mappings."""
+    n = rng.randint(1, 8)
+    horizon = 12
+    buffers: list[dict[str, Any]] = []
+    for i in range(n):
+        start = rng.randrange(horizon - 1)
+        end = rng.randint(start + 1, min(horizon, start + 4))
+        rows = rng.choice([1, 2, 4])
+        accesses = [access("write", start, rng.choice(("row", "row", "column")), rows)]
+        if end - 1 > start:
+            accesses.append(access("read", end - 1, rng.choice(MAPPINGS), rows))
+        buffers.append(
+            {
+                "id": f"t{i}",
+                "size": rows * THREADS * WIDTH,
+                "start": start,
+                "end": end,
+                "alignment": rng.choice([None, 16, 128]),
+                "accesses": accesses,
+            }
+        )
+    top = max(b["end"] for b in buffers)
+    options: dict[str, Any] = {"sync": ["existing", "insert"][index % 2], "time_limit": 0.5}
+    if options["sync"] == "insert" and rng.random() < 0.4:
+        options["max_new_barriers"] = rng.randint(0, 2)
+    return {
+        "name": f"patterned-{index}",
+        "block": [THREADS],
+        "alignment": 4,
+        "barriers": [rng.randint(0, top) for _ in range(rng.randint(0, 3))],
+        "buffers": buffers,
+        "options": options,
+    }
+
+
+def corpus() -> list[tuple[str, PlanRequest]]:
+    """(name, request) pairs, in a fixed order."""
+    rng = random.Random(20261123)
+    out: list[tuple[str, PlanRequest]] = []
+    for i in range(150):
+        out.append((f"lifetimes-{i}", parse_request(_lifetimes(rng, i))))
+    for i in range(80):
+        out.append((f"patterned-{i}", parse_request(_patterned(rng, i))))
+    for seed in range(30):
+        kernel = random_kernel(seed, max_buffers=40)
+        out.append((f"kernel-{seed}", kernel))
+    for i, (n, sync) in enumerate(
+        [(200, "none"), (500, "existing"), (1000, "insert"), (2000, "none"), (3000, "none")]
+    ):
+        out.append((f"random-{n}-{sync}", random_request(n, seed=i, sync=sync)))
+    out.append(("random-800-overlap0.2", random_request(800, overlap=0.2, seed=7)))
+    for path in sorted(EXAMPLES.glob("*.json")):
+        out.append((f"example-{path.stem}", parse_request(path.read_text())))
+    return out
+
+
+def plan_hash(plan: Plan) -> str:
+    """SHA-256 of the plan's JSON, as the service sends it."""
+    return hashlib.sha256(plan.model_dump_json().encode()).hexdigest()
+
+
+def load_fixture() -> dict[str, str]:
+    data: dict[str, str] = json.loads(FIXTURE.read_text())
+    return data
