@@ -341,7 +341,8 @@ def summary(rows: Sequence[BenchRow]) -> str:
     known = f", {s['at_optimum']}/{s['known_optimum']} at optimum" if s["known_optimum"] else ""
     return (
         f"{s['planned']}/{s['instances']} planned{invalid}{known}, "
-        f"mean gap {s['mean_gap'] * 100:.2f} %, max time {s['max_time_ms']:.1f} ms, peak memory {s['peak_memory_bytes'] / 2**20:.1f} MiB"
+        f"mean gap {s['mean_gap'] * 100:.2f} %, max time {s['max_time_ms']:.1f} ms, "
+        f"peak memory {s['peak_memory_bytes'] / 2**20:.1f} MiB"
     )
 
 
