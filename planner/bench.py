@@ -23,6 +23,7 @@ from pydantic import ValidationError
 import planner
 from planner.csvio import load_request, with_overrides
 from planner.errors import RequestError
+from planner.families import family_suite
 from planner.generate import random_request
 from planner.models import DEFAULT_MAX_BUFFERS, Options, PlanRequest
 from solvers.auto import listening
@@ -34,6 +35,7 @@ __all__ = [
     "bench",
     "compare",
     "expand_paths",
+    "family_instances",
     "format_groups",
     "format_json",
     "format_table",
@@ -56,6 +58,7 @@ class Instance:
     name: str
     request: PlanRequest
     repeat: int
+    optimum: int | None = None  # bytes, when known by construction (generated families)
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,14 @@ class BenchRow:
     bound: int = 0  # bytes: the best bound the solver reached (no plan uses fewer)
     first_ms: float | None = None  # until the first plan within capacity (None: none)
     proof_ms: float | None = None  # until optimality was proved (None: not proved)
+    optimum: int | None = None  # bytes, when known by construction
+
+    @property
+    def at_optimum(self) -> bool | None:
+        """Whether a valid plan meets the known optimum (None: the optimum is unknown)."""
+        if self.optimum is None:
+            return None
+        return self.valid and self.arena_bytes <= self.optimum
 
     @property
     def ok(self) -> bool:
@@ -190,7 +201,27 @@ def run_instance(instance: Instance) -> BenchRow:
         bound=plan.solver.bound,
         first_ms=None if first is None else first * 1000.0,
         proof_ms=None if proof is None else proof * 1000.0,
+        optimum=instance.optimum,
     )
+
+
+def family_instances(
+    family: str,
+    *,
+    count: int,
+    buffers: tuple[int, int],
+    seed: int,
+    solver: str | None = None,
+    time_limit: float | None = None,
+    repeat: int | None = None,
+) -> list[Instance]:
+    """``count`` generated instances of ``family`` (see ``planner.families``); raises
+    ValueError naming a bad family or buffer count."""
+    out = []
+    for inst in family_suite(family, count, buffers, seed):
+        request = with_overrides(inst.request, solver=solver, time_limit=time_limit)
+        out.append(Instance(inst.name, request, repeat or RANDOM_REPEAT, inst.optimum))
+    return out
 
 
 def peak_memory_bytes() -> int:
@@ -212,6 +243,7 @@ _COLUMNS = (
     ("proof ms", ">"),
     ("time ms", ">"),
     ("proved", "<"),
+    ("at optimum", "<"),
     ("valid", "<"),
 )
 
@@ -234,8 +266,13 @@ def _cells(row: BenchRow) -> list[str]:
         _ms(row.proof_ms),
         f"{row.time_ms:.1f}",
         "yes" if row.proved else "no",
+        _yes_no(row.at_optimum),
         "yes" if row.valid else f"NO ({row.violations})",
     ]
+
+
+def _yes_no(value: bool | None) -> str:
+    return "-" if value is None else "yes" if value else "no"
 
 
 def format_table(rows: Sequence[BenchRow]) -> str:
@@ -261,7 +298,7 @@ def format_groups(solvers: Sequence[str], groups: Sequence[Sequence[BenchRow]]) 
     columns = [("instance", "<"), ("buffers", ">"), ("lower bound", ">")]
     for name in solvers:
         columns += [(f"{name} arena", ">"), ("gap %", ">"), ("ms", ">"), ("proved", "<")]
-        columns += [("bound", ">"), ("first ms", ">"), ("proof ms", ">")]
+        columns += [("bound", ">"), ("first ms", ">"), ("proof ms", ">"), ("at optimum", "<")]
     body = []
     for k, first in enumerate(groups[0]):
         cells = [first.instance, str(first.buffers), str(first.lower_bound)]
@@ -276,6 +313,7 @@ def format_groups(solvers: Sequence[str], groups: Sequence[Sequence[BenchRow]]) 
                 str(row.bound),
                 _ms(row.first_ms),
                 _ms(row.proof_ms),
+                _yes_no(row.at_optimum),
             ]
         body.append(cells)
     return _render(columns, body)
@@ -283,8 +321,11 @@ def format_groups(solvers: Sequence[str], groups: Sequence[Sequence[BenchRow]]) 
 
 def _summary_data(rows: Sequence[BenchRow]) -> dict[str, Any]:
     gaps = [r.gap for r in rows if r.status != "infeasible"]  # unknown: best plan found
+    known = [r.at_optimum for r in rows if r.at_optimum is not None]
     return {
         "instances": len(rows),
+        "known_optimum": len(known),
+        "at_optimum": sum(known),
         "planned": sum(r.ok for r in rows),
         "invalid": sum(not r.valid for r in rows),
         "mean_gap": sum(gaps) / len(gaps) if gaps else 0.0,
@@ -297,9 +338,11 @@ def summary(rows: Sequence[BenchRow]) -> str:
     """One line: instances planned, mean gap, max time and the process's peak memory."""
     s = _summary_data(rows)
     invalid = f", {s['invalid']} INVALID" if s["invalid"] else ""
+    known = f", {s['at_optimum']}/{s['known_optimum']} at optimum" if s["known_optimum"] else ""
     return (
-        f"{s['planned']}/{s['instances']} planned{invalid}, mean gap {s['mean_gap'] * 100:.2f} %, "
-        f"max time {s['max_time_ms']:.1f} ms, peak memory {s['peak_memory_bytes'] / 2**20:.1f} MiB"
+        f"{s['planned']}/{s['instances']} planned{invalid}{known}, "
+        f"mean gap {s['mean_gap'] * 100:.2f} %, max time {s['max_time_ms']:.1f} ms, "
+        f"peak memory {s['peak_memory_bytes'] / 2**20:.1f} MiB"
     )
 
 

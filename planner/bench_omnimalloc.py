@@ -109,4 +109,5 @@ def run_allocator(module: ModuleType, name: str, instance: Instance) -> BenchRow
         bound=lower,
         first_ms=best * 1000.0 if fits else None,
         proof_ms=best * 1000.0 if proved else None,
+        optimum=instance.optimum,
     )

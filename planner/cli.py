@@ -24,6 +24,9 @@ from planner.argtypes import positive_float, positive_int
 from planner.csvio import csv_losses, load_request, with_overrides, write_csv
 from planner.emit import EMITTERS, emit_svg
 from planner.errors import FormatError, InternalError, RequestError
+from planner.families import FAMILIES
+from planner.families import MAX_BUFFERS as FAMILY_MAX
+from planner.families import MIN_BUFFERS as FAMILY_MIN
 from planner.io import parse_plan
 from planner.models import Plan
 from planner.targets import STATIC_SMEM_LIMIT, profile_dicts
@@ -143,6 +146,23 @@ def _parser() -> _Parser:
         "--overlap", type=_overlap, default=0.01, help="fraction of buffers each one overlaps"
     )
     b.add_argument("--seed", type=int, default=0)
+    b.add_argument(
+        "--family",
+        choices=FAMILIES,
+        action="append",
+        default=[],
+        help="also plan generated instances of this family (tilings: the optimum is known)",
+    )
+    b.add_argument(
+        "--count", type=positive_int, default=10, metavar="N", help="instances per --family"
+    )
+    b.add_argument(
+        "--buffers",
+        type=_buffer_range,
+        default=(150, 450),
+        metavar="N[-M]",
+        help="buffers per --family instance, or a range to draw from (default 150-450)",
+    )
     b.add_argument(
         "--repeat",
         type=positive_int,
@@ -362,9 +382,23 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _buffer_range(text: str) -> tuple[int, int]:
+    """``N`` or ``N-M``: buffers per generated instance, within the families' limits."""
+    lo_text, _, hi_text = text.partition("-")
+    try:
+        lo, hi = int(lo_text), int(hi_text or lo_text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected N or N-M, got {text!r}") from None
+    if not FAMILY_MIN <= lo <= hi <= FAMILY_MAX:
+        raise argparse.ArgumentTypeError(
+            f"expected {FAMILY_MIN} <= N <= M <= {FAMILY_MAX}, got {text!r}"
+        )
+    return lo, hi
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
-    if not args.paths and not args.random:
-        raise _UsageError("bench: give at least one PATH or --random N")
+    if not args.paths and not args.random and not args.family:
+        raise _UsageError("bench: give at least one PATH, --random N or --family NAME")
     solvers: list[str | None] = list(args.solver) if args.solver else [None]
     groups: list[tuple[str, list[bench_mod.Instance]]] = []
     for solver in solvers:
@@ -397,6 +431,19 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                 )
             except RequestError as exc:
                 return _fail(_describe(exc, f"random-{n}"))
+        for family in args.family:
+            try:
+                instances += bench_mod.family_instances(
+                    family,
+                    count=args.count,
+                    buffers=args.buffers,
+                    seed=args.seed,
+                    solver=solver,
+                    time_limit=args.time_limit,
+                    repeat=args.repeat,
+                )
+            except RequestError as exc:
+                return _fail(_describe(exc, family))
         groups.append((solver or "default", instances))
     runners: dict[str, bench_mod.Runner] = {}
     if args.omnimalloc:

@@ -51,6 +51,7 @@ from solvers.auto import (
     exact_method,
     solve,
 )
+from solvers.bounds import hazard_bound
 from solvers.clock import deadline, expired, now, paused
 from solvers.exact import granularity, round_up
 from solvers.greedy import HEURISTICS
@@ -228,6 +229,10 @@ def _context(req: PlanRequest, heuristics: list[str] | None, spare: float) -> _C
     # frees). Otherwise only the lifetimes themselves bound the arena.
     exact = owners is None and not _late_first_access(reference.start, first, sync_barriers(req))
     loose = reference if exact else reference.released(after, None, req.horizon)
+    bound = loose.lower_bound
+    if req.options.sync != "none":  # barriers and aliases decide what may share
+        hazard = _hazard_bound(req, reference, first, after, owners, shrunk)
+        bound = hazard if hazard.bytes > bound.bytes else bound
     return _Context(
         req,
         heuristics,
@@ -238,10 +243,27 @@ def _context(req: PlanRequest, heuristics: list[str] | None, spare: float) -> _C
         reference,
         first,
         after,
-        loose.lower_bound,
+        bound,
         exact,
         spare,
     )
+
+
+def _hazard_bound(
+    req: PlanRequest,
+    g: InterferenceGraph,
+    first: I64,
+    after: I64,
+    owners: Owners | None,
+    shrunk: frozenset[int],
+) -> LowerBound:
+    """``solvers.bounds.hazard_bound`` on the barriers any plan may have; aliases judged
+    with the earliest cut-off those barriers allow (every point: no hazard is left)."""
+    allowed = sync_barriers(req)
+    if allowed is None or owners is None:
+        return hazard_bound(g, first, after, allowed, None)
+    cut = owners if allowed == owners.barriers else Owners(req, allowed, shrunk)
+    return hazard_bound(g, first, after, allowed, cut)
 
 
 def _late_first_access(start: I64, first: I64, points: list[int] | None) -> bool:

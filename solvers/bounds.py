@@ -11,18 +11,33 @@ say) this exceeds the peak and the aligned bound, often up to the optimum.
 The program costs ``2^k * k`` steps for ``k`` live buffers, so points are taken in
 decreasing order of what they could reach, stopping once none can beat the bound in hand,
 within a fixed budget of steps (deterministic).
+
+``hazard_bound`` is the peak of a request whose barriers and aliases decide what may share:
+it bounds plans under ``sync: existing`` and capped ``insert``, where the plain peak of the
+lifetimes is far below the optimum.
 """
 
 from __future__ import annotations
+
+import math
+from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
 
 from planner._jit import njit
+from planner.aliasing import Owners
 from planner.graph import InterferenceGraph, LowerBound
 from solvers.exact import granularity
 
-__all__ = ["CLIQUE_MAX", "MAX_BUFFERS", "STEP_BUDGET", "clique_bound", "stack_height"]
+__all__ = [
+    "CLIQUE_MAX",
+    "MAX_BUFFERS",
+    "STEP_BUDGET",
+    "clique_bound",
+    "hazard_bound",
+    "stack_height",
+]
 
 I64 = npt.NDArray[np.int64]
 
@@ -81,3 +96,123 @@ def clique_bound(g: InterferenceGraph, floor: int = 0) -> LowerBound:
         if height > best.bytes:
             best = LowerBound(height, int(points[p]), [int(i) for i in members])
     return best
+
+
+HAZARD_ALIAS_MAX = 64  # buffers: past this, aliases are not looked at (bound 0)
+SHARE_MAX_SHIFTS = 4096  # relative offsets tried per pair; more: assumed able to share
+CLIQUE_EXACT = 16  # live buffers up to which the heaviest clique is found exactly
+
+
+def hazard_bound(
+    g: InterferenceGraph,
+    first: I64,
+    after: I64,
+    allowed: list[int] | None,
+    owners: Owners | None,
+) -> LowerBound:
+    """A lower bound that sees barrier hazards and what aliasing can save.
+
+    Buffer ``i`` is taken as busy over ``[first[i], r_i)``, its first access up to ``r_i``,
+    the first point of ``allowed`` (every barrier any plan may have, sorted; None: every
+    point) at or after ``after[i]`` (last access + 1; the end of the program when there is
+    none). When two such intervals meet, the buffers conflict: either their lifetimes meet,
+    or the earlier one's last access comes before the later one's first with no allowed
+    barrier in between, so only aliasing (rule (b)) lets them share a byte. ``owners``
+    (None: no buffer may alias) says whether some relative offset lets them share by that
+    rule; pairs that may are left out. The heaviest set of pairwise conflicting buffers
+    busy at one point then needs disjoint bytes: its total size bounds every plan.
+    """
+    n = g.n
+    if n == 0 or (owners is not None and n > HAZARD_ALIAS_MAX):
+        return LowerBound(0, None, [])
+    end_of_program = int(max(int(g.end.max()), int(after.max())))
+    if allowed is None:
+        release = after.copy()
+    else:
+        points = np.asarray(sorted(set(allowed)), dtype=np.int64)
+        k = np.searchsorted(points, after, side="left")
+        release = np.full(n, end_of_program, dtype=np.int64)
+        inside = k < points.size
+        release[inside] = points[k[inside]]
+    release = np.maximum(release, first + 1)
+    if owners is None:
+        busy = replace(g, start=first, occupied_end=release)
+        return busy.lower_bound
+    best = LowerBound(0, None, [])
+    cache: dict[tuple[int, int], bool] = {}
+    for p in np.unique(first).tolist():
+        live = np.flatnonzero((first <= p) & (release > p))
+        soft = _soft_pairs(g, live, owners, cache)
+        chosen = _heaviest_clique(g.size, live, soft)
+        total = int(g.size[chosen].sum())
+        if total > best.bytes:
+            best = LowerBound(total, int(p), [int(i) for i in chosen])
+    return best
+
+
+def _soft_pairs(
+    g: InterferenceGraph, live: I64, owners: Owners | None, cache: dict[tuple[int, int], bool]
+) -> set[tuple[int, int]]:
+    """Pairs of ``live`` whose lifetimes are disjoint and which may share a byte by aliasing."""
+    soft: set[tuple[int, int]] = set()
+    if owners is None:
+        return soft
+    items = live.tolist()
+    for x in items:
+        for y in items:
+            if g.end[x] > g.start[y]:
+                continue  # not x before y
+            key = (x, y)
+            if key not in cache:
+                cache[key] = _may_share(g, owners, x, y)
+            if cache[key]:
+                soft.add((min(x, y), max(x, y)))
+    return soft
+
+
+def _may_share(g: InterferenceGraph, owners: Owners, earlier: int, later: int) -> bool:
+    """Whether ``later`` at some offset allowed by the alignments shares a byte with
+    ``earlier`` by rule (b); too many offsets to try, or a pinned buffer: assumed so."""
+    if g.pinned[earlier] >= 0 or g.pinned[later] >= 0:
+        return True
+    size_a, size_b = int(g.size[earlier]), int(g.size[later])
+    if size_a == 0 or size_b == 0:
+        return False  # no byte to share; nothing to gain either
+    step = math.gcd(int(g.alignment[earlier]), int(g.alignment[later]))
+    lo = -((size_b - 1) // step) * step
+    if (size_a - 1 - lo) // step + 1 > SHARE_MAX_SHIFTS:
+        return True
+    return any(owners.compatible(earlier, later, s) for s in range(lo, size_a, step))
+
+
+def _heaviest_clique(size: I64, live: I64, soft: set[tuple[int, int]]) -> I64:
+    """The heaviest subset of ``live`` with no pair in ``soft``: exactly for a few buffers,
+    greedily by size otherwise (any such subset is a valid bound)."""
+    if not soft:
+        return live
+    items = sorted(live.tolist(), key=lambda i: (-int(size[i]), i))
+    if len(items) > CLIQUE_EXACT:
+        chosen: list[int] = []
+        for i in items:
+            if all((min(i, j), max(i, j)) not in soft for j in chosen):
+                chosen.append(i)
+        return np.asarray(chosen, dtype=np.int64)
+    best: list[int] = []
+    best_w = -1
+
+    def grow(k: int, chosen: list[int], weight: int, rest: int) -> None:
+        nonlocal best, best_w
+        if weight > best_w:
+            best, best_w = list(chosen), weight
+        if k == len(items) or weight + rest <= best_w:
+            return
+        i = items[k]
+        w = int(size[i])
+        if all((min(i, j), max(i, j)) not in soft for j in chosen):
+            chosen.append(i)
+            grow(k + 1, chosen, weight + w, rest - w)
+            chosen.pop()
+        grow(k + 1, chosen, weight, rest - w)
+
+    grow(0, [], 0, int(sum(int(size[i]) for i in items)))
+    return np.asarray(best, dtype=np.int64)

@@ -5,12 +5,12 @@ The decision kernel (``solvers._search_kernel``) answers "does everything fit be
 minimizes with it: first the capacity when no plan within it is known yet (a plan within
 capacity matters most), then the lower bound (a plan there is optimal), then a bisection
 between the largest capacity proved impossible and the best arena found. Each decision runs a
-few branching orders, and the one that decides with the fewest nodes wins: they race on
-threads when there are cores to spare, else take turns on a doubling node limit (MiniMalloc's
-remedy for heavy-tailed searches); both ways give the same answer. A node budget derived
-from ``time_limit`` stops the search, so the same request gets the same answer on any
-machine; the clock is only a hard cap that stops early on a machine much slower than the
-calibration.
+portfolio of branching orders, and the one that decides with the fewest nodes wins: they
+race on threads when there are cores to spare, else take turns on a doubling node limit
+(restarts, MiniMalloc's remedy for heavy-tailed searches); both ways give the same answer. A
+node budget derived from ``time_limit`` stops the search, so the same request gets the same
+answer on any machine; the clock is only a hard cap that stops early on a machine much
+slower than the one the throughput was measured on.
 """
 
 from __future__ import annotations
@@ -35,14 +35,19 @@ __all__ = ["NODE_WORK_PER_SECOND", "node_budget", "solve_search"]
 
 I64 = npt.NDArray[np.int64]
 
-# Calibrated on the MiniMalloc benchmarks A-F (150-300 buffers, one core): a node costs
-# about (buffers + sections) steps and one core did 3.1e7-5.6e7 such steps per second;
-# 2e7 leaves a margin so that the budget, not the clock, stops a search.
+# Throughput of one core: a node costs about (buffers + sections) steps, and one core does
+# 3e7-6e7 such steps per second on graphs of 100-500 buffers; 2e7 leaves a margin so that
+# the budget, not the clock, stops a search. It sets how many nodes a second of time limit
+# buys, never which plan a given budget finds.
 NODE_WORK_PER_SECOND = 2.0e7
 MIN_NODES = 1_000  # even the smallest time limit gets this many nodes
-# Branching priorities (see ``_instance``): on the MiniMalloc benchmarks each order finds
-# some plans fast and misses others, so every decision runs them all (``_decide_all``).
-ORDERS = ("TLS", "TAW")
+# Branching priorities (see ``_rank_keys``). No order is best on every instance: each finds
+# some plans fast and misses others, so every decision takes them all in turns on a doubling
+# node limit (``_decide_all``), the leading pair with the largest share: the two that
+# decided the most training instances (``planner.families``, ``TRAINING_SEED``), then
+# MiniMalloc's other published defaults (WAT, TWA), and orders led by the largest buffer and
+# the largest area.
+ORDERS = ("TAW", "TLS", "WAT", "TWA", "SWT", "ATW")
 PARALLEL_MIN = 64  # buffers; below, starting threads costs more than racing saves
 
 
@@ -221,6 +226,14 @@ def node_budget(g: InterferenceGraph, time_limit: float) -> int:
     return max(MIN_NODES, int(time_limit * NODE_WORK_PER_SECOND / work_per_node))
 
 
+def _weights(k: int) -> list[int]:
+    """Per order a share exponent: order ``i`` may expand ``2 ** -w`` of the first order's
+    nodes, ``w = i // 2``. The leading pair gets the most, later pairs geometrically less, so
+    breadth costs a constant factor (under 3.5 for any number of orders) over the best of
+    the leading pair."""
+    return [i // 2 for i in range(k)]
+
+
 def _decide_all(
     insts: list[_Instance],
     capacity: int,
@@ -230,49 +243,59 @@ def _decide_all(
 ) -> tuple[int, I64, int]:
     """(status, offsets, nodes charged) at ``capacity`` bytes over the branching orders.
 
-    Each order may expand ``nodes // len(insts)`` nodes. The order that decides (finds a
-    plan, or proves there is none: any order's exhausted search is a proof) with the fewest
-    nodes wins, ties to the earlier order; ``len(insts)`` times its nodes are charged (all
-    of them when none decides). So the answer is the same whether the orders race on
-    threads (``parallel``; by default when there are cores and the graph is large) or run
-    one after another on a doubling limit, MiniMalloc's remedy for heavy-tailed searches.
-    The clock (``deadline``, a ``time.perf_counter`` value) is only a hard cap.
+    Order ``i`` may expand ``per >> w_i`` nodes (``_weights``), the shares adding up to
+    ``nodes``. An order's *effort* is its nodes scaled back by its share (``used << w_i``);
+    the order that decides (finds a plan, or proves there is none: any order's exhausted
+    search is a proof) with the least effort wins, ties to the earlier order, and every
+    order is charged that effort at its share (all shares when none decides). So the answer
+    is the same whether the orders race on threads (``parallel``; by default when there are
+    cores and the graph is large) or take turns on a doubling limit, MiniMalloc's remedy for
+    heavy-tailed searches. The clock (``deadline``, a ``time.perf_counter`` value) is only a
+    hard cap.
     """
     k = len(insts)
-    per = nodes // k
-    if per == 0:
+    weights = _weights(k)
+    scale = sum(1.0 / (1 << w) for w in weights)
+    per = int(nodes / scale)
+    if per >> weights[-1] == 0:
         return _decide(insts[0], capacity, nodes)
     if parallel is None:
         parallel = k > 1 and (os.cpu_count() or 1) > 1 and int(insts[0].size.size) >= PARALLEL_MIN
     run = _race if parallel else _rounds
-    results = run(insts, capacity, per, deadline)
-    decided = [(used, i) for i, (status, _, used) in enumerate(results) if status != OUT_OF_NODES]
+    results = run(insts, capacity, per, weights, deadline)
+    decided = [
+        (used << weights[i], i)
+        for i, (status, _, used) in enumerate(results)
+        if status != OUT_OF_NODES
+    ]
     if not decided:
-        return OUT_OF_NODES, results[0][1], k * per
-    used, i = min(decided)
-    return results[i][0], results[i][1], k * used
+        return OUT_OF_NODES, results[0][1], sum(per >> w for w in weights)
+    effort, i = min(decided)
+    return results[i][0], results[i][1], sum(max(1, effort >> w) for w in weights)
 
 
-def _limit_others(caps: list[I64], i: int, used: int) -> None:
-    """Order ``i`` decided in ``used`` nodes: the others only win with fewer (earlier
-    orders: as few)."""
+def _limit_others(caps: list[I64], weights: list[int], i: int, used: int) -> None:
+    """Order ``i`` decided in ``used`` nodes: the others only win with less effort (earlier
+    orders: as little)."""
+    effort = used << weights[i]
     for j, cap in enumerate(caps):
         if j != i:
-            cap[0] = min(int(cap[0]), used if j < i else used - 1)
+            cap[0] = min(int(cap[0]), (effort if j < i else effort - 1) >> weights[j])
 
 
 def _rounds(
-    insts: list[_Instance], capacity: int, per: int, deadline: float
+    insts: list[_Instance], capacity: int, per: int, weights: list[int], deadline: float
 ) -> list[tuple[int, I64, int]]:
-    """The orders one after another, on a limit doubling up to ``per`` nodes."""
-    caps = [np.array([per], dtype=np.int64) for _ in insts]
+    """The orders one after another, on a limit doubling up to ``per`` nodes (each order's
+    share of it)."""
+    caps = [np.array([per >> w], dtype=np.int64) for w in weights]
     limit = min(per, 2 * max(1, int(insts[0].size.size)))
     while True:
         results = []
         for i, inst in enumerate(insts):
-            result = _decide(inst, capacity, min(limit, int(caps[i][0])))
+            result = _decide(inst, capacity, min(limit >> weights[i], int(caps[i][0])))
             if result[0] != OUT_OF_NODES:
-                _limit_others(caps, i, result[2])
+                _limit_others(caps, weights, i, result[2])
             results.append(result)
         if any(r[0] != OUT_OF_NODES for r in results) or limit >= per:
             return results
@@ -282,19 +305,19 @@ def _rounds(
 
 
 def _race(
-    insts: list[_Instance], capacity: int, per: int, deadline: float
+    insts: list[_Instance], capacity: int, per: int, weights: list[int], deadline: float
 ) -> list[tuple[int, I64, int]]:
     """The orders side by side on threads (the kernel releases the GIL); the first to
     decide lowers the others' limits, and the deadline stops them all."""
-    caps = [np.array([per], dtype=np.int64) for _ in insts]
+    caps = [np.array([per >> w], dtype=np.int64) for w in weights]
     results: list[tuple[int, I64, int] | None] = [None] * len(insts)
     lock = threading.Lock()
 
     def run(i: int) -> None:
-        result = _decide(insts[i], capacity, per, caps[i])
+        result = _decide(insts[i], capacity, per >> weights[i], caps[i])
         if result[0] != OUT_OF_NODES:
             with lock:
-                _limit_others(caps, i, result[2])
+                _limit_others(caps, weights, i, result[2])
         results[i] = result
 
     with ThreadPoolExecutor(max_workers=len(insts)) as pool:

@@ -138,7 +138,7 @@ def test_omnimalloc_columns_side_by_side(
     assert "omnimalloc:overlapping arena" in lines[0]
     cells = lines[1].split()
     assert cells[:3] == ["three.csv", "3", "12"]
-    group = 7  # arena, gap, ms, proved, bound, first ms, proof ms
+    group = 8  # arena, gap, ms, proved, bound, first ms, proof ms, at optimum
     ours, stacked, overlapping = (cells[3 + k * group :] for k in range(3))
     assert ours[0] == "12"
     assert ours[3] == "yes"
@@ -146,6 +146,7 @@ def test_omnimalloc_columns_side_by_side(
     assert stacked[3] == "no"
     assert stacked[5] != "-"  # a plan, no proof
     assert stacked[6] == "-"
+    assert stacked[7] == "-"  # no optimum known for a file
     assert overlapping[:2] == ["12", "INVALID"]
     assert "omnimalloc:stacked: 1/1 planned" in lines[3]
     assert "omnimalloc:overlapping: 0/1 planned, 1 INVALID" in lines[4]
@@ -172,3 +173,41 @@ def test_omnimalloc_unknown_allocator(
     err = capsys.readouterr().err.strip()
     assert "unknown allocator 'nope'" in err
     assert "stacked" in err
+
+
+def test_family_side_by_side_with_omnimalloc(
+    capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same generated tilings in both column groups; "at optimum" against the optimum
+    known by construction."""
+    monkeypatch.setitem(sys.modules, "omnimalloc", _fake_omnimalloc([]))
+    argv = ["bench", "--family", "guillotine", "--count", "2", "--buffers", "12", "--seed", "3"]
+    code = main([*argv, "--time-limit", "2", "--omnimalloc", "stacked"])
+    assert code == 1  # stacking every tile overflows the capacity
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert "at optimum" in lines[0]
+    rows = [line.split() for line in lines[1:3]]
+    assert [r[0] for r in rows] == ["guillotine-12-s3", "guillotine-12-s4"]
+    group = 8
+    for cells in rows:
+        ours, stacked = cells[3 : 3 + group], cells[3 + group :]
+        assert cells[2] == "1048576"
+        assert ours[0] == "1048576"
+        assert ours[7] == "yes"
+        assert int(stacked[0]) > 1048576
+        assert stacked[7] == "no"
+    assert "default: 2/2 planned, 2/2 at optimum" in lines[3]
+    assert "omnimalloc:stacked: 0/2 planned, 0/2 at optimum" in lines[4]
+
+
+def test_family_table_and_bad_buffer_range(capsys: Capture) -> None:
+    argv = ["bench", "--family", "sparse", "--count", "1", "--buffers", "20", "--time-limit", "2"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[1].split()[0] == "sparse-20-s0"
+    assert "1/1 at optimum" in out[-1]
+    assert main(["bench", "--family", "sparse", "--buffers", "300-100"]) == 2
+    err = capsys.readouterr().err
+    assert "--buffers" in err
+    assert "'300-100'" in err
+    assert "Traceback" not in err

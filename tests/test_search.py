@@ -500,3 +500,25 @@ def test_reaches_the_clique_bound_where_padding_sets_the_optimum(seed: int) -> N
     assert result.arena_bytes == clique
     assert arena_of(g, result.offsets) == clique
     assert_valid_offsets(request, g, result.offsets)
+
+
+def test_portfolio_solves_what_its_first_order_misses() -> None:
+    """A pinwheel tiling whose first branching order runs out of nodes where later orders
+    decide at once: only a portfolio of several orders finds the plan at the optimum."""
+    from planner.families import CAPACITY, family_instance
+    from solvers._search_kernel import OUT_OF_NODES
+    from solvers.search import ORDERS, _decide, _instance
+
+    assert len(set(ORDERS)) >= 4
+    assert {"WAT", "TAW", "TWA"} <= set(ORDERS)  # MiniMalloc's published defaults
+    request = family_instance("pinwheel", 41, 1).request
+    g = build_graph(request)
+    status, _, used = _decide(_instance(g, ORDERS[0]), CAPACITY, 3_000)
+    assert status == OUT_OF_NODES
+    assert used == 3_000
+    result = solve_search(
+        g, capacity=CAPACITY, lower_bound=CAPACITY, hint=None, time_limit=10.0, nodes=6_000
+    )
+    assert result.proved_optimal
+    assert result.arena_bytes == CAPACITY
+    assert_valid_offsets(request, g, result.offsets)
