@@ -28,6 +28,7 @@ import planner
 from planner.argtypes import positive_int
 from planner.csvio import load_request
 from planner.errors import RequestError
+from planner.install import install_hint
 from planner.io import parse_plan, parse_request
 from planner.models import Plan, PlanRequest
 
@@ -367,8 +368,6 @@ def junit_xml(results: Sequence[CaseResult], suite: str, seconds: float) -> byte
 
 # --- the command -----------------------------------------------------------------------
 
-_GPU_EXTRA = "pip install 'alloc-planner[gpu]'"
-
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     """Register ``planner batch``."""
@@ -410,7 +409,7 @@ def command(args: argparse.Namespace) -> int:
         from validators.cuda import GpuOptions, gpu_available
 
         if not gpu_available():
-            return _error(f"--gpu: CuPy or a CUDA device is missing; {_GPU_EXTRA}")
+            return _error(f"--gpu: CuPy or a CUDA device is missing; {install_hint('gpu')}")
         options = GpuOptions(trials=args.trials)
         gpu = functools.partial(gpu_check, options=options)
     t0 = time.perf_counter()

@@ -28,6 +28,7 @@ import planner
 from planner.argtypes import at_least, positive_int
 from planner.errors import RequestError
 from planner.generate import random_request
+from planner.install import install_hint
 from planner.io import parse_request
 from planner.models import Plan, PlanRequest
 
@@ -262,8 +263,7 @@ def command(args: argparse.Namespace) -> int:
 
         if not gpu_available():
             print(
-                "planner: error: --gpu: CuPy or a CUDA device is missing; "
-                "pip install 'alloc-planner[gpu]'",
+                "planner: error: --gpu: CuPy or a CUDA device is missing; " + install_hint("gpu"),
                 file=sys.stderr,
             )
             return 2
