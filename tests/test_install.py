@@ -37,7 +37,9 @@ def _installed_from(monkeypatch: pytest.MonkeyPatch, direct_url: dict[str, objec
 
 
 def test_hint_for_an_editable_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
-    _installed_from(monkeypatch, {"url": "file:///src/my%20planner", "dir_info": {"editable": True}})
+    _installed_from(
+        monkeypatch, {"url": "file:///src/my%20planner", "dir_info": {"editable": True}}
+    )
     assert install.install_hint("exact") == "pip install -e '/src/my planner[exact]'"
 
 
