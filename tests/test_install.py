@@ -14,6 +14,7 @@ import planner
 from planner import _jit, install, warm
 from planner.cli import main
 from planner.errors import FormatError
+from planner.io import parse_plan
 from planner.targets import TARGETS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -151,7 +152,7 @@ def test_help_shows_the_defaults(capsys: Capture) -> None:
 def test_plan_with_a_target(tmp_path: Path, capsys: Capture) -> None:
     out = tmp_path / "plan.json"
     assert main(["plan", str(EXAMPLE), "--target", "sm_75", "-o", str(out)]) == 0
-    plan = planner.io.parse_plan(out.read_text())
+    plan = parse_plan(out.read_text())
     assert plan.capacity == TARGETS["sm_75"].max_smem_per_block
     request = json.loads(EXAMPLE.read_text())
     request["target"] = "sm_75"
