@@ -27,7 +27,7 @@ from planner.emit import EMITTERS, emit_svg
 from planner.errors import FormatError, InternalError, RequestError
 from planner.install import DISTRIBUTION, available, install_hint
 from planner.io import parse_plan
-from planner.models import Plan
+from planner.models import Plan, PlanRequest
 from planner.models.request import Options
 from planner.targets import STATIC_SMEM_LIMIT, TARGETS, profile_dicts
 from planner.warm import ensure_warm, warm_up_requests
@@ -143,6 +143,9 @@ def _parser() -> _Parser:
     c.add_argument("output", metavar="OUT", help=".csv or .json; - for stdout (as JSON)")
     c.add_argument("--plan", metavar="PLAN", help="plan .json whose offsets fill the CSV")
     _add_capacity(c)
+
+    sc = sub.add_parser("schema", help="print the JSON Schema of a request or a plan")
+    sc.add_argument("which", nargs="?", choices=["request", "plan"], default="request")
 
     sub.add_parser(
         "warm",
@@ -398,6 +401,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_schema(args: argparse.Namespace) -> int:
+    model = PlanRequest if args.which == "request" else Plan
+    _write(None, json.dumps(model.model_json_schema(), indent=2) + "\n")
+    return EXIT_OK
+
+
 def _cmd_warm(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     requests = warm_up_requests()
@@ -512,6 +521,7 @@ _COMMANDS = {
     "convert": _cmd_convert,
     "serve": _cmd_serve,
     "warm": _cmd_warm,
+    "schema": _cmd_schema,
     "bench": _cmd_bench,
     "targets": _cmd_targets,
     "batch": batch_mod.command,

@@ -174,3 +174,12 @@ def test_warm_command(capsys: Capture) -> None:
     err = capsys.readouterr().err
     assert "planner: warm: compiled and loaded greedy" in err
     assert "search" in err
+
+
+@pytest.mark.parametrize("which", ["request", "plan"])
+def test_schema_command(which: str, capsys: Capture) -> None:
+    assert main(["schema", which]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert schema["type"] == "object"
+    assert ("buffers" if which == "request" else "placements") in schema["properties"]
+    assert main(["schema", "model"]) == 2
