@@ -13,10 +13,12 @@ $(BIN)/python:
 # Stamp files: reinstall only when pyproject.toml changes.
 $(VENV)/.installed-server: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[server,exact]'
+	$(BIN)/planner warm
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[server,exact,dev]'
+	$(BIN)/planner warm
 	touch $@ $(VENV)/.installed-server
 
 serve: $(VENV)/.installed-server

@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from api import web
+from api.docs_ui import add_docs
 from api.errors import register_exception_handlers
 from api.middleware import RequestMiddleware, configure_access_log
 from api.routes import VERSION, router
@@ -44,12 +45,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="Plans the offsets of a GPU kernel's shared-memory buffers and proves "
         "the plan safe.",
         lifespan=_lifespan,
+        docs_url=None,  # api.docs_ui serves /docs from installed files, not a CDN
+        redoc_url=None,
     )
     service = Service.create(settings)
     app.state.service = service
     app.state.settings = settings
     app.include_router(router)
     app.include_router(web.router)
+    add_docs(app)
     register_exception_handlers(app)
     logger = configure_access_log(settings.access_log)
     app.add_middleware(RequestMiddleware, metrics=service.metrics, logger=logger)

@@ -6,6 +6,11 @@ the static validator; with ``emulate`` through the CPU emulator and with ``gpu``
 CUDA harness too. A case fails when its file is bad, its plan does not fit (infeasible or
 unknown) or a validator rejects it; the failure is one line, never a traceback.
 
+A case may say what is expected of it, in an ``"expect"`` object beside the request's fields
+or in ``NAME.expect.json``: ``{"status": "infeasible"}`` (or a list of statuses), and
+optionally ``"arena_bytes"``. Then the case passes when the plan has that status (and arena)
+and every validator accepts it, and fails otherwise.
+
 Planning and the CPU checks run in ``jobs`` worker processes; the GPU checks run in this
 process, one at a time, so one CUDA context serves them all and compiled kernels are reused.
 """
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import multiprocessing
 import sys
 import time
@@ -28,6 +34,7 @@ import planner
 from planner.argtypes import positive_int
 from planner.csvio import load_request
 from planner.errors import RequestError
+from planner.install import install_hint
 from planner.io import parse_plan, parse_request
 from planner.models import Plan, PlanRequest
 
@@ -35,9 +42,11 @@ if TYPE_CHECKING:
     from validators.cuda import GpuOptions
 
 __all__ = [
+    "EXPECT_SUFFIX",
     "PLAN_SUFFIX",
     "Case",
     "CaseResult",
+    "Expectation",
     "Progress",
     "add_parser",
     "check_case",
@@ -46,10 +55,14 @@ __all__ = [
     "format_table",
     "gpu_check",
     "junit_xml",
+    "parse_expectation",
+    "request_files",
     "run_batch",
 ]
 
 PLAN_SUFFIX = ".plan.json"
+EXPECT_SUFFIX = ".expect.json"
+_STATUSES = ("optimal", "feasible", "infeasible", "unknown")
 VALIDATORS = ("static", "emulator", "gpu")
 _FITTING = ("optimal", "feasible")
 
@@ -61,6 +74,43 @@ class Case:
     name: str  # file name, e.g. "gemm.json"
     request: Path
     plan: Path | None
+    expect: Path | None = None  # NAME.expect.json
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What a case's plan must be: one of ``statuses``, and ``arena_bytes`` if given."""
+
+    statuses: tuple[str, ...] = ("optimal", "feasible")
+    arena_bytes: int | None = None
+
+    def failures(self, plan: Plan) -> list[str]:
+        """One line per way ``plan`` differs from this."""
+        found = []
+        if plan.status not in self.statuses:
+            want = " or ".join(self.statuses)
+            found.append(f"expect: status {want} expected, got {plan.status}")
+        if self.arena_bytes is not None and plan.arena_bytes != self.arena_bytes:
+            found.append(f"expect: arena {self.arena_bytes} B expected, got {plan.arena_bytes} B")
+        return found
+
+
+def parse_expectation(data: object, where: str) -> Expectation:
+    """An ``expect`` object; raises RequestError naming ``where`` and the bad value."""
+    if not isinstance(data, dict) or not set(data) <= {"status", "arena_bytes"}:
+        raise RequestError.field(
+            (where,), 'expected {"status": ..., "arena_bytes": ...}', "bad_expect", data
+        )
+    status = data.get("status", ["optimal", "feasible"])
+    statuses = tuple(status) if isinstance(status, list) else (status,)
+    if not statuses or any(s not in _STATUSES for s in statuses):
+        msg = f"status must be one of {', '.join(_STATUSES)}"
+        raise RequestError.field((where, "status"), msg, "bad_expect", status)
+    arena = data.get("arena_bytes")
+    if arena is not None and (not isinstance(arena, int) or isinstance(arena, bool) or arena < 0):
+        msg = "arena_bytes must be a non-negative integer"
+        raise RequestError.field((where, "arena_bytes"), msg, "bad_expect", arena)
+    return Expectation(statuses, arena)
 
 
 @dataclass(frozen=True)
@@ -84,18 +134,33 @@ class CaseResult:
         return not self.failures
 
 
-def find_cases(directory: Path) -> list[Case]:
+def request_files(directory: Path) -> list[Path]:
     """Every ``*.json`` and ``*.csv`` request in ``directory`` (not recursive), sorted by
-    name, with ``NAME.plan.json`` beside ``NAME.json`` as its plan."""
+    name: plans (``NAME.plan.json``) and expectations (``NAME.expect.json``) are not requests."""
+    return [
+        path
+        for path in sorted(directory.iterdir())
+        if path.is_file()
+        and path.suffix.lower() in (".json", ".csv")
+        and not path.name.endswith((PLAN_SUFFIX, EXPECT_SUFFIX))
+    ]
+
+
+def find_cases(directory: Path) -> list[Case]:
+    """Every request in ``directory`` (``request_files``), with ``NAME.plan.json`` beside
+    ``NAME.json`` as its plan and ``NAME.expect.json`` as its expectation."""
     cases: list[Case] = []
-    for path in sorted(directory.iterdir()):
-        name = path.name
-        if not path.is_file() or name.endswith(PLAN_SUFFIX):
-            continue
-        if path.suffix.lower() not in (".json", ".csv"):
-            continue
+    for path in request_files(directory):
         plan = path.with_name(path.stem + PLAN_SUFFIX)
-        cases.append(Case(name, path, plan if plan.is_file() else None))
+        expect = path.with_name(path.stem + EXPECT_SUFFIX)
+        cases.append(
+            Case(
+                path.name,
+                path,
+                plan if plan.is_file() else None,
+                expect if expect.is_file() else None,
+            )
+        )
     return cases
 
 
@@ -140,9 +205,38 @@ def check_case(case: Case, emulate: bool, keep_json: bool = False) -> CaseResult
         )
 
 
+def _load_case(case: Case) -> tuple[PlanRequest, Expectation]:
+    """The request, without its ``expect`` object, and what is expected of it."""
+    expect: object = None
+    where = "expect"  # the loc of an error: the inline object, or the file beside
+    request: PlanRequest | None = None
+    if case.request.suffix.lower() == ".json":
+        try:
+            data = json.loads(case.request.read_text(encoding="utf-8-sig"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            data = None  # load_request below says what is wrong with the file
+        if isinstance(data, dict) and "expect" in data:
+            expect = data.pop("expect")
+            request = parse_request(data, max_buffers=max(len(data.get("buffers", [])), 100_000))
+    if request is None:
+        request = load_request(str(case.request))
+    if case.expect is not None:
+        if expect is not None:
+            msg = f"both an 'expect' object and {case.expect.name}; keep one"
+            raise RequestError.field(("expect",), msg, "bad_expect", None)
+        where = case.expect.name
+        try:
+            expect = json.loads(case.expect.read_text(encoding="utf-8-sig"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise RequestError.field((), f"cannot read: {exc}", "bad_expect", None) from None
+    if expect is None:
+        return request, Expectation()
+    return request, parse_expectation(expect, where)
+
+
 def _check_case(case: Case, emulate: bool, keep_json: bool, t0: float) -> CaseResult:
     try:
-        request = load_request(str(case.request))
+        request, expectation = _load_case(case)
     except RequestError as exc:
         return _bad_input(case, f"{case.name}: {_describe(exc)}", time.perf_counter() - t0)
     try:
@@ -153,7 +247,7 @@ def _check_case(case: Case, emulate: bool, keep_json: bool, t0: float) -> CaseRe
     except RequestError as exc:
         where = case.plan.name if case.plan is not None else case.name
         return _bad_input(case, f"{where}: {_describe(exc)}", time.perf_counter() - t0)
-    checks, failures = _cpu_checks(request, plan, emulate)
+    checks, failures = _cpu_checks(request, plan, emulate, expectation)
     return CaseResult(
         case.name,
         len(request.buffers),
@@ -177,12 +271,15 @@ def _load_plan(path: Path) -> Plan:
 
 
 def _cpu_checks(
-    request: PlanRequest, plan: Plan, emulate: bool
+    request: PlanRequest, plan: Plan, emulate: bool, expectation: Expectation
 ) -> tuple[list[tuple[str, str]], list[str]]:
     checks: list[tuple[str, str]] = []
     failures: list[str] = []
-    if plan.status not in _FITTING:
-        failures.append(_not_fitting(plan))
+    if expectation == Expectation():
+        if plan.status not in _FITTING:
+            failures.append(_not_fitting(plan))
+    else:
+        failures += expectation.failures(plan)
     report = planner.validate(request, plan)
     checks.append(("static", "pass" if report.valid else "FAIL"))
     if not report.valid:
@@ -367,8 +464,6 @@ def junit_xml(results: Sequence[CaseResult], suite: str, seconds: float) -> byte
 
 # --- the command -----------------------------------------------------------------------
 
-_GPU_EXTRA = "pip install 'alloc-planner[gpu]'"
-
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     """Register ``planner batch``."""
@@ -385,6 +480,11 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     )
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML here")
     p.add_argument("--jobs", type=positive_int, default=1, metavar="N", help="worker processes")
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress lines, only the table and the summary (for CI logs)",
+    )
 
 
 def _error(message: str) -> int:
@@ -410,7 +510,7 @@ def command(args: argparse.Namespace) -> int:
         from validators.cuda import GpuOptions, gpu_available
 
         if not gpu_available():
-            return _error(f"--gpu: CuPy or a CUDA device is missing; {_GPU_EXTRA}")
+            return _error(f"--gpu: CuPy or a CUDA device is missing; {install_hint('gpu')}")
         options = GpuOptions(trials=args.trials)
         gpu = functools.partial(gpu_check, options=options)
     t0 = time.perf_counter()
@@ -419,7 +519,7 @@ def command(args: argparse.Namespace) -> int:
         emulate=args.emulate,
         gpu=gpu,
         jobs=args.jobs,
-        progress=Progress(len(cases), sys.stderr),
+        progress=None if args.quiet else Progress(len(cases), sys.stderr),
     )
     seconds = time.perf_counter() - t0
     print(format_table(results))

@@ -1,4 +1,4 @@
-"""The ``planner`` command: plan, validate, convert, bench, serve, batch and selftest.
+"""The ``planner`` command: plan, validate, convert, bench, serve, warm, batch and selftest.
 
 Exit codes: 0 planned (optimal or feasible) or valid; 1 infeasible, unknown or an invalid
 plan; 2 bad input (a missing or malformed file, a bad request, a bad flag value), reported
@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
 from typing import NoReturn
 
@@ -27,9 +28,12 @@ from planner.errors import FormatError, InternalError, RequestError
 from planner.families import FAMILIES
 from planner.families import MAX_BUFFERS as FAMILY_MAX
 from planner.families import MIN_BUFFERS as FAMILY_MIN
+from planner.install import DISTRIBUTION, available, install_hint
 from planner.io import parse_plan
-from planner.models import Plan
-from planner.targets import STATIC_SMEM_LIMIT, profile_dicts
+from planner.models import Plan, PlanRequest
+from planner.models.request import Options
+from planner.targets import STATIC_SMEM_LIMIT, TARGETS, profile_dicts
+from planner.warm import ensure_warm, warm_up_requests
 
 __all__ = ["main"]
 
@@ -37,7 +41,16 @@ EXIT_OK = 0
 EXIT_FAILED = 1  # infeasible, unknown, or an invalid plan
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
-_SERVER_EXTRA = "pip install 'alloc-planner[server]'"
+
+
+_OPTIONS = Options()  # the request options' defaults, shown in --help
+
+
+def _version() -> str:
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:  # a source tree that was never installed
+        return "0+unknown"
 
 
 class _UsageError(Exception):
@@ -74,14 +87,35 @@ def _parser() -> _Parser:
         description="Plan the shared-memory offsets of a GPU kernel's temporary buffers.",
         epilog="Exit codes: 0 planned or valid; 1 infeasible, unknown or invalid; 2 bad input.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("plan", help="plan a request (JSON or MiniMalloc CSV)")
     p.add_argument("request", metavar="REQUEST", help="request .json or .csv file; - for stdin")
     _add_capacity(p)
-    p.add_argument("--solver", metavar="NAME", help="auto, greedy, exact, or one heuristic")
-    p.add_argument("--sync", choices=["existing", "insert", "none"], help="sync policy")
-    p.add_argument("--time-limit", type=positive_float, metavar="S", help="seconds")
+    p.add_argument(
+        "--target",
+        choices=sorted(TARGETS),
+        help="device profile; its shared memory is the capacity unless one is given "
+        "(default: the request's)",
+    )
+    p.add_argument(
+        "--solver",
+        metavar="NAME",
+        help=f"auto, greedy, exact, or one heuristic (default: the request's, else "
+        f"{_OPTIONS.solver})",
+    )
+    p.add_argument(
+        "--sync",
+        choices=["existing", "insert", "none"],
+        help=f"sync policy (default: the request's, else {_OPTIONS.sync})",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=positive_float,
+        metavar="S",
+        help=f"seconds (default: the request's, else {_OPTIONS.time_limit:g})",
+    )
     p.add_argument("-o", "--output", metavar="OUT", help="write the plan here (default stdout)")
     p.add_argument(
         "--emit",
@@ -112,6 +146,15 @@ def _parser() -> _Parser:
     c.add_argument("output", metavar="OUT", help=".csv or .json; - for stdout (as JSON)")
     c.add_argument("--plan", metavar="PLAN", help="plan .json whose offsets fill the CSV")
     _add_capacity(c)
+
+    sc = sub.add_parser("schema", help="print the JSON Schema of a request or a plan")
+    sc.add_argument("which", nargs="?", choices=["request", "plan"], default="request")
+
+    sub.add_parser(
+        "warm",
+        help="compile and load every kernel and solver this installation has, ahead of the "
+        "first request (image builds, make serve)",
+    )
 
     s = sub.add_parser("serve", help="start the HTTP service")
     s.add_argument("--host", default="127.0.0.1")
@@ -176,7 +219,7 @@ def _parser() -> _Parser:
         action="append",
         default=[],
         help="also run this OmniMalloc allocator (e.g. supermalloc) side by side; needs "
-        "'pip install alloc-planner[compare]'",
+        "the compare extra",
     )
     b.add_argument("--json", action="store_true", help="print the rows as JSON")
 
@@ -275,7 +318,11 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     try:
         request = load_request(args.request, capacity=args.capacity)
         request = with_overrides(
-            request, solver=args.solver, sync=args.sync, time_limit=args.time_limit
+            request,
+            solver=args.solver,
+            sync=args.sync,
+            time_limit=args.time_limit,
+            target=args.target,
         )
         t0 = time.perf_counter()
         plan = planner.plan(request)
@@ -371,7 +418,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         import api
     except ModuleNotFoundError as exc:
         missing = exc.name or "a dependency"
-        return _fail(f"serve: {missing} is not installed; {_SERVER_EXTRA}")
+        return _fail(f"serve: {missing} is not installed; {install_hint('server')}")
     serve = getattr(api, "serve", None)
     if serve is None:
         return _fail("serve: this installation's api package has no serve()")
@@ -394,6 +441,26 @@ def _buffer_range(text: str) -> tuple[int, int]:
             f"expected {FAMILY_MIN} <= N <= M <= {FAMILY_MAX}, got {text!r}"
         )
     return lo, hi
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    model = PlanRequest if args.which == "request" else Plan
+    _write(None, json.dumps(model.model_json_schema(), indent=2) + "\n")
+    return EXIT_OK
+
+
+def _cmd_warm(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    requests = warm_up_requests()
+    ensure_warm(planner.plan)
+    solvers = ", ".join(sorted({str(r["options"]["solver"]) for r in requests}))
+    missing = "" if available("exact") else f"; CP-SAT is not installed ({install_hint('exact')})"
+    print(
+        f"planner: warm: compiled and loaded greedy, {solvers} in "
+        f"{time.perf_counter() - t0:.1f} s{missing}",
+        file=sys.stderr,
+    )
+    return EXIT_OK
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
@@ -452,8 +519,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         module = omni.load()
         if module is None:
             return _fail(
-                "bench: --omnimalloc needs the omnimalloc package "
-                "(pip install 'alloc-planner[compare]')"
+                "bench: --omnimalloc needs the omnimalloc package: " + install_hint("compare")
             )
         known = omni.allocator_names(module)
         for name in args.omnimalloc:
@@ -509,6 +575,8 @@ _COMMANDS = {
     "validate": _cmd_validate,
     "convert": _cmd_convert,
     "serve": _cmd_serve,
+    "warm": _cmd_warm,
+    "schema": _cmd_schema,
     "bench": _cmd_bench,
     "targets": _cmd_targets,
     "batch": batch_mod.command,

@@ -304,6 +304,7 @@ def with_overrides(
     solver: str | None = None,
     sync: str | None = None,
     time_limit: float | None = None,
+    target: str | None = None,
 ) -> PlanRequest:
     """The request with the given fields replaced, checked again; unchanged if none given."""
     options: dict[str, Any] = {}
@@ -313,10 +314,12 @@ def with_overrides(
         options["sync"] = sync
     if time_limit is not None:
         options["time_limit"] = time_limit
-    if capacity is None and not options:
+    if capacity is None and target is None and not options:
         return request
     data = request.model_dump()
     if capacity is not None:
         data["capacity"] = capacity
+    if target is not None:
+        data["target"] = target
     data["options"] = {**data["options"], **options}
     return parse_request(data, max_buffers=max(len(request.buffers), DEFAULT_MAX_BUFFERS))

@@ -22,6 +22,8 @@ def parse_request(
     """
     if isinstance(data, PlanRequest):
         return data
+    if isinstance(data, str) and not data.lstrip().startswith("{"):
+        raise _not_json(data)
     context = {"max_buffers": max_buffers}
     try:
         if isinstance(data, str | bytes):
@@ -29,6 +31,16 @@ def parse_request(
         return PlanRequest.model_validate(data, strict=True, context=context)
     except ValidationError as exc:
         raise _as_request_error(exc) from None
+
+
+def _not_json(text: str) -> FormatError:
+    """A string that cannot be a request's JSON, most likely a file name."""
+    shown = text if len(text) <= 80 else text[:77] + "..."
+    msg = (
+        f"expected a request as JSON text, a dict or a PlanRequest, got the string {shown!r}; "
+        "to plan a file, pass pathlib.Path(...) to planner.plan, or use 'planner plan FILE'"
+    )
+    return FormatError([{"loc": [], "msg": msg, "type": "json_invalid", "input": shown}])
 
 
 def parse_plan(data: Plan | dict[str, Any] | str | bytes) -> Plan:

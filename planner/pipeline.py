@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import os
 from dataclasses import dataclass, replace
 from importlib.util import find_spec
 from typing import Any
@@ -10,9 +11,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from planner._jit import announce
 from planner.access import budget_diagnostics
 from planner.aliasing import ALIAS_MAX_BUFFERS, Owners, alias_chains, merge_chains, sharing_pairs
 from planner.barriers import BarrierChoice, choose_barriers, hits, reuses
+from planner.csvio import load_request
 from planner.errors import InternalError, RequestError
 from planner.graph import (
     InterferenceGraph,
@@ -21,6 +24,7 @@ from planner.graph import (
     build_graph,
     sync_barriers,
 )
+from planner.install import install_hint
 from planner.io import parse_plan, parse_request, request_sha256
 from planner.lean import lean_points, warm_lean
 from planner.models import (
@@ -83,16 +87,19 @@ def validate(
 
 
 def plan(
-    request: PlanRequest | dict[str, Any] | str | bytes,
+    request: PlanRequest | dict[str, Any] | str | bytes | os.PathLike[str],
     *,
     max_buffers: int = DEFAULT_MAX_BUFFERS,
 ) -> Plan:
-    """Plan a request; the result has passed the static validator. Raises ``RequestError``,
-    and ``InternalError`` when the process runs out of memory.
+    """Plan a request (a model, a dict, JSON text, or the path of a JSON or MiniMalloc CSV
+    file); the result has passed the static validator. Raises ``RequestError``, and
+    ``InternalError`` when the process runs out of memory.
 
     ``options.time_limit`` bounds the whole call, parsing and the static check included
     (see ``_budget``)."""
     began = now()
+    if isinstance(request, os.PathLike):
+        request = load_request(os.fspath(request), max_buffers=max_buffers)
     try:
         return _plan(request, max_buffers, began)
     except MemoryError as exc:
@@ -103,6 +110,7 @@ def _plan(
     request: PlanRequest | dict[str, Any] | str | bytes, max_buffers: int, began: float
 ) -> Plan:
     req = parse_request(request, max_buffers=max_buffers)
+    announce("core")
     heuristics = _heuristics(req.options.solver)
     with paused():
         warm_lean()  # compiled code loads once per process, off the request's clock
@@ -590,7 +598,7 @@ def _heuristics(solver: str) -> list[str] | None:
         if solver in ("exact", *EXACT_METHODS) and all(exact_method(m) is None for m in wanted):
             raise RequestError.field(
                 ("options", "solver"),
-                f"solver {solver!r} is not installed: pip install 'alloc-planner[exact]'",
+                f"solver {solver!r} is not installed: {install_hint('exact')}",
                 "solver_unavailable",
                 solver,
             )

@@ -26,8 +26,10 @@ import numpy as np
 
 import planner
 from planner.argtypes import at_least, positive_int
+from planner.batch import request_files
 from planner.errors import RequestError
 from planner.generate import random_request
+from planner.install import install_hint
 from planner.io import parse_request
 from planner.models import Plan, PlanRequest
 
@@ -49,7 +51,7 @@ __all__ = [
 
 CORRECT = "(correct plans)"
 MUST_CATCH = ("overlap",)  # fault kinds every validator must catch
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parent / "examples"  # shipped in the wheel too
 RANDOM_BLOCK = [64, 1, 1]  # threads: more than one, so cross-thread hazards are real
 RANDOM_BUFFERS = (12, 24, 40)  # buffers per random request, in turn
 _SYNCS = ("insert", "none", "existing")  # sync policy per random request, in turn
@@ -93,7 +95,7 @@ def subjects(random: int, seed: int, examples: Path | None = EXAMPLES) -> list[S
     """Correct plans: every example that fits, then ``random`` random requests."""
     out: list[Subject] = []
     if examples is not None and examples.is_dir():
-        for path in sorted(examples.glob("*.json")):
+        for path in request_files(examples):
             request = parse_request(path.read_text(encoding="utf-8"))
             plan = planner.plan(request)
             if plan.status in ("optimal", "feasible"):
@@ -262,8 +264,7 @@ def command(args: argparse.Namespace) -> int:
 
         if not gpu_available():
             print(
-                "planner: error: --gpu: CuPy or a CUDA device is missing; "
-                "pip install 'alloc-planner[gpu]'",
+                "planner: error: --gpu: CuPy or a CUDA device is missing; " + install_hint("gpu"),
                 file=sys.stderr,
             )
             return 2

@@ -10,7 +10,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["WARM_UP", "ensure_warm"]
+from planner.install import available
+
+__all__ = ["WARM_UP", "ensure_warm", "warm_up_requests"]
 
 # Ten buffers greedy cannot place at the bound, so the skyline heuristics, the clique bound,
 # the search and CP-SAT all run (the last two each named as the solver).
@@ -39,6 +41,12 @@ WARM_UP: list[dict[str, Any]] = [
     for solver, sync in (("search", "existing"), ("cpsat", "insert"))
 ]
 
+
+def warm_up_requests() -> list[dict[str, Any]]:
+    """The warm-up requests this installation can plan: CP-SAT's only with the exact extra."""
+    return [r for r in WARM_UP if r["options"]["solver"] != "cpsat" or available("exact")]
+
+
 _lock = threading.RLock()
 _state = {"done": False, "running": False}
 
@@ -53,7 +61,7 @@ def ensure_warm(plan: Callable[[dict[str, Any]], object]) -> None:
             return
         _state["running"] = True
         try:
-            for request in WARM_UP:
+            for request in warm_up_requests():
                 plan(request)
         finally:
             _state["running"] = False

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import planner
+from planner.batch import request_files
 from planner.io import parse_request
 from planner.models import Plan, PlanRequest
 
@@ -76,7 +77,7 @@ def savings(path: Path) -> Savings:
 
 
 def main(argv: list[str]) -> int:
-    paths = [Path(p) for p in argv] or sorted(EXAMPLES.glob("*.json"))
+    paths = [Path(p) for p in argv] or request_files(EXAMPLES)
     header = ("example", "arena", "existing", "bytes saved", "inserted", "one/reuse", "saved")
     print("{:<30} {:>8} {:>9} {:>11} {:>8} {:>9} {:>5}".format(*header))
     for path in paths:

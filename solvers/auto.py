@@ -28,7 +28,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
+from planner._jit import announce
 from planner.graph import InterferenceGraph, build_graph
+from planner.install import install_hint
 from planner.models import PlanRequest
 from planner.warm import WARM_UP
 from solvers.bounds import CLIQUE_MAX, clique_bound, stack_height
@@ -117,6 +119,7 @@ def _load(methods: list[tuple[str, ExactMethod]]) -> None:
             clique_bound(g, bound)
             _LOADED.add("greedy")
         for name, method in todo:
+            announce(name)
             method(g, capacity=None, lower_bound=bound, hint=None, time_limit=1.0)
             _LOADED.add(name)
 
@@ -178,7 +181,7 @@ def solve(
         found = {n: exact_method(n) for n in names}
     methods = [(n, m) for n, m in found.items() if m is not None]
     notes = [
-        f"exact method {n!r} needs 'pip install alloc-planner[exact]'"
+        f"exact method {n!r} needs the exact extra: {install_hint('exact')}"
         for n, m in found.items()
         if m is None
     ]

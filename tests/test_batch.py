@@ -196,3 +196,78 @@ def test_gpu_batch_of_examples(tmp_path: Path, capsys: Capture) -> None:
     failure = cases["c_broken.json"].find("failure")
     assert failure is not None
     assert "gpu: " in (failure.text or "")
+
+
+# --- expectations and quiet logs -------------------------------------------------------
+
+TOO_BIG = json.loads((EXAMPLES / "too_big_for_sm75.json").read_text())
+
+
+def test_project_examples_pass_as_a_batch(capsys: Capture) -> None:
+    assert main(["batch", str(EXAMPLES), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "too_big_for_sm75.json" in out
+    assert "infeasible" in out
+    assert "expect.json" not in out  # an expectation is not a request
+
+
+def test_expect_inline_and_beside(tmp_path: Path, capsys: Capture) -> None:
+    _write(tmp_path / "inline.json", {**TOO_BIG, "expect": {"status": "infeasible"}})
+    _write(tmp_path / "beside.json", TOO_BIG)
+    _write(tmp_path / "beside.expect.json", {"status": ["infeasible", "unknown"]})
+    _write(tmp_path / "wrong.json", {**TOO_BIG, "expect": {"status": "optimal"}})
+    fits = {**TWO_PHASE, "expect": {"status": "optimal", "arena_bytes": 1}}
+    _write(tmp_path / "arena.json", fits)
+    results = {r.name: r for r in run_batch(find_cases(tmp_path))}
+    assert results["inline.json"].ok
+    assert results["beside.json"].ok
+    assert results["wrong.json"].failures == ("expect: status optimal expected, got infeasible",)
+    (failure,) = results["arena.json"].failures
+    assert failure.startswith("expect: arena 1 B expected, got ")
+    for r in results.values():
+        assert ("static", "pass") in r.checks  # the plan is still validated
+
+
+def test_without_expect_an_infeasible_plan_fails(tmp_path: Path) -> None:
+    _write(tmp_path / "too_big.json", TOO_BIG)
+    (result,) = run_batch(find_cases(tmp_path))
+    assert not result.ok
+
+
+@pytest.mark.parametrize(
+    ("expect", "field"),
+    [
+        ({"status": "fits"}, "expect.status"),
+        ({"status": []}, "expect.status"),
+        ({"arena_bytes": -1}, "expect.arena_bytes"),
+        ({"arena_bytes": True}, "expect.arena_bytes"),
+        ({"stat": "optimal"}, "expect"),
+        ("infeasible", "expect"),
+    ],
+)
+def test_bad_expect_is_the_case_failure(tmp_path: Path, expect: object, field: str) -> None:
+    _write(tmp_path / "k.json", {**TOO_BIG, "expect": expect})
+    (result,) = run_batch(find_cases(tmp_path))
+    assert result.status == "bad input"
+    (failure,) = result.failures
+    assert failure.startswith(f"input: k.json: {field}: "), failure
+
+
+def test_bad_expect_file_names_it(tmp_path: Path) -> None:
+    _write(tmp_path / "k.json", TOO_BIG)
+    _write(tmp_path / "k.expect.json", {"status": "nope"})
+    (result,) = run_batch(find_cases(tmp_path))
+    assert result.failures[0].startswith("input: k.json: k.expect.json.status: ")
+    _write(tmp_path / "k.json", {**TOO_BIG, "expect": {"status": "infeasible"}})
+    (result,) = run_batch(find_cases(tmp_path))
+    assert "keep one" in result.failures[0]
+
+
+def test_quiet_prints_no_progress(tmp_path: Path, capsys: Capture) -> None:
+    _write(tmp_path / "a.json", TWO_PHASE)
+    assert main(["batch", str(tmp_path), "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert "1 passed, 0 failed" in captured.out
+    assert "[" not in captured.err  # no progress bar or per-tenth lines
+    assert main(["batch", str(tmp_path)]) == 0
+    assert "1/1" in capsys.readouterr().err

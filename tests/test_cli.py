@@ -310,7 +310,8 @@ def test_serve_without_fastapi_exits_2(capsys: Capture, monkeypatch: pytest.Monk
     monkeypatch.setitem(sys.modules, "api", None)  # import api -> ModuleNotFoundError
     assert main(["serve", "--port", "0"]) == 2
     line = _one_error_line(capsys.readouterr().err)
-    assert "pip install 'alloc-planner[server]'" in line
+    assert "pip install" in line
+    assert "[server]'" in line
 
 
 def test_serve_calls_the_api(capsys: Capture, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import planner
+from planner.batch import request_files
 from planner.io import parse_request
 from validators.cuda import (
     GpuOptions,
@@ -225,7 +226,7 @@ def test_table_runs_the_programs_accesses(name: str) -> None:
     _check_table(PROGRAMS[name]())
 
 
-@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.json")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", request_files(EXAMPLES), ids=lambda p: p.name)
 def test_example_programs_encode(path: Path) -> None:
     request = parse_request(path.read_text())
     plan = planner.plan(request)

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import planner
+from planner.batch import request_files
 from planner.cli import main
 from planner.io import parse_request
 from planner.models import Options, Placement, Plan, PlanRequest
@@ -20,7 +21,7 @@ from validators.emulator import emulate, run_program
 from validators.faults import plant_fault
 from validators.program import build_program
 
-EXAMPLES = sorted(Path(__file__).resolve().parent.parent.joinpath("examples").glob("*.json"))
+EXAMPLES = request_files(Path(__file__).resolve().parent.parent / "examples")
 TX = "threadIdx.x"
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import planner
+from planner.batch import request_files
 from planner.io import parse_request
 from planner.models import Plan, PlanRequest
 from planner.targets import TARGETS
@@ -45,7 +46,7 @@ def _naive(request: PlanRequest) -> int:
     return sum(b.size for b in request.buffers)
 
 
-@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.json")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", request_files(EXAMPLES), ids=lambda p: p.name)
 def test_every_example_plans_and_checks(path: Path) -> None:
     request, plan = _load(path.name)
     assert plan.naive_bytes == _naive(request)

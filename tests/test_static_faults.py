@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 
 import planner
+from planner.batch import request_files
 from planner.io import parse_request
 from planner.models import Plan, PlanRequest
 from validators import validate_plan
@@ -24,7 +25,7 @@ from validators import validate_plan
 from .patterned import patterned_dicts
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-FILES = sorted(EXAMPLES.glob("*.json"))
+FILES = request_files(EXAMPLES)
 
 
 def _codes(request: PlanRequest, plan: Plan) -> set[str]:
