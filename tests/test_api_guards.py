@@ -50,9 +50,9 @@ def _spy_pool(app: FastAPI, monkeypatch: pytest.MonkeyPatch) -> list[object]:
     real = pool.run
     calls: list[object] = []
 
-    async def run(timeout: float, fn: Any, *args: object) -> Any:
+    async def run(timeout: float, fn: Any, *args: object, **options: Any) -> Any:
         calls.append(fn)
-        return await real(timeout, fn, *args)
+        return await real(timeout, fn, *args, **options)
 
     monkeypatch.setattr(pool, "run", run)
     return calls
