@@ -132,7 +132,7 @@ class Plan(_Model):
     arena_bytes: int
     lower_bound: int
     naive_bytes: int  # every buffer laid end to end, no reuse
-    capacity: int | None
+    capacity: int | None = None  # bytes; None: unbounded (a default, so /docs examples read)
     placements: list[Placement]
     barriers: Barriers
     spilled: list[str] = Field(default_factory=list)  # ids placed in the global workspace
