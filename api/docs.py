@@ -262,7 +262,8 @@ def _errors(*, with_body: bool) -> dict[int | str, dict[str, Any]]:
         errors[422] = {
             "model": ErrorResponse,
             "description": "Bad request: malformed JSON, a schema error, a semantic one or a "
-            "limit; `loc` names the field, `input` holds the value.",
+            "limit; `loc` names the field, `input` holds the value (a long one cut to 200 "
+            "characters and its length).",
             "headers": _HEADERS,
         }
     errors[500] = {

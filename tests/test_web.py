@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -285,3 +286,12 @@ def test_example_and_upload(server: str, driver: Any, tmp_path: Path) -> None:
     memory = sorted(r.get_attribute("data-memory") for r in rects)
     assert memory == ["global", "shared", "shared", "shared"]
     assert "1 buffer, 16384 B global workspace" in driver.find_element(By.ID, "stats").text
+
+
+def test_the_page_posts_json() -> None:
+    # The service refuses any other content type (415), so every POST of the page names it.
+    script = (STATIC / "app.js").read_text(encoding="utf-8")
+    calls = re.findall(r"fetch\((.*?)\);", script, re.S)
+    posts = [call for call in calls if 'method: "POST"' in call]
+    assert len(posts) == 2, posts
+    assert all('headers: { "content-type": "application/json" }' in p for p in posts)

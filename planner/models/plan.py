@@ -1,4 +1,8 @@
-"""The plan the planner returns (DESIGN section 3). A pure function of its request."""
+"""The plan the planner returns (DESIGN section 3). A pure function of its request.
+
+Read from the wire strictly, like a request (``planner.io.parse_plan``, ``/validate``,
+``/emit``): an integer field takes only a JSON integer, a boolean only ``true``/``false``.
+"""
 
 from __future__ import annotations
 
@@ -128,7 +132,7 @@ class Plan(_Model):
     arena_bytes: int
     lower_bound: int
     naive_bytes: int  # every buffer laid end to end, no reuse
-    capacity: int | None
+    capacity: int | None = None  # bytes; None: unbounded (a default, so /docs examples read)
     placements: list[Placement]
     barriers: Barriers
     spilled: list[str] = Field(default_factory=list)  # ids placed in the global workspace
