@@ -8,7 +8,8 @@ known by construction.
 
 - ``guillotine``: every cut runs straight across the tile it splits.
 - ``pinwheel``: every split is a pinwheel (four tiles around a fifth, no straight cut
-  through the rectangle), so no guillotine argument finds the plan; ``1 + 4k`` buffers.
+  through the rectangle), so no guillotine argument finds the plan; with ``1 + 4k``
+  buffers only pinwheels, else straight cuts make up the count.
 - ``mixed``: guillotine and pinwheel splits on a 16-byte grid, cuts snapped to 16, 128 or
   1024 bytes, each buffer aligned to 16, 128 or 1024 bytes as its place in the tiling allows.
 - ``sparse``: a guillotine tiling with tiles removed, never those live at one chosen point,
@@ -46,7 +47,7 @@ GRID = 1024  # bytes: the size and offset grid of every family but ``mixed``
 FINE_GRID = 16  # bytes: the grid of ``mixed``
 HORIZON = 1024  # program points of a tiling
 SNAPS = (16, 128, 1024)  # bytes: where ``mixed`` cuts may snap, and its alignments
-SPARSE_DROP = 0.25  # fraction of the removable tiles ``sparse`` drops
+SPARSE_DROP = 0.25  # fraction of its tiling that ``sparse`` drops (only tiles off one point)
 MIN_BUFFERS = 5
 MAX_BUFFERS = 4000
 TRAINING_SEED = 1_000
@@ -267,8 +268,8 @@ FAMILIES = tuple(_FAMILY_IDS)
 
 
 def family_instance(family: str, buffers: int, seed: int) -> FamilyInstance:
-    """One instance of ``family`` with about ``buffers`` buffers (pinwheel tilings have
-    ``1 + 4k``); raises ValueError naming a bad family or buffer count."""
+    """One instance of ``family`` with ``buffers`` buffers; raises ValueError naming a bad
+    family or buffer count."""
     if family not in _FAMILY_IDS:
         raise ValueError(f"family must be one of {', '.join(FAMILIES)}, got {family!r}")
     if not MIN_BUFFERS <= buffers <= MAX_BUFFERS:

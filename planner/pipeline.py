@@ -239,7 +239,7 @@ def _context(req: PlanRequest, heuristics: list[str] | None, spare: float) -> _C
     loose = reference if exact else reference.released(after, None, req.horizon)
     bound = loose.lower_bound
     if req.options.sync != "none":  # barriers and aliases decide what may share
-        hazard = _hazard_bound(req, reference, first, after, owners, shrunk)
+        hazard = _hazard_bound(req, reference, first, after, owners, shrunk, bound.bytes)
         bound = hazard if hazard.bytes > bound.bytes else bound
     return _Context(
         req,
@@ -264,12 +264,16 @@ def _hazard_bound(
     after: I64,
     owners: Owners | None,
     shrunk: frozenset[int],
+    floor: int,
 ) -> LowerBound:
     """``solvers.bounds.hazard_bound`` on the barriers any plan may have; aliases judged
-    with the earliest cut-off those barriers allow (every point: no hazard is left)."""
+    with the earliest cut-off those barriers allow (every point: no hazard is left). Where
+    even ignoring aliases it is no more than ``floor`` (a bound in hand), it is not
+    refined."""
     allowed = sync_barriers(req)
-    if allowed is None or owners is None:
-        return hazard_bound(g, first, after, allowed, None)
+    plain = hazard_bound(g, first, after, allowed, None)  # as if no buffer could alias
+    if allowed is None or owners is None or plain.bytes <= floor:
+        return plain  # exact, or no more than ``floor``, which the caller keeps
     cut = owners if allowed == owners.barriers else Owners(req, allowed, shrunk)
     return hazard_bound(g, first, after, allowed, cut)
 

