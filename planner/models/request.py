@@ -23,6 +23,7 @@ from planner.targets import TARGETS
 
 __all__ = [
     "DEFAULT_MAX_BUFFERS",
+    "EXAMPLE",
     "MAX_POINT",
     "MAX_SIZE",
     "THREAD_VARS",
@@ -100,15 +101,24 @@ def _normalize_dims(value: list[int] | None, limits: tuple[int, int, int], what:
 class Access(BaseModel):
     """One access of a buffer by every thread: element ``sum(coeff * var) + offset``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     op: Literal["read", "write"]
+    """Whether the access reads or writes the buffer's elements."""
     at: Point
+    """Program point of the access; within the buffer's lifetime [start, end)."""
     bytes: int = Field(ge=1, le=256)  # element width
+    """Element width in bytes (1 to 256); element i covers bytes [i*bytes, (i+1)*bytes)."""
     index: dict[str, int] | None = None  # var -> coefficient, in elements
+    """Element index as {variable: coefficient}: sum(coeff * var) + offset, in elements. Variables:
+    threadIdx.x|y|z, blockIdx.x|y|z, or a name in loops. Give index or threads, not both.
+    """
     offset: int = 0  # elements
+    """Constant added to the element index, in elements. Default 0."""
     loops: dict[str, Annotated[int, Field(ge=1, le=1 << 30)]] = Field(default_factory=dict)
+    """Extent of each loop variable the index uses: {name: iterations}. Default none."""
     threads: Literal["all"] | None = None  # "all": any thread may touch any byte
+    """"all": a broadcast, any thread may touch any byte (instead of index)."""
 
     @model_validator(mode="after")
     def _index_or_threads(self) -> Access:
@@ -131,16 +141,26 @@ class Access(BaseModel):
 class Buffer(BaseModel):
     """One temporary buffer: ``size`` bytes live on the half-open interval ``[start, end)``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     id: str = Field(min_length=1, max_length=256)
+    """Unique name of the buffer (1 to 256 characters), echoed in the plan."""
     size: Bytes
+    """Size in bytes (at least 1)."""
     start: Point
+    """First program point of the lifetime (inclusive)."""
     end: Point
+    """End of the lifetime, exclusive: the buffer is live on [start, end); end > start."""
     alignment: int | None = Field(default=None, ge=1, le=MAX_ALIGNMENT)  # None: the request's
+    """Alignment of the offset in bytes, a power of two. Default: the request's alignment."""
     offset: int | None = Field(default=None, ge=0, le=MAX_SIZE)  # pinned by the caller
+    """Pins the buffer at this byte offset from the arena base. Default: the planner chooses."""
     accesses: list[Access] = Field(default_factory=list)
+    """Which thread touches which element when; optional. Without them any thread may touch any
+    byte from start to end - 1.
+    """
     dtype: str | None = None  # element type for the emitters; None: bytes
+    """Element type for the emitted CUDA/MLIR pointers (e.g. "f16"). Default: bytes."""
 
     _alignment = field_validator("alignment")(_check_alignment)
 
@@ -189,34 +209,91 @@ class Buffer(BaseModel):
 class Options(BaseModel):
     """How to plan."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     solver: str = Field(default="auto", min_length=1, max_length=64)
+    """"auto" (greedy, then exact methods while the bound is not met), "greedy", "exact", "search",
+    "cpsat" (the exact extra), or one heuristic such as "size/best-fit". Default "auto".
+    """
     time_limit: float = Field(default=10.0, gt=0, le=MAX_TIME_LIMIT, allow_inf_nan=False)  # s
+    """Seconds the whole plan may take (0 < t <= 3600), parsing and checks included. Default 10."""
     sync: SyncPolicy = "insert"
+    """Barrier policy: "existing" (only the request's barriers), "insert" (the planner may add
+    barriers where that saves memory), "none" (the caller synchronizes; the plan lists where).
+    Default "insert".
+    """
     overflow: Literal["error", "spill"] = "error"
+    """When the peak of live bytes exceeds capacity: "error" (an infeasible plan with a
+    certificate) or "spill" (cheapest buffers to a global-memory workspace). Default "error".
+    """
     barrier_candidates: list[Point] | None = None
+    """Program points where sync "insert" may add a barrier. Default: every point."""
     max_new_barriers: int | None = Field(default=None, ge=0, le=MAX_POINT)
+    """Most barriers sync "insert" may add (0 is the same as "existing"). Default: no cap."""
     shrink: bool = False  # plan each blockIdx-indexed buffer's per-block slice
+    """Plan only the slice of each blockIdx-indexed buffer one block touches, and report its
+    index_base. Default false.
+    """
     pareto: bool = False  # sync "insert": also return every non-dominated plan
+    """With sync "insert": also return every non-dominated (arena bytes, new barriers) plan.
+    Default false.
+    """
+
+
+# A two-phase kernel: A_s and B_s die at the barrier at 4, where C_s takes their bytes.
+EXAMPLE: dict[str, Any] = {
+    "name": "two_phase",
+    "target": "sm_90",
+    "alignment": 16,
+    "barriers": [4],
+    "buffers": [
+        {"id": "A_s", "size": 8192, "start": 0, "end": 4},
+        {"id": "B_s", "size": 8192, "start": 0, "end": 4},
+        {"id": "C_s", "size": 16384, "start": 4, "end": 8},
+    ],
+    "options": {"sync": "existing", "time_limit": 1.0},
+}
 
 
 class PlanRequest(BaseModel):
     """The buffers of one kernel, their lifetimes and barriers, and how to plan them."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        use_attribute_docstrings=True,
+        json_schema_extra={"examples": [EXAMPLE]},
+    )
 
     name: str = Field(default="kernel", max_length=256)
+    """Name of the kernel, echoed in the plan. Default "kernel"."""
     target: str | None = None
+    """Device profile (sm_70, sm_75, sm_80, sm_86, sm_89, sm_90): its per-block shared memory is
+    the capacity unless one is given, and it sets the launch figures. Default: none.
+    """
     capacity: int | None = Field(default=None, ge=1, le=MAX_SIZE)  # bytes; None: target's
+    """Bytes of shared memory available to the arena. Default: the target's per-block maximum, else
+    unbounded.
+    """
     alignment: int = Field(default=1, ge=1, le=MAX_ALIGNMENT)  # default per buffer, bytes
+    """Default alignment of every buffer's offset in bytes, a power of two. Default 1."""
     block: list[Annotated[int, Field(ge=1)]] | None = Field(
         default=None, min_length=1, max_length=3
     )
+    """Threads per block [x, y, z] (1 to 3 numbers) for access patterns over threadIdx. Default:
+    none.
+    """
     grid: list[Annotated[int, Field(ge=1)]] | None = Field(default=None, min_length=1, max_length=3)
+    """Blocks per grid [x, y, z] (1 to 3 numbers) for access patterns over blockIdx. Default: none.
+    """
     barriers: list[Point] = Field(default_factory=list)
+    """Program points where the kernel already has a block-wide barrier (__syncthreads()); each
+    runs before the accesses at its point. Default none.
+    """
     buffers: list[Buffer]  # required: a request without it is a mistake, not an empty kernel
+    """The kernel's temporary buffers (required; ids unique)."""
     options: Options = Field(default_factory=Options)
+    """How to plan: solver, time limit, sync policy, overflow."""
 
     _alignment = field_validator("alignment")(_check_alignment)
 

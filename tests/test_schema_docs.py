@@ -1,0 +1,67 @@
+"""The request and plan schemas document every field (units and defaults in words), and the
+request schema's example is a request that plans."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+import planner
+from api.app import create_app
+from api.settings import Settings
+from planner.models import Plan, PlanRequest
+from planner.models.request import EXAMPLE
+
+
+def _undocumented(schema: dict[str, Any]) -> list[str]:
+    """Every property, in the schema and its definitions, without a description."""
+    missing = []
+    for name, model in [("(root)", schema), *schema.get("$defs", {}).items()]:
+        for prop, spec in model.get("properties", {}).items():
+            if not spec.get("description"):
+                missing.append(f"{name}.{prop}")
+    return missing
+
+
+@pytest.mark.parametrize("model", [PlanRequest, Plan], ids=["request", "plan"])
+def test_every_field_has_a_description(model: type[PlanRequest] | type[Plan]) -> None:
+    schema = model.model_json_schema()
+    assert _undocumented(schema) == []
+
+
+def _objects(node: object) -> list[dict[str, Any]]:
+    """Every schema object with properties, at any depth."""
+    found: list[dict[str, Any]] = []
+    if isinstance(node, dict):
+        if isinstance(node.get("properties"), dict):
+            found.append(node)
+        for value in node.values():
+            found += _objects(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += _objects(value)
+    return found
+
+
+def test_openapi_documents_the_request_fields() -> None:
+    app = create_app(Settings(solver_pool="threads", solver_workers=1))
+    with TestClient(app) as client:
+        spec = client.get("/openapi.json").json()
+    body = spec["paths"]["/plan"]["post"]["requestBody"]["content"]["application/json"]
+    objects = _objects(body["schema"])
+    names = {name for obj in objects for name in obj["properties"]}
+    assert {"buffers", "time_limit", "accesses", "threads"} <= names
+    for obj in objects:
+        for name, prop in obj["properties"].items():
+            assert prop.get("description"), name
+
+
+def test_the_schema_example_plans() -> None:
+    (example,) = PlanRequest.model_json_schema()["examples"]
+    assert example == EXAMPLE
+    plan = planner.plan(example)
+    assert planner.validate(example, plan).valid
+    assert plan.status == "optimal"
+    assert plan.arena_bytes == 16384  # C_s over A_s and B_s after the barrier at 4
