@@ -65,8 +65,8 @@ BARRIER_MODEL_MAX_BUFFERS = 64  # the exact barrier model has a disjunction per 
 LEAN_MAX_BUFFERS = 128  # greedy barrier points: candidates x buffers work per point chosen
 PARETO_STEPS = 8  # intermediate plans per method on the Pareto front
 # Seconds per buffer of the work every plan needs (graph, one greedy heuristic, barriers,
-# assembly, static check), measured on one core of a shared 2-core machine at 100 000 buffers.
-FIXED_SECONDS_PER_BUFFER = 6e-5
+# assembly, static check), measured on one core of a busy shared 2-core machine at 30 000 buffers.
+FIXED_SECONDS_PER_BUFFER = 1e-4
 
 
 def validate(
@@ -107,7 +107,7 @@ def _plan(
         warm_lean()  # compiled code loads once per process, off the request's clock
     limit = req.options.time_limit
     fixed = FIXED_SECONDS_PER_BUFFER * len(req.buffers)
-    with deadline(max(0.0, limit - fixed / 2), since=began):
+    with deadline(max(0.0, limit - fixed), since=began):
         ctx = _context(req, heuristics, max(0.0, 1.0 - fixed / limit) if limit > 0 else 0.0)
         attempts = _attempts(ctx)
     chosen = _choose(req, attempts)
@@ -148,8 +148,8 @@ def _budget() -> None:
     - the exact methods run only when building their instances is estimated to fit
       (``solvers.auto``), and stop by node budgets derived from their share;
     - attempts other than the policy's (fewer barriers, exact barrier models) and each
-      further heuristic are skipped once the deadline (the time limit less half the fixed
-      work, kept for assembly and the check) has passed by the clock.
+      further heuristic are skipped once the deadline (the time limit less the fixed work,
+      kept for barriers, assembly and the check) has passed by the clock.
 
     So the same request runs the same work, and gets the same plan, on any machine on which
     that work fits its time limit; only a machine slower than the estimates assume reaches
