@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from planner.access import budget_diagnostics
 from planner.aliasing import ALIAS_MAX_BUFFERS, Owners, alias_chains, merge_chains, sharing_pairs
-from planner.barriers import BarrierChoice, choose_barriers, hits, reuses
+from planner.barriers import BarrierChoice, choose_barriers, hits, reuses, warm_reuses
 from planner.errors import InternalError, RequestError
 from planner.graph import (
     InterferenceGraph,
@@ -103,8 +103,9 @@ def _plan(
 ) -> Plan:
     req = parse_request(request, max_buffers=max_buffers)
     heuristics = _heuristics(req.options.solver)
-    with paused():
-        warm_lean()  # compiled code loads once per process, off the request's clock
+    with paused():  # compiled code loads once per process, off the request's clock
+        warm_lean()
+        warm_reuses()
     limit = req.options.time_limit
     fixed = FIXED_SECONDS_PER_BUFFER * len(req.buffers)
     with deadline(max(0.0, limit - fixed), since=began):

@@ -34,7 +34,7 @@ from planner.warm import WARM_UP
 from solvers.bounds import CLIQUE_MAX, clique_bound, stack_height
 from solvers.clock import deadline, expired, paused
 from solvers.exact import ExactResult, granularity, round_up
-from solvers.greedy import arena_of, portfolio
+from solvers.greedy import arena_of, portfolio, run
 
 __all__ = ["EXACT_METHODS", "SOLVERS", "Listener", "Solution", "exact_method", "listening", "solve"]
 
@@ -114,6 +114,7 @@ def _load(methods: list[tuple[str, ExactMethod]]) -> None:
         bound = g.aligned_bound.bytes
         if "greedy" not in _LOADED:
             portfolio(g, None, bound)
+            run(g, "start/first-fit")  # the sweep: the portfolio may stop before it
             clique_bound(g, bound)
             _LOADED.add("greedy")
         for name, method in todo:

@@ -474,11 +474,13 @@ def _sweep(extents: list[_Extent], barriers: list[int], aliases: _Aliases, out: 
         if pos > 0 and placed[pos - 1][1] > b.lo:
             pos -= 1  # the one entry below may still reach into b
         clash = False
-        for _, _, j in placed.islice(pos):
-            if extents[j].lo >= b.hi:
+        while pos < len(placed):
+            lo, _, j = placed[pos]
+            if lo >= b.hi:
                 break
             _report(extents[j], b, barriers, aliases, out)
             clash = True
+            pos += 1
         for j in misplaced:
             a = extents[j]
             if a.lo < b.hi and b.lo < a.hi:
