@@ -1,4 +1,27 @@
-"""``plan(request) -> Plan``: graph, portfolio, barriers, assembly, and the static check."""
+"""``plan(request) -> Plan``: graph, portfolio, barriers, assembly, and the static check.
+
+How ``options.time_limit`` bounds a plan, and why the plan still does not depend on the
+machine.
+
+The clock starts when ``plan`` is called. Work that every plan needs (parsing, the graph,
+one greedy heuristic, barriers, assembly and the static check) grows with the buffers
+and is estimated as ``FIXED_SECONDS_PER_BUFFER`` per buffer; optional work gets the rest:
+
+- which greedy heuristics run is decided from counts alone (buffers, conflicts, time
+  slots) by ``solvers.greedy.affordable``: their estimated cost must fit
+  ``GREEDY_SHARE`` of each attempt's share of the time left after the fixed work. The
+  first heuristic always runs, or, when its estimate alone is over (or its neighbour
+  lists would pass their memory limit), the cheapest, a sweep with no lists;
+- the exact methods run only when building their instances is estimated to fit
+  (``solvers.auto``), and stop by node budgets derived from their share;
+- attempts other than the policy's (fewer barriers, exact barrier models) and each
+  further heuristic are skipped once the deadline (the time limit less the fixed work,
+  kept for barriers, assembly and the check) has passed by the clock.
+
+So the same request runs the same work, and gets the same plan, on any machine on which
+that work fits its time limit; only a machine slower than the estimates assume reaches
+the clock checks, which then cut optional work to keep the limit.
+"""
 
 from __future__ import annotations
 
@@ -90,7 +113,7 @@ def plan(
     and ``InternalError`` when the process runs out of memory.
 
     ``options.time_limit`` bounds the whole call, parsing and the static check included
-    (see ``_budget``)."""
+    (see the module docstring)."""
     began = now()
     try:
         return _plan(request, max_buffers, began)
@@ -131,31 +154,6 @@ def _plan(
     if req.options.overflow == "spill" and result.status in ("infeasible", "unknown"):
         result = plan_with_spill(req, result, plan)
     return _checked(req, result)
-
-
-def _budget() -> None:
-    """How ``options.time_limit`` bounds a plan, and why the plan still does not depend on
-    the machine.
-
-    The clock starts when ``plan`` is called. Work that every plan needs (parsing, the graph,
-    one greedy heuristic, barriers, assembly and the static check) grows with the buffers
-    and is estimated as ``FIXED_SECONDS_PER_BUFFER`` per buffer; optional work gets the rest:
-
-    - which greedy heuristics run is decided from counts alone (buffers, conflicts, time
-      slots) by ``solvers.greedy.affordable``: their estimated cost must fit
-      ``GREEDY_SHARE`` of each attempt's share of the time left after the fixed work. The
-      first heuristic always runs, or, when its estimate alone is over (or its neighbour
-      lists would pass their memory limit), the cheapest, a sweep with no lists;
-    - the exact methods run only when building their instances is estimated to fit
-      (``solvers.auto``), and stop by node budgets derived from their share;
-    - attempts other than the policy's (fewer barriers, exact barrier models) and each
-      further heuristic are skipped once the deadline (the time limit less the fixed work,
-      kept for barriers, assembly and the check) has passed by the clock.
-
-    So the same request runs the same work, and gets the same plan, on any machine on which
-    that work fits its time limit; only a machine slower than the estimates assume reaches
-    the clock checks, which then cut optional work to keep the limit.
-    """
 
 
 def _checked(req: PlanRequest, result: Plan) -> Plan:
@@ -293,7 +291,7 @@ def _attempts(ctx: _Context) -> list[_Attempt]:
     opts = req.options
     wanted = opts.max_new_barriers is not None or opts.barrier_candidates is not None
     wanted = wanted or opts.pareto or bool(full.barriers.missed)
-    # Optional work below is skipped once the deadline has passed (``_budget``); the plan on
+    # Optional work below is skipped once the deadline has passed (module docstring); the plan on
     # the existing barriers is kept when it is the fallback.
     if wanted or (not expired() and _bound_with(ctx, []) <= full.arena):
         found.append(_attempt(ctx, ctx.existing, limit / 8, "existing"))

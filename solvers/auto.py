@@ -11,7 +11,7 @@ request gets the same budgets and the same plan. Which greedy heuristics run is 
 their estimated cost (``solvers.greedy.affordable``), and whether the exact methods run at
 all by the conflicts their instances would hold (``_exact_affordable``): counts, never the
 clock. The clock only ends work once the request's deadline has passed
-(``planner.pipeline._budget``).
+(the ``planner.pipeline`` docstring).
 
 ``listening(listener)`` lets a benchmark see every improvement of the whole plan (arena and
 bound) while ``solve`` runs in this context; it never changes the result.

@@ -114,7 +114,7 @@ def corpus() -> list[tuple[str, PlanRequest]]:
         out.append((f"kernel-{seed}", kernel))
     # Larger requests whose exact solve ends by its node budgets. (At 3 000 buffers CP-SAT
     # fills the default limit and the clock, not a budget, ends it: such a plan depends on
-    # the machine's speed by design, see planner.pipeline._budget.)
+    # the machine's speed by design, see the planner.pipeline docstring.)
     for i, (n, sync) in enumerate(
         [(200, "none"), (500, "existing"), (1000, "insert"), (2000, "none")]
     ):
