@@ -1,4 +1,27 @@
-"""``plan(request) -> Plan``: graph, portfolio, barriers, assembly, and the static check."""
+"""``plan(request) -> Plan``: graph, portfolio, barriers, assembly, and the static check.
+
+How ``options.time_limit`` bounds a plan, and why the plan still does not depend on the
+machine.
+
+The clock starts when ``plan`` is called. Work that every plan needs (parsing, the graph,
+one greedy heuristic, barriers, assembly and the static check) grows with the buffers
+and is estimated as ``FIXED_SECONDS_PER_BUFFER`` per buffer; optional work gets the rest:
+
+- which greedy heuristics run is decided from counts alone (buffers, conflicts, time
+  slots) by ``solvers.greedy.affordable``: their estimated cost must fit
+  ``GREEDY_SHARE`` of each attempt's share of the time left after the fixed work. The
+  first heuristic always runs, or, when its estimate alone is over (or its neighbour
+  lists would pass their memory limit), the cheapest, a sweep with no lists;
+- the exact methods run only when building their instances is estimated to fit
+  (``solvers.auto``), and stop by node budgets derived from their share;
+- attempts other than the policy's (fewer barriers, exact barrier models) and each
+  further heuristic are skipped once the deadline (the time limit less the fixed work,
+  kept for barriers, assembly and the check) has passed by the clock.
+
+So the same request runs the same work, and gets the same plan, on any machine on which
+that work fits its time limit; only a machine slower than the estimates assume reaches
+the clock checks, which then cut optional work to keep the limit.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +37,7 @@ import numpy.typing as npt
 from planner._jit import announce
 from planner.access import budget_diagnostics
 from planner.aliasing import ALIAS_MAX_BUFFERS, Owners, alias_chains, merge_chains, sharing_pairs
-from planner.barriers import BarrierChoice, choose_barriers, hits, reuses
+from planner.barriers import BarrierChoice, choose_barriers, hits, reuses, warm_reuses
 from planner.csvio import load_request
 from planner.errors import InternalError, RequestError
 from planner.graph import (
@@ -70,8 +93,8 @@ BARRIER_MODEL_MAX_BUFFERS = 64  # the exact barrier model has a disjunction per 
 LEAN_MAX_BUFFERS = 128  # greedy barrier points: candidates x buffers work per point chosen
 PARETO_STEPS = 8  # intermediate plans per method on the Pareto front
 # Seconds per buffer of the work every plan needs (graph, one greedy heuristic, barriers,
-# assembly, static check), measured on one core of a shared 2-core machine at 100 000 buffers.
-FIXED_SECONDS_PER_BUFFER = 6e-5
+# assembly, static check), measured on one core of a busy shared 2-core machine at 30 000 buffers.
+FIXED_SECONDS_PER_BUFFER = 1e-4
 
 
 def validate(
@@ -96,7 +119,7 @@ def plan(
     ``InternalError`` when the process runs out of memory.
 
     ``options.time_limit`` bounds the whole call, parsing and the static check included
-    (see ``_budget``)."""
+    (see the module docstring)."""
     began = now()
     if isinstance(request, os.PathLike):
         request = load_request(os.fspath(request), max_buffers=max_buffers)
@@ -112,11 +135,12 @@ def _plan(
     req = parse_request(request, max_buffers=max_buffers)
     announce("core")
     heuristics = _heuristics(req.options.solver)
-    with paused():
-        warm_lean()  # compiled code loads once per process, off the request's clock
+    with paused():  # compiled code loads once per process, off the request's clock
+        warm_lean()
+        warm_reuses()
     limit = req.options.time_limit
     fixed = FIXED_SECONDS_PER_BUFFER * len(req.buffers)
-    with deadline(max(0.0, limit - fixed / 2), since=began):
+    with deadline(max(0.0, limit - fixed), since=began):
         ctx = _context(req, heuristics, max(0.0, 1.0 - fixed / limit) if limit > 0 else 0.0)
         attempts = _attempts(ctx)
     chosen = _choose(req, attempts)
@@ -139,31 +163,6 @@ def _plan(
     if req.options.overflow == "spill" and result.status in ("infeasible", "unknown"):
         result = plan_with_spill(req, result, plan)
     return _checked(req, result)
-
-
-def _budget() -> None:
-    """How ``options.time_limit`` bounds a plan, and why the plan still does not depend on
-    the machine.
-
-    The clock starts when ``plan`` is called. Work that every plan needs (parsing, the graph,
-    one greedy heuristic, barriers, assembly and the static check) grows with the buffers
-    and is estimated as ``FIXED_SECONDS_PER_BUFFER`` per buffer; optional work gets the rest:
-
-    - which greedy heuristics run is decided from counts alone (buffers, conflicts, time
-      slots) by ``solvers.greedy.affordable``: their estimated cost must fit
-      ``GREEDY_SHARE`` of each attempt's share of the time left after the fixed work. The
-      first heuristic always runs, or, when its estimate alone is over (or its neighbour
-      lists would pass their memory limit), the cheapest, a sweep with no lists;
-    - the exact methods run only when building their instances is estimated to fit
-      (``solvers.auto``), and stop by node budgets derived from their share;
-    - attempts other than the policy's (fewer barriers, exact barrier models) and each
-      further heuristic are skipped once the deadline (the time limit less half the fixed
-      work, kept for assembly and the check) has passed by the clock.
-
-    So the same request runs the same work, and gets the same plan, on any machine on which
-    that work fits its time limit; only a machine slower than the estimates assume reaches
-    the clock checks, which then cut optional work to keep the limit.
-    """
 
 
 def _checked(req: PlanRequest, result: Plan) -> Plan:
@@ -326,7 +325,7 @@ def _attempts(ctx: _Context) -> list[_Attempt]:
     opts = req.options
     wanted = opts.max_new_barriers is not None or opts.barrier_candidates is not None
     wanted = wanted or opts.pareto or bool(full.barriers.missed)
-    # Optional work below is skipped once the deadline has passed (``_budget``); the plan on
+    # Optional work below is skipped once the deadline has passed (module docstring); the plan on
     # the existing barriers is kept when it is the fallback.
     if wanted or (not expired() and _bound_with(ctx, []) <= full.arena):
         found.append(_attempt(ctx, ctx.existing, limit / 8, "existing"))

@@ -11,7 +11,7 @@ request gets the same budgets and the same plan. Which greedy heuristics run is 
 their estimated cost (``solvers.greedy.affordable``), and whether the exact methods run at
 all by the conflicts their instances would hold (``_exact_affordable``): counts, never the
 clock. The clock only ends work once the request's deadline has passed
-(``planner.pipeline._budget``).
+(the ``planner.pipeline`` docstring).
 
 ``listening(listener)`` lets a benchmark see every improvement of the whole plan (arena and
 bound) while ``solve`` runs in this context; it never changes the result.
@@ -36,7 +36,7 @@ from planner.warm import WARM_UP
 from solvers.bounds import CLIQUE_MAX, clique_bound, stack_height
 from solvers.clock import deadline, expired, paused
 from solvers.exact import ExactResult, granularity, round_up
-from solvers.greedy import arena_of, portfolio
+from solvers.greedy import arena_of, portfolio, run
 
 __all__ = ["EXACT_METHODS", "SOLVERS", "Listener", "Solution", "exact_method", "listening", "solve"]
 
@@ -116,6 +116,7 @@ def _load(methods: list[tuple[str, ExactMethod]]) -> None:
         bound = g.aligned_bound.bytes
         if "greedy" not in _LOADED:
             portfolio(g, None, bound)
+            run(g, "start/first-fit")  # the sweep: the portfolio may stop before it
             clique_bound(g, bound)
             _LOADED.add("greedy")
         for name, method in todo:

@@ -49,7 +49,7 @@ def wall_limit(share: float) -> float:
 def expired() -> bool:
     """Whether the request's deadline has passed (never without one). Optional work (more
     heuristics, exact methods, fewer-barrier attempts) is skipped once it has: only a machine
-    slower than the cost model assumes gets there (``planner.pipeline``)."""
+    slower than the cost model assumes gets there (the ``planner.pipeline`` docstring)."""
     end = _DEADLINE.get()
     return end is not None and now() >= end
 

@@ -12,7 +12,10 @@ A heuristic is ``"<ordering>/<placement>"``:
 Skyline heuristics apply to requests with no pinned buffer and at most
 ``SKYLINE_MAX_BUFFERS`` buffers (their cost grows with buffers x time points). The portfolio
 runs every applicable heuristic and keeps the smallest arena; ties go to the earlier name in
-``HEURISTICS``, and every random choice is seeded, so the result is deterministic.
+``HEURISTICS``, and every random choice is seeded, so the result is deterministic. Given a
+time, the default portfolio keeps the heuristics whose estimated cost fits it
+(``affordable``, from counts alone); past ``NEIGHBOUR_EDGES_MAX`` conflicts only those that
+need no neighbour lists run.
 
 Thread-local aliasing enters as a move on the graph the portfolio is given: the planner
 (``planner.aliasing``) fuses each buffer that can sit exactly over a dead, owner-compatible one

@@ -112,8 +112,11 @@ def corpus() -> list[tuple[str, PlanRequest]]:
     for seed in range(30):
         kernel = random_kernel(seed, max_buffers=40)
         out.append((f"kernel-{seed}", kernel))
+    # Larger requests whose exact solve ends by its node budgets. (At 3 000 buffers CP-SAT
+    # fills the default limit and the clock, not a budget, ends it: such a plan depends on
+    # the machine's speed by design, see the planner.pipeline docstring.)
     for i, (n, sync) in enumerate(
-        [(200, "none"), (500, "existing"), (1000, "insert"), (2000, "none"), (3000, "none")]
+        [(200, "none"), (500, "existing"), (1000, "insert"), (2000, "none")]
     ):
         out.append((f"random-{n}-{sync}", random_request(n, seed=i, sync=sync)))
     out.append(("random-800-overlap0.2", random_request(800, overlap=0.2, seed=7)))

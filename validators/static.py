@@ -213,6 +213,9 @@ def _check_placements(request: PlanRequest, plan: Plan, out: _Collector) -> list
     A buffer placed twice is checked at its first placement only. Placements in global memory
     are outside the shared arena and take no part in the arena checks.
     """
+    fast = _planned_extents(request, plan)
+    if fast is not None:
+        return fast
     known = {b.id for b in request.buffers}
     first: dict[str, Placement] = {}
     count: dict[str, int] = {}
@@ -280,6 +283,30 @@ def _check_placements(request: PlanRequest, plan: Plan, out: _Collector) -> list
             # The kernel touches the buffer's own size, whatever the placement claims.
             extents.append(_extent(b, index, p.offset, size))
     return extents
+
+
+def _planned_extents(request: PlanRequest, plan: Plan) -> list[_Extent] | None:
+    """The extents, when the placements are the request's buffers in its order, each once, in
+    shared memory, of the right size, aligned and at their pins (as the planner places
+    them): then ``_check_placements`` has nothing to report, and these list-wide tests are
+    several times faster at 100 000 buffers. None otherwise."""
+    bufs, placed = request.buffers, plan.placements
+    if len(placed) != len(bufs) or [p.id for p in placed] != [b.id for b in bufs]:
+        return None
+    shrunk = _shrunk(request)
+    sizes = [shrunk.get(i, b.size) for i, b in enumerate(bufs)] if shrunk else None
+    offsets = [p.offset for p in placed]
+    if (
+        any(p.memory != "shared" for p in placed)
+        or [p.size for p in placed] != (sizes or [b.size for b in bufs])
+        or any(o < 0 or o % request.alignment_of(b) for o, b in zip(offsets, bufs, strict=True))
+        or any(b.offset is not None and b.offset != o for o, b in zip(offsets, bufs, strict=True))
+    ):
+        return None
+    return [
+        _extent(b, i, o, p.size)
+        for i, (b, o, p) in enumerate(zip(bufs, offsets, placed, strict=True))
+    ]
 
 
 def _extent(b: Buffer, index: int, offset: int, size: int) -> _Extent:
@@ -474,11 +501,13 @@ def _sweep(extents: list[_Extent], barriers: list[int], aliases: _Aliases, out: 
         if pos > 0 and placed[pos - 1][1] > b.lo:
             pos -= 1  # the one entry below may still reach into b
         clash = False
-        for _, _, j in placed.islice(pos):
-            if extents[j].lo >= b.hi:
+        while pos < len(placed):
+            lo, _, j = placed[pos]
+            if lo >= b.hi:
                 break
             _report(extents[j], b, barriers, aliases, out)
             clash = True
+            pos += 1
         for j in misplaced:
             a = extents[j]
             if a.lo < b.hi and b.lo < a.hi:
