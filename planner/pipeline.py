@@ -20,7 +20,9 @@ and is estimated as ``FIXED_SECONDS_PER_BUFFER`` per buffer; optional work gets 
 
 So the same request runs the same work, and gets the same plan, on any machine on which
 that work fits its time limit; only a machine slower than the estimates assume reaches
-the clock checks, which then cut optional work to keep the limit.
+the clock checks, which then cut optional work to keep the limit. A time limit below the
+fixed work's estimate cannot be kept at all: such a request is refused at once
+(``time_limit_too_small``, naming the least limit that fits), never planned past its limit.
 """
 
 from __future__ import annotations
@@ -133,13 +135,22 @@ def _plan(
     request: PlanRequest | dict[str, Any] | str | bytes, max_buffers: int, began: float
 ) -> Plan:
     req = parse_request(request, max_buffers=max_buffers)
+    limit = req.options.time_limit
+    fixed = FIXED_SECONDS_PER_BUFFER * len(req.buffers)
+    if fixed > limit:
+        # The work every plan needs would outlast the limit: say so now, not after it.
+        raise RequestError.field(
+            ("options", "time_limit"),
+            f"planning {len(req.buffers)} buffers takes at least about {fixed:.3g} s "
+            f"({FIXED_SECONDS_PER_BUFFER * 1e6:g} us per buffer); the time limit is {limit:g} s",
+            "time_limit_too_small",
+            limit,
+        )
     announce("core")
     heuristics = _heuristics(req.options.solver)
     with paused():  # compiled code loads once per process, off the request's clock
         warm_lean()
         warm_reuses()
-    limit = req.options.time_limit
-    fixed = FIXED_SECONDS_PER_BUFFER * len(req.buffers)
     with deadline(max(0.0, limit - fixed), since=began):
         ctx = _context(req, heuristics, max(0.0, 1.0 - fixed / limit) if limit > 0 else 0.0)
         attempts = _attempts(ctx)

@@ -369,3 +369,21 @@ def test_first_plan_in_a_process_is_the_plan_of_later_calls() -> None:
     assert validate_plan(PlanRequest.model_validate(data), plan).valid
     assert plan.solver.name.startswith("exact:")  # the exact methods ran
     assert fresh == plan.model_dump_json()
+
+
+def test_a_time_limit_below_the_fixed_work_is_refused_at_once() -> None:
+    from planner.generate import random_request
+    from planner.pipeline import FIXED_SECONDS_PER_BUFFER
+
+    n = 2000
+    data = random_request(n).model_dump()
+    data["options"]["time_limit"] = FIXED_SECONDS_PER_BUFFER * n / 2
+    with pytest.raises(RequestError) as caught:
+        planner.plan(data)
+    (error,) = caught.value.errors
+    assert error["loc"] == ["options", "time_limit"]
+    assert error["type"] == "time_limit_too_small"
+    assert f"planning {n} buffers" in error["msg"]
+    data["options"]["time_limit"] = FIXED_SECONDS_PER_BUFFER * n  # just enough
+    plan = planner.plan(data)
+    assert validate_plan(PlanRequest.model_validate(data), plan).valid
