@@ -101,16 +101,12 @@ function showStats(plan) {
 
 // --- placements table -------------------------------------------------------------------
 
-// One row per placement, its lifetime taken from the request (ranges: each of them).
+// One row per placement, its lifetime taken from the request.
 function placementRows(request, plan) {
-  const lifetimes = new Map();
-  for (const b of request.buffers || []) {
-    const ranges = Array.isArray(b.ranges) && b.ranges.length ? b.ranges : [[b.start, b.end]];
-    lifetimes.set(String(b.id), ranges);
-  }
+  const lifetimes = new Map((request.buffers || []).map((b) => [String(b.id), [b.start, b.end]]));
   return plan.placements.map((p, order) => {
-    const ranges = lifetimes.get(p.id) || [[NaN, NaN]];
-    return { order, id: p.id, offset: p.offset, size: p.size, memory: p.memory, ranges };
+    const [start, end] = lifetimes.get(p.id) || [NaN, NaN];
+    return { order, id: p.id, offset: p.offset, size: p.size, memory: p.memory, start, end };
   });
 }
 
@@ -120,7 +116,7 @@ const COMPARE = {
   offset: (a, b) => a.offset - b.offset,
   size: (a, b) => a.size - b.size,
   memory: (a, b) => a.memory.localeCompare(b.memory),
-  live: (a, b) => a.ranges[0][0] - b.ranges[0][0] || a.ranges.at(-1)[1] - b.ranges.at(-1)[1],
+  live: (a, b) => a.start - b.start || a.end - b.end,
 };
 
 function renderTable() {
@@ -131,7 +127,7 @@ function renderTable() {
     const tr = document.createElement("tr");
     tr.dataset.id = r.id;
     if (r.memory !== "shared") tr.className = r.memory;
-    const live = r.ranges.map(([s, e]) => `[${s}, ${e})`).join(" ");
+    const live = `[${r.start}, ${r.end})`;
     for (const [text, num] of [[r.id, false], [r.offset, true], [r.size, true], [r.memory, false], [live, true]]) {
       const td = document.createElement("td");
       td.textContent = String(text);

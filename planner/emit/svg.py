@@ -211,7 +211,6 @@ def _rects(panel: _Panel, buffers: list[Placed], offset: int) -> tuple[list[str]
     """The buffers' rectangles, and the labels of those whose id fits inside."""
     out = ['<g class="buffers">']
     labels: list[str] = []
-    taken: list[tuple[float, float, float, float]] = []  # label boxes drawn so far
     for k, b in enumerate(buffers):
         x0, x1 = panel.px(b.start), panel.px(b.end)
         y0, y1 = panel.py(b.offset + b.size), panel.py(b.offset)
@@ -228,31 +227,14 @@ def _rects(panel: _Panel, buffers: list[Placed], offset: int) -> tuple[list[str]
             f'height="{_n(height)}" fill="hsl({hue:.1f},60%,72%)"><title>{escape(tip)}</title>'
             "</rect>"
         )
-        box = _label_box(b.id, x0 + width / 2, y0 + height / 2)
-        # Rectangles of a valid plan never overlap, but a buffer with several live ranges is
-        # drawn over its hull, which may cover another's rectangle: such labels yield.
-        if (
-            width >= text_width(b.id) + 6
-            and height >= LABEL_HEIGHT
-            and not any(_overlap(box, other) for other in taken)
-        ):
-            taken.append(box)
+        # Inside its own rectangle, and rectangles of a valid plan never overlap.
+        if width >= text_width(b.id) + 6 and height >= LABEL_HEIGHT:
             labels.append(
                 f'<text class="label" data-for={quoteattr(b.id)} x="{_n(x0 + width / 2)}" '
                 f'y="{_n(y0 + height / 2)}" dy="4" text-anchor="middle">{escape(b.id)}</text>'
             )
     out.append("</g>")
     return out, labels
-
-
-def _label_box(text: str, cx: float, cy: float) -> tuple[float, float, float, float]:
-    """``(left, top, right, bottom)`` of a label centred at ``(cx, cy)``, in px."""
-    half = text_width(text) / 2
-    return cx - half, cy - LABEL_HEIGHT / 2, cx + half, cy + LABEL_HEIGHT / 2
-
-
-def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
-    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
 def text_width(text: str, size: float = FONT) -> float:
