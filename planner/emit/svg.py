@@ -89,7 +89,9 @@ def emit_svg(request: PlanRequest, plan: Plan) -> str:
         "stroke-dasharray:4 3}.barrier.caller{stroke:#7d3c98;stroke-dasharray:1 2}"
         ".capacity{stroke:#c0392b;stroke-width:1.5}"
         ".lower-bound{stroke:#1f618d;stroke-dasharray:6 4}.live{fill:none;stroke:#1f618d;"
-        "stroke-width:1.5}</style>",
+        "stroke-width:1.2;stroke-opacity:0.8}"
+        # Lines keep their width on screen when a viewer zooms in.
+        "line,path,rect{vector-effect:non-scaling-stroke}</style>",
         f'<rect width="{WIDTH}" height="{height}" fill="#ffffff"/>',
         f'<text x="{LEFT}" y="20" font-size="14" font-weight="bold">{escape(_title(plan))}</text>',
         f'<text x="{LEFT}" y="38" class="tick">{escape(_subtitle(plan, len(spilled)))}</text>',
