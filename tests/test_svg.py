@@ -44,8 +44,10 @@ TEN: dict[str, Any] = {
 
 
 def _svg(data: dict[str, Any]) -> tuple[planner.Plan, ET.Element]:
+    """The plan of ``data``, checked by the static validator, and its map parsed."""
     request = parse_request(data)
     plan = planner.plan(request)
+    assert planner.validate(request, plan).valid
     return plan, ET.fromstring(emit_svg(request, plan))
 
 
@@ -158,6 +160,7 @@ def test_readable_at_500_buffers() -> None:
     data = {"name": "big", "alignment": 16, "buffers": buffers, "options": {"solver": "greedy"}}
     request = parse_request(data)
     plan = planner.plan(request)
+    assert planner.validate(request, plan).valid
     text = emit_svg(request, plan)
     assert len(text) < 400_000  # bytes: a browser opens it at once
     root = ET.fromstring(text)
@@ -180,6 +183,7 @@ def test_cli_writes_svg(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     out = tmp_path / "map.svg"
     assert main(["plan", str(source), "--svg", str(out)]) == 0
     plan = planner.Plan.model_validate_json(capsys.readouterr().out)
+    assert planner.validate(TEN, plan).valid
     assert len(_rects(ET.fromstring(out.read_text()))) == len(plan.placements)
     assert main(["plan", str(source), "--svg", str(tmp_path / "no" / "map.svg")]) == 2
     assert "cannot write" in capsys.readouterr().err
@@ -188,12 +192,6 @@ def test_cli_writes_svg(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 # --- labels and legend ----------------------------------------------------------------------
 
 SVG = f"{{{NS['s']}}}"
-
-
-def _valid_svg(data: dict[str, Any]) -> tuple[planner.Plan, ET.Element]:
-    plan, root = _svg(data)
-    assert planner.validate(data, plan).valid
-    return plan, root
 
 
 def _notes(root: ET.Element) -> list[ET.Element]:
@@ -205,14 +203,14 @@ def _with_capacity(capacity: int) -> dict[str, Any]:
 
 
 def _lower_bound() -> int:
-    plan, _ = _valid_svg(TEN)
+    plan, _ = _svg(TEN)
     assert plan.lower_bound < 20000
     return plan.lower_bound
 
 
 def test_capacity_and_lower_bound_share_one_label_when_equal() -> None:
     bound = _lower_bound()
-    plan, root = _valid_svg(_with_capacity(bound))
+    plan, root = _svg(_with_capacity(bound))
     assert plan.capacity == plan.lower_bound == bound
     notes = _notes(root)
     assert len(notes) == 1
@@ -225,7 +223,7 @@ def test_capacity_and_lower_bound_share_one_label_when_equal() -> None:
 @pytest.mark.parametrize("extra", [16, 64, 512])
 def test_capacity_and_lower_bound_labels_stack_when_close(extra: int) -> None:
     bound = _lower_bound()
-    plan, root = _valid_svg(_with_capacity(bound + extra))
+    plan, root = _svg(_with_capacity(bound + extra))
     assert plan.capacity == bound + extra
     plot = _plots(root)[0]
     right = _f(plot, "x") + _f(plot, "width")
@@ -244,7 +242,7 @@ def test_capacity_and_lower_bound_labels_stack_when_close(extra: int) -> None:
 
 
 def test_capacity_above_the_scale_is_a_note_not_a_line() -> None:
-    _, root = _valid_svg(_with_capacity(10_000_000))
+    _, root = _svg(_with_capacity(10_000_000))
     assert not [ln for ln in root.iter(f"{SVG}line") if ln.get("class") == "capacity"]
     text = " ".join("".join(t.itertext()) for t in _notes(root))
     assert "capacity, off the scale" in text
@@ -297,20 +295,20 @@ LEGEND_CASES: dict[str, tuple[dict[str, Any], set[str]]] = {
 @pytest.mark.parametrize("case", sorted(LEGEND_CASES))
 def test_legend_names_only_what_is_drawn(case: str) -> None:
     data, want = LEGEND_CASES[case]
-    _, root = _valid_svg(data)
+    _, root = _svg(data)
     drawn = _drawn_kinds(root)
     assert drawn == want
     assert _legend_kinds(root) == drawn
 
 
 def test_spilled_plan_legend() -> None:
-    _, root = _valid_svg(json.loads((GOLDEN / "spill.json").read_text()))
+    _, root = _svg(json.loads((GOLDEN / "spill.json").read_text()))
     assert _legend_kinds(root) == _drawn_kinds(root)
 
 
 def test_labels_come_after_every_line() -> None:
     """Labels drawn last: no barrier, curve or bound line strikes through one."""
-    _, root = _valid_svg(TEN)
+    _, root = _svg(TEN)
     order = list(root.iter())
     first_label = min(order.index(t) for t in root.iter(f"{SVG}text") if t.get("class") == "label")
     marks = [
@@ -351,7 +349,7 @@ def test_a_drawn_label_fits_its_rectangle(ident: str) -> None:
                     {"id": "rest", "size": 4096, "start": end, "end": 60},
                 ],
             }
-            _, root = _valid_svg(data)
+            _, root = _svg(data)
             box = next(r for r in _rects(root) if r.attrib["data-id"] == ident)
             labels = [t for t in root.iter(f"{SVG}text") if t.get("data-for") == ident]
             if labels:

@@ -48,7 +48,9 @@ def test_page_and_assets(client: TestClient) -> None:
         assert asset.status_code == 200
         assert asset.headers["content-type"].startswith(media)
     example = client.get("/static/example.json")
-    assert planner.plan(example.content).status == "optimal"
+    plan = planner.plan(example.content)
+    assert plan.status == "optimal"
+    assert planner.validate(example.content, plan).valid
     assert client.get("/static/../app.py").status_code == 404
     assert client.get("/static/index.html.bak").status_code == 404
 
@@ -57,6 +59,7 @@ def test_page_and_assets(client: TestClient) -> None:
 def test_emit_matches_the_library(client: TestClient, kind: str) -> None:
     request = parse_request(TEN)
     plan = planner.plan(request)
+    assert planner.validate(request, plan).valid
     body = {"request": TEN, "plan": json.loads(plan.model_dump_json())}
     response = client.post(f"/emit/{kind}", json=body)
     assert response.status_code == 200, response.text
@@ -65,7 +68,9 @@ def test_emit_matches_the_library(client: TestClient, kind: str) -> None:
 
 
 def test_emit_rejects_bad_input(client: TestClient) -> None:
-    plan = json.loads(planner.plan(TEN).model_dump_json())
+    planned = planner.plan(TEN)
+    assert planner.validate(TEN, planned).valid
+    plan = json.loads(planned.model_dump_json())
     bad_request = {**TEN, "buffers": [{**TEN["buffers"][0], "end": 0}, *TEN["buffers"][1:]]}
     response = client.post("/emit/cuda", json={"request": bad_request, "plan": plan})
     assert response.status_code == 422
@@ -224,6 +229,7 @@ def test_plan_in_the_browser(server: str, driver: Any, tmp_path: Path) -> None:
     rects = driver.find_elements(By.CSS_SELECTOR, "#map svg rect.buffer")
     assert len(rects) == len(TEN["buffers"])
     plan = planner.plan(TEN)
+    assert planner.validate(TEN, plan).valid
     ids = sorted(r.get_attribute("data-id") for r in rects)
     assert ids == sorted(p.id for p in plan.placements)
     stats = driver.find_element(By.ID, "stats").text
@@ -287,6 +293,13 @@ def test_example_and_upload(server: str, driver: Any, tmp_path: Path) -> None:
     rects = driver.find_elements(By.CSS_SELECTOR, "#map svg rect.buffer")
     memory = sorted(r.get_attribute("data-memory") for r in rects)
     assert memory == ["global", "shared", "shared", "shared"]
+    spill = json.loads(upload.read_text())
+    plan = planner.plan(spill)
+    assert planner.validate(spill, plan).valid
+    assert sorted(driver.execute_script(JS_TABLE)) == sorted(
+        [p.id, str(p.offset), str(p.size), p.memory, "[{}, {})".format(*_lifetime(spill, p.id))]
+        for p in plan.placements
+    )
     assert "1 buffer, 16384 B global workspace" in driver.find_element(By.ID, "stats").text
 
 
@@ -336,13 +349,17 @@ def _plan_on_page(driver: Any, server: str, data: dict[str, Any]) -> planner.Pla
     assert _state(driver) == "planned", driver.find_element(By.ID, "errors").text
     plan = planner.plan(data)
     assert planner.validate(data, plan).valid
-    lifetimes = {b["id"]: (b["start"], b["end"]) for b in data["buffers"]}
     want = sorted(
-        [p.id, str(p.offset), str(p.size), p.memory, "[{}, {})".format(*lifetimes[p.id])]
+        [p.id, str(p.offset), str(p.size), p.memory, "[{}, {})".format(*_lifetime(data, p.id))]
         for p in plan.placements
     )
     assert sorted(driver.execute_script(JS_TABLE)) == want
     return plan
+
+
+def _lifetime(data: dict[str, Any], ident: str) -> tuple[int, int]:
+    b = next(b for b in data["buffers"] if b["id"] == ident)
+    return b["start"], b["end"]
 
 
 def _overlaps(boxes: list[list[Any]]) -> list[tuple[str, str]]:
@@ -469,7 +486,9 @@ def test_500_buffers_zoom_pan_and_reset(server: str, driver: Any) -> None:
 def test_capacity_and_lower_bound_labels_do_not_overlap(
     server: str, driver: Any, extra: int
 ) -> None:
-    bound = planner.plan(TEN).lower_bound
+    plain = planner.plan(TEN)
+    assert planner.validate(TEN, plain).valid
+    bound = plain.lower_bound
     data = {**TEN, "capacity": bound + extra}
     plan = _plan_on_page(driver, server, data)
     assert plan.capacity == bound + extra
