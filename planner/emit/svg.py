@@ -21,7 +21,7 @@ from xml.sax.saxutils import escape, quoteattr
 from planner.emit._common import Placed, placed
 from planner.models import Plan, PlanRequest
 
-__all__ = ["emit_svg", "text_width"]
+__all__ = ["emit_svg"]
 
 WIDTH = 960  # px
 LEFT, RIGHT, TOP = 90, 150, 48  # px margins around the plots; line labels go right
@@ -35,6 +35,11 @@ NOTE_STEP = 2.6 * NOTE_FONT  # px, from one two-line margin label's top to the n
 # so a label judged to fit does fit in the browser's font.
 _NARROW, _WIDE, _SYMBOL = set("ijlftrI.,:;'|!()[]{} -/"), set("mwMW@%"), set("<>=+~&#*^")
 DENSE_BARRIERS = 60  # more barriers than this are drawn faint
+_BARRIER_TIPS = {
+    "existing": "existing barrier at point",
+    "inserted": "barrier inserted by the plan at point",
+    "caller": "the caller synchronizes at point",
+}
 
 
 @dataclass(frozen=True)
@@ -230,7 +235,7 @@ def _rects(panel: _Panel, buffers: list[Placed], offset: int) -> tuple[list[str]
             "</rect>"
         )
         # Inside its own rectangle, and rectangles of a valid plan never overlap.
-        if width >= text_width(b.id) + 6 and height >= LABEL_HEIGHT:
+        if width >= _text_width(b.id) + 6 and height >= LABEL_HEIGHT:
             labels.append(
                 f'<text class="label" data-for={quoteattr(b.id)} x="{_n(x0 + width / 2)}" '
                 f'y="{_n(y0 + height / 2)}" dy="4" text-anchor="middle">{escape(b.id)}</text>'
@@ -239,7 +244,7 @@ def _rects(panel: _Panel, buffers: list[Placed], offset: int) -> tuple[list[str]
     return out, labels
 
 
-def text_width(text: str, size: float = FONT) -> float:
+def _text_width(text: str, size: float = FONT) -> float:
     """An upper estimate of ``text``'s width in px at ``size`` px in a sans-serif font."""
     em = 0.0
     for c in text:
@@ -273,7 +278,7 @@ def _barriers(panel: _Panel, plan: Plan, out: list[str]) -> list[str]:
         x = _n(panel.px(point))
         out.append(
             f'<line class="barrier {kind}" data-point="{point}"{faint} x1="{x}" y1="{_n(panel.y)}" '
-            f'x2="{x}" y2="{_n(panel.y + panel.height)}"><title>{kind} barrier at point '
+            f'x2="{x}" y2="{_n(panel.y + panel.height)}"><title>{_BARRIER_TIPS[kind]} '
             f"{point}</title></line>"
         )
     return kinds
@@ -363,7 +368,7 @@ def _legend(y: float, drawn: set[str]) -> list[str]:
             f'<g class="legend-item" data-kind="{kind}" transform="translate({_n(x + 8)} '
             f'{_n(y)})">{mark}<text x="14" y="2" class="tick">{text}</text></g>'
         )
-        x += 34 + text_width(text)
+        x += 34 + _text_width(text)
     out.append("</g>")
     return out
 
