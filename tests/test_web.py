@@ -480,6 +480,31 @@ def test_500_buffers_zoom_pan_and_reset(server: str, driver: Any) -> None:
     assert grey > 5
     assert colours > 100  # a fill per buffer
 
+    # A click on a row zooms onto its buffer, a sliver at full view, until it carries a name.
+    narrowest = driver.execute_script(
+        """const rects = [...document.querySelectorAll('#map svg rect.buffer')];
+        rects.sort((a, b) => a.width.baseVal.value - b.width.baseVal.value);
+        return rects[0].dataset.id;"""
+    )
+    assert narrowest not in driver.execute_script(
+        "return [...document.querySelectorAll('#map text.label')].map((t) => t.textContent)"
+    )
+    driver.find_element(By.CSS_SELECTOR, f'#placements tr[data-id="{narrowest}"]').click()
+    x, y, w, h = _view_box(driver)
+    assert w < base[2]
+    rect = driver.find_element(By.CSS_SELECTOR, f'#map svg rect[data-id="{narrowest}"]')
+    assert "hl" in rect.get_attribute("class").split()
+    rx, ry, rw, rh = (float(rect.get_dom_attribute(k)) for k in ("x", "y", "width", "height"))
+    assert x <= rx
+    assert rx + rw <= x + w
+    assert y <= ry
+    assert ry + rh <= y + h
+    named = driver.execute_script(
+        "return [...document.querySelectorAll('#map text.label')].map((t) => t.textContent)"
+    )
+    assert narrowest in named
+    assert _overlaps(driver.execute_script(JS_TEXT_BOXES)) == []
+
 
 @browser
 @pytest.mark.parametrize("extra", [0, 16, 256])

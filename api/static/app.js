@@ -168,6 +168,26 @@ $("placements").tBodies[0].addEventListener("mouseover", (event) => {
   if (tr) highlight(tr.dataset.id);
 });
 $("placements").tBodies[0].addEventListener("mouseleave", () => highlight(null));
+$("placements").tBodies[0].addEventListener("click", (event) => {
+  const tr = event.target.closest("tr");
+  if (tr) showBuffer(tr.dataset.id);
+});
+
+// Zoom the map onto one buffer: close enough to carry its label, the whole of it in view.
+function showBuffer(id) {
+  const rect = rectOf(id);
+  if (!rect) return;
+  highlight(id);
+  const [, , bw, bh] = view.base;
+  const x = +rect.getAttribute("x"), y = +rect.getAttribute("y");
+  const w = +rect.getAttribute("width"), h = +rect.getAttribute("height");
+  measure.font = "11px sans-serif";
+  const wanted = Math.max((measure.measureText(id).width + 12) / w, 20 / h, 1);
+  const room = Math.min(bw / (1.2 * w), bh / (1.2 * h));
+  const zoom = Math.min(Math.max(Math.min(wanted, room), 1), MAX_ZOOM);
+  const vw = bw / zoom, vh = bh / zoom;
+  setBox([x + w / 2 - vw / 2, y + h / 2 - vh / 2, vw, vh]);
+}
 
 // --- map: zoom and pan on the viewBox -------------------------------------------------------
 
@@ -233,7 +253,7 @@ function relabel(zoom) {
     had.add(t.getAttribute("data-for"));
   }
   if (zoom <= 1) return;
-  measure.font = getComputedStyle(view.svg).fontFamily ? `11px ${getComputedStyle(view.svg).fontFamily}` : "11px sans-serif";
+  measure.font = "11px sans-serif";
   const [x, y, w, h] = view.box;
   for (const r of view.svg.querySelectorAll("rect.buffer")) {
     const id = r.getAttribute("data-id");
