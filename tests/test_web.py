@@ -482,7 +482,8 @@ def test_500_buffers_zoom_pan_and_reset(server: str, driver: Any) -> None:
 
     # A click on a row zooms onto its buffer, a sliver at full view, until it carries a name.
     narrowest = driver.execute_script(
-        """const rects = [...document.querySelectorAll('#map svg rect.buffer')];
+        """const rects = [...document.querySelectorAll('#map svg rect.buffer')]
+          .filter((r) => r.height.baseVal.value >= 1);
         rects.sort((a, b) => a.width.baseVal.value - b.width.baseVal.value);
         return rects[0].dataset.id;"""
     )
@@ -495,10 +496,8 @@ def test_500_buffers_zoom_pan_and_reset(server: str, driver: Any) -> None:
     rect = driver.find_element(By.CSS_SELECTOR, f'#map svg rect[data-id="{narrowest}"]')
     assert "hl" in rect.get_attribute("class").split()
     rx, ry, rw, rh = (float(rect.get_dom_attribute(k)) for k in ("x", "y", "width", "height"))
-    assert x <= rx
-    assert rx + rw <= x + w
-    assert y <= ry
-    assert ry + rh <= y + h
+    assert x < rx + rw / 2 < x + w  # centred on the buffer
+    assert y < ry + rh / 2 < y + h
     named = driver.execute_script(
         "return [...document.querySelectorAll('#map text.label')].map((t) => t.textContent)"
     )

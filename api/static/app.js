@@ -173,7 +173,7 @@ $("placements").tBodies[0].addEventListener("click", (event) => {
   if (tr) showBuffer(tr.dataset.id);
 });
 
-// Zoom the map onto one buffer: close enough to carry its label, the whole of it in view.
+// Zoom the map onto one buffer, centred, close enough to carry its label.
 function showBuffer(id) {
   const rect = rectOf(id);
   if (!rect) return;
@@ -182,16 +182,15 @@ function showBuffer(id) {
   const x = +rect.getAttribute("x"), y = +rect.getAttribute("y");
   const w = +rect.getAttribute("width"), h = +rect.getAttribute("height");
   measure.font = "11px sans-serif";
-  const wanted = Math.max((measure.measureText(id).width + 12) / w, 20 / h, 1);
-  const room = Math.min(bw / (1.2 * w), bh / (1.2 * h));
-  const zoom = Math.min(Math.max(Math.min(wanted, room), 1), MAX_ZOOM);
+  const wanted = Math.max((measure.measureText(id).width + 12) / w, 20 / h);
+  const zoom = Math.min(Math.max(wanted, 1), MAX_ZOOM);
   const vw = bw / zoom, vh = bh / zoom;
   setBox([x + w / 2 - vw / 2, y + h / 2 - vh / 2, vw, vh]);
 }
 
 // --- map: zoom and pan on the viewBox -------------------------------------------------------
 
-const MAX_ZOOM = 64;
+const MAX_ZOOM = 512; // room for the name of a one-point buffer in a 5000-point kernel
 const measure = document.createElement("canvas").getContext("2d");
 
 function showMap(svgText) {
@@ -238,21 +237,19 @@ function zoomCentre(factor) {
   zoomAt(factor, x + w / 2, y + h / 2);
 }
 
-// Labels keep their size on screen while zooming; a buffer gains its label once it is wide
-// and tall enough on screen to hold it, so zooming in on a crowded map names its buffers.
+// Text keeps its size on screen while zooming (anchors spread apart, so nothing that stood
+// clear at full view comes to overlap); a buffer gains its label once it is wide and tall
+// enough on screen to hold it, so zooming in on a crowded map names its buffers.
 function relabel(zoom) {
-  const labels = view.svg.querySelector("g.labels");
-  if (!labels) return;
-  for (const t of labels.querySelectorAll("text.zoomed")) t.remove();
-  const font = 11 / zoom;
-  const had = new Set();
-  for (const t of labels.querySelectorAll("text.label")) {
-    t.style.fontSize = `${font}px`;
-    t.style.strokeWidth = `${2.5 / zoom}px`;
-    t.setAttribute("dy", String(4 / zoom));
-    had.add(t.getAttribute("data-for"));
+  for (const t of view.svg.querySelectorAll("text.zoomed")) t.remove();
+  for (const t of view.svg.querySelectorAll("text")) {
+    if (!t.dataset.size) t.dataset.size = parseFloat(getComputedStyle(t).fontSize);
+    t.style.fontSize = `${t.dataset.size / zoom}px`;
+    if (t.classList.contains("label")) t.style.strokeWidth = `${2.5 / zoom}px`;
   }
-  if (zoom <= 1) return;
+  const labels = view.svg.querySelector("g.labels");
+  if (!labels || zoom <= 1) return;
+  const had = new Set([...labels.querySelectorAll("text.label")].map((t) => t.getAttribute("data-for")));
   measure.font = "11px sans-serif";
   const [x, y, w, h] = view.box;
   for (const r of view.svg.querySelectorAll("rect.buffer")) {
@@ -267,9 +264,9 @@ function relabel(zoom) {
     t.setAttribute("data-for", id);
     t.setAttribute("x", String(rx + rw / 2));
     t.setAttribute("y", String(ry + rh / 2));
-    t.setAttribute("dy", String(4 / zoom));
+    t.setAttribute("dy", "0.36em");
     t.setAttribute("text-anchor", "middle");
-    t.style.fontSize = `${font}px`;
+    t.style.fontSize = `${11 / zoom}px`;
     t.style.strokeWidth = `${2.5 / zoom}px`;
     t.textContent = id;
     labels.append(t);

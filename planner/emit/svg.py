@@ -193,7 +193,7 @@ def _axes(panel: _Panel, label: str) -> list[str]:
             f'y2="{y}"/>'
         )
         out.append(
-            f'<text class="tick" x="{_n(panel.x - 6)}" y="{y}" dy="4" text-anchor="end">'
+            f'<text class="tick" x="{_n(panel.x - 6)}" y="{y}" dy="0.36em" text-anchor="end">'
             f"{value}</text>"
         )
     xstep = _step(panel.horizon, ticks=10)
@@ -238,7 +238,7 @@ def _rects(panel: _Panel, buffers: list[Placed], offset: int) -> tuple[list[str]
         if width >= _text_width(b.id) + 6 and height >= LABEL_HEIGHT:
             labels.append(
                 f'<text class="label" data-for={quoteattr(b.id)} x="{_n(x0 + width / 2)}" '
-                f'y="{_n(y0 + height / 2)}" dy="4" text-anchor="middle">{escape(b.id)}</text>'
+                f'y="{_n(y0 + height / 2)}" dy="0.36em" text-anchor="middle">{escape(b.id)}</text>'
             )
     out.append("</g>")
     return out, labels
@@ -315,6 +315,7 @@ def _margin_notes(panel: _Panel, lines: list[tuple[int, str, str]], above: int |
     ]
     if above is not None:
         notes.insert(0, (panel.y, above, ["capacity-note"], "capacity, off the scale"))
+    # Offsets within a label are in em, so a viewer may scale its text alone.
     # Tops, first line's baseline at its line: stack downwards, then lift all from the floor.
     low, high = panel.y + NOTE_FONT / 2, panel.y + panel.height - NOTE_STEP + NOTE_FONT
     tops: list[float] = []
@@ -331,8 +332,8 @@ def _margin_notes(panel: _Panel, lines: list[tuple[int, str, str]], above: int |
             f'<line class="leader" x1="{_n(x)}" y1="{_n(y)}" x2="{_n(x + 6)}" '
             f'y2="{_n(top - NOTE_FONT / 3)}" stroke="#888"/>'
             f'<text class="note" data-for="{kinds}" data-bytes="{value}" x="{_n(x + 8)}" '
-            f'y="{_n(top)}" dy="{_n(NOTE_FONT / 3)}" font-size="{NOTE_FONT}">{escape(name)}'
-            f'<tspan x="{_n(x + 8)}" dy="{_n(NOTE_FONT * 1.2)}">{value} B</tspan></text>'
+            f'y="{_n(top)}" dy="0.33em" font-size="{NOTE_FONT}">{escape(name)}'
+            f'<tspan x="{_n(x + 8)}" dy="1.2em">{value} B</tspan></text>'
         )
     out.append("</g>")
     return out
