@@ -15,6 +15,7 @@ import pytest
 import planner
 from planner.cli import main
 from planner.emit import emit_svg
+from planner.generate import random_request
 from planner.io import parse_request
 
 NS = {"s": "http://www.w3.org/2000/svg"}
@@ -43,8 +44,10 @@ TEN: dict[str, Any] = {
 
 
 def _svg(data: dict[str, Any]) -> tuple[planner.Plan, ET.Element]:
+    """The plan of ``data``, checked by the static validator, and its map parsed."""
     request = parse_request(data)
     plan = planner.plan(request)
+    assert planner.validate(request, plan).valid
     return plan, ET.fromstring(emit_svg(request, plan))
 
 
@@ -157,6 +160,7 @@ def test_readable_at_500_buffers() -> None:
     data = {"name": "big", "alignment": 16, "buffers": buffers, "options": {"solver": "greedy"}}
     request = parse_request(data)
     plan = planner.plan(request)
+    assert planner.validate(request, plan).valid
     text = emit_svg(request, plan)
     assert len(text) < 400_000  # bytes: a browser opens it at once
     root = ET.fromstring(text)
@@ -179,6 +183,194 @@ def test_cli_writes_svg(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     out = tmp_path / "map.svg"
     assert main(["plan", str(source), "--svg", str(out)]) == 0
     plan = planner.Plan.model_validate_json(capsys.readouterr().out)
+    assert planner.validate(TEN, plan).valid
     assert len(_rects(ET.fromstring(out.read_text()))) == len(plan.placements)
     assert main(["plan", str(source), "--svg", str(tmp_path / "no" / "map.svg")]) == 2
     assert "cannot write" in capsys.readouterr().err
+
+
+# --- labels and legend ----------------------------------------------------------------------
+
+SVG = f"{{{NS['s']}}}"
+
+
+def _notes(root: ET.Element) -> list[ET.Element]:
+    return [t for t in root.iter(f"{SVG}text") if t.get("class") == "note"]
+
+
+def _with_capacity(capacity: int) -> dict[str, Any]:
+    return {**TEN, "capacity": capacity}
+
+
+def _lower_bound() -> int:
+    plan, _ = _svg(TEN)
+    assert plan.lower_bound < 20000
+    return plan.lower_bound
+
+
+def test_capacity_and_lower_bound_share_one_label_when_equal() -> None:
+    bound = _lower_bound()
+    plan, root = _svg(_with_capacity(bound))
+    assert plan.capacity == plan.lower_bound == bound
+    notes = _notes(root)
+    assert len(notes) == 1
+    text = "".join(notes[0].itertext())
+    assert "capacity" in text
+    assert "lower bound" in text
+    assert f"{bound} B" in text
+
+
+@pytest.mark.parametrize("extra", [16, 64, 512])
+def test_capacity_and_lower_bound_labels_stack_when_close(extra: int) -> None:
+    bound = _lower_bound()
+    plan, root = _svg(_with_capacity(bound + extra))
+    assert plan.capacity == bound + extra
+    plot = _plots(root)[0]
+    right = _f(plot, "x") + _f(plot, "width")
+    notes = _notes(root)
+    assert len(notes) == 2
+    capacity, lower = sorted(notes, key=lambda t: "lower" in "".join(t.itertext()))
+    assert "capacity" in "".join(capacity.itertext())
+    for note in notes:
+        assert _f(note, "x") > right  # in the margin: no barrier or buffer under it
+    # Two lines of text each: the tops must be at least two line heights apart, capacity
+    # (the larger value) above.
+    lines = 2 * 1.2 * _f(capacity, "font-size")
+    assert _f(lower, "y") - _f(capacity, "y") >= lines
+    assert capacity.attrib["data-bytes"] == str(bound + extra)
+    assert lower.attrib["data-bytes"] == str(bound)
+
+
+def test_capacity_above_the_scale_is_a_note_not_a_line() -> None:
+    _, root = _svg(_with_capacity(10_000_000))
+    assert not [ln for ln in root.iter(f"{SVG}line") if ln.get("class") == "capacity"]
+    text = " ".join("".join(t.itertext()) for t in _notes(root))
+    assert "capacity, off the scale" in text
+    assert "10000000 B" in text
+    assert "capacity" not in _legend_kinds(root)
+
+
+def _legend_kinds(root: ET.Element) -> set[str]:
+    return {g.attrib["data-kind"] for g in root.iter(f"{SVG}g") if g.get("class") == "legend-item"}
+
+
+def _drawn_kinds(root: ET.Element) -> set[str]:
+    """The kinds of mark in the plots, read from the marks themselves."""
+    legend = next(g for g in root.iter(f"{SVG}g") if g.get("class") == "legend")
+    in_legend = set(legend.iter())
+    kinds: set[str] = set()
+    for node in root.iter():
+        if node in in_legend:
+            continue
+        cls = node.get("class", "").split()
+        if node.tag == f"{SVG}line" and cls[:1] == ["barrier"]:
+            kinds.add(f"barrier-{cls[1]}")
+        elif node.tag == f"{SVG}line" and cls[:1] in (["capacity"], ["lower-bound"]):
+            kinds.add(cls[0])
+        elif node.tag == f"{SVG}path" and cls == ["live"]:
+            kinds.add("live")
+    return kinds
+
+
+LEGEND_CASES: dict[str, tuple[dict[str, Any], set[str]]] = {
+    "inserted barriers and capacity": (
+        TEN,
+        {"barrier-existing", "barrier-inserted", "capacity", "lower-bound", "live"},
+    ),
+    "existing barriers only, no capacity": (
+        {**TEN, "capacity": None, "target": None, "options": {"sync": "existing"}},
+        {"barrier-existing", "lower-bound", "live"},
+    ),
+    "the caller's barriers": (
+        {**TEN, "capacity": None, "target": None, "barriers": [], "options": {"sync": "none"}},
+        {"barrier-caller", "lower-bound", "live"},
+    ),
+    "no barriers at all": (
+        {"name": "one", "buffers": [{"id": "a", "size": 64, "start": 0, "end": 4}]},
+        {"lower-bound", "live"},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LEGEND_CASES))
+def test_legend_names_only_what_is_drawn(case: str) -> None:
+    data, want = LEGEND_CASES[case]
+    _, root = _svg(data)
+    drawn = _drawn_kinds(root)
+    assert drawn == want
+    assert _legend_kinds(root) == drawn
+
+
+def test_spilled_plan_legend() -> None:
+    _, root = _svg(json.loads((GOLDEN / "spill.json").read_text()))
+    assert _legend_kinds(root) == _drawn_kinds(root)
+
+
+def test_labels_come_after_every_line() -> None:
+    """Labels drawn last: no barrier, curve or bound line strikes through one."""
+    _, root = _svg(TEN)
+    order = list(root.iter())
+    first_label = min(order.index(t) for t in root.iter(f"{SVG}text") if t.get("class") == "label")
+    marks = [
+        n
+        for n in order
+        if n.tag in (f"{SVG}line", f"{SVG}path")
+        and n.get("class", "").split()[:1] in (["barrier"], ["capacity"], ["lower-bound"], ["live"])
+        and n not in set(next(g for g in root.iter(f"{SVG}g") if g.get("class") == "legend").iter())
+    ]
+    assert marks
+    assert all(order.index(m) < first_label for m in marks)
+
+
+def _font_width() -> Any:
+    """The width in px of a text at 11 px in DejaVu Sans, the widest common default sans."""
+    image_font = pytest.importorskip("PIL.ImageFont")
+    try:
+        font = image_font.truetype("DejaVuSans.ttf", 11)
+    except OSError:
+        pytest.skip("DejaVu Sans is not installed")
+    return font.getlength
+
+
+@pytest.mark.parametrize(
+    "ident", ["mmmmmmmm", "WWWW_wide", "iiiiiiiiiiiiiiii", "A_s<&>", "buf123", "acc_frag_f32"]
+)
+def test_a_drawn_label_fits_its_rectangle(ident: str) -> None:
+    """Sized so the label just about fits or not: where drawn, the real glyphs fit."""
+    width = _font_width()
+    drawn = left_out = 0
+    for size in (1024, 2048, 4096):
+        for end in range(1, 12):
+            data = {
+                "name": "fit",
+                "alignment": 16,
+                "buffers": [
+                    {"id": ident, "size": size, "start": 0, "end": end},
+                    {"id": "rest", "size": 4096, "start": end, "end": 60},
+                ],
+            }
+            _, root = _svg(data)
+            box = next(r for r in _rects(root) if r.attrib["data-id"] == ident)
+            labels = [t for t in root.iter(f"{SVG}text") if t.get("data-for") == ident]
+            if labels:
+                drawn += 1
+                assert width(ident) <= _f(box, "width"), (ident, size, end)
+                assert _f(box, "height") >= 13  # the text box of an 11 px font
+            else:
+                left_out += 1
+    assert drawn  # the sizes straddle the limit
+    assert left_out
+
+
+def test_500_buffer_labels_fit_in_the_real_font() -> None:
+    width = _font_width()
+    request = random_request(500, overlap=0.2, seed=3)
+    plan = planner.plan(request)
+    assert planner.validate(request, plan).valid
+    root = ET.fromstring(emit_svg(request, plan))
+    boxes = {r.attrib["data-id"]: r for r in _rects(root)}
+    labels = [t for t in root.iter(f"{SVG}text") if t.get("class") == "label"]
+    assert 20 < len(labels) < 500
+    for t in labels:
+        assert t.text == t.attrib["data-for"]
+        assert width(t.text) <= _f(boxes[t.text], "width")

@@ -2,8 +2,14 @@
 
 One rectangle per buffer (``class="buffer"``, with ``data-id``, ``data-offset``, ``data-size``
 and a ``<title>`` tooltip), labelled when the label fits inside it; barriers as vertical lines
-(existing solid, inserted dashed); the capacity line; the live bytes at each point as a step
-curve with the lower bound. Spilled buffers get a second panel for the global workspace.
+(existing solid, inserted dashed, the caller's own under sync "none" dotted); the capacity
+line; the live bytes at each point as a step curve with the lower bound. Spilled buffers get
+a second panel for the global workspace.
+
+No two labels overprint: buffer labels sit inside their own rectangles (which never overlap in
+a valid plan) on a halo, above every line; the capacity and lower-bound labels stand in the
+right margin, stacked apart when their values are close and merged when equal; the legend
+names only what is drawn.
 """
 
 from __future__ import annotations
@@ -18,12 +24,22 @@ from planner.models import Plan, PlanRequest
 __all__ = ["emit_svg"]
 
 WIDTH = 960  # px
-LEFT, RIGHT, TOP = 84, 24, 48  # px margins around the plots
+LEFT, RIGHT, TOP = 90, 150, 48  # px margins around the plots; line labels go right
 SHARED_HEIGHT, GLOBAL_HEIGHT = 400, 160  # px, plot areas
 GAP = 64  # px between panels, and below the last one for the axis and the legend
-CHAR_WIDTH = 6.6  # px, of an 11 px label character, to decide whether a label fits
-LABEL_HEIGHT = 12  # px
+FONT = 11  # px, labels and ticks
+NOTE_FONT = 10  # px, the line labels in the right margin
+LABEL_HEIGHT = 15  # px, the least rectangle height that holds a label (text box about 13)
+NOTE_STEP = 2.6 * NOTE_FONT  # px, from one two-line margin label's top to the next one's
+# Advance widths in em, rounded up from DejaVu Sans (the widest common default sans-serif),
+# so a label judged to fit does fit in the browser's font.
+_NARROW, _WIDE, _SYMBOL = set("ijlftrI.,:;'|!()[]{} -/"), set("mwMW@%"), set("<>=+~&#*^")
 DENSE_BARRIERS = 60  # more barriers than this are drawn faint
+_BARRIER_TIPS = {
+    "existing": "existing barrier at point",
+    "inserted": "barrier inserted by the plan at point",
+    "caller": "the caller synchronizes at point",
+}
 
 
 @dataclass(frozen=True)
@@ -70,40 +86,48 @@ def emit_svg(request: PlanRequest, plan: Plan) -> str:
         f'viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="11" '
         f'data-horizon="{horizon}">',
         "<style>"
-        ".buffer{stroke:#333;stroke-width:0.5}.label{fill:#111;pointer-events:none}"
+        ".buffer{stroke:#333;stroke-width:0.5}.label{fill:#111;pointer-events:none;"
+        "paint-order:stroke;stroke:#fff;stroke-opacity:0.75;stroke-width:2.5px;"
+        "stroke-linejoin:round}.note{fill:#222}"
         ".axis{stroke:#444}.grid{stroke:#e3e3e3}.tick{fill:#444}"
         ".barrier{stroke:#555;stroke-width:1}.barrier.inserted{stroke:#c0392b;"
-        "stroke-dasharray:4 3}.capacity{stroke:#c0392b;stroke-width:1.5}"
+        "stroke-dasharray:4 3}.barrier.caller{stroke:#7d3c98;stroke-dasharray:1 2}"
+        ".capacity{stroke:#c0392b;stroke-width:1.5}"
         ".lower-bound{stroke:#1f618d;stroke-dasharray:6 4}.live{fill:none;stroke:#1f618d;"
-        "stroke-width:1.5}</style>",
+        "stroke-width:1.2;stroke-opacity:0.8}"
+        # Lines keep their width on screen when a viewer zooms in.
+        "line,path,rect{vector-effect:non-scaling-stroke}</style>",
         f'<rect width="{WIDTH}" height="{height}" fill="#ffffff"/>',
         f'<text x="{LEFT}" y="20" font-size="14" font-weight="bold">{escape(_title(plan))}</text>',
         f'<text x="{LEFT}" y="38" class="tick">{escape(_subtitle(plan, len(spilled)))}</text>',
     ]
     out += _axes(panel, "shared memory (bytes)")
-    out += _rects(panel, shared, offset=0)
-    out += _barriers(panel, plan)
+    rects, labels = _rects(panel, shared, offset=0)
+    out += rects
+    drawn = set(_barriers(panel, plan, out))
     out.append(_curve(panel, live))
-    out.append(_hline(panel, plan.lower_bound, "lower-bound", f"lower bound {plan.lower_bound}"))
-    if capacity is not None:
-        if capacity <= panel.ymax:
-            out.append(_hline(panel, capacity, "capacity", f"capacity {capacity}"))
-        else:
-            out.append(
-                f'<text class="capacity-note tick" x="{_n(panel.x + panel.width)}" '
-                f'y="{_n(panel.y - 4)}" text-anchor="end" data-bytes="{capacity}">'
-                f"capacity {capacity} B is above the scale</text>"
-            )
+    notes = [(plan.lower_bound, "lower-bound", "lower bound")]
+    if capacity is not None and capacity <= panel.ymax:
+        notes.append((capacity, "capacity", "capacity"))
+        drawn.add("capacity")
+    for value, cls, _ in notes:
+        out.append(_hline(panel, value, cls))
+    drawn |= {"lower-bound", "live"}
     if second is not None:
         out += _axes(second, "global workspace (bytes)")
-        out += _rects(second, spilled, offset=len(shared))
-        out += _barriers(second, plan)
+        spilled_rects, spilled_labels = _rects(second, spilled, offset=len(shared))
+        out += spilled_rects
+        labels += spilled_labels
+        drawn |= set(_barriers(second, plan, out))
+    # Labels last, so no line strikes through them.
+    out += ['<g class="labels">', *labels, "</g>"]
+    out += _margin_notes(panel, notes, capacity if "capacity" not in drawn else None)
     bottom = (second or panel).y + (second or panel).height
     out.append(
         f'<text x="{_n(LEFT + plot_width / 2)}" y="{_n(bottom + 34)}" text-anchor="middle" '
         'class="tick">program point</text>'
     )
-    out += _legend(height - 10)
+    out += _legend(height - 10, drawn)
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
@@ -169,7 +193,7 @@ def _axes(panel: _Panel, label: str) -> list[str]:
             f'y2="{y}"/>'
         )
         out.append(
-            f'<text class="tick" x="{_n(panel.x - 6)}" y="{y}" dy="4" text-anchor="end">'
+            f'<text class="tick" x="{_n(panel.x - 6)}" y="{y}" dy="0.36em" text-anchor="end">'
             f"{value}</text>"
         )
     xstep = _step(panel.horizon, ticks=10)
@@ -184,13 +208,14 @@ def _axes(panel: _Panel, label: str) -> list[str]:
         )
     mid = panel.y + panel.height / 2
     out.append(
-        f'<text class="tick" transform="translate({_n(panel.x - 62)} {_n(mid)}) rotate(-90)" '
+        f'<text class="tick" transform="translate({_n(panel.x - 74)} {_n(mid)}) rotate(-90)" '
         f'text-anchor="middle">{escape(label)}</text>'
     )
     return out
 
 
-def _rects(panel: _Panel, buffers: list[Placed], offset: int) -> list[str]:
+def _rects(panel: _Panel, buffers: list[Placed], offset: int) -> tuple[list[str], list[str]]:
+    """The buffers' rectangles, and the labels of those whose id fits inside."""
     out = ['<g class="buffers">']
     labels: list[str] = []
     for k, b in enumerate(buffers):
@@ -209,30 +234,54 @@ def _rects(panel: _Panel, buffers: list[Placed], offset: int) -> list[str]:
             f'height="{_n(height)}" fill="hsl({hue:.1f},60%,72%)"><title>{escape(tip)}</title>'
             "</rect>"
         )
-        if width >= len(b.id) * CHAR_WIDTH + 6 and height >= LABEL_HEIGHT + 2:
+        # Inside its own rectangle, and rectangles of a valid plan never overlap.
+        if width >= _text_width(b.id) + 6 and height >= LABEL_HEIGHT:
             labels.append(
-                f'<text class="label" x="{_n(x0 + width / 2)}" y="{_n(y0 + height / 2)}" '
-                f'dy="4" text-anchor="middle">{escape(b.id)}</text>'
+                f'<text class="label" data-for={quoteattr(b.id)} x="{_n(x0 + width / 2)}" '
+                f'y="{_n(y0 + height / 2)}" dy="0.36em" text-anchor="middle">{escape(b.id)}</text>'
             )
     out.append("</g>")
-    return [*out, '<g class="labels">', *labels, "</g>"]
+    return out, labels
 
 
-def _barriers(panel: _Panel, plan: Plan) -> list[str]:
-    out: list[str] = []
-    inserted = set(plan.barriers.inserted)
-    points = sorted(set(plan.barriers.existing) | inserted)
+def _text_width(text: str, size: float = FONT) -> float:
+    """An upper estimate of ``text``'s width in px at ``size`` px in a sans-serif font."""
+    em = 0.0
+    for c in text:
+        if c in _NARROW:
+            em += 0.42
+        elif c in _WIDE:
+            em += 1.0
+        elif c in _SYMBOL:
+            em += 0.84
+        elif c.isupper():
+            em += 0.8
+        elif c.isascii():
+            em += 0.66
+        else:
+            em += 1.0  # CJK and other scripts: a full em
+    return em * size
+
+
+def _barriers(panel: _Panel, plan: Plan, out: list[str]) -> list[str]:
+    """Append the barrier lines to ``out``; return the kinds drawn."""
+    inserted, existing = set(plan.barriers.inserted), set(plan.barriers.existing)
+    # With sync "none" the caller synchronizes at the required points the request lacks.
+    points = sorted(existing | inserted | set(plan.barriers.required))
     # Many barriers would hide the buffers: draw them faint.
     faint = ' stroke-opacity="0.35"' if len(points) > DENSE_BARRIERS else ""
+    kinds: list[str] = []
     for point in points:
-        kind = "inserted" if point in inserted else "existing"
+        kind = "inserted" if point in inserted else "existing" if point in existing else "caller"
+        if f"barrier-{kind}" not in kinds:
+            kinds.append(f"barrier-{kind}")
         x = _n(panel.px(point))
         out.append(
             f'<line class="barrier {kind}" data-point="{point}"{faint} x1="{x}" y1="{_n(panel.y)}" '
-            f'x2="{x}" y2="{_n(panel.y + panel.height)}"><title>{kind} barrier at point '
+            f'x2="{x}" y2="{_n(panel.y + panel.height)}"><title>{_BARRIER_TIPS[kind]} '
             f"{point}</title></line>"
         )
-    return out
+    return kinds
 
 
 def _curve(panel: _Panel, steps: list[tuple[int, int]]) -> str:
@@ -243,32 +292,84 @@ def _curve(panel: _Panel, steps: list[tuple[int, int]]) -> str:
     return f'<path class="live" d="{"".join(path)}"><title>live bytes</title></path>'
 
 
-def _hline(panel: _Panel, value: int, cls: str, text: str) -> str:
+def _hline(panel: _Panel, value: int, cls: str) -> str:
     y = _n(panel.py(value))
     right = _n(panel.x + panel.width)
+    name = cls.replace("-", " ")
     return (
         f'<line class="{cls}" data-bytes="{value}" x1="{_n(panel.x)}" y1="{y}" x2="{right}" '
-        f'y2="{y}"><title>{text} bytes</title></line>'
-        f'<text class="tick" x="{right}" y="{y}" dy="-3" text-anchor="end">{text}</text>'
+        f'y2="{y}"><title>{name} {value} bytes</title></line>'
     )
 
 
-def _legend(y: float) -> list[str]:
-    items = [
-        ('<line class="barrier existing" x1="0" y1="-8" x2="0" y2="4"/>', "existing barrier"),
-        ('<line class="barrier inserted" x1="0" y1="-8" x2="0" y2="4"/>', "inserted barrier"),
-        ('<line class="capacity" x1="-8" y1="-2" x2="8" y2="-2"/>', "capacity"),
-        ('<line class="lower-bound" x1="-8" y1="-2" x2="8" y2="-2"/>', "lower bound"),
-        ('<line class="live" x1="-8" y1="-2" x2="8" y2="-2"/>', "live bytes"),
+def _margin_notes(panel: _Panel, lines: list[tuple[int, str, str]], above: int | None) -> list[str]:
+    """Two-line labels (name, then bytes) for the horizontal lines, in the right margin beside
+    their lines: equal values share one label, close ones are pushed apart, and a capacity
+    above the scale gets a note at the top."""
+    merged: dict[int, list[tuple[str, str]]] = {}
+    for value, cls, name in sorted(lines, key=lambda line: (-line[0], line[1])):
+        merged.setdefault(value, []).append((cls, name))
+    notes = [
+        (panel.py(value), value, [c for c, _ in group], " = ".join(n for _, n in group))
+        for value, group in merged.items()
     ]
+    if above is not None:
+        notes.insert(0, (panel.y, above, ["capacity-note"], "capacity, off the scale"))
+    # Offsets within a label are in em, so a viewer may scale its text alone.
+    # Tops, first line's baseline at its line: stack downwards, then lift all from the floor.
+    low, high = panel.y + NOTE_FONT / 2, panel.y + panel.height - NOTE_STEP + NOTE_FONT
+    tops: list[float] = []
+    for y, *_ in notes:
+        tops.append(max(y, tops[-1] + NOTE_STEP) if tops else max(y, low))
+    if tops and tops[-1] > high:
+        shift = tops[-1] - high
+        tops = [max(t - shift, low + k * NOTE_STEP) for k, t in enumerate(tops)]
+    x = panel.x + panel.width
+    out = ['<g class="notes">']
+    for (y, value, classes, name), top in zip(notes, tops, strict=True):
+        kinds = " ".join(classes)
+        out.append(
+            f'<line class="leader" x1="{_n(x)}" y1="{_n(y)}" x2="{_n(x + 6)}" '
+            f'y2="{_n(top - NOTE_FONT / 3)}" stroke="#888"/>'
+            f'<text class="note" data-for="{kinds}" data-bytes="{value}" x="{_n(x + 8)}" '
+            f'y="{_n(top)}" dy="0.33em" font-size="{NOTE_FONT}">{escape(name)}'
+            f'<tspan x="{_n(x + 8)}" dy="1.2em">{value} B</tspan></text>'
+        )
+    out.append("</g>")
+    return out
+
+
+_LEGEND = {  # kind -> (mark, text), in legend order
+    "barrier-existing": (
+        '<line class="barrier existing" x1="0" y1="-8" x2="0" y2="4"/>',
+        "existing barrier",
+    ),
+    "barrier-inserted": (
+        '<line class="barrier inserted" x1="0" y1="-8" x2="0" y2="4"/>',
+        "inserted barrier",
+    ),
+    "barrier-caller": (
+        '<line class="barrier caller" x1="0" y1="-8" x2="0" y2="4"/>',
+        "barrier the caller adds",
+    ),
+    "capacity": ('<line class="capacity" x1="-8" y1="-2" x2="8" y2="-2"/>', "capacity"),
+    "lower-bound": ('<line class="lower-bound" x1="-8" y1="-2" x2="8" y2="-2"/>', "lower bound"),
+    "live": ('<line class="live" x1="-8" y1="-2" x2="8" y2="-2"/>', "live bytes"),
+}
+
+
+def _legend(y: float, drawn: set[str]) -> list[str]:
+    """One entry per kind of mark drawn, and none for a kind that is not."""
     out = ['<g class="legend">']
     x = float(LEFT)
-    for mark, text in items:
+    for kind, (mark, text) in _LEGEND.items():
+        if kind not in drawn:
+            continue
         out.append(
-            f'<g transform="translate({_n(x + 8)} {_n(y)})">{mark}'
-            f'<text x="14" y="2" class="tick">{text}</text></g>'
+            f'<g class="legend-item" data-kind="{kind}" transform="translate({_n(x + 8)} '
+            f'{_n(y)})">{mark}<text x="14" y="2" class="tick">{text}</text></g>'
         )
-        x += 34 + len(text) * CHAR_WIDTH
+        x += 34 + _text_width(text)
     out.append("</g>")
     return out
 
