@@ -55,6 +55,8 @@ def test_mixed_sizes_follow_their_weights_and_are_distinct() -> None:
     bodies = [body for _, body in drawn]
     assert len(set(bodies)) == len(bodies)  # no cache hits
     assert all(len(json.loads(b)["buffers"]) == n for n, b in drawn[:20])
+    large = next(json.loads(b) for n, b in drawn if n == 3000)
+    assert large["options"]["time_limit"] == load.LARGE_TIME_LIMIT
     assert list(load._mixed_bodies(50, {32: 90, 3000: 10}, seed=7)) == drawn[:50]
 
 
