@@ -8,7 +8,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
 
@@ -89,7 +89,7 @@ def _plan_and_check(
 
 @pytest.mark.parametrize("n", SIZES)
 def test_plans_of_every_size_are_the_librarys(
-    server: ServerProcess, n: int, record_property: pytest.RecordProperty
+    server: ServerProcess, n: int, record_property: Callable[[str, object], None]
 ) -> None:
     record: list[str] = []
     _plan_and_check(server, n, "auto", n in EMULATED, record)
@@ -114,7 +114,7 @@ def test_plans_of_every_size_are_the_librarys(
     ],
 )
 def test_large_plans_are_the_librarys_under_uvloop(
-    n: int, emulate: bool, record_property: pytest.RecordProperty
+    n: int, emulate: bool, record_property: Callable[[str, object], None]
 ) -> None:
     pytest.importorskip("uvloop")
     record: list[str] = []
