@@ -80,11 +80,6 @@ class Channel:
         self.closed = False
         loop.add_reader(self._fd, self._readable)
 
-    @property
-    def pending(self) -> int:
-        """Bytes queued and not yet accepted by the socket."""
-        return sum(len(v) for v in self._out)
-
     def send(self, data: bytes) -> None:
         """Queue one frame; it goes out as the socket accepts it. Ignored once closed."""
         if self.closed:

@@ -120,11 +120,6 @@ class ProcessWorkers:
     def __post_init__(self) -> None:
         self._workers = [self._spawn() for _ in range(self.count)]
 
-    @property
-    def pids(self) -> list[int | None]:
-        """The worker processes' ids, lowest-numbered worker first."""
-        return [w.process.pid for w in self._workers]
-
     def _spawn(self) -> _Worker:
         mine, theirs = socket.socketpair()
         try:
