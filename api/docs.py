@@ -242,8 +242,9 @@ def _errors(*, with_body: bool) -> dict[int | str, dict[str, Any]]:
     errors: dict[int | str, dict[str, Any]] = {
         503: {
             "model": ErrorResponse,
-            "description": "Overloaded: the solver queue is full (`queue_full`) or the request "
-            "passed its deadline (`deadline_exceeded`); retry after `Retry-After` seconds.",
+            "description": "Overloaded: the solver queue is full (`queue_full`), the request "
+            "passed its deadline (`deadline_exceeded`) or its solver process died "
+            "(`worker_died`); retry after `Retry-After` seconds.",
             "headers": {**_HEADERS, **_RETRY_AFTER},
         },
     }

@@ -21,13 +21,17 @@ __all__ = ["MAX_FRAME", "Channel", "recv_frame", "send_frame"]
 
 HEADER = struct.Struct(">Q")  # the length of the frame that follows
 MAX_FRAME = 1 << 33  # bytes: a longer length means a corrupt stream, not a frame
+SMALL_FRAME = 1 << 16  # bytes: a frame this small goes out with its header in one write
 READ_PER_CALL = 4 << 20  # bytes one readable callback takes at most, so others get a turn
 
 
 def send_frame(sock: socket.socket, data: bytes) -> None:
     """Send one frame on a blocking socket; ``OSError`` if the other end is gone."""
-    sock.sendall(HEADER.pack(len(data)))
-    sock.sendall(data)
+    if len(data) <= SMALL_FRAME:
+        sock.sendall(HEADER.pack(len(data)) + data)
+    else:
+        sock.sendall(HEADER.pack(len(data)))
+        sock.sendall(data)
 
 
 def recv_frame(sock: socket.socket) -> bytearray:
@@ -80,17 +84,14 @@ class Channel:
         self.closed = False
         loop.add_reader(self._fd, self._readable)
 
-    @property
-    def pending(self) -> int:
-        """Bytes queued and not yet accepted by the socket."""
-        return sum(len(v) for v in self._out)
-
     def send(self, data: bytes) -> None:
         """Queue one frame; it goes out as the socket accepts it. Ignored once closed."""
         if self.closed:
             return
-        self._out.append(memoryview(HEADER.pack(len(data))))
-        if data:
+        if len(data) <= SMALL_FRAME:
+            self._out.append(memoryview(HEADER.pack(len(data)) + data))
+        else:
+            self._out.append(memoryview(HEADER.pack(len(data))))
             self._out.append(memoryview(data).cast("B"))
         if not self._writing:
             self._flush()

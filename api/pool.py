@@ -29,7 +29,7 @@ __all__ = ["Cancelled", "OverloadedError", "PoolKind", "SolverPool"]
 T = TypeVar("T")
 Cancelled = Callable[[], Awaitable[bool]]  # True once the caller no longer wants the answer
 PoolKind = Literal["processes", "threads"]
-CANCEL_POLL = 0.25  # s between checks that a waiting caller is still there
+CANCEL_POLL = 0.5  # s between checks that a waiting caller is still there
 
 
 class OverloadedError(Exception):

@@ -23,6 +23,7 @@ import asyncio
 import multiprocessing
 import os
 import pickle
+import signal
 import socket
 import threading
 import time
@@ -56,6 +57,8 @@ def _watch_parent(parent: int) -> None:
 
 def _serve(sock: socket.socket, parent: int, initializer: Callable[[], None] | None) -> None:
     """A worker process: run each job received and send back its outcome, until EOF."""
+    # Ctrl-C reaches the whole process group: the server decides when its workers stop.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_watch_parent, args=(parent,), name="parent-watch", daemon=True).start()
     sock.setblocking(True)
     if initializer is not None:
@@ -116,11 +119,6 @@ class ProcessWorkers:
 
     def __post_init__(self) -> None:
         self._workers = [self._spawn() for _ in range(self.count)]
-
-    @property
-    def pids(self) -> list[int | None]:
-        """The worker processes' ids, lowest-numbered worker first."""
-        return [w.process.pid for w in self._workers]
 
     def _spawn(self) -> _Worker:
         mine, theirs = socket.socketpair()

@@ -50,7 +50,7 @@ class Settings(BaseSettings):
     access_log: bool = True  # one JSON line per request on stderr
     # s a thread may keep the GIL while another waits (Python's default: 5 ms), in the server
     # process: shorter lets the event loop answer sooner while a solver thread (the "threads"
-    # pool) or a large job's writer thread runs.
+    # pool) runs.
     switch_interval: float = Field(default=0.0005, gt=0, le=0.1)
     # How `python -m api` (and the container) runs uvicorn.
     host: str = "127.0.0.1"

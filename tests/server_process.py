@@ -29,6 +29,7 @@ class ServerProcess:
     """A running server: its process, its address, and a client for it."""
 
     process: subprocess.Popen[bytes]
+    loop: str
     url: str
     client: httpx.Client
     log: Path
@@ -85,7 +86,7 @@ def running_server(loop: str, **settings: str) -> Iterator[ServerProcess]:
         process = subprocess.Popen(command, env=env, stdout=log, stderr=log, cwd=ROOT)
         url = f"http://{HOST}:{port}"
         client = httpx.Client(base_url=url, timeout=120)
-        server = ServerProcess(process, url, client, Path(log.name))
+        server = ServerProcess(process, loop, url, client, Path(log.name))
         try:
             _wait_ready(server)
             yield server

@@ -48,14 +48,16 @@ def test_mixed_sizes_follow_their_weights_and_are_distinct() -> None:
     for bad in ("32:0", "x:1", "0:3"):
         with pytest.raises(ValueError, match="--mix"):
             load.parse_mix(bad)
-    drawn = list(load._mixed_bodies(400, {32: 90, 3000: 10}, seed=7))
+    drawn = list(load._mixed_bodies(200, {32: 90, 300: 10}, seed=7))
     sizes = Counter(n for n, _ in drawn)
-    assert set(sizes) == {32, 3000}
-    assert 300 < sizes[32] < 400  # about 90 in 100
+    assert set(sizes) == {32, 300}
+    assert 150 < sizes[32] < 200  # about 90 in 100
     bodies = [body for _, body in drawn]
     assert len(set(bodies)) == len(bodies)  # no cache hits
     assert all(len(json.loads(b)["buffers"]) == n for n, b in drawn[:20])
-    assert list(load._mixed_bodies(50, {32: 90, 3000: 10}, seed=7)) == drawn[:50]
+    large = next(json.loads(b) for n, b in drawn if n == 300)
+    assert large["options"]["time_limit"] == load.LARGE_TIME_LIMIT
+    assert list(load._mixed_bodies(50, {32: 90, 300: 10}, seed=7)) == drawn[:50]
 
 
 def test_mixed_reports_each_size_and_small_requests_during_large_ones() -> None:

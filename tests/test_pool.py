@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -11,18 +10,23 @@ from pathlib import Path
 
 import pytest
 
+from .loops import LOOPS, loop_factory
+
+ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc (Linux)")
 
 SERVER = """
 import asyncio, os, sys
 from api.pool import SolverPool
+from tests.loops import loop_factory
 
 async def main():
     pool = SolverPool(1, 0, "processes")
     print(await pool.run(60, os.getpid), flush=True)
     await asyncio.sleep(120)
 
-asyncio.run(main())
+with asyncio.Runner(loop_factory=loop_factory(sys.argv[1])) as runner:
+    runner.run(main())
 """
 
 
@@ -35,9 +39,11 @@ def _running(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def test_workers_exit_when_the_server_is_killed() -> None:
+@pytest.mark.parametrize("loop", LOOPS)
+def test_workers_exit_when_the_server_is_killed(loop: str) -> None:
+    loop_factory(loop)  # skips where the loop is not installed
     server = subprocess.Popen(
-        [sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True, cwd=os.getcwd()
+        [sys.executable, "-c", SERVER, loop], stdout=subprocess.PIPE, text=True, cwd=ROOT
     )
     try:
         assert server.stdout is not None

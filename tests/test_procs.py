@@ -219,11 +219,12 @@ def test_threads_drop_a_cancelled_waiting_job() -> None:
             return True
 
         try:
-            running = asyncio.create_task(pool.run(30, time.sleep, 0.5))
+            running = asyncio.create_task(pool.run(30, time.sleep, 2))
             await asyncio.sleep(0.05)
             with pytest.raises(OverloadedError) as info:
                 await pool.run(30, os.getpid, cancelled=cancelled)
             assert info.value.reason == "client_disconnected"
+            assert pool.admitted == 1  # dropped from the queue; the running one goes on
             await running
             assert pool.admitted == 0
         finally:

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
 
@@ -89,7 +90,7 @@ def _plan_and_check(
 
 @pytest.mark.parametrize("n", SIZES)
 def test_plans_of_every_size_are_the_librarys(
-    server: ServerProcess, n: int, record_property: pytest.RecordProperty
+    server: ServerProcess, n: int, record_property: Callable[[str, object], None]
 ) -> None:
     record: list[str] = []
     _plan_and_check(server, n, "auto", n in EMULATED, record)
@@ -114,12 +115,12 @@ def test_plans_of_every_size_are_the_librarys(
     ],
 )
 def test_large_plans_are_the_librarys_under_uvloop(
-    n: int, emulate: bool, record_property: pytest.RecordProperty
+    server: ServerProcess, n: int, emulate: bool, record_property: Callable[[str, object], None]
 ) -> None:
-    pytest.importorskip("uvloop")
+    if server.loop != "uvloop":
+        pytest.skip("large requests run under the production loop only, to keep the suite short")
     record: list[str] = []
-    with running_server("uvloop", solver_workers="2") as server:
-        _plan_and_check(server, n, "greedy", emulate, record)
+    _plan_and_check(server, n, "greedy", emulate, record)
     record_property("latency", "; ".join(record))
 
 
@@ -166,3 +167,22 @@ def _busy_worker(before: dict[int, int]) -> int | None:
             if _cpu_ticks(pid) > ticks + 10:  # a tenth of a second of work on the job
                 return pid
     return None
+
+
+def test_a_client_that_hangs_up_frees_its_worker(server: ServerProcess) -> None:
+    _, body, plan = _case(3000)
+    check = _check_body(body, plan, emulate=True)
+    before = {pid: _cpu_ticks(pid) for pid in server.solver_pids()}
+    host, port = server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as conn:
+        head = f"POST /validate HTTP/1.1\r\nHost: {host}\r\nContent-Length: {len(check)}\r\n\r\n"
+        conn.sendall(head.encode() + check)
+        busy = _busy_worker(before)
+        assert busy is not None, "no solver process started on the request"
+    # The connection is closed: the server notices, stops the job and replaces its worker.
+    give_up = time.monotonic() + 10
+    while busy in server.solver_pids() and time.monotonic() < give_up:
+        time.sleep(0.1)
+    assert busy not in server.solver_pids()
+    assert server.admitted() == 0
+    _small_request_answered(server)
