@@ -85,7 +85,9 @@ def running_server(loop: str, **settings: str) -> Iterator[ServerProcess]:
     with tempfile.NamedTemporaryFile("wb", prefix="planner-serve-", suffix=".log") as log:
         process = subprocess.Popen(command, env=env, stdout=log, stderr=log, cwd=ROOT)
         url = f"http://{HOST}:{port}"
-        client = httpx.Client(base_url=url, timeout=120)
+        # Every body this client sends is JSON; the service refuses any other type (415).
+        headers = {"content-type": "application/json"}
+        client = httpx.Client(base_url=url, timeout=120, headers=headers)
         server = ServerProcess(process, loop, url, client, Path(log.name))
         try:
             _wait_ready(server)
