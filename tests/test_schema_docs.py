@@ -16,11 +16,14 @@ from planner.models.request import EXAMPLE
 
 
 def _undocumented(schema: dict[str, Any]) -> list[str]:
-    """Every property, in the schema and its definitions, without a description."""
+    """Every property, in the schema and its definitions, without a description (its own,
+    or, for a bare reference to a model, the model's)."""
+    defs = schema.get("$defs", {})
     missing = []
-    for name, model in [("(root)", schema), *schema.get("$defs", {}).items()]:
+    for name, model in [("(root)", schema), *defs.items()]:
         for prop, spec in model.get("properties", {}).items():
-            if not spec.get("description"):
+            target = defs.get(str(spec.get("$ref", "")).rsplit("/", 1)[-1], {})
+            if not spec.get("description") and not target.get("description"):
                 missing.append(f"{name}.{prop}")
     return missing
 

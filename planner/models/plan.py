@@ -165,8 +165,7 @@ class ParetoPoint(_Model):
     """Arena of this plan, in bytes."""
     new_barriers: int
     """Barriers this plan inserts."""
-    plan: Plan
-    """The full plan (its own pareto list empty)."""
+    plan: Plan  # the full plan, its own pareto list empty; described by Plan's docstring
 
 
 class Plan(_Model):
