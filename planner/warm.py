@@ -42,27 +42,32 @@ WARM_UP: list[dict[str, Any]] = [
 ]
 
 
-def warm_up_requests() -> list[dict[str, Any]]:
-    """The warm-up requests this installation can plan: CP-SAT's only with the exact extra."""
-    return [r for r in WARM_UP if r["options"]["solver"] != "cpsat" or available("exact")]
+def warm_up_requests(*, compiled_only: bool = False) -> list[dict[str, Any]]:
+    """The warm-up requests this installation can plan: CP-SAT's only with the exact extra,
+    and never with ``compiled_only`` (CP-SAT has no compiled kernels of the planner's own;
+    the exact methods load it off the request's clock when a request needs it)."""
+    wanted = available("exact") and not compiled_only
+    return [r for r in WARM_UP if r["options"]["solver"] != "cpsat" or wanted]
 
 
 _lock = threading.RLock()
-_state = {"done": False, "running": False}
+_done: set[bool] = set()  # the compiled_only values warmed up in this process
+_running = {"now": False}
 
 
-def ensure_warm(plan: Callable[[dict[str, Any]], object]) -> None:
-    """Plan the warm-up requests with ``plan`` once per process; other threads wait for it,
-    and the warm-up's own plans pass straight through."""
-    if _state["done"]:
+def ensure_warm(plan: Callable[[dict[str, Any]], object], *, compiled_only: bool = False) -> None:
+    """Plan the warm-up requests with ``plan`` once per process (``compiled_only``: only those
+    that load compiled kernels); other threads wait for it, and the warm-up's own plans pass
+    straight through."""
+    if compiled_only in _done or False in _done:
         return
     with _lock:
-        if _state["done"] or _state["running"]:
+        if compiled_only in _done or False in _done or _running["now"]:
             return
-        _state["running"] = True
+        _running["now"] = True
         try:
-            for request in warm_up_requests():
+            for request in warm_up_requests(compiled_only=compiled_only):
                 plan(request)
         finally:
-            _state["running"] = False
-        _state["done"] = True
+            _running["now"] = False
+        _done.add(compiled_only)

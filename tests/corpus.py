@@ -14,6 +14,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+from planner.batch import request_files
 from planner.generate import random_kernel, random_request
 from planner.io import parse_request
 from planner.models import Plan, PlanRequest
@@ -120,7 +121,7 @@ def corpus() -> list[tuple[str, PlanRequest]]:
     ):
         out.append((f"random-{n}-{sync}", random_request(n, seed=i, sync=sync)))
     out.append(("random-800-overlap0.2", random_request(800, overlap=0.2, seed=7)))
-    for path in sorted(EXAMPLES.glob("*.json")):
+    for path in request_files(EXAMPLES):
         out.append((f"example-{path.stem}", parse_request(path.read_text())))
     return out
 
@@ -133,3 +134,17 @@ def plan_hash(plan: Plan) -> str:
 def load_fixture() -> dict[str, str]:
     data: dict[str, str] = json.loads(FIXTURE.read_text())
     return data
+
+
+def write_fixture() -> None:
+    """Record the hashes of this version's plans (after a change meant to alter plans)."""
+    import planner
+    from planner.warm import ensure_warm
+
+    ensure_warm(planner.plan)
+    hashes = {name: plan_hash(planner.plan(request)) for name, request in corpus()}
+    FIXTURE.write_text(json.dumps(hashes, indent=1, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    write_fixture()

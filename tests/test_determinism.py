@@ -1,7 +1,8 @@
 """Plans of a fixed corpus are byte-identical to the committed hashes (tests/data).
 
-The hashes were taken before the memory and time-limit work on the graph, the owner maps and
-the greedy portfolio; those changes must leave every plan that already worked unchanged.
+The hashes are of this version's plans: a change meant to leave plans alone (a refactor, a
+faster data structure) must keep them, and one meant to change plans (a stronger bound, a
+new search order) says so and records new ones with ``python -m tests.corpus``.
 """
 
 from __future__ import annotations
