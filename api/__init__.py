@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from api.app import create_app
+from planner.api.app import create_app
 
 __all__ = ["create_app", "serve"]
 
@@ -13,11 +13,11 @@ def serve(host: str | None = None, port: int | None = None, loop: str | None = N
     ``PLANNER_WORKERS`` uvicorn processes."""
     import uvicorn  # only the server needs it; importing api for create_app does not
 
-    from api.settings import environment_settings
+    from planner.api.settings import environment_settings
 
     settings = environment_settings()
     uvicorn.run(
-        "api.app:create_app",
+        "planner.api.app:create_app",
         factory=True,
         host=host if host is not None else settings.host,
         port=port if port is not None else settings.port,

@@ -1,5 +1,5 @@
 """``python -m api``: run the service with settings from the environment."""
 
-from api import serve
+from planner.api import serve
 
 serve()

@@ -9,13 +9,13 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
-from api import web
-from api.docs_ui import add_docs
-from api.errors import register_exception_handlers
-from api.middleware import RequestMiddleware, configure_access_log
-from api.routes import VERSION, router
-from api.service import Service, warm_up
-from api.settings import Settings, environment_settings
+from planner.api import web
+from planner.api.docs_ui import add_docs
+from planner.api.errors import register_exception_handlers
+from planner.api.middleware import RequestMiddleware, configure_access_log
+from planner.api.routes import VERSION, router
+from planner.api.service import Service, warm_up
+from planner.api.settings import Settings, environment_settings
 
 __all__ = ["create_app"]
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from api.errors import ErrorResponse
-from api.service import CheckBody, EmitBody
+from planner.api.errors import ErrorResponse
+from planner.api.service import CheckBody, EmitBody
 from planner.models import PlanRequest
 
 __all__ = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from planner.client import EmulatorReport, EmulatorViolation
 from planner.models import Plan, PlanRequest
-from validators.emulator import emulate as run_emulator
+from planner.validators.emulator import emulate as run_emulator
 
 __all__ = ["emulate"]
 

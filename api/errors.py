@@ -16,7 +16,7 @@ from typing import Any
 from fastapi import FastAPI, Request, Response
 from pydantic import BaseModel
 
-from api.pool import OverloadedError
+from planner.api.pool import OverloadedError
 from planner.errors import FieldError, PlannerError, RequestError
 
 __all__ = ["ErrorDetail", "ErrorResponse", "error_body", "register_exception_handlers"]

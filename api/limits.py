@@ -83,12 +83,19 @@ def access_instances(request: PlanRequest) -> int:
     A broadcast (``"threads": "all"``) touches every element of its buffer from every thread;
     the emulator stands two threads (the smallest and the largest) for all of them, so it
     counts those threads times the bytes of the elements: its cost grows with the buffer's
-    size, which a small request can make large.
+    size, which a small request can make large. A buffer without accesses is emulated with
+    the synthetic pattern, one write and one read of each of its elements.
     """
     threads = math.prod(request.block or [1])
     blocks = math.prod(request.grid or [1])
     total = 0
     for buffer in request.buffers:
+        if not buffer.accesses:
+            # The synthetic pattern (planner.validators.program): every element written at
+            # the buffer's start and read at its end, spread over the threads.
+            width = 4 if buffer.size % 4 == 0 else 1  # bytes, as the synthetic pattern has it
+            total += 2 * threads * -(-(buffer.size // width) // threads)
+            continue
         for access in buffer.accesses:
             if access.index is None:
                 total += min(threads, 2) * (buffer.size // access.bytes * access.bytes)

@@ -18,8 +18,8 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.errors import error_body
-from api.metrics import Metrics
+from planner.api.errors import error_body
+from planner.api.metrics import Metrics
 
 __all__ = ["ACCESS_LOGGER", "RequestMiddleware", "configure_access_log"]
 

@@ -21,7 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, cast
 
-from api.procs import ProcessWorkers, WorkerDiedError
+from planner.api.procs import ProcessWorkers, WorkerDiedError
 from planner.errors import PlannerError, RequestError
 
 __all__ = ["Cancelled", "OverloadedError", "PoolKind", "SolverPool"]

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-from api.frames import Channel, recv_frame, send_frame
+from planner.api.frames import Channel, recv_frame, send_frame
 
 __all__ = ["Job", "ProcessWorkers", "WorkerDiedError"]
 

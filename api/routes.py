@@ -17,8 +17,8 @@ from fastapi import APIRouter, Depends, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel
 
-from api.body import read_body
-from api.docs import (
+from planner.api.body import read_body
+from planner.api.docs import (
     CHECK_BODY,
     PLAN_BODY,
     PLAN_EXAMPLE,
@@ -26,8 +26,8 @@ from api.docs import (
     plan_responses,
     simple_responses,
 )
-from api.limits import check_buffer_count
-from api.service import (
+from planner.api.limits import check_buffer_count
+from planner.api.service import (
     INLINE_PARSE_BYTES,
     CheckBody,
     Service,
@@ -36,7 +36,7 @@ from api.service import (
     parse_check,
     solve,
 )
-from api.settings import Settings
+from planner.api.settings import Settings
 from planner.client import CheckReport
 from planner.io import request_sha256
 from planner.models import Plan

@@ -10,12 +10,12 @@ from typing import TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 import planner
-from api.cache import PlanCache
-from api.emulation import emulate
-from api.limits import cap_time_limit, check_emulation_budget, check_emulation_span
-from api.metrics import Metrics
-from api.pool import SolverPool
-from api.settings import Settings
+from planner.api.cache import PlanCache
+from planner.api.emulation import emulate
+from planner.api.limits import cap_time_limit, check_emulation_budget, check_emulation_span
+from planner.api.metrics import Metrics
+from planner.api.pool import SolverPool
+from planner.api.settings import Settings
 from planner.client import CheckReport
 from planner.emit import EMITTERS
 from planner.errors import FormatError, RequestError

@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from api.pool import PoolKind
+from planner.api.pool import PoolKind
 from planner.models import DEFAULT_MAX_BUFFERS
 
 __all__ = ["EventLoop", "Settings", "environment_settings"]

@@ -9,16 +9,16 @@ from typing import Literal
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse
 
-from api.body import read_body
-from api.docs import EMIT_BODY, emit_responses
-from api.routes import ServiceDep
-from api.service import emit
+from planner.api.body import read_body
+from planner.api.docs import EMIT_BODY, emit_responses
+from planner.api.routes import ServiceDep
+from planner.api.service import emit
 
 __all__ = ["router"]
 
 router = APIRouter()
 
-_STATIC = files("api") / "static"
+_STATIC = files("planner.api") / "static"
 _ASSETS = {  # name -> media type; nothing else is served
     "app.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",

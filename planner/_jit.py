@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import os
 import sys
 import tempfile
@@ -21,7 +22,9 @@ from typing import Any, TypeVar, cast
 F = TypeVar("F", bound=Callable[..., Any])
 
 _PACKAGE = Path(__file__).resolve().parent
-_SOURCES = ("planner", "solvers", "validators")  # packages whose modules hold kernels
+# Packages whose modules hold kernels; installed under planner (their folders in a checkout
+# lie beside it, mapped there by the build).
+_SOURCES = ("planner", "planner.solvers", "planner.validators")
 COMPILE_SECONDS = 10  # about how long compiling every kernel takes on a laptop core
 
 
@@ -71,8 +74,10 @@ def _stamp(part: str) -> Path | None:
         return None
     digest = hashlib.sha256(f"{numba.__version__} {sys.version}".encode())
     for package in _SOURCES:
-        root = _PACKAGE.parent / package
-        for source in sorted(root.glob("*.py")):
+        spec = importlib.util.find_spec(package)
+        if spec is None or spec.origin is None:
+            continue
+        for source in sorted(Path(spec.origin).parent.glob("*.py")):
             stat = source.stat()
             digest.update(f"{source.name} {stat.st_size} {stat.st_mtime_ns}".encode())
     return CACHE_DIR / f"alloc-planner-{digest.hexdigest()[:16]}-{part}.compiled"

@@ -39,7 +39,7 @@ from planner.io import parse_plan, parse_request
 from planner.models import Plan, PlanRequest
 
 if TYPE_CHECKING:
-    from validators.cuda import GpuOptions
+    from planner.validators.cuda import GpuOptions
 
 __all__ = [
     "EXPECT_SUFFIX",
@@ -287,7 +287,7 @@ def _cpu_checks(
         more = f" (and {len(report.violations) - 1} more)" if len(report.violations) > 1 else ""
         failures.append(f"static: {v.code}: {v.message}{more}")
     if emulate and plan.status in _FITTING:
-        from validators.emulator import emulate as run_emulator
+        from planner.validators.emulator import emulate as run_emulator
 
         emulation = run_emulator(request, plan)
         checks.append(("emulator", "pass" if emulation.valid else "FAIL"))
@@ -311,7 +311,7 @@ def gpu_check(result: CaseResult, options: GpuOptions | None = None) -> CaseResu
     """``result`` with the CUDA harness's verdict added (its JSON must have been kept)."""
     if not result.plan_json or result.status not in _FITTING:
         return result
-    from validators.cuda import GpuOptions, check_plan
+    from planner.validators.cuda import GpuOptions, check_plan
 
     request = parse_request(result.request_json)
     plan = parse_plan(result.plan_json)
@@ -507,7 +507,7 @@ def command(args: argparse.Namespace) -> int:
         return _error(f"{args.dir}: no request files (*.json, *.csv)")
     gpu: Callable[[CaseResult], CaseResult] | None = None
     if args.gpu:
-        from validators.cuda import GpuOptions, gpu_available
+        from planner.validators.cuda import GpuOptions, gpu_available
 
         if not gpu_available():
             return _error(f"--gpu: CuPy or a CUDA device is missing; {install_hint('gpu')}")

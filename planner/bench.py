@@ -26,7 +26,7 @@ from planner.errors import RequestError
 from planner.families import family_suite
 from planner.generate import random_request
 from planner.models import DEFAULT_MAX_BUFFERS, Options, PlanRequest
-from solvers.auto import listening
+from planner.solvers.auto import listening
 
 __all__ = [
     "BenchRow",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib
 import json
 import os
 import sys
@@ -354,7 +355,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     truncated = report.truncated
     emulated = ""
     if args.emulate:
-        from validators.emulator import DEFAULT_MAX_BLOCKS, emulate
+        from planner.validators.emulator import DEFAULT_MAX_BLOCKS, emulate
 
         run = emulate(request, plan, max_blocks=args.max_blocks or DEFAULT_MAX_BLOCKS)
         violations += run.violations
@@ -415,7 +416,7 @@ def _cmd_convert(args: argparse.Namespace) -> int:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     try:
-        import api
+        api = importlib.import_module("planner.api")
     except ModuleNotFoundError as exc:
         missing = exc.name or "a dependency"
         return _fail(f"serve: {missing} is not installed; {install_hint('server')}")

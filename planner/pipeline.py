@@ -70,10 +70,7 @@ from planner.models import (
     ValidationReport,
 )
 from planner.patterns import block_slice
-from planner.spill import plan_with_spill
-from planner.targets import launch_figures
-from planner.warm import ensure_warm
-from solvers.auto import (
+from planner.solvers.auto import (
     EXACT_METHODS,
     GREEDY_SHARE,
     SOLVERS,
@@ -81,11 +78,14 @@ from solvers.auto import (
     exact_method,
     solve,
 )
-from solvers.bounds import hazard_bound
-from solvers.clock import deadline, expired, now
-from solvers.exact import granularity, round_up
-from solvers.greedy import HEURISTICS
-from validators import validate_plan
+from planner.solvers.bounds import hazard_bound
+from planner.solvers.clock import deadline, expired, now
+from planner.solvers.exact import granularity, round_up
+from planner.solvers.greedy import HEURISTICS
+from planner.spill import plan_with_spill
+from planner.targets import launch_figures
+from planner.validators import validate_plan
+from planner.warm import ensure_warm
 
 __all__ = ["plan", "validate"]
 
@@ -481,7 +481,7 @@ def _exact_applies(ctx: _Context) -> bool:
 
 def _exact_barriers(ctx: _Context, full: _Attempt, budget: float) -> list[_Attempt]:
     """The barrier model at the cap (or none), and under ``pareto`` at every smaller cap."""
-    from solvers.barrier_model import BarrierProblem, solve_barriers
+    from planner.solvers.barrier_model import BarrierProblem, solve_barriers
 
     req, g = ctx.req, ctx.reference
     aliases: frozenset[tuple[int, int]] = frozenset()

@@ -34,7 +34,7 @@ from planner.io import parse_request
 from planner.models import Plan, PlanRequest
 
 if TYPE_CHECKING:
-    from validators.cuda import GpuOptions
+    from planner.validators.cuda import GpuOptions
 
 __all__ = [
     "CORRECT",
@@ -124,7 +124,7 @@ def _static(request: PlanRequest, plan: Plan) -> Verdict:
 
 
 def _emulator(request: PlanRequest, plan: Plan) -> Verdict:
-    from validators.emulator import emulate
+    from planner.validators.emulator import emulate
 
     report = emulate(request, plan)
     first = report.violations[0] if report.violations else None
@@ -132,7 +132,7 @@ def _emulator(request: PlanRequest, plan: Plan) -> Verdict:
 
 
 def _gpu(options: GpuOptions) -> Check:
-    from validators.cuda import check_plan
+    from planner.validators.cuda import check_plan
 
     def check(request: PlanRequest, plan: Plan) -> Verdict:
         report = check_plan(request, plan, options)
@@ -150,14 +150,14 @@ def validators(gpu: GpuOptions | None = None) -> dict[str, Check]:
 
 
 def _fault_kinds() -> tuple[str, ...]:
-    from validators.faults import FAULT_KINDS
+    from planner.validators.faults import FAULT_KINDS
 
     return tuple(FAULT_KINDS)
 
 
 def _plant(subject: Subject, kind: str, rng: np.random.Generator) -> Subject | None:
     """``subject`` with one fault of ``kind`` (the request changes for some kinds)."""
-    from validators.faults import FAULT_KINDS, plant_fault
+    from planner.validators.faults import FAULT_KINDS, plant_fault
 
     known = {k: k for k in FAULT_KINDS}
     if kind not in known:
@@ -260,7 +260,7 @@ def command(args: argparse.Namespace) -> int:
     every overlap, 1 otherwise, 2 for bad usage."""
     gpu_options = None
     if args.gpu:
-        from validators.cuda import GpuOptions, gpu_available
+        from planner.validators.cuda import GpuOptions, gpu_available
 
         if not gpu_available():
             print(

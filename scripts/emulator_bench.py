@@ -19,7 +19,7 @@ import numpy as np
 
 import planner
 from planner.models import PlanRequest
-from validators.emulator import emulate
+from planner.validators.emulator import emulate
 
 
 def bench_request(buffers: int, threads: int, seed: int) -> PlanRequest:

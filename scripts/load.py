@@ -403,7 +403,9 @@ def local_server(port: int | None) -> Iterator[int]:
     port = _free_port()
     env = {**os.environ, "PLANNER_HOST": HOST, "PLANNER_PORT": str(port)}
     log = open(os.devnull, "wb")  # noqa: SIM115  (closed below; the access log goes here)
-    server = subprocess.Popen([sys.executable, "-m", "api"], env=env, stderr=log, stdout=log)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "planner.api"], env=env, stderr=log, stdout=log
+    )
     try:
         _wait_ready(port, server)
         yield port

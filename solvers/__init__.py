@@ -1,5 +1,5 @@
 """Offset solvers: the greedy portfolio (exact methods come later)."""
 
-from solvers.greedy import HEURISTICS, GreedyResult, portfolio, run
+from planner.solvers.greedy import HEURISTICS, GreedyResult, portfolio, run
 
 __all__ = ["HEURISTICS", "GreedyResult", "portfolio", "run"]

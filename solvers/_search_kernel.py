@@ -49,7 +49,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner._jit import njit
-from solvers._stack_kernel import new_memo, stack_fits
+from planner.solvers._stack_kernel import new_memo, stack_fits
 
 I64 = npt.NDArray[np.int64]
 

@@ -32,11 +32,11 @@ from planner._jit import announce
 from planner.graph import InterferenceGraph, build_graph
 from planner.install import install_hint
 from planner.models import PlanRequest
+from planner.solvers.bounds import CLIQUE_MAX, clique_bound, stack_height
+from planner.solvers.clock import deadline, expired, paused
+from planner.solvers.exact import ExactResult, granularity, round_up
+from planner.solvers.greedy import arena_of, portfolio, run
 from planner.warm import WARM_UP
-from solvers.bounds import CLIQUE_MAX, clique_bound, stack_height
-from solvers.clock import deadline, expired, paused
-from solvers.exact import ExactResult, granularity, round_up
-from solvers.greedy import arena_of, portfolio, run
 
 __all__ = ["EXACT_METHODS", "SOLVERS", "Listener", "Solution", "exact_method", "listening", "solve"]
 
@@ -47,7 +47,10 @@ _LISTENER: ContextVar[Listener | None] = ContextVar("planner_progress", default=
 
 EXACT_METHODS = ("search", "cpsat")  # the order "auto" and "exact" run them in
 SOLVERS = ("auto", "greedy", "exact", *EXACT_METHODS)  # besides single heuristics
-_MODULES = {"search": ("solvers.search", "solve_search"), "cpsat": ("solvers.cpsat", "solve_cpsat")}
+_MODULES = {
+    "search": ("planner.solvers.search", "solve_search"),
+    "cpsat": ("planner.solvers.cpsat", "solve_cpsat"),
+}
 IIS_MAX_BUFFERS = 64  # the deletion filter for a certificate runs up to this many buffers
 LOAD_SECONDS = 60.0  # the once-per-process warm-up's own deadline
 SMALL_PART = 64  # buffers (kernel-sized): up to this many, CP-SAT runs between two searches

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from ortools.sat.python import cp_model
 
-from solvers.clock import wall_limit
+from planner.solvers.clock import wall_limit
 
 __all__ = ["BarrierProblem", "BarrierSolution", "solve_barriers"]
 

@@ -28,7 +28,7 @@ import numpy.typing as npt
 from planner._jit import njit
 from planner.aliasing import Owners
 from planner.graph import InterferenceGraph, LowerBound
-from solvers.exact import granularity
+from planner.solvers.exact import granularity
 
 __all__ = [
     "CLIQUE_MAX",

@@ -22,8 +22,8 @@ import numpy.typing as npt
 from ortools.sat.python import cp_model
 
 from planner.graph import InterferenceGraph
-from solvers.clock import wall_limit
-from solvers.exact import ExactResult, Progress
+from planner.solvers.clock import wall_limit
+from planner.solvers.exact import ExactResult, Progress
 
 __all__ = ["DETERMINISTIC_PER_SECOND", "SEED", "solve_cpsat"]
 

@@ -36,9 +36,9 @@ import numpy.typing as npt
 
 from planner.errors import RequestError
 from planner.graph import InterferenceGraph
-from solvers._place import place, place_sweep
-from solvers._skyline import RULES, best_of_random, skyline
-from solvers.clock import expired
+from planner.solvers._place import place, place_sweep
+from planner.solvers._skyline import RULES, best_of_random, skyline
+from planner.solvers.clock import expired
 
 __all__ = [
     "FITS",

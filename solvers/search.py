@@ -25,11 +25,11 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.graph import InterferenceGraph
-from solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES, decide
-from solvers._stack_kernel import MAX_BUFFERS as STACK_MAX_BUFFERS
-from solvers.clock import wall_limit
-from solvers.exact import ExactResult, Progress, granularity, round_up
-from solvers.greedy import arena_of
+from planner.solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES, decide
+from planner.solvers._stack_kernel import MAX_BUFFERS as STACK_MAX_BUFFERS
+from planner.solvers.clock import wall_limit
+from planner.solvers.exact import ExactResult, Progress, granularity, round_up
+from planner.solvers.greedy import arena_of
 
 __all__ = ["NODE_WORK_PER_SECOND", "node_budget", "solve_search"]
 

@@ -39,7 +39,7 @@ def free_port() -> int:
 def start_server() -> tuple[str, subprocess.Popen[bytes]]:
     """A service process on a free loopback port, answering /healthz."""
     port = free_port()
-    argv = [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory"]
+    argv = [sys.executable, "-m", "uvicorn", "planner.api.app:create_app", "--factory"]
     argv += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
@@ -75,7 +75,7 @@ def start_driver(downloads: Path) -> Any:
         "--no-sandbox",
         "--disable-gpu",
         "--disable-dev-shm-usage",
-        "--window-size=1100,1600",
+        "--window-size=1400,1600",
     ):
         options.add_argument(arg)
     d = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)

@@ -9,7 +9,7 @@ import numpy as np
 
 from planner.graph import InterferenceGraph
 from planner.models import PlanRequest
-from validators import validate_plan
+from planner.validators import validate_plan
 
 from .test_pipeline import plan_from_offsets
 

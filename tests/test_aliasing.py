@@ -10,7 +10,7 @@ import planner
 from planner.aliasing import Owners, alias_chains, merge_chains, sharing_pairs
 from planner.graph import build_graph
 from planner.models import PlanRequest
-from validators import validate_plan
+from planner.validators import validate_plan
 
 from .patterned import THREADS, TILE, tile
 

@@ -14,9 +14,9 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 import planner
-from api import create_app
-from api.routes import PLAN_EXAMPLE
-from api.settings import Settings
+from planner.api import create_app
+from planner.api.routes import PLAN_EXAMPLE
+from planner.api.settings import Settings
 from planner.models import Plan
 
 from .samples import TWO_PHASE

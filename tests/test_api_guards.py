@@ -17,13 +17,13 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-import api.routes
 import planner
-from api import create_app
-from api.cache import PlanCache
-from api.docs import EMIT_BODY
-from api.limits import buffers_at_least, check_buffer_count
-from api.settings import Settings
+import planner.api.routes
+from planner.api import create_app
+from planner.api.cache import PlanCache
+from planner.api.docs import EMIT_BODY
+from planner.api.limits import buffers_at_least, check_buffer_count
+from planner.api.settings import Settings
 from planner.errors import RequestError
 from planner.io import parse_request
 from planner.models import Plan
@@ -364,7 +364,7 @@ def test_a_failure_while_planning_is_a_json_500(
 
 
 def test_a_memory_error_on_the_event_loop_is_a_json_500(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(api.routes, "parse_capped", _raising(MemoryError()))
+    monkeypatch.setattr(planner.api.routes, "parse_capped", _raising(MemoryError()))
     with TestClient(_app()) as c:
         error = _error(c.post("/plan", json=TWO_PHASE), 500)
     assert error["type"] == "out_of_memory"
@@ -379,7 +379,7 @@ def solve_out_of_memory(*args: object) -> Any:
 def test_a_memory_error_in_a_worker_process_is_a_json_500(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(api.routes, "solve", solve_out_of_memory)
+    monkeypatch.setattr(planner.api.routes, "solve", solve_out_of_memory)
     app = create_app(Settings(solver_pool="processes", solver_workers=1, access_log=False))
     with TestClient(app) as c:
         error = _error(c.post("/plan", json=TWO_PHASE), 500)

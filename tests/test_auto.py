@@ -9,13 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import planner
-import solvers.auto as auto
+import planner.solvers.auto as auto
 from planner.errors import RequestError
 from planner.generate import random_request
 from planner.graph import build_graph
 from planner.models import PlanRequest
-from solvers.greedy import portfolio
-from validators import validate_plan
+from planner.solvers.greedy import portfolio
+from planner.validators import validate_plan
 
 from .bruteforce import assert_valid_offsets
 from .strategies import request_dicts

@@ -12,7 +12,7 @@ import planner
 
 pytest.importorskip("ortools")
 
-from solvers.barrier_model import BarrierProblem, BarrierSolution, solve_barriers
+from planner.solvers.barrier_model import BarrierProblem, BarrierSolution, solve_barriers
 
 
 def _phases(

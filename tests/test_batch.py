@@ -13,8 +13,8 @@ import planner
 from planner.batch import CaseResult, Progress, find_cases, run_batch
 from planner.cli import main
 from planner.io import parse_request
+from planner.validators.cuda import gpu_available
 from tests.samples import TWO_PHASE
-from validators.cuda import gpu_available
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 Capture = pytest.CaptureFixture[str]

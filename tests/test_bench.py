@@ -14,7 +14,7 @@ from planner.bench_omnimalloc import THREADS
 from planner.cli import main
 from planner.graph import build_graph
 from planner.models import PlanRequest
-from solvers import auto
+from planner.solvers import auto
 
 from .test_cpsat import CLASSIC
 

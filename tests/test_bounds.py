@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from planner.graph import build_graph
 from planner.models import PlanRequest
-from solvers.bounds import clique_bound, stack_height
+from planner.solvers.bounds import clique_bound, stack_height
 
 from .bruteforce import brute_force
 from .patterned import patterned_dicts

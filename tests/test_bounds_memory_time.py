@@ -16,15 +16,16 @@ import pytest
 
 import planner
 import planner.pipeline
-import solvers.clock
-import solvers.greedy
-from api.limits import access_instances, check_emulation_budget
+import planner.solvers.clock
+import planner.solvers.greedy
+from planner.api.limits import access_instances, check_emulation_budget
 from planner.errors import InternalError, RequestError
 from planner.generate import random_request
 from planner.graph import build_graph
 from planner.io import parse_request
-from solvers._place import place
-from solvers.greedy import affordable, order_by_start, run
+from planner.models import PlanRequest
+from planner.solvers._place import place
+from planner.solvers.greedy import affordable, order_by_start, run
 
 ROOT = Path(__file__).resolve().parents[1]
 CAP_BYTES = 3 << 30  # address space of the child: imports take about 1 GiB of it
@@ -131,7 +132,9 @@ def test_the_pipeline_consults_the_deadline_before_optional_work(
     request = random_request(800, overlap=0.2, seed=3)  # one heuristic at a time
     planner.plan(random_request(50))  # compiled code loaded before the clock is faked
     readings = iter([0.0])  # the call's start; every later reading is far past any limit
-    monkeypatch.setattr(solvers.clock, "now", lambda: next(readings, 1e9))
+    fake = lambda: next(readings, 1e9)  # noqa: E731
+    monkeypatch.setattr(planner.pipeline, "now", fake)  # read first, by the call itself
+    monkeypatch.setattr(planner.solvers.clock, "now", fake)
     plan = planner.plan(request)
     assert planner.validate(request, plan).valid
     # Only the first heuristic: the rest of the portfolio and every exact method skipped.
@@ -143,7 +146,7 @@ def test_the_pipeline_consults_the_deadline_before_optional_work(
 
 def test_heuristics_are_chosen_by_counts_and_the_limit() -> None:
     g = build_graph(random_request(20_000, seed=1))
-    names = list(solvers.greedy.HEURISTICS)
+    names = list(planner.solvers.greedy.HEURISTICS)
     assert affordable(g, names, None) == names
     tight = affordable(g, names, 1e-9)
     assert tight == ["start/first-fit"]  # the cheapest: a sweep without neighbour lists
@@ -154,7 +157,7 @@ def test_heuristics_are_chosen_by_counts_and_the_limit() -> None:
 
 
 def test_past_the_conflict_limit_only_the_sweep_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(solvers.greedy, "NEIGHBOUR_EDGES_MAX", 10)
+    monkeypatch.setattr(planner.solvers.greedy, "NEIGHBOUR_EDGES_MAX", 10)
     request = random_request(200, overlap=0.5, seed=2)
     plan = planner.plan(request)
     assert planner.validate(request, plan).valid
@@ -204,3 +207,21 @@ def test_memory_errors_surface_as_internal_errors(monkeypatch: pytest.MonkeyPatc
         planner.validate(request, plan)
     with pytest.raises(InternalError, match="out of memory while planning"):
         planner.plan(request)
+
+
+def test_buffers_without_accesses_count_their_synthetic_pattern() -> None:
+    # No access patterns: the emulator writes and reads every element (4-byte elements when
+    # the size allows), so a request of a few large buffers cannot slip past the budget.
+    request = PlanRequest.model_validate(
+        {
+            "block": [128, 1, 1],
+            "buffers": [
+                {"id": "a", "size": 1 << 20, "start": 0, "end": 2},
+                {"id": "b", "size": 3, "start": 2, "end": 4},
+            ],
+        }
+    )
+    assert access_instances(request) == 2 * (1 << 18) + 2 * 128
+    with pytest.raises(RequestError) as caught:
+        check_emulation_budget(request, 1 << 18)
+    assert caught.value.errors[0]["type"] == "emulation_budget_exceeded"

@@ -307,7 +307,7 @@ def test_convert_plan_needs_csv_output(request_json: Path, tmp_path: Path, capsy
 
 
 def test_serve_without_fastapi_exits_2(capsys: Capture, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "api", None)  # import api -> ModuleNotFoundError
+    monkeypatch.setitem(sys.modules, "planner.api", None)  # import api -> ModuleNotFoundError
     assert main(["serve", "--port", "0"]) == 2
     line = _one_error_line(capsys.readouterr().err)
     assert "pip install" in line
@@ -316,9 +316,9 @@ def test_serve_without_fastapi_exits_2(capsys: Capture, monkeypatch: pytest.Monk
 
 def test_serve_calls_the_api(capsys: Capture, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[str, int]] = []
-    fake = type(sys)("api")
+    fake = type(sys)("planner.api")
     fake.serve = lambda host, port: calls.append((host, port))  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "api", fake)
+    monkeypatch.setitem(sys.modules, "planner.api", fake)
     assert main(["serve", "--host", "0.0.0.0", "--port", "9000"]) == 0
     assert calls == [("0.0.0.0", 9000)]
 

@@ -15,8 +15,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 import planner
-from api import create_app
-from api.settings import Settings
+from planner.api import create_app
+from planner.api.settings import Settings
 from planner.client import (
     CheckReport,
     PayloadTooLargeError,

@@ -6,8 +6,8 @@ import time
 
 from planner.graph import build_graph
 from planner.models import PlanRequest
-from solvers.clock import deadline, wall_limit
-from solvers.search import solve_search
+from planner.solvers.clock import deadline, wall_limit
+from planner.solvers.search import solve_search
 
 from .bruteforce import assert_valid_offsets, brute_force
 

@@ -12,8 +12,8 @@ pytest.importorskip("ortools")
 
 from planner.graph import InterferenceGraph, build_graph
 from planner.models import PlanRequest
-from solvers.cpsat import solve_cpsat
-from solvers.greedy import arena_of, portfolio, run
+from planner.solvers.cpsat import solve_cpsat
+from planner.solvers.greedy import arena_of, portfolio, run
 
 from .bruteforce import assert_valid_offsets, brute_force
 from .strategies import requests

@@ -16,7 +16,7 @@ import pytest
 import planner
 from planner.batch import request_files
 from planner.io import parse_request
-from validators.cuda import (
+from planner.validators.cuda import (
     GpuOptions,
     _error_report,
     gpu_available,
@@ -25,7 +25,7 @@ from validators.cuda import (
     risky_accesses,
     run_program,
 )
-from validators.cuda_kernel import (
+from planner.validators.cuda_kernel import (
     ACCESS_WORDS,
     HEADER_WORDS,
     KERNEL_SOURCE,
@@ -34,7 +34,13 @@ from validators.cuda_kernel import (
     encode_program,
     format_table,
 )
-from validators.program import AffineAccess, KernelProgram, ProgramBuffer, Step, build_program
+from planner.validators.program import (
+    AffineAccess,
+    KernelProgram,
+    ProgramBuffer,
+    Step,
+    build_program,
+)
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "cuda"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from api.settings import Settings
+from planner.api.settings import Settings
 from planner.cli import _parser
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,8 +8,8 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.settings import Settings
+from planner.api.app import create_app
+from planner.api.settings import Settings
 from tests.browser import browser, driver, server, wait_for
 
 __all__ = ["driver", "server"]  # fixtures used by name below

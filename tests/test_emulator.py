@@ -16,10 +16,10 @@ from planner.batch import request_files
 from planner.cli import main
 from planner.io import parse_request
 from planner.models import Options, Placement, Plan, PlanRequest
-from validators import validate_plan
-from validators.emulator import emulate, run_program
-from validators.faults import plant_fault
-from validators.program import build_program
+from planner.validators import validate_plan
+from planner.validators.emulator import emulate, run_program
+from planner.validators.faults import plant_fault
+from planner.validators.program import build_program
 
 EXAMPLES = request_files(Path(__file__).resolve().parent.parent / "examples")
 TX = "threadIdx.x"
@@ -384,7 +384,7 @@ def test_matches_brute_force_on_random_placements(data: st.DataObject) -> None:
 
 @pytest.mark.parametrize("spread", [1, 1 << 20])  # dense elements, then sparse ones
 def test_extremes_keep_smallest_and_largest_thread(spread: int) -> None:
-    from validators.emulator import _extremes
+    from planner.validators.emulator import _extremes
 
     rng = np.random.default_rng(spread)
     elements = rng.integers(0, 50, size=400).astype(np.int64) * spread

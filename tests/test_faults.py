@@ -10,8 +10,8 @@ import pytest
 
 import planner
 from planner.models import PlanRequest
-from validators import validate_plan
-from validators.faults import FAULT_KINDS, plant, plant_fault
+from planner.validators import validate_plan
+from planner.validators.faults import FAULT_KINDS, plant, plant_fault
 
 TX = "threadIdx.x"
 

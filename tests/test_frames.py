@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api.frames import Channel, recv_frame, send_frame
+from planner.api.frames import Channel, recv_frame, send_frame
 
 from .loops import LOOPS, run_on
 

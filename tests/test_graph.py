@@ -140,7 +140,7 @@ def test_aligned_bound_counts_padding() -> None:
 @settings(max_examples=100, deadline=None)
 @given(requests(max_buffers=6, pins=False, capacity=False, max_new=False))
 def test_aligned_bound_never_exceeds_the_optimum(request: PlanRequest) -> None:
-    from solvers.search import solve_search
+    from planner.solvers.search import solve_search
 
     g = build_graph(request)
     result = solve_search(

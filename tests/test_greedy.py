@@ -8,8 +8,8 @@ from hypothesis import given, settings
 
 from planner.graph import build_graph
 from planner.models import PlanRequest
-from solvers.greedy import HEURISTICS, applicable, arena_of, portfolio, run
-from validators import validate_plan
+from planner.solvers.greedy import HEURISTICS, applicable, arena_of, portfolio, run
+from planner.validators import validate_plan
 
 from .strategies import requests
 from .test_pipeline import plan_from_offsets
@@ -90,7 +90,7 @@ def test_best_fit_takes_the_tightest_gap() -> None:
 
 
 def test_random_skyline_does_not_depend_on_threads(monkeypatch: pytest.MonkeyPatch) -> None:
-    import solvers.greedy as greedy
+    import planner.solvers.greedy as greedy
 
     rng = np.random.default_rng(7)
     request = PlanRequest.model_validate(

@@ -214,7 +214,7 @@ def test_image_warms_serves_and_selftests(venvs: dict[str, Path]) -> None:
     assert "compiled and loaded greedy" in warm.stderr
     port = _free_port()
     env = {**_env(venv, jit=True), "PLANNER_PORT": str(port), "PLANNER_SOLVER_WORKERS": "1"}
-    process = _serve([str(venv / "bin" / "python"), "-m", "api"], env, port)
+    process = _serve([str(venv / "bin" / "python"), "-m", "planner.api"], env, port)
     try:
         _plan_over_http(port)
     finally:

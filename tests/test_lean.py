@@ -13,7 +13,7 @@ import planner
 import planner.pipeline as pipeline
 from planner.lean import lean_points, peak_bytes
 from planner.models import PlanRequest
-from validators import validate_plan
+from planner.validators import validate_plan
 
 from .strategies import request_dicts
 

@@ -24,8 +24,8 @@ from planner.models import (
     PlanRequest,
     SolverInfo,
 )
+from planner.validators import validate_plan
 from planner.warm import WARM_UP
-from validators import validate_plan
 
 from .strategies import request_dicts
 

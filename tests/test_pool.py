@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc 
 
 SERVER = """
 import asyncio, os, sys
-from api.pool import SolverPool
+from planner.api.pool import SolverPool
 from tests.loops import loop_factory
 
 async def main():

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from api.pool import OverloadedError, SolverPool
+from planner.api.pool import OverloadedError, SolverPool
 from planner.errors import RequestError
 
 from .loops import LOOPS, run_on

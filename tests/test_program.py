@@ -9,7 +9,7 @@ import pytest
 
 import planner
 from planner.models import Plan, PlanRequest
-from validators.program import AffineAccess, build_program, runtime_barriers
+from planner.validators.program import AffineAccess, build_program, runtime_barriers
 
 
 def _request(**overrides: Any) -> PlanRequest:

@@ -15,8 +15,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from api import create_app
-from api.settings import Settings
+from planner.api import create_app
+from planner.api.settings import Settings
 
 CASES = 500  # generated requests, at least
 CHECKS = [

@@ -9,8 +9,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 import planner
-from api.app import create_app
-from api.settings import Settings
+from planner.api.app import create_app
+from planner.api.settings import Settings
 from planner.models import Plan, PlanRequest
 from planner.models.request import EXAMPLE
 

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from planner.graph import InterferenceGraph, build_graph
 from planner.models import PlanRequest
-from solvers.exact import granularity
-from solvers.greedy import arena_of, portfolio
-from solvers.search import solve_search
+from planner.solvers.exact import granularity
+from planner.solvers.greedy import arena_of, portfolio
+from planner.solvers.search import solve_search
 
 from .bruteforce import assert_valid_offsets, brute_force
 from .strategies import requests
@@ -259,8 +259,8 @@ def test_upper_limits_the_search() -> None:
 
 @pytest.mark.parametrize("budget", [0, 1, 5, 50])
 def test_kernel_stops_at_its_node_budget(budget: int) -> None:
-    from solvers._search_kernel import FOUND, OUT_OF_NODES
-    from solvers.search import _decide, _instance
+    from planner.solvers._search_kernel import FOUND, OUT_OF_NODES
+    from planner.solvers.search import _decide, _instance
 
     g = build_graph(_hard_request())
     status, _, used = _decide(_instance(g), g.lower_bound.bytes, budget)
@@ -273,8 +273,8 @@ def test_kernel_stops_at_its_node_budget(budget: int) -> None:
 def test_every_order_decides_exactly(request: PlanRequest) -> None:
     # Each branching order (and the gap dominance under it) finds a plan at the optimum
     # and proves one byte less impossible.
-    from solvers._search_kernel import EXHAUSTED, FOUND
-    from solvers.search import ORDERS, _decide, _instance
+    from planner.solvers._search_kernel import EXHAUSTED, FOUND
+    from planner.solvers.search import ORDERS, _decide, _instance
 
     g = build_graph(request)
     optimum = brute_force(g)
@@ -292,8 +292,8 @@ def test_every_order_decides_exactly(request: PlanRequest) -> None:
 
 @pytest.mark.parametrize("budget", [0, 1, 7, 500])
 def test_round_robin_stops_at_its_node_budget(budget: int) -> None:
-    from solvers._search_kernel import FOUND, OUT_OF_NODES
-    from solvers.search import ORDERS, _decide_all, _instance
+    from planner.solvers._search_kernel import FOUND, OUT_OF_NODES
+    from planner.solvers.search import ORDERS, _decide_all, _instance
 
     g = build_graph(_hard_request())
     insts = [_instance(g, order) for order in ORDERS]
@@ -331,7 +331,7 @@ def phased_requests(draw: st.DrawFn) -> PlanRequest:
 @settings(max_examples=80, deadline=None)
 @given(phased_requests())
 def test_independent_phases_decided_exactly(request: PlanRequest) -> None:
-    from solvers.search import ORDERS
+    from planner.solvers.search import ORDERS
 
     _decides_the_optimum(request, (*ORDERS, "S"))
 
@@ -339,8 +339,8 @@ def test_independent_phases_decided_exactly(request: PlanRequest) -> None:
 def _decides_the_optimum(request: PlanRequest, orders: tuple[str, ...]) -> None:
     """Under each branching order the kernel finds a plan at the brute-force optimum and
     proves one byte less impossible."""
-    from solvers._search_kernel import EXHAUSTED, FOUND
-    from solvers.search import _decide, _instance
+    from planner.solvers._search_kernel import EXHAUSTED, FOUND
+    from planner.solvers.search import _decide, _instance
 
     g = build_graph(request)
     optimum = brute_force(g)
@@ -402,8 +402,8 @@ def test_backjump_only_to_the_split() -> None:
     )
     g = build_graph(request)
     assert brute_force(g) == 12
-    from solvers._search_kernel import EXHAUSTED, FOUND
-    from solvers.search import ORDERS, _decide, _instance
+    from planner.solvers._search_kernel import EXHAUSTED, FOUND
+    from planner.solvers.search import ORDERS, _decide, _instance
 
     assert int(_instance(g, "L").by_rank[0]) == 0  # b first: its dive splits p from q
     for order in (*ORDERS, "L"):
@@ -416,7 +416,7 @@ def test_backjump_only_to_the_split() -> None:
 
 @pytest.mark.parametrize("budget", [3, 40, 400, 100_000])
 def test_threads_and_turns_give_the_same_answer(budget: int) -> None:
-    from solvers.search import ORDERS, _decide_all, _instance
+    from planner.solvers.search import ORDERS, _decide_all, _instance
 
     for request in (_hard_request(), _request(HAND_MADE[0]), _request(HAND_MADE[4])):
         g = build_graph(request)
@@ -441,8 +441,8 @@ def _padded_request(pairs: list[tuple[int, int, int, int]]) -> PlanRequest:
 def test_padding_check_prunes_what_alignment_forbids() -> None:
     # Two 40-byte buffers aligned to 32 and an 8-byte one, live together: 88 bytes, but no
     # order stacks them under 104. At 103 the padding check fails the root itself.
-    from solvers._search_kernel import EXHAUSTED, FOUND
-    from solvers.search import _decide, _instance
+    from planner.solvers._search_kernel import EXHAUSTED, FOUND
+    from planner.solvers.search import _decide, _instance
 
     request = _padded_request([(40, 32, 0, 2), (40, 32, 0, 2), (8, 8, 0, 2)])
     g = build_graph(request)
@@ -472,7 +472,7 @@ def test_padding_check_prunes_what_alignment_forbids() -> None:
 def test_padding_check_keeps_every_optimum(pairs: list[tuple[int, int, int, int]]) -> None:
     # Crowded sections with mixed alignments, where the padding check runs: each order still
     # finds a plan at the optimum and proves one byte less impossible.
-    from solvers.search import ORDERS
+    from planner.solvers.search import ORDERS
 
     _decides_the_optimum(_padded_request(pairs), ORDERS)
 
@@ -483,8 +483,8 @@ def test_reaches_the_clique_bound_where_padding_sets_the_optimum(seed: int) -> N
     # bound is above the aligned one, and greedy stays above it. The search finds a plan at
     # that bound, so proves it optimal, within a small budget.
     from planner.generate import random_kernel
-    from solvers.bounds import clique_bound
-    from solvers.exact import round_up
+    from planner.solvers.bounds import clique_bound
+    from planner.solvers.exact import round_up
 
     request = random_kernel(seed)
     g = build_graph(request)
@@ -506,8 +506,8 @@ def test_portfolio_solves_what_its_first_order_misses() -> None:
     """A tiling whose first branching order runs out of nodes where a later order decides
     in a few hundred: only a portfolio of several orders finds the plan at the optimum."""
     from planner.families import CAPACITY, family_instance
-    from solvers._search_kernel import OUT_OF_NODES
-    from solvers.search import ORDERS, _decide, _instance
+    from planner.solvers._search_kernel import OUT_OF_NODES
+    from planner.solvers.search import ORDERS, _decide, _instance
 
     assert len(set(ORDERS)) >= 4
     assert {"WAT", "TAW", "TWA"} <= set(ORDERS)  # MiniMalloc's published defaults

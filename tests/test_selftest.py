@@ -9,8 +9,8 @@ import planner
 from planner.cli import main
 from planner.models import Plan, PlanRequest
 from planner.selftest import CORRECT, EXAMPLES, Subject, Tally, run_selftest, subjects, validators
-from validators.cuda import gpu_available
-from validators.faults import FAULT_KINDS
+from planner.validators.cuda import gpu_available
+from planner.validators.faults import FAULT_KINDS
 
 Capture = pytest.CaptureFixture[str]
 

@@ -15,7 +15,7 @@ import planner
 from planner.cli import main
 from planner.models import Barriers, Placement, Plan, PlanRequest
 from planner.spill import choose_spill, spill_costs
-from validators import validate_plan
+from planner.validators import validate_plan
 
 
 def _peak(start: list[int], end: list[int], size: list[int], keep: set[int]) -> int:

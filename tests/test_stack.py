@@ -8,8 +8,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solvers._stack_kernel import new_memo, stack_fits
-from solvers.bounds import stack_height
+from planner.solvers._stack_kernel import new_memo, stack_fits
+from planner.solvers.bounds import stack_height
 
 I64 = np.int64
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import planner
 from planner.models import Footprint, Placement, Plan, PlanRequest
-from validators import validate_plan
+from planner.validators import validate_plan
 
 from .patterned import THREADS, TILE, access, tile
 

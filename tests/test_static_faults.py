@@ -20,7 +20,7 @@ import planner
 from planner.batch import request_files
 from planner.io import parse_request
 from planner.models import Plan, PlanRequest
-from validators import validate_plan
+from planner.validators import validate_plan
 
 from .patterned import patterned_dicts
 

@@ -19,7 +19,7 @@ from planner.models import (
     SolverInfo,
     ValidationReport,
 )
-from validators import validate_plan
+from planner.validators import validate_plan
 
 from .samples import TWO_PHASE
 

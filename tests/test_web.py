@@ -7,27 +7,25 @@ import io
 import json
 import os
 import re
-import shutil
-import socket
-import subprocess
-import sys
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from fastapi.testclient import TestClient
 
 import planner
-from api import create_app
+from planner.api import create_app
 from planner.emit import emit_cuda, emit_mlir, emit_svg
 from planner.generate import random_request
 from planner.io import parse_request
+from tests.browser import browser, driver, server, wait_for
 
 from .test_svg import LEGEND_CASES, TEN
+
+__all__ = ["driver", "server"]  # fixtures the browser tests use by name
 
 STATIC = Path(__file__).parent.parent / "api" / "static"
 
@@ -99,106 +97,7 @@ def test_emit_rejects_bad_input(client: TestClient) -> None:
 
 # --- end to end in a real browser --------------------------------------------------------
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
-try:
-    import selenium  # noqa: F401
-
-    HAVE_SELENIUM = True
-except ImportError:
-    HAVE_SELENIUM = False
-
-browser = pytest.mark.skipif(
-    CHROMIUM is None or CHROMEDRIVER is None or not HAVE_SELENIUM,
-    reason="needs chromium, chromedriver and selenium",
-)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "api.app:create_app",
-            "--factory",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        # Solver threads, not processes: these tests are about the page, and two cores
-        # shared with the rest of the suite start threads at once.
-        env={**os.environ, "PLANNER_SOLVER_POOL": "threads"},
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                err = proc.stderr.read().decode() if proc.stderr else ""
-                pytest.fail(f"the server did not start: {err}")
-            time.sleep(0.2)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-
-@pytest.fixture(scope="module")
-def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    assert CHROMIUM is not None
-    options.binary_location = CHROMIUM
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1400,1600",
-    ):
-        options.add_argument(arg)
-    d = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    downloads = tmp_path_factory.mktemp("downloads")
-    d.execute_cdp_cmd(
-        "Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)}
-    )
-    d.downloads = downloads
-    try:
-        yield d
-    finally:
-        d.quit()
-
-
-def _wait(condition: Any, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError("timed out waiting")
+_wait = wait_for
 
 
 def _paste(driver: Any, text: str) -> None:

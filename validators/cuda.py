@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from validators.cuda_kernel import (
+from planner.validators.cuda_kernel import (
     KERNEL_NAME,
     KERNEL_SOURCE,
     MAX_RECORDS,
@@ -32,7 +32,13 @@ from validators.cuda_kernel import (
     ProgramTable,
     encode_program,
 )
-from validators.program import AffineAccess, KernelProgram, ProgramBuffer, Step, build_program
+from planner.validators.program import (
+    AffineAccess,
+    KernelProgram,
+    ProgramBuffer,
+    Step,
+    build_program,
+)
 
 if TYPE_CHECKING:
     from planner.models import Plan, PlanRequest
@@ -388,7 +394,7 @@ def _run_child(program: KernelProgram, options: GpuOptions, problems: list[str])
     why = f" ({'; '.join(problems)})" if problems else ""
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "validators.cuda"],
+            [sys.executable, "-m", "planner.validators.cuda"],
             input=payload,
             capture_output=True,
             text=True,

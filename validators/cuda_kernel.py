@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from validators.program import AffineAccess, KernelProgram
+from planner.validators.program import AffineAccess, KernelProgram
 
 __all__ = [
     "ACCESS_WORDS",

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
-from validators.program import AffineAccess, KernelProgram, build_program
+from planner.validators.program import AffineAccess, KernelProgram, build_program
 
 if TYPE_CHECKING:
     from planner.models import Plan, PlanRequest, Violation, ViolationCode

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 import numpy as np
 
 from planner.access import ANY, NONE, byte_owners
-from validators.program import runtime_barriers
+from planner.validators.program import runtime_barriers
 
 if TYPE_CHECKING:
     from planner.models import Buffer, Placement, Plan, PlanRequest
