@@ -224,3 +224,45 @@ def test_image_warms_serves_and_selftests(venvs: dict[str, Path]) -> None:
     # The wheel ships the examples: the installed self-test covers what the checkout's does.
     expected = len(subjects(24, 0))
     assert f"selftest ok: {expected} correct plans" in selftest.stdout + selftest.stderr
+
+
+def _pip(venv: Path, *args: str) -> None:
+    done = _run([str(venv / "bin" / "python"), "-m", "pip", *args], _clean_env(), INSTALL_SECONDS)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def _validators_whole(venv: Path) -> None:
+    """PyPI's ``validators`` package imports and its ``email`` check works."""
+    code = "import validators; assert validators.email('a@example.com') is True"
+    run = _run([str(venv / "bin" / "python"), "-c", code], _clean_env())
+    assert run.returncode == 0, run.stderr
+
+
+def _planner_whole(venv: Path) -> None:
+    run = _planner(venv, "plan", str(EXAMPLE))
+    assert run.returncode == 0, run.stderr
+    _checked_plan(run.stdout)
+
+
+def test_no_clash_with_other_distributions(venvs: dict[str, Path], wheel: Path) -> None:
+    # PyPI's ``validators`` installs a top-level ``validators`` package: installing this
+    # project before or after it, and removing either, must leave the other whole.
+    venv = venvs["base"]
+    _pip(venv, "install", "-q", "validators")  # after this project
+    _validators_whole(venv)
+    _planner_whole(venv)
+    _pip(venv, "uninstall", "-y", "-q", "alloc-planner")
+    _validators_whole(venv)
+    _pip(venv, "install", "-q", str(wheel))  # before... now after it
+    _validators_whole(venv)
+    _planner_whole(venv)
+    _pip(venv, "uninstall", "-y", "-q", "validators")
+    _planner_whole(venv)
+
+
+def test_the_wheel_installs_one_top_level_package(wheel: Path) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as archive:
+        tops = {name.split("/", 1)[0] for name in archive.namelist()}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"planner"}
