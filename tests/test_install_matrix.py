@@ -31,7 +31,13 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "tvm_tiled_gemm.json"
-COMBINATIONS = {"base": "", "server": "server", "exact": "exact", "image": "server,exact"}
+COMBINATIONS = {
+    "base": "",
+    "server": "server",
+    "exact": "exact",
+    "gpu": "gpu",
+    "image": "server,exact",
+}
 INSTALL_SECONDS = 600
 
 
@@ -205,6 +211,21 @@ def test_exact_adds_cpsat(venvs: dict[str, Path]) -> None:
     run = _planner(venv, "plan", str(EXAMPLE), "--solver", "cpsat")
     assert run.returncode == 0, run.stderr
     assert _checked_plan(run.stdout).status == "optimal"
+
+
+def test_gpu_adds_cupy(venvs: dict[str, Path]) -> None:
+    venv = venvs["gpu"]
+    code = "import cupy; print(cupy.__version__)"
+    imported = _run([str(venv / "bin" / "python"), "-c", code], _clean_env())
+    assert imported.returncode == 0, imported.stderr
+    _planner_whole(venv)
+    # CuPy is there; whether a device is depends on the machine: with one the self-test runs
+    # on it, without one it says so in one line.
+    selftest = _planner(venv, "selftest", "--gpu", jit=True)
+    if selftest.returncode == 2:
+        assert "CUDA device is missing" in _error_line(selftest)
+    else:
+        assert selftest.returncode == 0, selftest.stdout + selftest.stderr
 
 
 def test_image_warms_serves_and_selftests(venvs: dict[str, Path]) -> None:
