@@ -7,9 +7,9 @@
     python scripts/load.py mixed --rate 200 --duration 30 --mix 32:395,300:4,3000:1
     python scripts/load.py rate --port 8000     # an already running server on 127.0.0.1
 
-Without ``--port`` it starts ``python -m api`` on a free port of 127.0.0.1 (settings from the
-usual ``PLANNER_*`` variables) and stops it at the end. ``--warmup`` requests (100) go first,
-one at a time and unmeasured. Every run is bounded: at most ``MAX_REQUESTS`` requests and
+Without ``--port`` it starts ``python -m planner.api`` on a free port of 127.0.0.1 (settings
+from the usual ``PLANNER_*`` variables) and stops it at the end. ``--warmup`` requests (100) go
+first, one at a time and unmeasured. Every run is bounded: at most ``MAX_REQUESTS`` requests and
 ``MAX_SECONDS`` seconds per scenario, whatever the arguments.
 
 Scenarios:
@@ -396,7 +396,7 @@ def _free_port() -> int:
 
 @contextlib.contextmanager
 def local_server(port: int | None) -> Iterator[int]:
-    """The port of a service on 127.0.0.1: the given one, or a fresh ``python -m api``."""
+    """The port of a service on 127.0.0.1: the given one, or a fresh ``python -m planner.api``."""
     if port is not None:
         yield port
         return

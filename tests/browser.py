@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,8 @@ from typing import Any
 
 import httpx
 import pytest
+
+from tests.server_process import free_port
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -27,13 +28,6 @@ browser = pytest.mark.skipif(
     CHROMIUM is None or CHROMEDRIVER is None or not HAVE_SELENIUM,
     reason="needs chromium, chromedriver and selenium",
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def start_server() -> tuple[str, subprocess.Popen[bytes]]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 
-__all__ = ["ServerProcess", "running_server"]
+__all__ = ["ServerProcess", "free_port", "running_server"]
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
@@ -62,7 +62,8 @@ class ServerProcess:
         return self.log.read_text(errors="replace")[-4000:]
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A free TCP port on the loopback address."""
     with socket.socket() as s:
         s.bind((HOST, 0))
         port: int = s.getsockname()[1]
@@ -73,7 +74,7 @@ def _free_port() -> int:
 def running_server(loop: str, **settings: str) -> Iterator[ServerProcess]:
     """``planner serve --loop LOOP`` of this tree on a free port; ``settings`` become
     ``PLANNER_<NAME>`` variables. Waits for ``/healthz``; kills the server at the end."""
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),

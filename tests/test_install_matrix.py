@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ import pytest
 import planner
 from planner.io import parse_plan
 from planner.selftest import subjects
+from tests.server_process import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -119,12 +119,6 @@ def _checked_plan(text: str) -> planner.Plan:
     return plan
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _get(url: str, body: bytes | None = None) -> tuple[int, bytes]:
     headers = {"Content-Type": "application/json"}
     req = urllib.request.Request(url, data=body, headers=headers)
@@ -180,7 +174,7 @@ def test_base_plans_and_names_what_is_missing(venvs: dict[str, Path]) -> None:
     cpsat = _planner(venv, "plan", str(EXAMPLE), "--solver", "cpsat")
     assert cpsat.returncode == 2
     assert "[exact]" in _error_line(cpsat)
-    serve = _planner(venv, "serve", "--port", str(_free_port()))
+    serve = _planner(venv, "serve", "--port", str(free_port()))
     assert serve.returncode == 2
     line = _error_line(serve)
     assert "is not installed" in line
@@ -192,7 +186,7 @@ def test_base_plans_and_names_what_is_missing(venvs: dict[str, Path]) -> None:
 
 def test_server_alone_serves(venvs: dict[str, Path]) -> None:
     venv = venvs["server"]
-    port = _free_port()
+    port = free_port()
     argv = [str(venv / "bin" / "planner"), "serve", "--port", str(port)]
     process = _serve(argv, _env(venv, jit=False), port)
     try:
@@ -233,7 +227,7 @@ def test_image_warms_serves_and_selftests(venvs: dict[str, Path]) -> None:
     warm = _planner(venv, "warm", jit=True)
     assert warm.returncode == 0, warm.stderr
     assert "compiled and loaded greedy" in warm.stderr
-    port = _free_port()
+    port = free_port()
     env = {**_env(venv, jit=True), "PLANNER_PORT": str(port), "PLANNER_SOLVER_WORKERS": "1"}
     process = _serve([str(venv / "bin" / "python"), "-m", "planner.api"], env, port)
     try:

@@ -100,6 +100,7 @@ def test_plans_of_every_size_are_the_librarys(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("server", ["uvloop"], indirect=True)  # the production loop only
 @pytest.mark.parametrize(
     ("n", "emulate"),
     [
@@ -111,8 +112,6 @@ def test_plans_of_every_size_are_the_librarys(
 def test_large_plans_are_the_librarys_under_uvloop(
     server: ServerProcess, n: int, emulate: bool, record_property: Callable[[str, object], None]
 ) -> None:
-    if server.loop != "uvloop":
-        pytest.skip("large requests run under the production loop only, to keep the suite short")
     record: list[str] = []
     _plan_and_check(server, n, "greedy", emulate, record)
     record_property("latency", "; ".join(record))

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PIL import ImageFont
 
 import planner
 from planner.cli import main
@@ -324,9 +325,8 @@ def test_labels_come_after_every_line() -> None:
 
 def _font_width() -> Any:
     """The width in px of a text at 11 px in DejaVu Sans, the widest common default sans."""
-    image_font = pytest.importorskip("PIL.ImageFont")
     try:
-        font = image_font.truetype("DejaVuSans.ttf", 11)
+        font = ImageFont.truetype("DejaVuSans.ttf", 11)
     except OSError:
         pytest.skip("DejaVu Sans is not installed")
     return font.getlength
