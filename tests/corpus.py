@@ -102,6 +102,47 @@ def _patterned(rng: random.Random, index: int) -> dict[str, Any]:
     }
 
 
+def _footprint_or_spill(rng: random.Random, index: int) -> dict[str, Any]:
+    """Per-block footprints (shrink) or a capacity below the peak (spill), alternately."""
+    if index % 2 == 0:
+        blocks = rng.choice([2, 4])
+        buffers = []
+        for i in range(rng.randint(1, 5)):
+            rows = rng.choice([2, 4, 8])
+            start = rng.randrange(6)
+            read = {
+                "op": "read",
+                "at": start,
+                "bytes": 4,
+                "index": {"blockIdx.x": rows * 32, "r": 32, "threadIdx.x": 1},
+                "loops": {"r": rows},
+            }
+            buffers.append(
+                {
+                    "id": f"w{i}",
+                    "size": blocks * rows * 32 * 4,
+                    "start": start,
+                    "end": start + rng.randint(1, 3),
+                    "accesses": [read],
+                }
+            )
+        return {
+            "name": f"footprint-{index}",
+            "block": [32],
+            "grid": [blocks],
+            "buffers": buffers,
+            "options": {"shrink": True, "sync": rng.choice(["existing", "insert"])},
+        }
+    request = _lifetimes(rng, index)
+    total = sum(b["size"] for b in request["buffers"])
+    request["name"] = f"spill-{index}"
+    request["capacity"] = max(1, total // rng.randint(2, 4))
+    request["options"]["overflow"] = "spill"
+    for buffer in request["buffers"]:
+        buffer.pop("offset", None)
+    return request
+
+
 def corpus() -> list[tuple[str, PlanRequest]]:
     """(name, request) pairs, in a fixed order."""
     rng = random.Random(20261123)
@@ -110,6 +151,9 @@ def corpus() -> list[tuple[str, PlanRequest]]:
         out.append((f"lifetimes-{i}", parse_request(_lifetimes(rng, i))))
     for i in range(80):
         out.append((f"patterned-{i}", parse_request(_patterned(rng, i))))
+    extra = random.Random(20261124)  # its own stream: the cases above keep their requests
+    for i in range(30):
+        out.append((f"extra-{i}", parse_request(_footprint_or_spill(extra, i))))
     for seed in range(30):
         kernel = random_kernel(seed, max_buffers=40)
         out.append((f"kernel-{seed}", kernel))
