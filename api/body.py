@@ -8,7 +8,7 @@ from typing import NoReturn
 from fastapi import HTTPException, Request
 
 from planner.api.errors import BODY
-from planner.errors import RequestError, shorten
+from planner.core.errors import RequestError, shorten
 
 __all__ = ["is_json", "read_body"]
 

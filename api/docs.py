@@ -10,7 +10,7 @@ from typing import Any
 
 from planner.api.errors import ErrorResponse
 from planner.api.service import CheckBody, EmitBody
-from planner.models import PlanRequest
+from planner.core.models import PlanRequest
 
 __all__ = [
     "CHECK_BODY",

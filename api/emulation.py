@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from planner.client import EmulatorReport, EmulatorViolation
-from planner.models import Plan, PlanRequest
+from planner.core.models import Plan, PlanRequest
 from planner.validators.emulator import emulate as run_emulator
 
 __all__ = ["emulate"]

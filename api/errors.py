@@ -17,7 +17,7 @@ from fastapi import FastAPI, Request, Response
 from pydantic import BaseModel
 
 from planner.api.pool import OverloadedError
-from planner.errors import FieldError, PlannerError, RequestError
+from planner.core.errors import FieldError, PlannerError, RequestError
 
 __all__ = ["ErrorDetail", "ErrorResponse", "error_body", "register_exception_handlers"]
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import math
 
-from planner.errors import RequestError
-from planner.models import Plan, PlanRequest
-from planner.models.request import BLOCK_VARS
+from planner.core.errors import RequestError
+from planner.core.models import Plan, PlanRequest
+from planner.core.models.request import BLOCK_VARS
 
 __all__ = [
     "EMULATION_MAX_SPAN",

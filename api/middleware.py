@@ -23,7 +23,7 @@ from planner.api.metrics import Metrics
 
 __all__ = ["ACCESS_LOGGER", "RequestMiddleware", "configure_access_log"]
 
-ACCESS_LOGGER = "planner.access"
+ACCESS_LOGGER = "planner.core.access"
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")  # ids taken as given; others replaced
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, cast
 
 from planner.api.procs import ProcessWorkers, WorkerDiedError
-from planner.errors import PlannerError, RequestError
+from planner.core.errors import PlannerError, RequestError
 
 __all__ = ["Cancelled", "OverloadedError", "PoolKind", "SolverPool"]
 

@@ -38,9 +38,9 @@ from planner.api.service import (
 )
 from planner.api.settings import Settings
 from planner.client import CheckReport
-from planner.io import request_sha256
-from planner.models import Plan
-from planner.targets import STATIC_SMEM_LIMIT, TARGETS
+from planner.core.io import request_sha256
+from planner.core.models import Plan
+from planner.core.targets import STATIC_SMEM_LIMIT, TARGETS
 
 __all__ = ["PLAN_EXAMPLE", "VERSION", "Health", "Target", "get_service", "get_settings", "router"]
 

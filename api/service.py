@@ -17,11 +17,11 @@ from planner.api.metrics import Metrics
 from planner.api.pool import SolverPool
 from planner.api.settings import Settings
 from planner.client import CheckReport
+from planner.core.errors import FormatError, RequestError
+from planner.core.io import parse_request
+from planner.core.models import Plan, PlanRequest
 from planner.emit import EMITTERS
-from planner.errors import FormatError, RequestError
-from planner.io import parse_request
-from planner.models import Plan, PlanRequest
-from planner.warm import ensure_warm
+from planner.pipeline.warm import ensure_warm
 
 __all__ = [
     "CheckBody",
@@ -125,7 +125,7 @@ class EmitBody(BaseModel):
 
 
 def _parse(model: type[M], body: bytes, settings: Settings) -> M:
-    """``body`` as ``model``, strictly (like ``planner.io``), with the buffer limit."""
+    """``body`` as ``model``, strictly (like ``planner.core.io``), with the buffer limit."""
     try:
         return model.model_validate_json(
             body, strict=True, context={"max_buffers": settings.max_buffers}

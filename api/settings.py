@@ -14,7 +14,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from planner.api.pool import PoolKind
-from planner.models import DEFAULT_MAX_BUFFERS
+from planner.core.models import DEFAULT_MAX_BUFFERS
 
 __all__ = ["EventLoop", "Settings", "environment_settings"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from planner.errors import FormatError, InternalError, PlannerError, RequestError
-from planner.models import Plan, PlanRequest, ValidationReport
+from planner.core.errors import FormatError, InternalError, PlannerError, RequestError
+from planner.core.models import Plan, PlanRequest, ValidationReport
 
 if TYPE_CHECKING:
     from planner.client import AsyncClient, Client

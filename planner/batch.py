@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import planner
 from planner.argtypes import positive_int
-from planner.csvio import load_request
-from planner.errors import RequestError
-from planner.install import install_hint
-from planner.io import parse_plan, parse_request
-from planner.models import Plan, PlanRequest
+from planner.core.csvio import load_request
+from planner.core.errors import RequestError
+from planner.core.install import install_hint
+from planner.core.io import parse_plan, parse_request
+from planner.core.models import Plan, PlanRequest
 
 if TYPE_CHECKING:
     from planner.validators.cuda import GpuOptions

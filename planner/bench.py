@@ -21,11 +21,11 @@ from typing import Any, TextIO
 from pydantic import ValidationError
 
 import planner
-from planner.csvio import load_request, with_overrides
-from planner.errors import RequestError
+from planner.core.csvio import load_request, with_overrides
+from planner.core.errors import RequestError
+from planner.core.models import DEFAULT_MAX_BUFFERS, Options, PlanRequest
 from planner.families import family_suite
 from planner.generate import random_request
-from planner.models import DEFAULT_MAX_BUFFERS, Options, PlanRequest
 from planner.solvers.auto import listening
 
 __all__ = [

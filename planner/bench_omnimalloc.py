@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import Any
 
 from planner.bench import BenchRow, Instance
-from planner.graph import InterferenceGraph, build_graph
+from planner.core.graph import InterferenceGraph, build_graph
 
 __all__ = ["MODULE", "THREADS", "allocator_names", "load", "run_allocator"]
 

@@ -23,18 +23,18 @@ from planner import batch as batch_mod
 from planner import bench as bench_mod
 from planner import selftest as selftest_mod
 from planner.argtypes import positive_float, positive_int
-from planner.csvio import csv_losses, load_request, with_overrides, write_csv
+from planner.core.csvio import csv_losses, load_request, with_overrides, write_csv
+from planner.core.errors import FormatError, InternalError, RequestError
+from planner.core.install import DISTRIBUTION, available, install_hint
+from planner.core.io import parse_plan
+from planner.core.models import Plan, PlanRequest
+from planner.core.models.request import Options
+from planner.core.targets import STATIC_SMEM_LIMIT, TARGETS, profile_dicts
 from planner.emit import EMITTERS, emit_svg
-from planner.errors import FormatError, InternalError, RequestError
 from planner.families import FAMILIES
 from planner.families import MAX_BUFFERS as FAMILY_MAX
 from planner.families import MIN_BUFFERS as FAMILY_MIN
-from planner.install import DISTRIBUTION, available, install_hint
-from planner.io import parse_plan
-from planner.models import Plan, PlanRequest
-from planner.models.request import Options
-from planner.targets import STATIC_SMEM_LIMIT, TARGETS, profile_dicts
-from planner.warm import ensure_warm, warm_up_requests
+from planner.pipeline.warm import ensure_warm, warm_up_requests
 
 __all__ = ["main"]
 

@@ -31,9 +31,9 @@ from typing import Any, NoReturn, TypeVar
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from planner.errors import FormatError, InternalError, PlannerError, RequestError
-from planner.models import Plan, PlanRequest, ValidationReport
-from planner.targets import DeviceProfile
+from planner.core.errors import FormatError, InternalError, PlannerError, RequestError
+from planner.core.models import Plan, PlanRequest, ValidationReport
+from planner.core.targets import DeviceProfile
 
 __all__ = [
     "AsyncClient",

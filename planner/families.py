@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.io import parse_request
-from planner.models import PlanRequest
+from planner.core.io import parse_request
+from planner.core.models import PlanRequest
 
 __all__ = [
     "CAPACITY",

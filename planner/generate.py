@@ -14,8 +14,8 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from planner.io import parse_request
-from planner.models import Buffer, PlanRequest
+from planner.core.io import parse_request
+from planner.core.models import Buffer, PlanRequest
 
 __all__ = [
     "KERNEL_MIN_BUFFERS",

@@ -27,11 +27,11 @@ import numpy as np
 import planner
 from planner.argtypes import at_least, positive_int
 from planner.batch import request_files
-from planner.errors import RequestError
+from planner.core.errors import RequestError
+from planner.core.install import install_hint
+from planner.core.io import parse_request
+from planner.core.models import Plan, PlanRequest
 from planner.generate import random_request
-from planner.install import install_hint
-from planner.io import parse_request
-from planner.models import Plan, PlanRequest
 
 if TYPE_CHECKING:
     from planner.validators.cuda import GpuOptions

@@ -16,8 +16,8 @@ import time
 
 import numpy as np
 
-from planner.access import ANY, NONE, byte_owners
-from planner.models import PlanRequest
+from planner.core.access import ANY, NONE, byte_owners
+from planner.core.models import PlanRequest
 
 KB64 = 64 * 1024  # bytes
 THREADS = 1024

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 import planner
-from planner.models import PlanRequest
+from planner.core.models import PlanRequest
 from planner.validators.emulator import emulate
 
 

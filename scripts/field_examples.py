@@ -17,8 +17,8 @@ from pathlib import Path
 
 import planner
 from planner.batch import request_files
-from planner.io import parse_request
-from planner.models import Plan, PlanRequest
+from planner.core.io import parse_request
+from planner.core.models import Plan, PlanRequest
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

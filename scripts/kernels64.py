@@ -20,9 +20,9 @@ import time
 from pydantic import ValidationError
 
 import planner
-from planner.errors import RequestError
+from planner.core.errors import RequestError
+from planner.core.models import Options, PlanRequest
 from planner.generate import random_kernel
-from planner.models import Options, PlanRequest
 
 TARGET_MS = 100.0
 

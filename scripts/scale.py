@@ -29,7 +29,7 @@ request = random_request(n) if kind == "random" else all_overlapping(n)
 if limit != "default":
     options = request.options.model_copy(update={"time_limit": float(limit)})
     request = request.model_copy(update={"options": options})
-from planner.warm import ensure_warm
+from planner.pipeline.warm import ensure_warm
 ensure_warm(planner.plan)  # loads compiled code and the exact methods, as the service does
 began = time.perf_counter()
 plan = planner.plan(request)

@@ -48,7 +48,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from planner._jit import njit
+from planner.core._jit import njit
 from planner.solvers._stack_kernel import new_memo, stack_fits
 
 I64 = npt.NDArray[np.int64]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from planner._jit import njit
+from planner.core._jit import njit
 
 I64 = npt.NDArray[np.int64]
 

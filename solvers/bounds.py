@@ -25,9 +25,9 @@ from dataclasses import replace
 import numpy as np
 import numpy.typing as npt
 
-from planner._jit import njit
-from planner.aliasing import Owners
-from planner.graph import InterferenceGraph, LowerBound
+from planner.core._jit import njit
+from planner.core.aliasing import Owners
+from planner.core.graph import InterferenceGraph, LowerBound
 from planner.solvers.exact import granularity
 
 __all__ = [

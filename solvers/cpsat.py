@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 from ortools.sat.python import cp_model
 
-from planner.graph import InterferenceGraph
+from planner.core.graph import InterferenceGraph
 from planner.solvers.clock import wall_limit
 from planner.solvers.exact import ExactResult, Progress
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from planner.graph import InterferenceGraph
+from planner.core.graph import InterferenceGraph
 
 __all__ = ["ExactResult", "Progress", "granularity", "round_up"]
 

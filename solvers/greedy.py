@@ -18,7 +18,7 @@ time, the default portfolio keeps the heuristics whose estimated cost fits it
 need no neighbour lists run.
 
 Thread-local aliasing enters as a move on the graph the portfolio is given: the planner
-(``planner.aliasing``) fuses each buffer that can sit exactly over a dead, owner-compatible one
+(``planner.core.aliasing``) fuses each buffer that can sit exactly over a dead, owner-compatible one
 into a single node, so every heuristic here, and every exact method, places the pair at one
 offset with no barrier between them.
 """
@@ -34,8 +34,8 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from planner.errors import RequestError
-from planner.graph import InterferenceGraph
+from planner.core.errors import RequestError
+from planner.core.graph import InterferenceGraph
 from planner.solvers._place import place, place_sweep
 from planner.solvers._skyline import RULES, best_of_random, skyline
 from planner.solvers.clock import expired

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from planner.graph import InterferenceGraph
-from planner.models import PlanRequest
+from planner.core.graph import InterferenceGraph
+from planner.core.models import PlanRequest
 from planner.validators import validate_plan
 
 from .test_pipeline import plan_from_offsets

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from planner.batch import request_files
+from planner.core.io import parse_request
+from planner.core.models import Plan, PlanRequest
 from planner.generate import random_kernel, random_request
-from planner.io import parse_request
-from planner.models import Plan, PlanRequest
 from tests.patterned import MAPPINGS, THREADS, WIDTH, access
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -183,7 +183,7 @@ def load_fixture() -> dict[str, str]:
 def write_fixture() -> None:
     """Record the hashes of this version's plans (after a change meant to alter plans)."""
     import planner
-    from planner.warm import ensure_warm
+    from planner.pipeline.warm import ensure_warm
 
     ensure_warm(planner.plan)
     hashes = {name: plan_hash(planner.plan(request)) for name, request in corpus()}

@@ -6,7 +6,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from planner.models import PlanRequest
+from planner.core.models import PlanRequest
 
 
 @st.composite

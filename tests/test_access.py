@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.access import (
+from planner.core.access import (
     ANY,
     NONE,
     block_byte_range,
@@ -21,7 +21,7 @@ from planner.access import (
     over_budget,
     uses_block_index,
 )
-from planner.models import PlanRequest
+from planner.core.models import PlanRequest
 
 VARS = ("threadIdx.x", "threadIdx.y", "threadIdx.z", "blockIdx.x", "blockIdx.y", "i", "j")
 

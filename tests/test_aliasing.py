@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 
 import planner
-from planner.aliasing import Owners, alias_chains, merge_chains, sharing_pairs
-from planner.graph import build_graph
-from planner.models import PlanRequest
+from planner.core.aliasing import Owners, alias_chains, merge_chains, sharing_pairs
+from planner.core.graph import build_graph
+from planner.core.models import PlanRequest
 from planner.validators import validate_plan
 
 from .patterned import THREADS, TILE, tile

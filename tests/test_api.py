@@ -17,7 +17,7 @@ import planner
 from planner.api import create_app
 from planner.api.routes import PLAN_EXAMPLE
 from planner.api.settings import Settings
-from planner.models import Plan
+from planner.core.models import Plan
 
 from .samples import TWO_PHASE
 

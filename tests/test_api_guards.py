@@ -24,9 +24,9 @@ from planner.api.cache import PlanCache
 from planner.api.docs import EMIT_BODY
 from planner.api.limits import buffers_at_least, check_buffer_count
 from planner.api.settings import Settings
-from planner.errors import RequestError
-from planner.io import parse_request
-from planner.models import Plan
+from planner.core.errors import RequestError
+from planner.core.io import parse_request
+from planner.core.models import Plan
 
 from .samples import TWO_PHASE
 

@@ -30,8 +30,8 @@ from planner.api.docs import (
 from planner.api.limits import access_instances
 from planner.api.middleware import ACCESS_LOGGER
 from planner.api.settings import Settings
-from planner.models import Plan, PlanRequest
-from planner.targets import TARGETS
+from planner.core.models import Plan, PlanRequest
+from planner.core.targets import TARGETS
 from planner.validators.emulator import emulate
 from planner.validators.faults import plant_fault
 

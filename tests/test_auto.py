@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 import planner
 import planner.solvers.auto as auto
-from planner.errors import RequestError
+from planner.core.errors import RequestError
+from planner.core.graph import build_graph
+from planner.core.models import PlanRequest
 from planner.generate import random_request
-from planner.graph import build_graph
-from planner.models import PlanRequest
 from planner.solvers.greedy import portfolio
 from planner.validators import validate_plan
 
@@ -126,7 +126,7 @@ def test_missing_exact_methods(monkeypatch: pytest.MonkeyPatch) -> None:
     assert plan.status == "feasible"
     assert plan.arena_bytes == 4
     assert any(d.code == "solver_unavailable" for d in plan.diagnostics)
-    import planner.pipeline as pipeline
+    import planner.pipeline.facade as pipeline
 
     monkeypatch.setattr(pipeline, "exact_method", lambda name: None)
     with pytest.raises(RequestError) as info:

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.barriers import choose_barriers, reuses, stab
+from planner.core.barriers import choose_barriers, reuses, stab
 
 intervals_st = st.lists(
     st.tuples(st.integers(0, 12), st.integers(0, 6)).map(lambda t: (t[0], t[0] + t[1])),

@@ -12,7 +12,7 @@ import pytest
 import planner
 from planner.batch import CaseResult, Progress, find_cases, run_batch
 from planner.cli import main
-from planner.io import parse_request
+from planner.core.io import parse_request
 from planner.validators.cuda import gpu_available
 from tests.samples import TWO_PHASE
 

@@ -12,8 +12,8 @@ import pytest
 from planner.bench import load_instance, run_instance
 from planner.bench_omnimalloc import THREADS
 from planner.cli import main
-from planner.graph import build_graph
-from planner.models import PlanRequest
+from planner.core.graph import build_graph
+from planner.core.models import PlanRequest
 from planner.solvers import auto
 
 from .test_cpsat import CLASSIC

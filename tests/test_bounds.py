@@ -9,8 +9,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.graph import build_graph
-from planner.models import PlanRequest
+from planner.core.graph import build_graph
+from planner.core.models import PlanRequest
 from planner.solvers.bounds import clique_bound, stack_height
 
 from .bruteforce import brute_force
@@ -97,7 +97,7 @@ def _aliases(
     never share a byte; a later buffer shares with an earlier one only past a barrier in
     ``(last access, first access]`` or by thread-local aliasing. The aliased pairs (ids),
     or None when the placement breaks a rule."""
-    from planner.patterns import access_span
+    from planner.core.patterns import access_span
 
     aliased: list[list[str]] = []
     bufs = req.buffers
@@ -124,7 +124,7 @@ Found = tuple[int, tuple[int, ...], list[int], list[list[str]]]
 def _brute_optimum(req: PlanRequest) -> Found:
     """Smallest arena over every placement on the alignment grid and every barrier set the
     policy allows (more barriers never hurt, so only the largest sets within the cap)."""
-    from planner.aliasing import Owners
+    from planner.core.aliasing import Owners
 
     opts = req.options
     existing = sorted(set(req.barriers))

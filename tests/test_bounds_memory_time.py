@@ -15,15 +15,15 @@ import numpy as np
 import pytest
 
 import planner
-import planner.pipeline
+import planner.pipeline.facade
 import planner.solvers.clock
 import planner.solvers.greedy
 from planner.api.limits import access_instances, check_emulation_budget
-from planner.errors import InternalError, RequestError
+from planner.core.errors import InternalError, RequestError
+from planner.core.graph import build_graph
+from planner.core.io import parse_request
+from planner.core.models import PlanRequest
 from planner.generate import random_request
-from planner.graph import build_graph
-from planner.io import parse_request
-from planner.models import PlanRequest
 from planner.solvers._place import place
 from planner.solvers.greedy import affordable, order_by_start, run
 
@@ -133,7 +133,7 @@ def test_the_pipeline_consults_the_deadline_before_optional_work(
     planner.plan(random_request(50))  # compiled code loaded before the clock is faked
     readings = iter([0.0])  # the call's start; every later reading is far past any limit
     fake = lambda: next(readings, 1e9)  # noqa: E731
-    monkeypatch.setattr(planner.pipeline, "now", fake)  # read first, by the call itself
+    monkeypatch.setattr(planner.pipeline.facade, "now", fake)  # read first, by the call itself
     monkeypatch.setattr(planner.solvers.clock, "now", fake)
     plan = planner.plan(request)
     assert planner.validate(request, plan).valid
@@ -202,7 +202,7 @@ def test_memory_errors_surface_as_internal_errors(monkeypatch: pytest.MonkeyPatc
     def exhausted(*_: object, **__: object) -> None:
         raise MemoryError
 
-    monkeypatch.setattr(planner.pipeline, "validate_plan", exhausted)
+    monkeypatch.setattr(planner.pipeline.facade, "validate_plan", exhausted)
     with pytest.raises(InternalError, match="out of memory while validating"):
         planner.validate(request, plan)
     with pytest.raises(InternalError, match="out of memory while planning"):

@@ -11,8 +11,8 @@ import pytest
 
 import planner
 from planner.cli import main
-from planner.csvio import load_request, read_csv
-from planner.io import parse_plan, parse_request
+from planner.core.csvio import load_request, read_csv
+from planner.core.io import parse_plan, parse_request
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 CSV = "id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\nb3,0,9,4\nb4,9,21,4\nb5,0,21,4\n"

@@ -26,8 +26,8 @@ from planner.client import (
     UnexpectedResponseError,
     error_for_status,
 )
-from planner.models import Plan, PlanRequest
-from planner.targets import TARGETS
+from planner.core.models import Plan, PlanRequest
+from planner.core.targets import TARGETS
 
 from .samples import TWO_PHASE
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from planner.graph import build_graph
-from planner.models import PlanRequest
+from planner.core.graph import build_graph
+from planner.core.models import PlanRequest
 from planner.solvers.clock import deadline, wall_limit
 from planner.solvers.search import solve_search
 

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 
 pytest.importorskip("ortools")
 
-from planner.graph import InterferenceGraph, build_graph
-from planner.models import PlanRequest
+from planner.core.graph import InterferenceGraph, build_graph
+from planner.core.models import PlanRequest
 from planner.solvers.cpsat import solve_cpsat
 from planner.solvers.greedy import arena_of, portfolio, run
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 import planner
-from planner.csvio import csv_losses, load_request, read_csv, with_overrides, write_csv
-from planner.errors import FormatError, RequestError
-from planner.models import PlanRequest
+from planner.core.csvio import csv_losses, load_request, read_csv, with_overrides, write_csv
+from planner.core.errors import FormatError, RequestError
+from planner.core.models import PlanRequest
 
 BENCHMARKS = Path(__file__).resolve().parent / "data" / "minimalloc"
 

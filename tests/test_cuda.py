@@ -15,7 +15,7 @@ import pytest
 
 import planner
 from planner.batch import request_files
-from planner.io import parse_request
+from planner.core.io import parse_request
 from planner.validators.cuda import (
     GpuOptions,
     _error_report,

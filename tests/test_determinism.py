@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 import planner
-from planner.warm import ensure_warm
+from planner.pipeline.warm import ensure_warm
 from tests.corpus import corpus, load_fixture, plan_hash
 
 

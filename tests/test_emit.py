@@ -14,11 +14,11 @@ import pytest
 
 import planner
 from planner.cli import main
-from planner.csvio import load_request
+from planner.core.csvio import load_request
+from planner.core.io import parse_request
+from planner.core.models import Plan, PlanRequest
 from planner.emit import cuda_snippet, emit_cuda, emit_mlir
 from planner.emit._common import identifiers
-from planner.io import parse_request
-from planner.models import Plan, PlanRequest
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = ["gemm_epilogue", "spill", "odd_ids"]

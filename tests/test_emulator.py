@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 import planner
 from planner.batch import request_files
 from planner.cli import main
-from planner.io import parse_request
-from planner.models import Options, Placement, Plan, PlanRequest
+from planner.core.io import parse_request
+from planner.core.models import Options, Placement, Plan, PlanRequest
 from planner.validators import validate_plan
 from planner.validators.emulator import emulate, run_program
 from planner.validators.faults import plant_fault

@@ -9,9 +9,9 @@ import pytest
 
 import planner
 from planner.batch import request_files
-from planner.io import parse_request
-from planner.models import Plan, PlanRequest
-from planner.targets import TARGETS
+from planner.core.io import parse_request
+from planner.core.models import Plan, PlanRequest
+from planner.core.targets import TARGETS
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

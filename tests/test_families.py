@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from planner.core.graph import build_graph
 from planner.families import CAPACITY, FAMILIES, family_instance, family_suite
-from planner.graph import build_graph
 
 from .bruteforce import assert_valid_offsets
 

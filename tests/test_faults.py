@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import planner
-from planner.models import PlanRequest
+from planner.core.models import PlanRequest
 from planner.validators import validate_plan
 from planner.validators.faults import FAULT_KINDS, plant, plant_fault
 

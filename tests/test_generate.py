@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import planner
-from planner.errors import RequestError
+from planner.core.errors import RequestError
+from planner.core.models import PlanRequest
 from planner.generate import KERNEL_MIN_BUFFERS, MAX_BYTES, MIN_BYTES, random_kernel, random_request
-from planner.models import PlanRequest
 
 
 def _mean_overlap_fraction(request: PlanRequest) -> float:

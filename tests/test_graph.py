@@ -8,8 +8,8 @@ import networkx as nx
 import numpy as np
 from hypothesis import given, settings
 
-from planner.graph import build_graph, count_overlaps, extend_to_barriers, sync_barriers
-from planner.models import PlanRequest
+from planner.core.graph import build_graph, count_overlaps, extend_to_barriers, sync_barriers
+from planner.core.models import PlanRequest
 
 from .strategies import requests
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from planner.graph import build_graph
-from planner.models import PlanRequest
+from planner.core.graph import build_graph
+from planner.core.models import PlanRequest
 from planner.solvers.greedy import HEURISTICS, applicable, arena_of, portfolio, run
 from planner.validators import validate_plan
 

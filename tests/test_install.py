@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 import planner
-from planner import _jit, install, warm
 from planner.cli import main
-from planner.errors import FormatError
-from planner.io import parse_plan
-from planner.targets import TARGETS
+from planner.core import _jit, install
+from planner.core.errors import FormatError
+from planner.core.io import parse_plan
+from planner.core.targets import TARGETS
+from planner.pipeline import warm
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "tvm_tiled_gemm.json"

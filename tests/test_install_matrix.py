@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 import planner
-from planner.io import parse_plan
+from planner.core.io import parse_plan
 from planner.selftest import subjects
 from tests.server_process import free_port
 

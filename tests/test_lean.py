@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import planner
-import planner.pipeline as pipeline
-from planner.lean import lean_points, peak_bytes
-from planner.models import PlanRequest
+import planner.pipeline.facade as pipeline
+from planner.core.models import PlanRequest
+from planner.pipeline.lean import lean_points, peak_bytes
 from planner.validators import validate_plan
 
 from .strategies import request_dicts

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from planner.errors import RequestError
-from planner.io import parse_request
+from planner.core.errors import RequestError
+from planner.core.io import parse_request
 
 BASE: dict[str, Any] = {
     "name": "k",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.models import PlanRequest
-from planner.patterns import BlockSlice, access_span, block_slice
+from planner.core.models import PlanRequest
+from planner.core.patterns import BlockSlice, access_span, block_slice
 
 
 def _request(accesses: list[dict[str, Any]], size: int = 4096, grid: int = 4) -> PlanRequest:

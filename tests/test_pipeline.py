@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 
 import planner
-from planner.errors import RequestError
-from planner.graph import InterferenceGraph
-from planner.models import (
+from planner.core.errors import RequestError
+from planner.core.graph import InterferenceGraph
+from planner.core.models import (
     Barriers,
     GraphStats,
     Launch,
@@ -24,8 +24,8 @@ from planner.models import (
     PlanRequest,
     SolverInfo,
 )
+from planner.pipeline.warm import WARM_UP
 from planner.validators import validate_plan
-from planner.warm import WARM_UP
 
 from .strategies import request_dicts
 
@@ -373,7 +373,7 @@ def test_first_plan_in_a_process_is_the_plan_of_later_calls() -> None:
 
 def test_a_time_limit_below_the_fixed_work_is_refused_at_once() -> None:
     from planner.generate import random_request
-    from planner.pipeline import FIXED_SECONDS_PER_BUFFER
+    from planner.pipeline.budget import FIXED_SECONDS_PER_BUFFER
 
     n = 2000
     data = random_request(n).model_dump()

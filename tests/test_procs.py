@@ -11,7 +11,7 @@ import time
 import pytest
 
 from planner.api.pool import OverloadedError, SolverPool
-from planner.errors import RequestError
+from planner.core.errors import RequestError
 
 from .loops import LOOPS, run_on
 

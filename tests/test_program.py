@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import planner
-from planner.models import Plan, PlanRequest
+from planner.core.models import Plan, PlanRequest
 from planner.validators.program import AffineAccess, build_program, runtime_barriers
 
 

@@ -11,8 +11,8 @@ from fastapi.testclient import TestClient
 import planner
 from planner.api.app import create_app
 from planner.api.settings import Settings
-from planner.models import Plan, PlanRequest
-from planner.models.request import EXAMPLE
+from planner.core.models import Plan, PlanRequest
+from planner.core.models.request import EXAMPLE
 
 
 def _undocumented(schema: dict[str, Any]) -> list[str]:

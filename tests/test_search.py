@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.graph import InterferenceGraph, build_graph
-from planner.models import PlanRequest
+from planner.core.graph import InterferenceGraph, build_graph
+from planner.core.models import PlanRequest
 from planner.solvers.exact import granularity
 from planner.solvers.greedy import arena_of, portfolio
 from planner.solvers.search import solve_search

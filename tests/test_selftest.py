@@ -7,7 +7,7 @@ import pytest
 
 import planner
 from planner.cli import main
-from planner.models import Plan, PlanRequest
+from planner.core.models import Plan, PlanRequest
 from planner.selftest import CORRECT, EXAMPLES, Subject, Tally, run_selftest, subjects, validators
 from planner.validators.cuda import gpu_available
 from planner.validators.faults import FAULT_KINDS

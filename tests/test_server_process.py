@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 import planner
+from planner.core.models import PlanRequest
 from planner.generate import random_request
-from planner.models import PlanRequest
 
 from .loops import LOOPS
 from .server_process import ServerProcess, running_server

@@ -13,8 +13,8 @@ import pytest
 
 import planner
 from planner.cli import main
-from planner.models import Barriers, Placement, Plan, PlanRequest
-from planner.spill import choose_spill, spill_costs
+from planner.core.models import Barriers, Placement, Plan, PlanRequest
+from planner.pipeline.spill import choose_spill, spill_costs
 from planner.validators import validate_plan
 
 

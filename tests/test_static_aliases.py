@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import planner
-from planner.models import Footprint, Placement, Plan, PlanRequest
+from planner.core.models import Footprint, Placement, Plan, PlanRequest
 from planner.validators import validate_plan
 
 from .patterned import THREADS, TILE, access, tile

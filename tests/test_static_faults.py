@@ -18,8 +18,8 @@ from hypothesis import given, settings
 
 import planner
 from planner.batch import request_files
-from planner.io import parse_request
-from planner.models import Plan, PlanRequest
+from planner.core.io import parse_request
+from planner.core.models import Plan, PlanRequest
 from planner.validators import validate_plan
 
 from .patterned import patterned_dicts

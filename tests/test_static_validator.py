@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.models import (
+from planner.core.models import (
     Barriers,
     GraphStats,
     Launch,

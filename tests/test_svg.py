@@ -15,9 +15,9 @@ from PIL import ImageFont
 
 import planner
 from planner.cli import main
+from planner.core.io import parse_request
 from planner.emit import emit_svg
 from planner.generate import random_request
-from planner.io import parse_request
 
 NS = {"s": "http://www.w3.org/2000/svg"}
 GOLDEN = Path(__file__).parent / "golden"

@@ -8,7 +8,7 @@ import pytest
 
 import planner
 from planner.cli import main
-from planner.targets import TARGETS, blocks_per_sm, launch_figures
+from planner.core.targets import TARGETS, blocks_per_sm, launch_figures
 
 Capture = pytest.CaptureFixture[str]
 

@@ -18,9 +18,9 @@ from fastapi.testclient import TestClient
 
 import planner
 from planner.api import create_app
+from planner.core.io import parse_request
 from planner.emit import emit_cuda, emit_mlir, emit_svg
 from planner.generate import random_request
-from planner.io import parse_request
 from tests.browser import browser, driver, server, wait_for
 
 from .test_svg import LEGEND_CASES, TEN

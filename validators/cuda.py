@@ -41,7 +41,7 @@ from planner.validators.program import (
 )
 
 if TYPE_CHECKING:
-    from planner.models import Plan, PlanRequest
+    from planner.core.models import Plan, PlanRequest
 
 __all__ = [
     "GpuOptions",

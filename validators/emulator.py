@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from planner.validators.program import AffineAccess, KernelProgram, build_program
 
 if TYPE_CHECKING:
-    from planner.models import Plan, PlanRequest, Violation, ViolationCode
+    from planner.core.models import Plan, PlanRequest, Violation, ViolationCode
 
 __all__ = ["DEFAULT_MAX_BLOCKS", "EmulationReport", "emulate", "run_program"]
 
@@ -69,7 +69,7 @@ def emulate(
     max_violations: int = 1000,
 ) -> EmulationReport:
     """Run the kernel program of ``plan`` on a shadow arena; report races and clobbers."""
-    from planner.models import Violation
+    from planner.core.models import Violation
 
     try:
         program = build_program(request, plan)
@@ -99,7 +99,7 @@ def run_program(
         raise ValueError(f"max_blocks must be >= 1, got {max_blocks!r}")
     if max_violations < 0:
         raise ValueError(f"max_violations must be >= 0, got {max_violations!r}")
-    from planner.models import Violation
+    from planner.core.models import Violation
 
     blocks, total = _choose_blocks(program, max_blocks)
     shapes = [_Shape.of(a, program) for s in program.steps for a in s.accesses]

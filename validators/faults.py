@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 
 import numpy as np
 
-from planner.access import ANY, NONE, byte_owners
+from planner.core.access import ANY, NONE, byte_owners
 from planner.validators.program import runtime_barriers
 
 if TYPE_CHECKING:
-    from planner.models import Buffer, Placement, Plan, PlanRequest
+    from planner.core.models import Buffer, Placement, Plan, PlanRequest
 
 __all__ = ["FAULT_KINDS", "Fault", "FaultKind", "plant", "plant_fault"]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from planner.models import Access, Buffer, Plan, PlanRequest
+    from planner.core.models import Access, Buffer, Plan, PlanRequest
 
 __all__ = [
     "SYNTHETIC_LOOP",

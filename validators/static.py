@@ -10,7 +10,7 @@ its last access. A later buffer that starts inside that window and shares a byte
 ``overlap`` while the first is still live, and a ``missing_barrier`` after, unless a barrier
 stands between the first one's last access and the later one's first access, or the pair is
 a thread-local alias (DESIGN section 2, rule (b)) listed in ``aliases`` and proved here from
-the owner maps of ``planner.access``. Every such pair is reported, exactly.
+the owner maps of ``planner.core.access``. Every such pair is reported, exactly.
 
 With ``options.shrink`` a buffer indexed by ``blockIdx`` is placed with its per-block
 footprint's size, recomputed here from its accesses.
@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from sortedcontainers import SortedList
 
-from planner.access import OwnerMap, byte_owners, owners_agree
-from planner.patterns import block_slice
+from planner.core.access import OwnerMap, byte_owners, owners_agree
+from planner.core.patterns import block_slice
 
 if TYPE_CHECKING:
-    from planner.models import (
+    from planner.core.models import (
         Buffer,
         Placement,
         Plan,
@@ -172,7 +172,7 @@ def validate_plan(
     """
     # Imported here: planner/__init__ imports the pipeline, which imports this package, so a
     # module-level import would make `import validators` on its own a circular import.
-    from planner.models import ValidationReport, Violation
+    from planner.core.models import ValidationReport, Violation
 
     if max_violations < 0:
         raise ValueError(f"max_violations must be >= 0, got {max_violations!r}")

@@ -16,8 +16,8 @@ import json
 import re
 from dataclasses import dataclass
 
-from planner.dtypes import DTYPES, DType
-from planner.models import Plan, PlanRequest
+from planner.core.dtypes import DTYPES, DType
+from planner.core.models import Plan, PlanRequest
 
 __all__ = [
     "Placed",

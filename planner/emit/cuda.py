@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.core.models import Plan, PlanRequest
+from planner.core.targets import STATIC_SMEM_LIMIT
 from planner.emit._common import (
     Placed,
     barrier_notes,
@@ -19,8 +21,6 @@ from planner.emit._common import (
     quoted,
     status_warning,
 )
-from planner.models import Plan, PlanRequest
-from planner.targets import STATIC_SMEM_LIMIT
 
 __all__ = ["ARENA", "WORKSPACE", "CudaSnippet", "cuda_snippet", "emit_cuda"]
 

@@ -9,6 +9,7 @@ own) and, where the name differs from the id, as a JSON-quoted label in a ``//``
 
 from __future__ import annotations
 
+from planner.core.models import Plan, PlanRequest
 from planner.emit._common import (
     Placed,
     barrier_notes,
@@ -17,7 +18,6 @@ from planner.emit._common import (
     quoted,
     status_warning,
 )
-from planner.models import Plan, PlanRequest
 
 __all__ = ["emit_mlir"]
 

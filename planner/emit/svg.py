@@ -18,8 +18,8 @@ import math
 from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
+from planner.core.models import Plan, PlanRequest
 from planner.emit._common import Placed, placed
-from planner.models import Plan, PlanRequest
 
 __all__ = ["emit_svg"]
 

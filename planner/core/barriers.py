@@ -3,7 +3,7 @@
 A reuse is a pair A, B with A ending before B starts and sharing a byte. It is safe when a
 barrier stands at some p with ``last_access(A) < p <= first_access(B)`` (DESIGN section 2;
 without access patterns ``last_access = end - 1`` and ``first_access = start``), or when it
-is a thread-local alias (``planner.aliasing``), which the caller drops from the list.
+is a thread-local alias (``planner.core.aliasing``), which the caller drops from the list.
 Choosing the fewest points that hit every such interval is interval stabbing: sort by right
 end, take the rightmost allowed point, which is exact.
 """
@@ -17,8 +17,8 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from planner._jit import njit
-from planner.models.request import SyncPolicy
+from planner.core._jit import njit
+from planner.core.models.request import SyncPolicy
 
 __all__ = ["BarrierChoice", "Reuse", "choose_barriers", "hits", "reuses", "stab", "warm_reuses"]
 

@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from planner.errors import FormatError, RequestError
-from planner.io import parse_request
-from planner.models import DEFAULT_MAX_BUFFERS, Plan, PlanRequest
+from planner.core.errors import FormatError, RequestError
+from planner.core.io import parse_request
+from planner.core.models import DEFAULT_MAX_BUFFERS, Plan, PlanRequest
 
 __all__ = [
     "CSV_COLUMNS",

@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from planner.models import Access, Buffer, PlanRequest
-from planner.models.request import BLOCK_VARS, THREAD_VARS
+from planner.core.models import Access, Buffer, PlanRequest
+from planner.core.models.request import BLOCK_VARS, THREAD_VARS
 
 __all__ = ["BlockSlice", "access_span", "block_slice"]
 

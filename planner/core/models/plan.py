@@ -1,6 +1,6 @@
 """The plan the planner returns (DESIGN section 3). A pure function of its request.
 
-Read from the wire strictly, like a request (``planner.io.parse_plan``, ``/validate``,
+Read from the wire strictly, like a request (``planner.core.io.parse_plan``, ``/validate``,
 ``/emit``): an integer field takes only a JSON integer, a boolean only ``true``/``false``.
 """
 

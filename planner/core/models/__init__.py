@@ -1,6 +1,6 @@
 """Data types: the request and the plan (DESIGN section 3)."""
 
-from planner.models.plan import (
+from planner.core.models.plan import (
     Barriers,
     Certificate,
     Diagnostic,
@@ -14,8 +14,8 @@ from planner.models.plan import (
     SolverInfo,
     Status,
 )
-from planner.models.report import ValidationReport, Violation, ViolationCode
-from planner.models.request import (
+from planner.core.models.report import ValidationReport, Violation, ViolationCode
+from planner.core.models.request import (
     DEFAULT_MAX_BUFFERS,
     MAX_POINT,
     MAX_SIZE,

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from planner.models import Access, Diagnostic, PlanRequest
-from planner.models.request import BLOCK_VARS, THREAD_VARS
+from planner.core.models import Access, Diagnostic, PlanRequest
+from planner.core.models.request import BLOCK_VARS, THREAD_VARS
 
 __all__ = [
     "ANY",

@@ -15,11 +15,11 @@ import bisect
 import numpy as np
 import numpy.typing as npt
 
-from planner.access import OwnerMap, byte_owners, owners_agree
-from planner.barriers import Reuse
-from planner.graph import InterferenceGraph
-from planner.models import PlanRequest
-from planner.patterns import access_span
+from planner.core.access import OwnerMap, byte_owners, owners_agree
+from planner.core.barriers import Reuse
+from planner.core.graph import InterferenceGraph
+from planner.core.models import PlanRequest
+from planner.core.patterns import access_span
 
 __all__ = ["ALIAS_MAX_BUFFERS", "Owners", "alias_chains", "merge_chains", "sharing_pairs"]
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.graph import build_graph
-from planner.models import Barriers, Diagnostic, Launch, Plan, PlanRequest
-from planner.targets import launch_figures
+from planner.core.graph import build_graph
+from planner.core.models import Barriers, Diagnostic, Launch, Plan, PlanRequest
+from planner.core.targets import launch_figures
 
 __all__ = ["SpillChoice", "choose_spill", "plan_with_spill", "spill_costs"]
 

@@ -10,24 +10,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from planner.install import available
+from planner.core.install import available
+from planner.solvers.auto import WARM_UP_BUFFERS
 
 __all__ = ["WARM_UP", "ensure_warm", "warm_up_requests"]
 
-# Ten buffers greedy cannot place at the bound, so the skyline heuristics, the clique bound,
-# the search and CP-SAT all run (the last two each named as the solver).
-_BUFFERS = [
-    (39, 13, 16, 16),
-    (34, 11, 14, 4),
-    (25, 11, 15, 16),
-    (62, 1, 16, None),
-    (49, 2, 16, 16),
-    (44, 8, 14, 16),
-    (3, 0, 8, 4),
-    (1, 5, 14, 1),
-    (59, 3, 10, 4),
-    (23, 15, 16, None),
-]
 WARM_UP: list[dict[str, Any]] = [
     {
         "name": f"warm-up-{solver}",
@@ -35,7 +22,7 @@ WARM_UP: list[dict[str, Any]] = [
         "options": {"solver": solver, "time_limit": 1.0, "sync": sync},
         "buffers": [
             {"id": f"b{i}", "size": size, "start": start, "end": end, "alignment": align}
-            for i, (size, start, end, align) in enumerate(_BUFFERS)
+            for i, (size, start, end, align) in enumerate(WARM_UP_BUFFERS)
         ],
     }
     for solver, sync in (("search", "existing"), ("cpsat", "insert"))

@@ -36,23 +36,28 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from planner._jit import announce
-from planner.access import budget_diagnostics
-from planner.aliasing import ALIAS_MAX_BUFFERS, Owners, alias_chains, merge_chains, sharing_pairs
-from planner.barriers import BarrierChoice, choose_barriers, hits, reuses, warm_reuses
-from planner.csvio import load_request
-from planner.errors import InternalError, RequestError
-from planner.graph import (
+from planner.core._jit import announce
+from planner.core.access import budget_diagnostics
+from planner.core.aliasing import (
+    ALIAS_MAX_BUFFERS,
+    Owners,
+    alias_chains,
+    merge_chains,
+    sharing_pairs,
+)
+from planner.core.barriers import BarrierChoice, choose_barriers, hits, reuses, warm_reuses
+from planner.core.csvio import load_request
+from planner.core.errors import InternalError, RequestError
+from planner.core.graph import (
     InterferenceGraph,
     LowerBound,
     access_bounds,
     build_graph,
     sync_barriers,
 )
-from planner.install import install_hint
-from planner.io import parse_plan, parse_request, request_sha256
-from planner.lean import lean_points, warm_lean
-from planner.models import (
+from planner.core.install import install_hint
+from planner.core.io import parse_plan, parse_request, request_sha256
+from planner.core.models import (
     DEFAULT_MAX_BUFFERS,
     Barriers,
     Certificate,
@@ -69,7 +74,12 @@ from planner.models import (
     Status,
     ValidationReport,
 )
-from planner.patterns import block_slice
+from planner.core.patterns import block_slice
+from planner.core.targets import launch_figures
+from planner.pipeline.budget import FIXED_SECONDS_PER_BUFFER
+from planner.pipeline.lean import lean_points, warm_lean
+from planner.pipeline.spill import plan_with_spill
+from planner.pipeline.warm import ensure_warm
 from planner.solvers.auto import (
     EXACT_METHODS,
     GREEDY_SHARE,
@@ -82,10 +92,7 @@ from planner.solvers.bounds import hazard_bound
 from planner.solvers.clock import deadline, expired, now
 from planner.solvers.exact import granularity, round_up
 from planner.solvers.greedy import HEURISTICS
-from planner.spill import plan_with_spill
-from planner.targets import launch_figures
 from planner.validators import validate_plan
-from planner.warm import ensure_warm
 
 __all__ = ["plan", "validate"]
 
@@ -95,9 +102,6 @@ MAX_FORWARD_POINTS = 32  # new barriers the fewer-barrier search picks from
 BARRIER_MODEL_MAX_BUFFERS = 64  # the exact barrier model has a disjunction per pair
 LEAN_MAX_BUFFERS = 128  # greedy barrier points: candidates x buffers work per point chosen
 PARETO_STEPS = 8  # intermediate plans per method on the Pareto front
-# Seconds per buffer of the work every plan needs (graph, one greedy heuristic, barriers,
-# assembly, static check), measured on one core of a busy shared 2-core machine at 30 000 buffers.
-FIXED_SECONDS_PER_BUFFER = 1e-4
 
 
 def validate(

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from planner.errors import FormatError, RequestError
-from planner.models import DEFAULT_MAX_BUFFERS, Plan, PlanRequest
+from planner.core.errors import FormatError, RequestError
+from planner.core.models import DEFAULT_MAX_BUFFERS, Plan, PlanRequest
 
 __all__ = ["canonical_json", "parse_plan", "parse_request", "request_sha256"]
 

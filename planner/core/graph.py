@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from planner._jit import njit
-from planner.models import PlanRequest
-from planner.models.request import SyncPolicy
-from planner.patterns import access_span
+from planner.core._jit import njit
+from planner.core.models import PlanRequest
+from planner.core.models.request import SyncPolicy
+from planner.core.patterns import access_span
 
 if TYPE_CHECKING:
     import networkx as nx

@@ -54,7 +54,7 @@ def blocks_per_sm(profile: DeviceProfile, smem_bytes: int) -> int:
 
 
 class LaunchFigures(TypedDict):
-    """The fields of ``planner.models.Launch``."""
+    """The fields of ``planner.core.models.Launch``."""
 
     dynamic_smem_bytes: int
     requires_opt_in: bool

@@ -4,7 +4,7 @@ A request that constructs is a request the planner can plan: each check that nee
 one field lives in a model validator that raises one ``ValidationError`` listing every
 problem, each with a ``loc`` naming the field and a message naming the value.
 
-Requests are read strictly (``planner.io`` validates with ``strict=True``): an integer field
+Requests are read strictly (``planner.core.io`` validates with ``strict=True``): an integer field
 takes only a JSON integer (not ``true``, ``"256"`` or ``1.0``), a boolean only ``true`` or
 ``false``; a float field still takes an integer (``"time_limit": 10``).
 """
@@ -18,8 +18,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from planner.dtypes import DTYPES
-from planner.targets import TARGETS
+from planner.core.dtypes import DTYPES
+from planner.core.targets import TARGETS
 
 __all__ = [
     "DEFAULT_MAX_BUFFERS",

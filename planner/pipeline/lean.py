@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from planner._jit import njit
+from planner.core._jit import njit
 
 __all__ = ["lean_points", "peak_bytes", "warm_lean"]
 
