@@ -5,6 +5,13 @@ starts are uniform over ``T`` intersect with probability about ``2L / T``, so a 
 lifetime length of ``L = overlap * T / 2`` makes each buffer overlap about ``overlap`` of
 the others. Lengths are uniform in ``[1, 2L - 1]`` (mean ``L``) so that orderings by length
 have something to sort. Sizes are log-uniform between 16 and 65536 bytes, rounded up to 16.
+
+``model_request`` instead lays out one training step of a layered model, as a framework's
+schedule would hand it over: forward layers, then backward layers in reverse, then the
+optimizer step; per layer a weight live over the whole step, activations saved from their
+forward point to their layer's backward point (so they nest around the turn), short-lived
+forward and backward temporaries, and a gradient live from its backward point to the
+optimizer. Sizes span five orders of magnitude (``MODEL_MIN_BYTES`` to ``MODEL_MAX_BYTES``).
 """
 
 from __future__ import annotations
@@ -21,16 +28,30 @@ __all__ = [
     "KERNEL_MIN_BUFFERS",
     "MAX_BYTES",
     "MIN_BYTES",
+    "MODEL_MAX_BYTES",
+    "MODEL_MIN_BYTES",
     "all_overlapping",
+    "model_request",
     "random_kernel",
     "random_request",
 ]
 
+I64 = npt.NDArray[np.int64]
 MIN_BYTES = 16
 MAX_BYTES = 65536
 _GRANULE = 16  # bytes; sizes are rounded up to a multiple of this
 _SET = {"id", "size", "start", "end"}  # fields given, as if validated from a dict
 KERNEL_MIN_BUFFERS = 16
+MODEL_MIN_BYTES = 128
+MODEL_MAX_BYTES = 20_000_000
+# One layer of ``model_request``: its buffers by kind, and its program points.
+_SAVED = 2  # activations kept for the backward pass
+_FORWARD_TEMPS = 4
+_BACKWARD_TEMPS = 5
+_PER_LAYER = 1 + _SAVED + _FORWARD_TEMPS + _BACKWARD_TEMPS + 1  # + weight, gradient
+_FORWARD_POINTS = 4
+_BACKWARD_POINTS = 5
+_TEMP_SPAN = 3  # points: a temporary lives 1 to this many
 
 
 def random_request(
@@ -75,6 +96,86 @@ def all_overlapping(n: int, *, seed: int = 0, alignment: int = 16) -> PlanReques
     )
 
 
+def model_request(n: int, *, seed: int = 0, alignment: int = 16) -> PlanRequest:
+    """``n`` buffers of a layered model's training step (module docstring), ``sync: "none"``
+    and no capacity; the same arguments give the same request. Buffers come in start order
+    (ties: weights, saved activations, temporaries, gradients, then layer), named by kind and
+    layer (``w3``, ``a3.1``, ``f3.0``, ``b3.2``, ``g3``).
+
+    Raises ValueError for a negative ``n`` and RequestError for a bad ``alignment``.
+    """
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    rng = np.random.default_rng([seed, 7])
+    layers = max(1, -(-n // _PER_LAYER))
+    layer = np.arange(layers, dtype=np.int64)
+    forward = layer * _FORWARD_POINTS  # first point of each layer's forward pass
+    backward = layers * _FORWARD_POINTS + (layers - 1 - layer) * _BACKWARD_POINTS
+    step = layers * (_FORWARD_POINTS + _BACKWARD_POINTS)  # the optimizer's point
+    # A per-layer width scales its activations and temporaries (wide and narrow layers).
+    width = np.exp(rng.uniform(math.log(1 / 16), 0.0, size=layers))
+
+    def draw(count: int, lo: float, hi: float, scale: npt.NDArray[np.float64]) -> I64:
+        raw = np.exp(rng.uniform(math.log(lo), math.log(hi), size=(layers, count)))
+        raw = np.maximum(raw * scale[:, None], MODEL_MIN_BYTES)
+        sized = np.ceil(raw / _GRANULE).astype(np.int64) * _GRANULE
+        return np.minimum(sized, MODEL_MAX_BYTES)
+
+    ones = np.ones(layers)
+    weight = draw(1, 4096, MODEL_MAX_BYTES / 4, ones)[:, 0]
+    saved = draw(_SAVED, 16 * MODEL_MIN_BYTES, MODEL_MAX_BYTES, width)
+    ftemp = draw(_FORWARD_TEMPS, MODEL_MIN_BYTES, MODEL_MAX_BYTES, width)
+    btemp = draw(_BACKWARD_TEMPS, MODEL_MIN_BYTES, MODEL_MAX_BYTES, width)
+    saved_at = rng.integers(0, _FORWARD_POINTS, size=(layers, _SAVED))
+    used_at = rng.integers(0, _BACKWARD_POINTS, size=(layers, _SAVED))
+    ftemp_at = rng.integers(0, _FORWARD_POINTS, size=(layers, _FORWARD_TEMPS))
+    btemp_at = rng.integers(0, _BACKWARD_POINTS, size=(layers, _BACKWARD_TEMPS))
+    fspan = rng.integers(1, _TEMP_SPAN, size=(layers, _FORWARD_TEMPS), endpoint=True)
+    bspan = rng.integers(1, _TEMP_SPAN, size=(layers, _BACKWARD_TEMPS), endpoint=True)
+
+    col = layer[:, None]
+    kinds = [  # (kind rank, name prefix, sizes, starts, ends): arrays of shape (layers, k)
+        (0, "w", weight[:, None], np.zeros((layers, 1), np.int64), np.full((layers, 1), step + 1)),
+        (1, "a", saved, forward[:, None] + saved_at, backward[:, None] + used_at + 1),
+        (2, "f", ftemp, forward[:, None] + ftemp_at, forward[:, None] + ftemp_at + fspan),
+        (3, "b", btemp, backward[:, None] + btemp_at, backward[:, None] + btemp_at + bspan),
+        (4, "g", weight[:, None], backward[:, None] + _BACKWARD_POINTS - 1, col * 0 + step + 1),
+    ]
+    names: list[str] = []
+    parts: list[tuple[I64, I64, I64, I64, I64]] = []
+    for rank, prefix, size, begin, finish in kinds:
+        k = size.shape[1]
+        names += [
+            f"{prefix}{j}" if k == 1 else f"{prefix}{j}.{i}" for j in range(layers) for i in range(k)
+        ]
+        shape = (layers, k)
+        parts.append(
+            (
+                np.broadcast_to(size, shape).ravel(),
+                np.broadcast_to(begin, shape).ravel(),
+                np.broadcast_to(finish, shape).ravel(),
+                np.full(layers * k, rank, np.int64),
+                np.broadcast_to(col, shape).ravel(),
+            )
+        )
+    size_all, start_all, end_all, rank_all, layer_all = (
+        np.concatenate([p[f] for p in parts]) for f in range(5)
+    )
+    keep = np.lexsort((layer_all, rank_all, start_all))
+    keep = keep[np.sort(rng.permutation(keep.size)[:n])] if keep.size > n else keep
+    label = [names[i] for i in keep.tolist()]
+    return _request(
+        f"model-{n}-seed{seed}",
+        start_all[keep],
+        end_all[keep] - start_all[keep],
+        size_all[keep],
+        alignment,
+        None,
+        "none",
+        label,
+    )
+
+
 def _sizes(rng: np.random.Generator, n: int) -> npt.NDArray[np.int64]:
     """Log-uniform between MIN_BYTES and MAX_BYTES, rounded up to a multiple of 16."""
     raw = np.exp(rng.uniform(math.log(MIN_BYTES), math.log(MAX_BYTES), size=n))
@@ -89,6 +190,7 @@ def _request(
     alignment: int,
     capacity: int | None,
     sync: str,
+    ids: list[str] | None = None,
 ) -> PlanRequest:
     # Top-level fields are validated; the buffers are valid by construction (sizes >= 16,
     # end > start >= 0), and constructing them unvalidated is ~3x faster for 100 000. Every
@@ -105,7 +207,7 @@ def _request(
     buffers = [
         Buffer.model_construct(
             set(_SET),
-            id=f"b{i}",
+            id=f"b{i}" if ids is None else ids[i],
             size=s,
             start=lo,
             end=lo + ln,

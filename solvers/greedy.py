@@ -38,6 +38,7 @@ from planner.core.errors import RequestError
 from planner.core.graph import InterferenceGraph
 from planner.solvers._place import place, place_sweep
 from planner.solvers._skyline import RULES, best_of_random, skyline
+from planner.solvers._tree import place_tree
 from planner.solvers.clock import expired
 
 __all__ = [
@@ -96,6 +97,12 @@ def order_by_degree(g: InterferenceGraph) -> I64:
     return _lexsort(-g.degree, -g.size, g.start)
 
 
+def order_by_degree_size(g: InterferenceGraph) -> I64:
+    """Largest conflicts x bytes first (float: the product can pass 2**63); then largest."""
+    weight = g.degree.astype(np.float64) * g.size.astype(np.float64)
+    return _lexsort(-weight, -g.size, g.start)
+
+
 def order_by_input(g: InterferenceGraph) -> I64:
     """The request's own order: with first fit, never above the naive end-to-end layout."""
     return np.arange(g.n, dtype=np.int64)
@@ -108,7 +115,10 @@ ORDERINGS: dict[str, Ordering] = {
     "start": order_by_start,
     "degree": order_by_degree,
     "input": order_by_input,
+    "degree-size": order_by_degree_size,
 }
+# Orderings of the default portfolio (``degree-size`` runs only in ``TREE_PORTFOLIO``).
+_DEFAULT_ORDERINGS = ("size", "length", "area", "start", "degree", "input")
 FITS: dict[str, bool] = {"best-fit": True, "first-fit": False}  # name -> best fit?
 SKYLINE_MAX_BUFFERS = 2000
 # Heuristics run by a sweep that needs no neighbour lists (``solvers._place.place_sweep``).
@@ -128,8 +138,26 @@ SKYLINE_RATE = 1.5e8  # buffer x time-slot steps per second of one skyline run
 SWEEP_RATE = 5e6  # buffers per second through the sweep (first fit, no lists)
 GREEDY_MIN_SECONDS = 0.05  # below this the whole small portfolio still runs
 NEIGHBOUR_EDGES_MAX = 1 << 25  # conflicts: neighbour lists at 8 bytes each, 256 MiB
+TREE_MIN_EDGES = NEIGHBOUR_EDGES_MAX  # past this, gap filling runs on the segment tree
+# Past TREE_MIN_EDGES conflicts (model-like requests: long-lived weights and nested saved
+# activations conflict with nearly everything) the portfolio starts with the sweep, as
+# before the tree, then tries first fit in every order OmniMalloc's greedy_by_all uses (each
+# one of ours gives the same offsets, ties apart), the ones that win there first, then
+# best fit; ``affordable`` keeps what the time allows.
+TREE_PORTFOLIO = (
+    "start/first-fit",
+    "input/first-fit",
+    "size/first-fit",
+    "length/first-fit",
+    "degree-size/first-fit",
+    "area/first-fit",
+    "degree/first-fit",
+    "size/best-fit",
+    "area/best-fit",
+    "length/best-fit",
+)
 HEURISTICS: list[str] = [
-    *(f"{o}/{f}" for o in ORDERINGS for f in FITS),
+    *(f"{o}/{f}" for o in _DEFAULT_ORDERINGS for f in FITS),
     *(f"{rule}/skyline" for rule in RULES),
     "random/skyline",
 ]
@@ -199,6 +227,18 @@ def run(g: InterferenceGraph, heuristic: str) -> I64:
         )
         return swept
     order = np.concatenate([order[pinned], order[~pinned]])  # pinned first, fixed
+    if uses_tree(g):
+        tree: I64 = place_tree(
+            order,
+            g.start,
+            g.occupied_end,
+            g.size,
+            g.alignment,
+            g.pinned,
+            FITS[fit],
+            _offset_bits(g),
+        )
+        return tree
     pos, hi, back_ptr, back = g.neighbours
     offsets: I64 = place(
         order,
@@ -214,6 +254,19 @@ def run(g: InterferenceGraph, heuristic: str) -> I64:
         _index_bits(g),
     )
     return offsets
+
+
+def uses_tree(g: InterferenceGraph) -> bool:
+    """Whether gap filling runs on the segment tree (``solvers._tree``) rather than the
+    neighbour lists: when the lists would pass ``TREE_MIN_EDGES`` conflicts. Both give the
+    same offsets (for sizes of at least one byte); the tree's memory grows with the buffers."""
+    return g.conflict_edges > TREE_MIN_EDGES and int(g.size.min(initial=1)) >= 1
+
+
+def _offset_bits(g: InterferenceGraph) -> int:
+    """Bits of the highest offset a gap-filling heuristic can give."""
+    highest = int(g.pinned.max(initial=0)) + int(g.size.sum()) + int(g.alignment.max(initial=1))
+    return highest.bit_length()
 
 
 def _index_bits(g: InterferenceGraph) -> int:
@@ -239,12 +292,18 @@ def _map(func: Callable[[T], R], items: list[T], workers: int) -> list[R]:
 
 
 def default_heuristics(g: InterferenceGraph) -> list[str]:
-    """Every heuristic, or on very large inputs the ones that win there."""
+    """Every heuristic, on very large inputs the ones that win there, and on inputs with too
+    many conflicts for neighbour lists ``TREE_PORTFOLIO``."""
+    if uses_tree(g):
+        return list(TREE_PORTFOLIO)
     return list(HEURISTICS) if g.n <= LARGE_INPUT else list(LARGE_PORTFOLIO)
 
 
-def needs_neighbours(heuristic: str) -> bool:
-    """Whether the heuristic walks neighbour lists (memory grows with the conflicts)."""
+def needs_neighbours(heuristic: str, g: InterferenceGraph | None = None) -> bool:
+    """Whether the heuristic walks neighbour lists (memory grows with the conflicts); on
+    ``g``, gap filling on the segment tree needs none."""
+    if g is not None and uses_tree(g):
+        return False
     return not heuristic.endswith("/skyline") and heuristic not in SWEPT
 
 
@@ -278,13 +337,15 @@ def affordable(g: InterferenceGraph, names: list[str], seconds: float | None) ->
     spent = 0.0
     listed = False
     for name in names:
-        extra = cost(g, name) + (lists if needs_neighbours(name) and not listed else 0.0)
+        extra = cost(g, name) + (lists if needs_neighbours(name, g) and not listed else 0.0)
         if spent + extra <= budget:
             chosen.append(name)
             spent += extra
-            listed = listed or needs_neighbours(name)
+            listed = listed or needs_neighbours(name, g)
     if not chosen:
-        cheapest = min(names, key=lambda h: cost(g, h) + (lists if needs_neighbours(h) else 0.0))
+        cheapest = min(
+            names, key=lambda h: cost(g, h) + (lists if needs_neighbours(h, g) else 0.0)
+        )
         chosen = [cheapest]
     return chosen
 
@@ -308,7 +369,7 @@ def portfolio(
     wanted = default_heuristics(g) if heuristics is None else heuristics
     names = [h for h in wanted if applicable(g, h)]
     if g.conflict_edges > NEIGHBOUR_EDGES_MAX:
-        dense = [h for h in names if not needs_neighbours(h)]
+        dense = [h for h in names if not needs_neighbours(h, g)]
         if not dense and names:
             raise RequestError.field(
                 ("options", "solver"),

@@ -1,0 +1,240 @@
+"""Gap filling without neighbour lists: the offsets of ``_place.place``, in memory and time
+that grow with the buffers, not the conflicts (compiled with numba).
+
+Occupied intervals are mapped onto the sorted distinct start points (two intervals meet iff
+they cover a common start point), and a segment tree over those points keeps, per node, two
+unions of placed byte ranges, each a sorted list of disjoint ``[lo, hi)`` runs:
+
+- ``own``: buffers that cover the node's whole range (inserted at their canonical nodes);
+- ``sub``: buffers that meet the node's range (their canonical nodes and boundary paths).
+
+The placed buffers that conflict with a query range are then exactly those in ``sub`` of its
+canonical nodes and ``own`` of the nodes on its two boundary paths, so the union of their
+byte ranges comes from O(log n) lists instead of one entry per conflict. Each list is a
+union, so long-lived buffers stacked on one another collapse into a few runs. ``place``
+looks only at that union (with sizes of at least one byte, the gaps between merged runs are
+the gaps between the neighbours), so both kernels give the same offsets.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from planner.core._jit import njit
+
+I64 = npt.NDArray[np.int64]
+_FIRST_CAPACITY = 4  # runs a list holds before it first grows
+
+
+@njit
+def _grow_pool(pool_lo: I64, pool_hi: I64, need: int) -> tuple[I64, I64]:
+    size = pool_lo.shape[0]
+    while size < need:
+        size *= 2
+    lo = np.empty(size, dtype=np.int64)
+    hi = np.empty(size, dtype=np.int64)
+    lo[: pool_lo.shape[0]] = pool_lo
+    hi[: pool_hi.shape[0]] = pool_hi
+    return lo, hi
+
+
+@njit
+def _insert(
+    s: int,
+    lo: int,
+    hi: int,
+    head: I64,
+    count: I64,
+    cap: I64,
+    pool: tuple[I64, I64, I64],
+) -> tuple[I64, I64, I64]:
+    """Add ``[lo, hi)`` to list ``s``, merged with the runs it overlaps or touches."""
+    pool_lo, pool_hi, used = pool
+    h = head[s]
+    m = count[s]
+    # First run that ends at or after lo (runs are disjoint, so their ends increase).
+    a, b = 0, m
+    while a < b:
+        mid = (a + b) >> 1
+        if pool_hi[h + mid] < lo:
+            a = mid + 1
+        else:
+            b = mid
+    k = a
+    j = k  # runs k .. j-1 start at or before hi: they merge with the new one
+    while j < m and pool_lo[h + j] <= hi:
+        j += 1
+    if j > k:
+        new_lo = min(lo, pool_lo[h + k])
+        new_hi = max(hi, pool_hi[h + j - 1])
+        pool_lo[h + k] = new_lo
+        pool_hi[h + k] = new_hi
+        gone = j - k - 1
+        if gone > 0:
+            for t in range(j, m):
+                pool_lo[h + t - gone] = pool_lo[h + t]
+                pool_hi[h + t - gone] = pool_hi[h + t]
+            count[s] = m - gone
+        return pool
+    if m == cap[s]:  # full: move the list to a block twice as large at the pool's end
+        new_cap = max(_FIRST_CAPACITY, 2 * m)
+        at = used[0]
+        if at + new_cap > pool_lo.shape[0]:
+            pool_lo, pool_hi = _grow_pool(pool_lo, pool_hi, at + new_cap)
+        pool_lo[at : at + m] = pool_lo[h : h + m]
+        pool_hi[at : at + m] = pool_hi[h : h + m]
+        head[s] = at
+        cap[s] = new_cap
+        used[0] = at + new_cap
+        h = at
+    for t in range(m - 1, k - 1, -1):
+        pool_lo[h + t + 1] = pool_lo[h + t]
+        pool_hi[h + t + 1] = pool_hi[h + t]
+    pool_lo[h + k] = lo
+    pool_hi[h + k] = hi
+    count[s] = m + 1
+    return (pool_lo, pool_hi, used)
+
+
+@njit
+def _gather(
+    s: int,
+    pool: tuple[I64, I64, I64],
+    head: I64,
+    count: I64,
+    lo_buf: I64,
+    hi_buf: I64,
+    m: int,
+) -> tuple[I64, I64, int]:
+    """Append list ``s``'s runs to the scratch arrays (grown as needed) after ``m`` runs."""
+    c = count[s]
+    if m + c > lo_buf.shape[0]:
+        lo_buf, hi_buf = _grow_pool(lo_buf, hi_buf, m + c)
+    h = head[s]
+    lo_buf[m : m + c] = pool[0][h : h + c]
+    hi_buf[m : m + c] = pool[1][h : h + c]
+    return lo_buf, hi_buf, m + c
+
+
+@njit
+def place_tree(
+    order: I64,
+    start: I64,
+    occupied_end: I64,
+    size: I64,
+    alignment: I64,
+    pinned: I64,
+    best_fit: bool,
+    offset_bits: int,
+) -> I64:
+    """Offsets (bytes) for buffers visited in ``order`` (pinned ones first); pinned ones keep
+    their offset. The same offsets as ``_place.place`` for sizes of at least one byte.
+    ``offset_bits``: bits of the highest offset possible; the runs of one query then sort as
+    packed (offset, slot) keys when both fit in 62 bits, as in ``place``."""
+    n = start.shape[0]
+    offset = np.full(n, -1, dtype=np.int64)
+    if n == 0:
+        return offset
+    points = np.unique(start)
+    leaf_lo = np.searchsorted(points, start, side="left")
+    leaf_hi = np.searchsorted(points, occupied_end, side="left")  # exclusive; > leaf_lo
+    width = 1
+    while width < points.shape[0]:
+        width *= 2
+    nodes = 2 * width  # node 1 is the root; leaves at width .. 2*width-1
+    head = np.zeros(2 * nodes, dtype=np.int64)  # list s: own of node s, sub of node s-nodes
+    count = np.zeros(2 * nodes, dtype=np.int64)
+    cap = np.zeros(2 * nodes, dtype=np.int64)
+    pool: tuple[I64, I64, I64] = (
+        np.empty(16 * n + 64, dtype=np.int64),
+        np.empty(16 * n + 64, dtype=np.int64),
+        np.zeros(1, dtype=np.int64),
+    )
+    lo_buf = np.empty(64, dtype=np.int64)
+    hi_buf = np.empty(64, dtype=np.int64)
+    key = np.empty(64, dtype=np.int64)
+    for i in range(order.shape[0]):
+        b = order[i]
+        left = leaf_lo[b] + width
+        right = leaf_hi[b] - 1 + width  # inclusive leaf
+        if pinned[b] >= 0:
+            best = pinned[b]
+        else:
+            # Gather the runs of every list the query range reads.
+            m = 0
+            x, y = left, right
+            while x >= 1:
+                lo_buf, hi_buf, m = _gather(x, pool, head, count, lo_buf, hi_buf, m)
+                if y != x:
+                    lo_buf, hi_buf, m = _gather(y, pool, head, count, lo_buf, hi_buf, m)
+                x >>= 1
+                y >>= 1
+            lq, rq = left, right + 1
+            while lq < rq:
+                if lq & 1:
+                    lo_buf, hi_buf, m = _gather(lq + nodes, pool, head, count, lo_buf, hi_buf, m)
+                    lq += 1
+                if rq & 1:
+                    rq -= 1
+                    lo_buf, hi_buf, m = _gather(rq + nodes, pool, head, count, lo_buf, hi_buf, m)
+                lq >>= 1
+                rq >>= 1
+            if key.shape[0] < m:
+                key = np.empty(lo_buf.shape[0], dtype=np.int64)
+            index_bits = 1
+            while (1 << index_bits) <= m:
+                index_bits += 1
+            if offset_bits + index_bits <= 62:  # packed keys sort faster than an argsort
+                mask = (1 << index_bits) - 1
+                for t in range(m):
+                    key[t] = (lo_buf[t] << index_bits) | t
+                sorted_idx = np.sort(key[:m]) & mask
+            else:
+                sorted_idx = np.argsort(lo_buf[:m], kind="mergesort")
+            a = alignment[b]
+            s_b = size[b]
+            top = 0
+            best = -1
+            best_gap = np.iinfo(np.int64).max
+            for t in range(m):
+                k = sorted_idx[t]
+                cand = (top + a - 1) // a * a
+                if cand + s_b <= lo_buf[k]:
+                    gap = lo_buf[k] - top
+                    if not best_fit:
+                        best = cand
+                        break
+                    if gap < best_gap:
+                        best_gap = gap
+                        best = cand
+                if hi_buf[k] > top:
+                    top = hi_buf[k]
+            if best < 0:
+                best = (top + a - 1) // a * a
+        offset[b] = best
+        lo_b = best
+        hi_b = best + size[b]
+        if hi_b <= lo_b:
+            continue
+        # own of the canonical nodes, sub of them and of both boundary paths.
+        lq, rq = left, right + 1
+        while lq < rq:
+            if lq & 1:
+                pool = _insert(lq, lo_b, hi_b, head, count, cap, pool)
+                pool = _insert(lq + nodes, lo_b, hi_b, head, count, cap, pool)
+                lq += 1
+            if rq & 1:
+                rq -= 1
+                pool = _insert(rq, lo_b, hi_b, head, count, cap, pool)
+                pool = _insert(rq + nodes, lo_b, hi_b, head, count, cap, pool)
+            lq >>= 1
+            rq >>= 1
+        x, y = left, right
+        while x >= 1:
+            pool = _insert(x + nodes, lo_b, hi_b, head, count, cap, pool)
+            if y != x:
+                pool = _insert(y + nodes, lo_b, hi_b, head, count, cap, pool)
+            x >>= 1
+            y >>= 1
+    return offset
