@@ -118,6 +118,90 @@ def _gather(
 
 
 @njit
+def _sift_down(heap: I64, size: int, i: int) -> None:
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            return
+        if c + 1 < size and heap[c + 1] < heap[c]:
+            c += 1
+        if heap[i] <= heap[c]:
+            return
+        heap[i], heap[c] = heap[c], heap[i]
+        i = c
+
+
+@njit
+def _first_fit(
+    lists: I64, k: int, s_b: int, a: int, pool: tuple[I64, I64, I64], head: I64, count: I64
+) -> int:
+    """First fit over the union of ``k`` lists: their runs merged in offset order by a heap of
+    packed (offset, list slot) keys, stopping at the first gap that takes ``s_b`` bytes at a
+    multiple of ``a`` (the lowest such offset, as ``place`` finds it)."""
+    bits = 1
+    while (1 << bits) <= k:
+        bits += 1
+    mask = (1 << bits) - 1
+    heap = np.empty(k, dtype=np.int64)
+    at = np.zeros(k, dtype=np.int64)  # next run of each list
+    size = 0
+    for j in range(k):
+        if count[lists[j]] > 0:
+            heap[size] = (pool[0][head[lists[j]]] << bits) | j
+            size += 1
+    for i in range(size // 2 - 1, -1, -1):
+        _sift_down(heap, size, i)
+    top = 0
+    while size > 0:
+        j = heap[0] & mask
+        s = lists[j]
+        r = head[s] + at[j]
+        lo = pool[0][r]
+        cand = (top + a - 1) // a * a
+        if cand + s_b <= lo:
+            return cand
+        hi = pool[1][r]
+        if hi > top:
+            top = hi
+        at[j] += 1
+        if at[j] < count[s]:
+            heap[0] = (pool[0][r + 1] << bits) | j
+        else:
+            size -= 1
+            heap[0] = heap[size]
+        _sift_down(heap, size, 0)
+    return (top + a - 1) // a * a
+
+
+@njit
+def _lists(left: int, right: int, nodes: int, lists: I64) -> int:
+    """The lists a query on leaves ``left .. right`` reads, into ``lists``; their number."""
+    k = 0
+    x, y = left, right
+    while x >= 1:
+        lists[k] = x
+        k += 1
+        if y != x:
+            lists[k] = y
+            k += 1
+        x >>= 1
+        y >>= 1
+    lq, rq = left, right + 1
+    while lq < rq:
+        if lq & 1:
+            lists[k] = lq + nodes
+            k += 1
+            lq += 1
+        if rq & 1:
+            rq -= 1
+            lists[k] = rq + nodes
+            k += 1
+        lq >>= 1
+        rq >>= 1
+    return k
+
+
+@njit
 def place_tree(
     order: I64,
     start: I64,
@@ -154,12 +238,16 @@ def place_tree(
     lo_buf = np.empty(64, dtype=np.int64)
     hi_buf = np.empty(64, dtype=np.int64)
     key = np.empty(64, dtype=np.int64)
+    lists = np.empty(256, dtype=np.int64)  # 4 lists a tree level at most
     for i in range(order.shape[0]):
         b = order[i]
         left = leaf_lo[b] + width
         right = leaf_hi[b] - 1 + width  # inclusive leaf
         if pinned[b] >= 0:
             best = pinned[b]
+        elif not best_fit and size[b] > 0 and offset_bits + 8 <= 62:
+            k = _lists(left, right, nodes, lists)
+            best = _first_fit(lists, k, size[b], alignment[b], pool, head, count)
         else:
             # Gather the runs of every list the query range reads.
             m = 0

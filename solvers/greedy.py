@@ -14,8 +14,9 @@ Skyline heuristics apply to requests with no pinned buffer and at most
 runs every applicable heuristic and keeps the smallest arena; ties go to the earlier name in
 ``HEURISTICS``, and every random choice is seeded, so the result is deterministic. Given a
 time, the default portfolio keeps the heuristics whose estimated cost fits it
-(``affordable``, from counts alone); past ``NEIGHBOUR_EDGES_MAX`` conflicts only those that
-need no neighbour lists run.
+(``affordable``, from counts alone). Past ``TREE_MIN_EDGES`` conflicts gap filling runs on a
+segment tree of byte-range unions (``solvers._tree``, the same offsets in memory that grows
+with the buffers) and the portfolio is ``TREE_PORTFOLIO``.
 
 Thread-local aliasing enters as a move on the graph the portfolio is given: the planner
 (``planner.core.aliasing``) fuses each buffer that can sit exactly over a dead, owner-compatible one
@@ -136,6 +137,7 @@ GAP_FILL_RATE = 2e7  # buffers + 2 x conflicts visited per second by a gap-filli
 LIST_RATE = 5e7  # buffers + conflicts per second building the neighbour lists
 SKYLINE_RATE = 1.5e8  # buffer x time-slot steps per second of one skyline run
 SWEEP_RATE = 5e6  # buffers per second through the sweep (first fit, no lists)
+TREE_FIRST_FIT_RATE = 8e7  # buffers + 2 x conflicts per second: first fit on the tree
 GREEDY_MIN_SECONDS = 0.05  # below this the whole small portfolio still runs
 NEIGHBOUR_EDGES_MAX = 1 << 25  # conflicts: neighbour lists at 8 bytes each, 256 MiB
 TREE_MIN_EDGES = NEIGHBOUR_EDGES_MAX  # past this, gap filling runs on the segment tree
@@ -146,11 +148,11 @@ TREE_MIN_EDGES = NEIGHBOUR_EDGES_MAX  # past this, gap filling runs on the segme
 # best fit; ``affordable`` keeps what the time allows.
 TREE_PORTFOLIO = (
     "start/first-fit",
-    "input/first-fit",
     "size/first-fit",
-    "length/first-fit",
+    "input/first-fit",
     "degree-size/first-fit",
     "area/first-fit",
+    "length/first-fit",
     "degree/first-fit",
     "size/best-fit",
     "area/best-fit",
@@ -318,6 +320,8 @@ def cost(g: InterferenceGraph, heuristic: str) -> float:
         return runs * n * slots / SKYLINE_RATE
     if heuristic in SWEPT:
         return n / SWEEP_RATE
+    if heuristic.endswith("/first-fit") and uses_tree(g):
+        return (n + 2 * g.conflict_edges) / TREE_FIRST_FIT_RATE
     return (n + 2 * g.conflict_edges) / GAP_FILL_RATE
 
 
