@@ -16,8 +16,11 @@ import time
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+
 from planner.bench import BenchRow, Instance
 from planner.core.graph import InterferenceGraph, build_graph
+from planner.validators._disjoint import any_clash
 
 __all__ = ["MODULE", "THREADS", "allocator_names", "load", "run_allocator"]
 
@@ -54,11 +57,15 @@ def _allocator(module: ModuleType, name: str, time_limit: float) -> Any:
 
 
 def _violations(g: InterferenceGraph, offsets: list[int]) -> int:
-    """Pins moved, misaligned offsets and pairs of conflicting buffers sharing a byte."""
+    """Pins moved, misaligned offsets and pairs of conflicting buffers sharing a byte (the
+    pairs are listed only when the compiled sweep finds that some exist)."""
     bad = 0
     for i in range(g.n):
         pinned = int(g.pinned[i])
         bad += (pinned >= 0 and offsets[i] != pinned) or offsets[i] % int(g.alignment[i]) != 0
+    lo = np.asarray(offsets, dtype=np.int64)
+    if not any_clash(lo, lo + g.size, g.start, g.occupied_end, g.occupied_end):
+        return bad
     for a, b in g.edges():
         if offsets[a] < offsets[b] + int(g.size[b]) and offsets[b] < offsets[a] + int(g.size[a]):
             bad += 1

@@ -21,6 +21,7 @@ from typing import NoReturn
 import planner
 from planner import batch as batch_mod
 from planner import bench as bench_mod
+from planner import scaling as scaling_mod
 from planner import selftest as selftest_mod
 from planner.argtypes import positive_float, positive_int
 from planner.core.csvio import csv_losses, load_request, with_overrides, write_csv
@@ -32,8 +33,8 @@ from planner.core.models.request import Options
 from planner.core.targets import STATIC_SMEM_LIMIT, TARGETS, profile_dicts
 from planner.emit import EMITTERS, emit_svg
 from planner.families import FAMILIES
-from planner.families import MAX_BUFFERS as FAMILY_MAX
 from planner.families import MIN_BUFFERS as FAMILY_MIN
+from planner.families import MODEL_MAX_BUFFERS as MODEL_MAX
 from planner.pipeline.warm import ensure_warm, warm_up_requests
 
 __all__ = ["main"]
@@ -223,6 +224,22 @@ def _parser() -> _Parser:
         "the compare extra",
     )
     b.add_argument("--json", action="store_true", help="print the rows as JSON")
+    b.add_argument(
+        "--scaling",
+        choices=scaling_mod.KINDS,
+        action="append",
+        default=[],
+        help="instead, plan this generated workload at each --sizes, each in a fresh process, "
+        "and print time, peak memory and their fitted growth exponents",
+    )
+    b.add_argument(
+        "--sizes",
+        type=positive_int,
+        nargs="+",
+        default=list(scaling_mod.DEFAULT_SIZES),
+        metavar="N",
+        help="buffers per --scaling case (default 10000 100000 1000000)",
+    )
 
     t = sub.add_parser("targets", help="list the device profiles")
     t.add_argument("--json", action="store_true", help="print the profiles as JSON")
@@ -437,9 +454,9 @@ def _buffer_range(text: str) -> tuple[int, int]:
         lo, hi = int(lo_text), int(hi_text or lo_text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected N or N-M, got {text!r}") from None
-    if not FAMILY_MIN <= lo <= hi <= FAMILY_MAX:
+    if not FAMILY_MIN <= lo <= hi <= MODEL_MAX:
         raise argparse.ArgumentTypeError(
-            f"expected {FAMILY_MIN} <= N <= M <= {FAMILY_MAX}, got {text!r}"
+            f"expected {FAMILY_MIN} <= N <= M <= {MODEL_MAX}, got {text!r}"
         )
     return lo, hi
 
@@ -465,6 +482,15 @@ def _cmd_warm(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
+    if args.scaling:
+        solver = args.solver[0] if args.solver else None
+        return scaling_mod.scaling(
+            args.scaling,
+            args.sizes,
+            solver=solver,
+            time_limit=args.time_limit,
+            repeat=args.repeat or 1,
+        )
     if not args.paths and not args.random and not args.family:
         raise _UsageError("bench: give at least one PATH, --random N or --family NAME")
     solvers: list[str | None] = list(args.solver) if args.solver else [None]
@@ -512,6 +538,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                 )
             except RequestError as exc:
                 return _fail(_describe(exc, family))
+            except ValueError as exc:  # buffers past the family's limit
+                return _fail(f"bench: --family {family}: {exc}")
         groups.append((solver or "default", instances))
     runners: dict[str, bench_mod.Runner] = {}
     if args.omnimalloc:

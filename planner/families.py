@@ -18,6 +18,10 @@ known by construction.
   1-32 KiB, wide: 1-256 KiB), sizes scaled so that the peak of live bytes is exactly the
   capacity; the optimum is unknown (often above the capacity).
 
+- ``model``: one training step of a layered model (``planner.generate.model_request``: long-
+  lived weights, nested saved activations, short temporaries, 128 B to 20 MB), up to
+  ``MODEL_MAX_BUFFERS`` buffers, no capacity; the optimum is unknown.
+
 The same (family, buffers, seed) gives the same request on any machine. ``TRAINING_SEED`` and
 ``CHECK_SEED`` name two disjoint sets: tune on the first, report the second.
 """
@@ -31,11 +35,14 @@ import numpy as np
 
 from planner.core.io import parse_request
 from planner.core.models import PlanRequest
+from planner.generate import model_request
 
 __all__ = [
     "CAPACITY",
     "CHECK_SEED",
     "FAMILIES",
+    "MODEL_MAX_BUFFERS",
+    "TILINGS",
     "TRAINING_SEED",
     "FamilyInstance",
     "family_instance",
@@ -50,6 +57,7 @@ SNAPS = (16, 128, 1024)  # bytes: where ``mixed`` cuts may snap, and its alignme
 SPARSE_DROP = 0.25  # fraction of its tiling that ``sparse`` drops (only tiles off one point)
 MIN_BUFFERS = 5
 MAX_BUFFERS = 4000
+MODEL_MAX_BUFFERS = 1_000_000
 TRAINING_SEED = 1_000
 CHECK_SEED = 2_000
 Rng = np.random.Generator
@@ -263,8 +271,10 @@ _FAMILY_IDS = {
     "sparse": 4,
     "random-narrow": 5,
     "random-wide": 6,
+    "model": 7,
 }
 FAMILIES = tuple(_FAMILY_IDS)
+TILINGS = ("guillotine", "pinwheel", "mixed", "sparse")  # the optimum is known
 
 
 def family_instance(family: str, buffers: int, seed: int) -> FamilyInstance:
@@ -272,8 +282,12 @@ def family_instance(family: str, buffers: int, seed: int) -> FamilyInstance:
     family or buffer count."""
     if family not in _FAMILY_IDS:
         raise ValueError(f"family must be one of {', '.join(FAMILIES)}, got {family!r}")
-    if not MIN_BUFFERS <= buffers <= MAX_BUFFERS:
-        raise ValueError(f"buffers must be in [{MIN_BUFFERS}, {MAX_BUFFERS}], got {buffers}")
+    top = MODEL_MAX_BUFFERS if family == "model" else MAX_BUFFERS
+    if not MIN_BUFFERS <= buffers <= top:
+        raise ValueError(f"buffers must be in [{MIN_BUFFERS}, {top}], got {buffers}")
+    if family == "model":
+        request = model_request(buffers, seed=seed)
+        return FamilyInstance(f"model-{buffers}-s{seed}", request, None, None)
     if family.startswith("random"):
         return _random(family, buffers, seed)
     return _tiled(family, buffers, seed)

@@ -146,7 +146,9 @@ def model_request(n: int, *, seed: int = 0, alignment: int = 16) -> PlanRequest:
     for rank, prefix, size, begin, finish in kinds:
         k = size.shape[1]
         names += [
-            f"{prefix}{j}" if k == 1 else f"{prefix}{j}.{i}" for j in range(layers) for i in range(k)
+            f"{prefix}{j}" if k == 1 else f"{prefix}{j}.{i}"
+            for j in range(layers)
+            for i in range(k)
         ]
         shape = (layers, k)
         parts.append(

@@ -347,9 +347,7 @@ def affordable(g: InterferenceGraph, names: list[str], seconds: float | None) ->
             spent += extra
             listed = listed or needs_neighbours(name, g)
     if not chosen:
-        cheapest = min(
-            names, key=lambda h: cost(g, h) + (lists if needs_neighbours(h, g) else 0.0)
-        )
+        cheapest = min(names, key=lambda h: cost(g, h) + (lists if needs_neighbours(h, g) else 0.0))
         chosen = [cheapest]
     return chosen
 

@@ -23,10 +23,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
+import numpy as np
+import numpy.typing as npt
 from sortedcontainers import SortedList
 
 from planner.core.access import OwnerMap, byte_owners, owners_agree
 from planner.core.patterns import block_slice
+from planner.validators._disjoint import any_clash, releases
 
 if TYPE_CHECKING:
     from planner.core.models import (
@@ -311,7 +314,9 @@ def _planned_extents(request: PlanRequest, plan: Plan) -> list[_Extent] | None:
 
 def _extent(b: Buffer, index: int, offset: int, size: int) -> _Extent:
     """Buffer ``b`` (request index ``index``) as placed: ``size`` bytes at ``offset``."""
-    points = [a.at for a in b.accesses] or [b.start, b.end - 1]
+    if not b.accesses:
+        return _Extent(b.id, offset, offset + size, b.start, b.end, index, b.start, b.end - 1)
+    points = [a.at for a in b.accesses]
     return _Extent(b.id, offset, offset + size, b.start, b.end, index, min(points), max(points))
 
 
@@ -470,6 +475,8 @@ def _sweep(extents: list[_Extent], barriers: list[int], aliases: _Aliases, out: 
     pair whose barrier-extended lifetimes meet is seen exactly once, by its later buffer.
     """
     n = len(extents)
+    if n and not _may_clash(extents, barriers):
+        return
     releases: list[tuple[int, int]] = []  # (program point, extent index)
     for i, e in enumerate(extents):
         k = bisect.bisect_right(barriers, e.last)  # the first barrier after the last access
@@ -519,6 +526,17 @@ def _sweep(extents: list[_Extent], barriers: list[int], aliases: _Aliases, out: 
         else:
             placed.add((b.lo, b.hi, i))
             where[i] = _DISJOINT
+
+
+def _may_clash(extents: list[_Extent], barriers: list[int]) -> bool:
+    """Whether the sweep below would meet any two extents sharing a byte (compiled)."""
+    n = len(extents)
+
+    def column(k: int) -> npt.NDArray[np.int64]:
+        return np.fromiter((e[k] for e in extents), dtype=np.int64, count=n)
+
+    lo, hi, start, end, last = column(1), column(2), column(3), column(4), column(7)
+    return bool(any_clash(lo, hi, start, end, releases(end, last, barriers)))
 
 
 def _report(
