@@ -111,7 +111,8 @@ def model_request(n: int, *, seed: int = 0, alignment: int = 16) -> PlanRequest:
     layer = np.arange(layers, dtype=np.int64)
     forward = layer * _FORWARD_POINTS  # first point of each layer's forward pass
     backward = layers * _FORWARD_POINTS + (layers - 1 - layer) * _BACKWARD_POINTS
-    step = layers * (_FORWARD_POINTS + _BACKWARD_POINTS)  # the optimizer's point
+    # The optimizer's point: after the last backward temporary has ended.
+    step = layers * (_FORWARD_POINTS + _BACKWARD_POINTS) + _TEMP_SPAN
     # A per-layer width scales its activations and temporaries (wide and narrow layers).
     width = np.exp(rng.uniform(math.log(1 / 16), 0.0, size=layers))
 

@@ -118,7 +118,8 @@ ORDERINGS: dict[str, Ordering] = {
     "input": order_by_input,
     "degree-size": order_by_degree_size,
 }
-# Orderings of the default portfolio (``degree-size`` runs only in ``TREE_PORTFOLIO``).
+# Orderings crossed with both fits in the default portfolio (``degree-size``, added later,
+# runs with first fit only, after the rest).
 _DEFAULT_ORDERINGS = ("size", "length", "area", "start", "degree", "input")
 FITS: dict[str, bool] = {"best-fit": True, "first-fit": False}  # name -> best fit?
 SKYLINE_MAX_BUFFERS = 2000
@@ -127,7 +128,15 @@ SWEPT = frozenset({"start/first-fit"})
 PARALLEL_MIN_BUFFERS = 1000  # below this, threads cost more than they save
 PARALLEL_MIN_SKYLINE = 100  # the same for random/skyline, which does SKYLINE_RUNS runs
 LARGE_INPUT = 20_000  # buffers; above this the portfolio runs LARGE_PORTFOLIO only
-LARGE_PORTFOLIO = ("size/best-fit", "start/first-fit", "area/best-fit", "length/best-fit")
+LARGE_PORTFOLIO = (
+    "size/best-fit",
+    "start/first-fit",
+    "area/best-fit",
+    "length/best-fit",
+    # Then the first fits that win on model-like requests: plans change only where they win.
+    "degree-size/first-fit",
+    "size/first-fit",
+)
 SKYLINE_RUNS = 256  # random/skyline: seeded runs, cycling rules and noise levels
 SKYLINE_NOISE = (0.05, 0.1, 0.2, 0.4)  # relative spread of the random weights
 SKYLINE_SEED = 20231
@@ -163,6 +172,10 @@ HEURISTICS: list[str] = [
     *(f"{rule}/skyline" for rule in RULES),
     "random/skyline",
 ]
+# Joins the default portfolio, last, where the skylines stop applying: on model-like requests
+# it often wins (OmniMalloc's greedy_by_conflict_size), and last it changes the offsets only
+# where it wins outright.
+LATE_HEURISTIC = "degree-size/first-fit"
 
 
 @dataclass(frozen=True)
@@ -298,7 +311,9 @@ def default_heuristics(g: InterferenceGraph) -> list[str]:
     many conflicts for neighbour lists ``TREE_PORTFOLIO``."""
     if uses_tree(g):
         return list(TREE_PORTFOLIO)
-    return list(HEURISTICS) if g.n <= LARGE_INPUT else list(LARGE_PORTFOLIO)
+    if g.n > LARGE_INPUT:
+        return list(LARGE_PORTFOLIO)
+    return [*HEURISTICS, LATE_HEURISTIC] if g.n > SKYLINE_MAX_BUFFERS else list(HEURISTICS)
 
 
 def needs_neighbours(heuristic: str, g: InterferenceGraph | None = None) -> bool:

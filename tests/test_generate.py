@@ -8,7 +8,16 @@ import pytest
 import planner
 from planner.core.errors import RequestError
 from planner.core.models import PlanRequest
-from planner.generate import KERNEL_MIN_BUFFERS, MAX_BYTES, MIN_BYTES, random_kernel, random_request
+from planner.generate import (
+    KERNEL_MIN_BUFFERS,
+    MAX_BYTES,
+    MIN_BYTES,
+    MODEL_MAX_BYTES,
+    MODEL_MIN_BYTES,
+    model_request,
+    random_kernel,
+    random_request,
+)
 
 
 def _mean_overlap_fraction(request: PlanRequest) -> float:
@@ -115,3 +124,36 @@ def test_kernel_rejects_bad_arguments() -> None:
     with pytest.raises(RequestError) as info:
         random_kernel(0, alignments=(16, 48))  # 48 is checked even where it is not drawn
     assert info.value.errors[0]["loc"] == ["alignment"]
+
+
+def test_model_request_is_deterministic_and_seeded() -> None:
+    assert model_request(2000, seed=3) == model_request(2000, seed=3)
+    assert model_request(2000, seed=3) != model_request(2000, seed=4)
+
+
+def test_model_request_shape() -> None:
+    request = model_request(5000, seed=1)
+    bufs = request.buffers
+    assert len(bufs) == 5000
+    assert len({b.id for b in bufs}) == 5000
+    assert request.capacity is None
+    sizes = np.array([b.size for b in bufs])
+    assert sizes.min() >= MODEL_MIN_BYTES
+    assert sizes.max() <= MODEL_MAX_BYTES
+    assert sizes.max() / sizes.min() >= 1e4  # five orders of magnitude, near enough
+    horizon = max(b.end for b in bufs)
+    weights = [b for b in bufs if b.id.startswith("w")]
+    assert weights
+    assert all(b.start == 0 and b.end == horizon for b in weights)
+    # Saved activations nest around the turn from forward to backward.
+    saved = sorted((b.start, b.end) for b in bufs if b.id.startswith("a"))
+    turn = min(b.start for b in bufs if b.id.startswith("b"))
+    assert all(s < turn < e for s, e in saved)
+    assert [b.start for b in bufs] == sorted(b.start for b in bufs)
+    plan = planner.plan(request)
+    assert planner.validate(request, plan).valid
+
+
+def test_model_request_rejects_a_negative_count() -> None:
+    with pytest.raises(ValueError, match="n must be >= 0"):
+        model_request(-1)

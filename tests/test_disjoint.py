@@ -1,0 +1,44 @@
+"""The validator's compiled pre-sweep finds a shared byte exactly when one exists."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from planner.validators._disjoint import NEVER, any_clash, releases
+
+
+def _brute(lo: np.ndarray, hi: np.ndarray, start: np.ndarray, release: np.ndarray) -> bool:
+    """Any pair that shares a byte while the earlier one (by start, end, index) is held."""
+    n = lo.size
+    for a in range(n):
+        for b in range(n):
+            if a == b or hi[a] <= lo[a] or hi[b] <= lo[b]:
+                continue
+            held = start[a] <= start[b] < release[a]
+            if held and lo[a] < hi[b] and lo[b] < hi[a]:
+                return True
+    return False
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_agrees_with_all_pairs(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 30))
+    start = rng.integers(0, 20, n)
+    end = start + rng.integers(1, 6, n)
+    lo = rng.integers(0, 40, n) * 4
+    hi = lo + rng.integers(0, 12, n) * 4  # some of no byte
+    barriers = sorted(set(rng.integers(0, 26, int(rng.integers(0, 5))).tolist()))
+    release = releases(end, end - 1, barriers)
+    expected = _brute(lo, hi, start, np.where(release == NEVER, 1 << 62, release))
+    assert any_clash(lo, hi, start, end, release) == expected
+
+
+def test_disjoint_stack_and_one_overlap() -> None:
+    start = np.zeros(4, dtype=np.int64)
+    end = np.ones(4, dtype=np.int64)
+    lo = np.array([0, 16, 32, 48], dtype=np.int64)
+    release = end.copy()
+    assert not any_clash(lo, lo + 16, start, end, release)
+    assert any_clash(lo, lo + 17, start, end, release)
