@@ -11,8 +11,9 @@ end, take the rightmost allowed point, which is exact.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -20,7 +21,16 @@ import numpy.typing as npt
 from planner.core._jit import njit
 from planner.core.models.request import SyncPolicy
 
-__all__ = ["BarrierChoice", "Reuse", "choose_barriers", "hits", "reuses", "stab", "warm_reuses"]
+__all__ = [
+    "BarrierChoice",
+    "Reuse",
+    "Reuses",
+    "choose_barriers",
+    "hits",
+    "reuses",
+    "stab",
+    "warm_reuses",
+]
 
 I64 = npt.NDArray[np.int64]
 _MIXED = -2  # a segment-tree node whose range has more than one painter
@@ -38,6 +48,48 @@ class Reuse(NamedTuple):
     before: int  # first access of B
 
 
+class Reuses(Sequence[Reuse]):
+    """Reuses held as four arrays (a placement of a million buffers makes about as many, and
+    tuples of them cost seconds); indexing and iteration give ``Reuse`` tuples."""
+
+    def __init__(self, previous: I64, following: I64, after: I64, before: I64) -> None:
+        self.previous, self.following, self.after, self.before = previous, following, after, before
+
+    def __len__(self) -> int:
+        return int(self.previous.size)
+
+    @overload
+    def __getitem__(self, k: int) -> Reuse: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> list[Reuse]: ...
+
+    def __getitem__(self, k: int | slice) -> Reuse | list[Reuse]:
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        return Reuse(
+            int(self.previous[k]), int(self.following[k]), int(self.after[k]), int(self.before[k])
+        )
+
+    def __iter__(self) -> Iterator[Reuse]:
+        columns = (self.previous, self.following, self.after, self.before)
+        return (Reuse(*row) for row in zip(*(c.tolist() for c in columns), strict=True))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _columns(found: Sequence[Reuse]) -> tuple[I64, I64]:
+    """``after`` and ``before`` of every reuse, as arrays."""
+    if isinstance(found, Reuses):
+        return found.after, found.before
+    after = np.fromiter((r.after for r in found), dtype=np.int64, count=len(found))
+    before = np.fromiter((r.before for r in found), dtype=np.int64, count=len(found))
+    return after, before
+
+
 def reuses(
     start: I64,
     end: I64,
@@ -46,7 +98,7 @@ def reuses(
     *,
     after: I64 | None = None,
     before: I64 | None = None,
-) -> list[Reuse]:
+) -> Reuses:
     """Every binding reuse of a placement without live overlaps, in O(n log n).
 
     ``after`` (last access + 1) and ``before`` (first access) default to ``end`` and
@@ -67,12 +119,9 @@ def reuses(
         start.astype(np.int64),
         end.astype(np.int64),
     )
-    afters = (end if after is None else after).tolist()
-    befores = (start if before is None else before).tolist()
-    return [
-        Reuse(a, b, afters[a], befores[b])
-        for a, b in zip(pairs_a.tolist(), pairs_b.tolist(), strict=True)
-    ]
+    afters = (end if after is None else after).astype(np.int64)
+    befores = (start if before is None else before).astype(np.int64)
+    return Reuses(pairs_a, pairs_b, afters[pairs_a], befores[pairs_b])
 
 
 @njit
@@ -206,36 +255,70 @@ class BarrierChoice:
 
 
 def choose_barriers(
-    found: list[Reuse],
+    found: Sequence[Reuse],
     existing: list[int],
     sync: SyncPolicy,
     candidates: list[int] | None,
 ) -> BarrierChoice:
-    """New barriers (fewest) and the barriers relied on, preferring existing ones."""
-    after = np.fromiter((r.after for r in found), dtype=np.int64, count=len(found))
-    before = np.fromiter((r.before for r in found), dtype=np.int64, count=len(found))
-    covered = _hit_mask(existing, after, before).tolist()
-    uncovered = [r for r, hit in zip(found, covered, strict=True) if not hit]
+    """New barriers (fewest) and the barriers relied on, preferring existing ones; ``stab``
+    on arrays, so a million reuses cost compiled steps, not Python tuples."""
+    after, before = _columns(found)
+    uncovered = np.flatnonzero(~_hit_mask(existing, after, before))
     allowed: list[int] | None = [] if sync == "existing" else candidates
     if allowed is not None:
         allowed = sorted(set(allowed) - set(existing))
-    new, missed_iv = stab([(r.after, r.before) for r in uncovered], allowed)
-    protected = _hit_mask(new, after, before).tolist()
-    rest = [r for r, hit in zip(found, protected, strict=True) if not hit]
-    kept, _ = stab([(r.after, r.before) for r in rest], existing)
-    missed_set = set(missed_iv)
-    missed = [r for r in uncovered if (r.after, r.before) in missed_set]
+    new, missed_mask = _stab_arrays(after[uncovered], before[uncovered], allowed)
+    rest = np.flatnonzero(~_hit_mask(new, after, before))
+    kept, _ = _stab_arrays(after[rest], before[rest], existing)
+    missed = [found[int(i)] for i in uncovered[missed_mask].tolist()]
     required = sorted(set(kept) | set(new))
     return BarrierChoice(inserted=new if sync == "insert" else [], required=required, missed=missed)
+
+
+def _stab_arrays(
+    left: I64, right: I64, candidates: list[int] | None
+) -> tuple[list[int], npt.NDArray[np.bool_]]:
+    """``stab`` on arrays: the points, and per interval whether no candidate can hit it."""
+    order = np.lexsort((left, right)).astype(np.int64)
+    any_point = candidates is None
+    points = np.asarray([] if candidates is None else candidates, dtype=np.int64)
+    chosen, missed = _stab_sorted(order, left, right, points, any_point)
+    return [int(p) for p in chosen.tolist()], missed
+
+
+@njit
+def _stab_sorted(
+    order: I64, left: I64, right: I64, candidates: I64, any_point: bool
+) -> tuple[I64, npt.NDArray[np.bool_]]:
+    chosen = np.empty(order.size, dtype=np.int64)
+    missed = np.zeros(order.size, dtype=np.bool_)
+    count = 0
+    last = -1
+    for i in order:
+        if last >= left[i]:  # last <= right: it was chosen for an interval ending no later
+            continue
+        if any_point:
+            point = right[i]
+        else:
+            k = np.searchsorted(candidates, right[i], side="right") - 1
+            if k < 0 or candidates[k] < left[i]:
+                missed[i] = True
+                continue
+            point = candidates[k]
+        chosen[count] = point
+        count += 1
+        last = point
+    return chosen[:count], missed
 
 
 _WARM: list[bool] = []
 
 
 def warm_reuses() -> None:
-    """Load the compiled painting once per process (on two buffers), so that the first
-    request's clock does not pay for it."""
+    """Load the compiled painting and stabbing once per process (on two buffers), so that
+    the first request's clock does not pay for them."""
     if not _WARM:
         two = np.array([0, 2], dtype=np.int64)
-        reuses(two, two + 1, np.zeros(2, dtype=np.int64), np.ones(2, dtype=np.int64))
+        found = reuses(two, two + 1, np.zeros(2, dtype=np.int64), np.ones(2, dtype=np.int64))
+        choose_barriers(found, [], "insert", None)
         _WARM.append(True)
