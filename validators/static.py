@@ -19,9 +19,9 @@ footprint's size, recomputed here from its accesses.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -210,7 +210,7 @@ def _preview(points: Sequence[int]) -> str:
     return f"[{head}, ...] ({len(points)} in all)"
 
 
-def _check_placements(request: PlanRequest, plan: Plan, out: _Collector) -> list[_Extent]:
+def _check_placements(request: PlanRequest, plan: Plan, out: _Collector) -> Sequence[_Extent]:
     """Placement set, sizes, alignment and pins; returns the extents the arena checks use.
 
     A buffer placed twice is checked at its first placement only. Placements in global memory
@@ -288,28 +288,93 @@ def _check_placements(request: PlanRequest, plan: Plan, out: _Collector) -> list
     return extents
 
 
-def _planned_extents(request: PlanRequest, plan: Plan) -> list[_Extent] | None:
+def _planned_extents(request: PlanRequest, plan: Plan) -> _Planned | None:
     """The extents, when the placements are the request's buffers in its order, each once, in
     shared memory, of the right size, aligned and at their pins (as the planner places
-    them): then ``_check_placements`` has nothing to report, and these list-wide tests are
-    several times faster at 100 000 buffers. None otherwise."""
+    them): then ``_check_placements`` has nothing to report, and these list-wide tests on
+    arrays are many times faster at 100 000 buffers. None otherwise."""
     bufs, placed = request.buffers, plan.placements
-    if len(placed) != len(bufs) or [p.id for p in placed] != [b.id for b in bufs]:
+    n = len(bufs)
+    if len(placed) != n or [p.id for p in placed] != [b.id for b in bufs]:
         return None
-    shrunk = _shrunk(request)
-    sizes = [shrunk.get(i, b.size) for i, b in enumerate(bufs)] if shrunk else None
-    offsets = [p.offset for p in placed]
+    if any(p.memory != "shared" for p in placed):
+        return None
+
+    def column(values: Iterable[int]) -> npt.NDArray[np.int64]:
+        return np.fromiter(values, dtype=np.int64, count=n)
+
+    size = column(b.size for b in bufs)
+    for index, planned in _shrunk(request).items():
+        size[index] = planned
+    offset = column(p.offset for p in placed)
+    align = column(request.alignment_of(b) for b in bufs)
+    pin = column(-1 if b.offset is None else b.offset for b in bufs)
     if (
-        any(p.memory != "shared" for p in placed)
-        or [p.size for p in placed] != (sizes or [b.size for b in bufs])
-        or any(o < 0 or o % request.alignment_of(b) for o, b in zip(offsets, bufs, strict=True))
-        or any(b.offset is not None and b.offset != o for o, b in zip(offsets, bufs, strict=True))
+        not np.array_equal(column(p.size for p in placed), size)
+        or bool((offset < 0).any())
+        or bool((offset % align).any())
+        or bool(((pin >= 0) & (pin != offset)).any())
     ):
         return None
-    return [
-        _extent(b, i, o, p.size)
-        for i, (b, o, p) in enumerate(zip(bufs, offsets, placed, strict=True))
-    ]
+    start = column(b.start for b in bufs)
+    end = column(b.end for b in bufs)
+    first, last = start.copy(), end - 1
+    for i, b in enumerate(bufs):
+        if b.accesses:
+            points = [a.at for a in b.accesses]
+            first[i], last[i] = min(points), max(points)
+    return _Planned(bufs, offset, offset + size, start, end, first, last)
+
+
+class _Planned(Sequence[_Extent]):
+    """The extents of a plan as the planner makes them, held as arrays: the compiled
+    pre-sweep reads the columns, and ``_Extent`` tuples are made only when a check needs
+    them."""
+
+    def __init__(
+        self,
+        bufs: Sequence[Buffer],
+        lo: npt.NDArray[np.int64],
+        hi: npt.NDArray[np.int64],
+        start: npt.NDArray[np.int64],
+        end: npt.NDArray[np.int64],
+        first: npt.NDArray[np.int64],
+        last: npt.NDArray[np.int64],
+    ) -> None:
+        self.bufs = bufs
+        self.lo, self.hi, self.start, self.end = lo, hi, start, end
+        self.first, self.last = first, last
+
+    def __len__(self) -> int:
+        return len(self.bufs)
+
+    @overload
+    def __getitem__(self, k: int) -> _Extent: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> list[_Extent]: ...
+
+    def __getitem__(self, k: int | slice) -> _Extent | list[_Extent]:
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        return _Extent(
+            self.bufs[k].id,
+            int(self.lo[k]),
+            int(self.hi[k]),
+            int(self.start[k]),
+            int(self.end[k]),
+            k,
+            int(self.first[k]),
+            int(self.last[k]),
+        )
+
+    def __iter__(self) -> Iterator[_Extent]:
+        columns = (self.lo, self.hi, self.start, self.end)
+        rest = (self.first.tolist(), self.last.tolist())
+        for i, (b, lo, hi, start, end) in enumerate(
+            zip(self.bufs, *(c.tolist() for c in columns), strict=True)
+        ):
+            yield _Extent(b.id, lo, hi, start, end, i, rest[0][i], rest[1][i])
 
 
 def _extent(b: Buffer, index: int, offset: int, size: int) -> _Extent:
@@ -354,9 +419,15 @@ def _check_footprints(request: PlanRequest, plan: Plan, out: _Collector) -> None
 
 
 def _check_aliases(
-    request: PlanRequest, plan: Plan, extents: list[_Extent], aliases: _Aliases, out: _Collector
+    request: PlanRequest,
+    plan: Plan,
+    extents: Sequence[_Extent],
+    aliases: _Aliases,
+    out: _Collector,
 ) -> None:
     """Every claimed alias names two sequential buffers that share bytes and obey rule (b)."""
+    if not plan.aliases:
+        return
     by_id = {e.id: e for e in extents}
     for pair in plan.aliases:
         if len(pair) != 2 or pair[0] not in by_id or pair[1] not in by_id:
@@ -464,7 +535,9 @@ def _check_barriers(request: PlanRequest, plan: Plan, out: _Collector) -> list[i
     return sorted(runtime)
 
 
-def _sweep(extents: list[_Extent], barriers: list[int], aliases: _Aliases, out: _Collector) -> None:
+def _sweep(
+    planned: Sequence[_Extent], barriers: list[int], aliases: _Aliases, out: _Collector
+) -> None:
     """Report every overlapping pair and every reuse not separated by a barrier.
 
     Buffers enter in order of start (ties by end, then index) and stay until their release,
@@ -474,9 +547,10 @@ def _sweep(extents: list[_Extent], barriers: list[int], aliases: _Aliases, out: 
     ``misplaced`` list that every later extent is checked against by brute force. So each
     pair whose barrier-extended lifetimes meet is seen exactly once, by its later buffer.
     """
-    n = len(extents)
-    if n and not _may_clash(extents, barriers):
+    n = len(planned)
+    if n and not _may_clash(planned, barriers):
         return
+    extents = list(planned)
     releases: list[tuple[int, int]] = []  # (program point, extent index)
     for i, e in enumerate(extents):
         k = bisect.bisect_right(barriers, e.last)  # the first barrier after the last access
@@ -528,14 +602,17 @@ def _sweep(extents: list[_Extent], barriers: list[int], aliases: _Aliases, out: 
             where[i] = _DISJOINT
 
 
-def _may_clash(extents: list[_Extent], barriers: list[int]) -> bool:
+def _may_clash(extents: Sequence[_Extent], barriers: list[int]) -> bool:
     """Whether the sweep below would meet any two extents sharing a byte (compiled)."""
     n = len(extents)
 
     def column(k: int) -> npt.NDArray[np.int64]:
         return np.fromiter((e[k] for e in extents), dtype=np.int64, count=n)
 
-    lo, hi, start, end, last = column(1), column(2), column(3), column(4), column(7)
+    if isinstance(extents, _Planned):
+        lo, hi, start, end, last = extents.lo, extents.hi, extents.start, extents.end, extents.last
+    else:
+        lo, hi, start, end, last = column(1), column(2), column(3), column(4), column(7)
     return bool(any_clash(lo, hi, start, end, releases(end, last, barriers)))
 
 
