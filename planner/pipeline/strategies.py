@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from planner.core.clock import expired
 from planner.core.graph import sync_barriers
 from planner.pipeline.attempt import Attempt, attempt, protect
 from planner.pipeline.budget import Kind, Route, schedule, share
@@ -16,7 +17,6 @@ from planner.pipeline.context import Context
 from planner.pipeline.lean import lean_points
 from planner.solvers import registry
 from planner.solvers.auto import Solution
-from planner.solvers.clock import expired
 from planner.solvers.exact import granularity, round_up
 
 __all__ = ["attempts", "route"]
