@@ -16,7 +16,7 @@ from planner.core.graph import build_graph
 from planner.core.models import PlanRequest
 from planner.solvers import auto
 
-from .test_cpsat import CLASSIC
+from .samples import CLASSIC
 
 Capture = pytest.CaptureFixture[str]
 

@@ -15,8 +15,8 @@ from planner.solvers.bounds import clique_bound, stack_height
 
 from .bruteforce import brute_force
 from .patterned import patterned_dicts
+from .plans import plan_from_offsets
 from .strategies import requests
-from .test_pipeline import plan_from_offsets
 
 
 def _request(buffers: list[dict[str, Any]]) -> PlanRequest:

@@ -21,6 +21,8 @@ from planner.validators.emulator import emulate, run_program
 from planner.validators.faults import plant_fault
 from planner.validators.program import build_program
 
+from .samples import SHARDED
+
 EXAMPLES = request_files(Path(__file__).resolve().parent.parent / "examples")
 TX = "threadIdx.x"
 
@@ -273,8 +275,6 @@ def test_same_request_same_report() -> None:
 
 
 def test_footprints_too_small_or_off_grid_are_caught() -> None:
-    from tests.test_program import SHARDED
-
     request = PlanRequest.model_validate(SHARDED)
     plan = planner.plan(request)
     assert emulate(request, plan).valid
