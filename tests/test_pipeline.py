@@ -143,7 +143,7 @@ def test_pareto_lists_every_trade_off() -> None:
 @pytest.mark.parametrize("solver", ["greedy", "auto"])
 def test_candidates_and_cap_choose_the_smallest_arena(solver: str) -> None:
     # Four phases of 64 bytes; barriers only at 2 and 6: phases 0|1 and 2|3 pair up.
-    request = {
+    request: dict[str, Any] = {
         "buffers": [
             {"id": f"p{k}", "size": 64, "start": 2 * k, "end": 2 * k + 2} for k in range(4)
         ],
