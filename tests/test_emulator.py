@@ -17,7 +17,7 @@ from planner.cli import main
 from planner.core.io import parse_request
 from planner.core.models import Options, Placement, Plan, PlanRequest
 from planner.validators import validate_plan
-from planner.validators.emulator import emulate, run_program
+from planner.validators.emulator import EmulationReport, emulate, run_program
 from planner.validators.faults import FaultKind, plant_fault
 from planner.validators.program import AffineAccess, build_program
 
@@ -44,7 +44,7 @@ def _placed(request: PlanRequest, offsets: dict[str, int]) -> Plan:
     return plan.model_copy(update={"placements": placements, "arena_bytes": arena})
 
 
-def _codes(report: Any) -> list[tuple[str, list[str]]]:
+def _codes(report: EmulationReport) -> list[tuple[str, list[str]]]:
     return [(v.code, v.buffers) for v in report.violations]
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import planner
-from planner.core.models import PlanRequest
+from planner.core.models import Plan, PlanRequest
 from planner.validators import validate_plan
 from planner.validators.faults import FAULT_KINDS, FaultKind, plant, plant_fault
 
@@ -31,7 +31,7 @@ def _request(sync: str, barriers: list[int]) -> PlanRequest:
     return PlanRequest.model_validate(data)
 
 
-def _offsets(plan: Any) -> dict[str, int]:
+def _offsets(plan: Plan) -> dict[str, int]:
     return {p.id: p.offset for p in plan.placements}
 
 

@@ -7,6 +7,7 @@ import json
 import random
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -284,7 +285,7 @@ def test_labels_come_after_every_line() -> None:
     assert all(order.index(m) < first_label for m in marks)
 
 
-def _font_width() -> Any:
+def _font_width() -> Callable[[str], float]:
     """The width in px of a text at 11 px in DejaVu Sans, the widest common default sans."""
     try:
         font = ImageFont.truetype("DejaVuSans.ttf", 11)
