@@ -24,7 +24,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 _PACKAGE = Path(__file__).resolve().parent
 # Packages whose modules hold kernels; installed under planner (their folders in a checkout
 # lie beside it, mapped there by the build).
-_SOURCES = ("planner", "planner.solvers", "planner.validators")
+_SOURCES = ("planner.core", "planner.pipeline", "planner.solvers", "planner.validators")
 COMPILE_SECONDS = 10  # about how long compiling every kernel takes on a laptop core
 
 
