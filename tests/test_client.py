@@ -7,6 +7,7 @@ import asyncio
 import copy
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -289,10 +290,8 @@ def test_async_retries_and_gives_up() -> None:
 
 
 def test_backoff_doubles_and_retry_after_wins(monkeypatch: pytest.MonkeyPatch) -> None:
-    import planner.client as client_module
-
     waits: list[float] = []
-    monkeypatch.setattr(client_module.time, "sleep", waits.append)
+    monkeypatch.setattr(time, "sleep", waits.append)  # the client's waits between tries
 
     def busy_for(seconds: str) -> Callable[[httpx.Request], httpx.Response]:
         def answer(request: httpx.Request) -> httpx.Response:
