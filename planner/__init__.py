@@ -11,7 +11,19 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from planner.core.errors import FormatError, InternalError, PlannerError, RequestError
+from planner.core.errors import (
+    FormatError,
+    InternalError,
+    OverloadedError,
+    PayloadTooLargeError,
+    PlannerError,
+    RequestError,
+    ServiceConnectionError,
+    ServiceError,
+    ServiceUnavailableError,
+    UnexpectedResponseError,
+    UnsupportedMediaTypeError,
+)
 from planner.core.models import Plan, PlanRequest, ValidationReport
 
 if TYPE_CHECKING:
@@ -23,10 +35,17 @@ __all__ = [
     "Client",
     "FormatError",
     "InternalError",
+    "OverloadedError",
+    "PayloadTooLargeError",
     "Plan",
     "PlanRequest",
     "PlannerError",
     "RequestError",
+    "ServiceConnectionError",
+    "ServiceError",
+    "ServiceUnavailableError",
+    "UnexpectedResponseError",
+    "UnsupportedMediaTypeError",
     "ValidationReport",
     "plan",
     "validate",
