@@ -37,6 +37,7 @@ from planner.core.errors import RequestError
 from planner.core.install import install_hint
 from planner.core.io import parse_plan, parse_request
 from planner.core.models import Plan, PlanRequest
+from planner.tables import format_columns
 
 if TYPE_CHECKING:
     from planner.validators.cuda import GpuOptions
@@ -424,14 +425,8 @@ def format_table(results: Sequence[CaseResult]) -> str:
                 "ok" if r.ok else r.failures[0][:100],
             ]
         )
-    widths = [max([len(n), *(len(c[k]) for c in body)]) for k, (n, _) in enumerate(_COLUMNS)]
-    lines = []
-    for cells in [[n for n, _ in _COLUMNS], *body]:
-        parts = [f"{c:{a}{w}}" for c, (_, a), w in zip(cells, _COLUMNS, widths, strict=True)]
-        lines.append("  ".join(parts).rstrip())
     failed = sum(not r.ok for r in results)
-    lines.append(f"{len(results) - failed} passed, {failed} failed")
-    return "\n".join(lines)
+    return f"{format_columns(_COLUMNS, body)}\n{len(results) - failed} passed, {failed} failed"
 
 
 def junit_xml(results: Sequence[CaseResult], suite: str, seconds: float) -> bytes:

@@ -35,6 +35,7 @@ from planner.families import FAMILIES
 from planner.families import MAX_BUFFERS as FAMILY_MAX
 from planner.families import MIN_BUFFERS as FAMILY_MIN
 from planner.pipeline.warm import ensure_warm, warm_up_requests
+from planner.tables import format_columns
 
 __all__ = ["main"]
 
@@ -539,13 +540,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         return _fail(_describe(exc, None))
 
 
-_TARGET_COLUMNS = (  # (heading, profile field)
-    ("target", "name"),
-    ("devices", "devices"),
-    ("max smem/block", "max_smem_per_block"),
-    ("smem/SM", "smem_per_sm"),
-    ("reserved/block", "reserved_per_block"),
-    ("max blocks/SM", "max_blocks_per_sm"),
+_TARGET_COLUMNS = (  # (heading, alignment, profile field): text left, byte counts right
+    ("target", "<", "name"),
+    ("devices", "<", "devices"),
+    ("max smem/block", ">", "max_smem_per_block"),
+    ("smem/SM", ">", "smem_per_sm"),
+    ("reserved/block", ">", "reserved_per_block"),
+    ("max blocks/SM", ">", "max_blocks_per_sm"),
 )
 
 
@@ -554,20 +555,13 @@ def _cmd_targets(args: argparse.Namespace) -> int:
     if args.json:
         _write(None, json.dumps(rows, indent=2) + "\n")
         return EXIT_OK
-    table = [[h for h, _ in _TARGET_COLUMNS]]
-    table += [[str(row[key]) for _, key in _TARGET_COLUMNS] for row in rows]
-    widths = [max(len(r[k]) for r in table) for k in range(len(_TARGET_COLUMNS))]
-    lines = []
-    for r in table:
-        # Text columns to the left, byte counts to the right.
-        pairs = enumerate(zip(r, widths, strict=True))
-        cells = [c.ljust(w) if k < 2 else c.rjust(w) for k, (c, w) in pairs]
-        lines.append("  ".join(cells).rstrip())
-    lines.append(
+    columns = [(heading, align) for heading, align, _ in _TARGET_COLUMNS]
+    table = [[str(row[key]) for _, _, key in _TARGET_COLUMNS] for row in rows]
+    note = (
         f"bytes; static shared memory stops at {STATIC_SMEM_LIMIT}, above it a kernel needs "
         "the opt-in"
     )
-    _write(None, "\n".join(lines) + "\n")
+    _write(None, f"{format_columns(columns, table)}\n{note}\n")
     return EXIT_OK
 
 
