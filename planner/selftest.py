@@ -27,6 +27,7 @@ import numpy as np
 import planner
 from planner.argtypes import at_least, positive_int
 from planner.batch import request_files
+from planner.cli_errors import fail
 from planner.core.errors import RequestError
 from planner.core.install import install_hint
 from planner.core.io import parse_request
@@ -256,18 +257,13 @@ def command(args: argparse.Namespace) -> int:
         from planner.validators.cuda import GpuOptions, gpu_available
 
         if not gpu_available():
-            print(
-                "planner: error: --gpu: CuPy or a CUDA device is missing; " + install_hint("gpu"),
-                file=sys.stderr,
-            )
-            return 2
+            return fail(f"--gpu: CuPy or a CUDA device is missing; {install_hint('gpu')}")
         gpu_options = GpuOptions(trials=args.trials, seed=args.seed)
     t0 = time.perf_counter()
     try:
         cases = subjects(args.random, args.seed)
     except RequestError as exc:  # an example file that no longer parses
-        print(f"planner: error: {exc.summary()}", file=sys.stderr)
-        return 2
+        return fail(exc.summary())
     checks = validators(gpu_options)
     done = [0]
 
