@@ -60,7 +60,8 @@ TX, TY = "threadIdx.x", "threadIdx.y"
 
 
 def _synthetic(buffer: int, size: int, threads: int, rotate: int) -> tuple[AffineAccess, ...]:
-    """DESIGN section 6's pattern for a 1-D block: write ``t + i*T``, read ``t + rotate + i*T``."""
+    """The synthetic pattern (docs/design.md, Emulator) for a 1-D block: write ``t + i*T``,
+    read ``t + rotate + i*T``."""
     n = size // 4
     coeffs = ((TX, 1), ("i", threads))
     loops = (("i", -(-n // threads)),)
