@@ -17,18 +17,12 @@ from typing import Any
 from fastapi import FastAPI, Request, Response
 from pydantic import BaseModel
 
+from planner.core import errors as core_errors
 from planner.core.errors import (
     FieldError,
-    FormatError,
-    InternalError,
     OverloadedError,
-    PayloadTooLargeError,
     PlannerError,
     RequestError,
-    ServiceConnectionError,
-    ServiceError,
-    ServiceUnavailableError,
-    UnexpectedResponseError,
     UnsupportedMediaTypeError,
 )
 
@@ -42,17 +36,17 @@ __all__ = [
 ]
 
 HTTP_STATUS: dict[type[BaseException], int] = {
-    PlannerError: 500,
-    RequestError: 422,
-    FormatError: 422,
-    PayloadTooLargeError: 413,
-    UnsupportedMediaTypeError: 415,
-    InternalError: 500,
-    OverloadedError: 503,
-    ServiceError: 500,
-    ServiceUnavailableError: 500,
-    ServiceConnectionError: 500,
-    UnexpectedResponseError: 500,
+    core_errors.PlannerError: 500,
+    core_errors.RequestError: 422,
+    core_errors.FormatError: 422,
+    core_errors.PayloadTooLargeError: 413,
+    core_errors.UnsupportedMediaTypeError: 415,
+    core_errors.InternalError: 500,
+    core_errors.OverloadedError: 503,
+    core_errors.ServiceError: 500,  # the client's errors: the service never raises them
+    core_errors.ServiceUnavailableError: 500,
+    core_errors.ServiceConnectionError: 500,
+    core_errors.UnexpectedResponseError: 500,
     MemoryError: 500,
 }
 
