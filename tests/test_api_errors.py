@@ -82,7 +82,7 @@ def test_the_client_statuses_are_the_services() -> None:
     assert HTTP_STATUS[planner.OverloadedError] == 503
 
 
-@pytest.mark.parametrize("cls", sorted(EXAMPLES, key=lambda c: c.__name__))
+@pytest.mark.parametrize("cls", list(EXAMPLES), ids=[cls.__name__ for cls in EXAMPLES])
 def test_the_service_answers_each_error_with_its_status(
     monkeypatch: pytest.MonkeyPatch, cls: type[planner.PlannerError]
 ) -> None:
