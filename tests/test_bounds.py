@@ -96,10 +96,10 @@ def test_never_above_the_optimum(request: PlanRequest) -> None:
 def _aliases(
     req: PlanRequest, offsets: tuple[int, ...], barriers: list[int], owners: Owners
 ) -> list[list[str]] | None:
-    """DESIGN's sharing rules on one placement with these barriers: lifetimes that meet
-    never share a byte; a later buffer shares with an earlier one only past a barrier in
-    ``(last access, first access]`` or by thread-local aliasing. The aliased pairs (ids),
-    or None when the placement breaks a rule."""
+    """The sharing rules (docs/design.md, Reuse hazard) on one placement with these barriers:
+    lifetimes that meet never share a byte; a later buffer shares with an earlier one only
+    past a barrier in ``(last access, first access]`` or by thread-local aliasing. The aliased
+    pairs (ids), or None when the placement breaks a rule."""
     from planner.core.patterns import access_span
 
     aliased: list[list[str]] = []

@@ -16,17 +16,16 @@ import pytest
 from fastapi.testclient import TestClient
 
 import planner
-from planner.api import create_app
-from planner.api.settings import Settings
-from planner.client import (
-    CheckReport,
+from planner import (
     PayloadTooLargeError,
     ServiceConnectionError,
     ServiceError,
     ServiceUnavailableError,
     UnexpectedResponseError,
-    error_for_status,
 )
+from planner.api import create_app
+from planner.api.settings import Settings
+from planner.client import CheckReport, error_for_status
 from planner.core.models import Plan, PlanRequest
 from planner.core.targets import TARGETS
 
