@@ -15,15 +15,13 @@ the server sends it); a plan is a pure function of its request, so a retry is al
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import time
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.core.errors import (
@@ -39,6 +37,9 @@ from planner.core.errors import (
 )
 from planner.core.models import Plan, PlanRequest, ValidationReport
 from planner.core.targets import DeviceProfile
+
+if TYPE_CHECKING:  # httpx and asyncio load with the first client, not with planner
+    import httpx
 
 __all__ = [
     "AsyncClient",
@@ -212,6 +213,8 @@ class _Attempts:
     def wait(self, attempt: httpx.Response | httpx.TransportError) -> float | None:
         """None when ``attempt`` is the answer; else the seconds to wait before the next try.
         Raises the call's error when no try is left."""
+        import httpx
+
         if isinstance(attempt, httpx.Response):
             if attempt.status_code != 503:
                 return None
@@ -226,6 +229,8 @@ class _Attempts:
         return min(delay, MAX_BACKOFF)
 
     def _give_up(self, attempt: httpx.Response | httpx.TransportError) -> ServiceError:
+        import httpx
+
         if isinstance(attempt, httpx.TransportError):
             return ServiceConnectionError(f"no answer from {self.target}: {attempt!r}")
         error = error_for_status(503, attempt.content)
@@ -264,6 +269,8 @@ class Client:
         _check_options(retries, backoff)
         self.retries = retries
         self.backoff = backoff  # s before the first retry; doubles each time
+        import httpx
+
         self._http = httpx.Client(
             base_url=base_url, timeout=timeout, transport=transport, headers=headers
         )
@@ -290,6 +297,8 @@ class Client:
         return _targets(self._send("GET", "/targets"))
 
     def _send(self, method: str, path: str, content: bytes | None = None) -> httpx.Response:
+        import httpx
+
         attempts = _Attempts(self.retries, self.backoff, f"{self._http.base_url}{path}")
         headers = _headers(content)
         while True:
@@ -336,6 +345,8 @@ class AsyncClient:
         _check_options(retries, backoff)
         self.retries = retries
         self.backoff = backoff  # s before the first retry; doubles each time
+        import httpx
+
         self._http = httpx.AsyncClient(
             base_url=base_url, timeout=timeout, transport=transport, headers=headers
         )
@@ -364,6 +375,10 @@ class AsyncClient:
         return _targets(await self._send("GET", "/targets"))
 
     async def _send(self, method: str, path: str, content: bytes | None = None) -> httpx.Response:
+        import asyncio
+
+        import httpx
+
         attempts = _Attempts(self.retries, self.backoff, f"{self._http.base_url}{path}")
         headers = _headers(content)
         while True:
