@@ -19,7 +19,6 @@ bound) while ``solve`` runs in this context; it never changes the result.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -28,37 +27,29 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
-from planner.core._jit import announce
+from planner.core._jit import announce, compiled
+from planner.core.clock import deadline, expired, paused
 from planner.core.graph import InterferenceGraph, build_graph
 from planner.core.install import install_hint
 from planner.core.models import PlanRequest
+from planner.solvers import registry
 from planner.solvers.bounds import CLIQUE_MAX, clique_bound, stack_height
-from planner.solvers.clock import deadline, expired, paused
-from planner.solvers.exact import ExactResult, granularity, round_up
-from planner.solvers.greedy import arena_of, portfolio, run
+from planner.solvers.exact import granularity, round_up
+from planner.solvers.greedy import arena_of, portfolio
 
 __all__ = [
-    "EXACT_METHODS",
-    "SOLVERS",
     "WARM_UP_BUFFERS",
     "Listener",
     "Solution",
-    "exact_method",
     "listening",
     "solve",
 ]
 
 I64 = npt.NDArray[np.int64]
-ExactMethod = Callable[..., ExactResult]
+ExactMethod = registry.ExactMethod
 Listener = Callable[[int, int], None]  # (arena bytes of the whole plan, bound bytes)
 _LISTENER: ContextVar[Listener | None] = ContextVar("planner_progress", default=None)
 
-EXACT_METHODS = ("search", "cpsat")  # the order "auto" and "exact" run them in
-SOLVERS = ("auto", "greedy", "exact", *EXACT_METHODS)  # besides single heuristics
-_MODULES = {
-    "search": ("planner.solvers.search", "solve_search"),
-    "cpsat": ("planner.solvers.cpsat", "solve_cpsat"),
-}
 IIS_MAX_BUFFERS = 64  # the deletion filter for a certificate runs up to this many buffers
 LOAD_SECONDS = 60.0  # the once-per-process warm-up's own deadline
 SMALL_PART = 64  # buffers (kernel-sized): up to this many, CP-SAT runs between two searches
@@ -116,36 +107,22 @@ def _tell(arena: int, bound: int) -> None:
         listener(arena, bound)
 
 
-def exact_method(name: str) -> ExactMethod | None:
-    """The named exact method, or None when its optional dependency is missing."""
-    module, func = _MODULES[name]
-    try:
-        found: ExactMethod = getattr(importlib.import_module(module), func)
-    except ImportError:
-        return None
-    return found
-
-
-_LOADED: set[str] = set()  # what this process has run once: "greedy" and exact methods
+_LOADED: set[str] = set()  # the exact methods this process has run once
 
 
 def _load(methods: list[tuple[str, ExactMethod]]) -> None:
-    """Run the greedy portfolio, the clique bound and each exact method once per process on
-    a small instance, with the request's clock paused: the first run loads compiled code
-    (tenths of a second; seconds after a fresh install), which must not eat into a request's
-    budget, or the first request in a process would stop where later ones go on."""
+    """Run each exact method once per process on a small instance, with the request's clock
+    paused: the first run loads compiled code and the solver's own libraries (tenths of a
+    second; seconds after a fresh install), which must not eat into a request's budget, or
+    the first request in a process would stop where later ones go on. (The greedy kernels
+    pause the clock for their own first call.)"""
     todo = [(n, m) for n, m in methods if n not in _LOADED]
-    if "greedy" in _LOADED and not todo:
+    if not todo:
         return
     # Paused for the request; the warm-up's own runs get a deadline of their own.
-    with paused(), deadline(LOAD_SECONDS):
+    with paused(), deadline(LOAD_SECONDS), compiled():
         g = build_graph(_warm_up_request(), "none")
         bound = g.aligned_bound.bytes
-        if "greedy" not in _LOADED:
-            portfolio(g, None, bound)
-            run(g, "start/first-fit")  # the sweep: the portfolio may stop before it
-            clique_bound(g, bound)
-            _LOADED.add("greedy")
         for name, method in todo:
             announce(name)
             method(g, capacity=None, lower_bound=bound, hint=None, time_limit=1.0)
@@ -180,7 +157,6 @@ def solve(
     proved optimal for a problem with fewer conflicts), within ``capacity``: the search
     stops at a plan that small; the bound returned is still this graph's own.
     """
-    _load([])
     # Every arena is a multiple of the granularity, so the bound rounds up to one.
     step = granularity(g)
     bound = round_up(g.aligned_bound.bytes, step)
@@ -210,11 +186,11 @@ def solve(
     if capacity is not None and bound > capacity:
         # The bound already proves it; those buffers alone cannot fit. Nothing to search.
         return replace(best, infeasible=_shrink(g, witness, capacity))
-    if solver not in ("auto", "exact", *EXACT_METHODS) or best.proved_optimal or expired():
+    names = registry.lookup(solver).exact
+    if not names or best.proved_optimal or expired():
         return best
-    names = EXACT_METHODS if solver in ("auto", "exact") else (solver,)
     with paused():  # the first import of a method's module (tenths of a second)
-        found = {n: exact_method(n) for n in names}
+        found = {n: registry.exact_method(n) for n in names}
     methods = [(n, m) for n, m in found.items() if m is not None]
     notes = [
         f"exact method {n!r} needs the exact extra: {install_hint('exact')}"

@@ -5,27 +5,30 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import planner
-import planner.pipeline.facade as pipeline
+import planner.pipeline.strategies as strategies
 from planner.core.models import PlanRequest
 from planner.pipeline.lean import lean_points, peak_bytes
 from planner.validators import validate_plan
 
 from .strategies import request_dicts
 
+I64 = npt.NDArray[np.int64]
 
-def _arrays(data: list[tuple[int, int, int]]) -> tuple[Any, Any, Any, Any]:
+
+def _arrays(data: list[tuple[int, int, int]]) -> tuple[I64, I64, I64, I64]:
     start = np.asarray([s for s, _, _ in data], dtype=np.int64)
     end = np.asarray([e for _, e, _ in data], dtype=np.int64)
     size = np.asarray([z for _, _, z in data], dtype=np.int64)
     return start, end, end.copy(), size  # without patterns: last access + 1 = end
 
 
-def _occupied(after: Any, end: Any, points: list[int], horizon: int) -> Any:
+def _occupied(after: I64, end: I64, points: list[int], horizon: int) -> I64:
     """Brute force: each buffer to the first point at or after its last access + 1."""
     out = []
     for a, e in zip(after.tolist(), end.tolist(), strict=True):
@@ -83,10 +86,10 @@ def test_one_barrier_where_stabbing_the_full_plan_takes_four() -> None:
 
 
 def _reference_points(
-    start: Any,
-    end: Any,
-    after: Any,
-    size: Any,
+    start: I64,
+    end: I64,
+    after: I64,
+    size: I64,
     existing: list[int],
     pool: list[int],
     horizon: int,
@@ -153,7 +156,7 @@ def test_lean_plan_first_keeps_the_arena_and_the_barriers(
     assert validate_plan(request, first).valid
     # The full plan first, then the lean one, as without the shortcut.
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(pipeline, "_lean_floor", lambda ctx: None)
+        patch.setattr(strategies, "_lean_floor", lambda ctx: None)
         usual = planner.plan(request)
     assert validate_plan(request, usual).valid
     assert first.arena_bytes == usual.arena_bytes

@@ -35,7 +35,7 @@ def any_clash(lo: I64, hi: I64, start: I64, end: I64, release: I64) -> bool:
     return bool(_any_clash(order, gone, lo, hi, start, release))
 
 
-@njit
+@njit(small=True)
 def _any_clash(order: I64, gone: I64, lo: I64, hi: I64, start: I64, release: I64) -> bool:
     n = lo.shape[0]
     values = np.unique(lo)
