@@ -172,10 +172,10 @@ HEURISTICS: list[str] = [
     *(f"{rule}/skyline" for rule in RULES),
     "random/skyline",
 ]
-# Joins the default portfolio, last, where the skylines stop applying: on model-like requests
-# it often wins (OmniMalloc's greedy_by_conflict_size), and last it changes the offsets only
-# where it wins outright.
-LATE_HEURISTIC = "degree-size/first-fit"
+# Joins the default portfolio where the skylines stop applying, right after size first fit:
+# on model-like requests it is often the best of OmniMalloc's greedy_by_all
+# (greedy_by_conflict_size), and early it still runs when the time allows only a few.
+MODEL_HEURISTIC = "degree-size/first-fit"
 
 
 @dataclass(frozen=True)
@@ -307,13 +307,17 @@ def _map(func: Callable[[T], R], items: list[T], workers: int) -> list[R]:
 
 
 def default_heuristics(g: InterferenceGraph) -> list[str]:
-    """Every heuristic, on very large inputs the ones that win there, and on inputs with too
+    """Every heuristic (past ``SKYLINE_MAX_BUFFERS`` buffers with ``MODEL_HEURISTIC`` after
+    size first fit), on very large inputs the ones that win there, and on inputs with too
     many conflicts for neighbour lists ``TREE_PORTFOLIO``."""
     if uses_tree(g):
         return list(TREE_PORTFOLIO)
     if g.n > LARGE_INPUT:
         return list(LARGE_PORTFOLIO)
-    return [*HEURISTICS, LATE_HEURISTIC] if g.n > SKYLINE_MAX_BUFFERS else list(HEURISTICS)
+    if g.n <= SKYLINE_MAX_BUFFERS:
+        return list(HEURISTICS)
+    at = HEURISTICS.index("size/first-fit") + 1
+    return [*HEURISTICS[:at], MODEL_HEURISTIC, *HEURISTICS[at:]]
 
 
 def needs_neighbours(heuristic: str, g: InterferenceGraph | None = None) -> bool:

@@ -23,6 +23,7 @@ __all__ = [
     "SolverAttempt",
     "SolverInfo",
     "Status",
+    "shared_placements",
 ]
 
 Status = Literal["optimal", "feasible", "infeasible", "unknown"]
@@ -43,6 +44,26 @@ class Placement(_Model):
     """Bytes planned for the buffer (its footprint when shrunk)."""
     memory: Literal["shared", "global"] = "shared"
     """"shared", or "global" for a buffer spilled to the global-memory workspace."""
+
+
+def shared_placements(ids: list[str], offsets: list[int], sizes: list[int]) -> list[Placement]:
+    """Placements in shared memory from checked values, built as ``model_construct`` builds
+    them (the same models, fields set and dumps) without its per-call work: a million
+    placements take a second, not twenty."""
+    new = Placement.__new__
+    put = object.__setattr__
+    fields = frozenset(("id", "offset", "size", "memory"))
+    out = []
+    for ident, offset, size in zip(ids, offsets, sizes, strict=True):
+        placement = new(Placement)
+        put(
+            placement, "__dict__", {"id": ident, "offset": offset, "size": size, "memory": "shared"}
+        )
+        put(placement, "__pydantic_fields_set__", set(fields))
+        put(placement, "__pydantic_extra__", None)
+        put(placement, "__pydantic_private__", None)
+        out.append(placement)
+    return out
 
 
 class Barriers(_Model):
