@@ -11,13 +11,13 @@ from planner.core.models import (
     Certificate,
     GraphStats,
     Launch,
-    Placement,
     Plan,
     PlanRequest,
     SolverAttempt,
     SolverInfo,
     Status,
 )
+from planner.core.models.plan import shared_placements
 from planner.core.targets import launch_figures
 from planner.pipeline.attempt import Attempt
 from planner.pipeline.context import Context
@@ -44,13 +44,8 @@ def assemble(ctx: Context, attempt: Attempt, chosen: bool) -> Plan:
         lower_bound=ctx.bound.bytes,
         naive_bytes=naive,
         capacity=capacity,
-        placements=[
-            # Built from checked arrays; skipping re-validation matters at 100k buffers.
-            Placement.model_construct(id=ident, offset=off, size=size, memory="shared")
-            for ident, off, size in zip(
-                g.ids, result.offsets.tolist(), g.size.tolist(), strict=True
-            )
-        ],
+        # Built from checked arrays; skipping re-validation matters at 100k buffers.
+        placements=shared_placements(g.ids, result.offsets.tolist(), g.size.tolist()),
         barriers=Barriers(
             existing=ctx.existing,
             inserted=choice.inserted,
