@@ -158,8 +158,8 @@ TREE_MIN_EDGES = NEIGHBOUR_EDGES_MAX  # past this, gap filling runs on the segme
 TREE_PORTFOLIO = (
     "start/first-fit",
     "size/first-fit",
-    "input/first-fit",
     "degree-size/first-fit",
+    "input/first-fit",
     "area/first-fit",
     "length/first-fit",
     "degree/first-fit",
@@ -172,9 +172,10 @@ HEURISTICS: list[str] = [
     *(f"{rule}/skyline" for rule in RULES),
     "random/skyline",
 ]
-# Joins the default portfolio where the skylines stop applying, right after size first fit:
-# on model-like requests it is often the best of OmniMalloc's greedy_by_all
-# (greedy_by_conflict_size), and early it still runs when the time allows only a few.
+# Past SKYLINE_MAX_BUFFERS buffers the default portfolio starts with size first fit and this
+# one: on model-like requests (where conflicts are many and the time affords only a few
+# heuristics) they are the best of OmniMalloc's greedy_by_all (greedy_by_size and
+# greedy_by_conflict_size); the rest of HEURISTICS follows in its order.
 MODEL_HEURISTIC = "degree-size/first-fit"
 
 
@@ -307,17 +308,17 @@ def _map(func: Callable[[T], R], items: list[T], workers: int) -> list[R]:
 
 
 def default_heuristics(g: InterferenceGraph) -> list[str]:
-    """Every heuristic (past ``SKYLINE_MAX_BUFFERS`` buffers with ``MODEL_HEURISTIC`` after
-    size first fit), on very large inputs the ones that win there, and on inputs with too
-    many conflicts for neighbour lists ``TREE_PORTFOLIO``."""
+    """Every heuristic (past ``SKYLINE_MAX_BUFFERS`` buffers size first fit and
+    ``MODEL_HEURISTIC`` first), on very large inputs the ones that win there, and on inputs
+    with too many conflicts for neighbour lists ``TREE_PORTFOLIO``."""
     if uses_tree(g):
         return list(TREE_PORTFOLIO)
     if g.n > LARGE_INPUT:
         return list(LARGE_PORTFOLIO)
     if g.n <= SKYLINE_MAX_BUFFERS:
         return list(HEURISTICS)
-    at = HEURISTICS.index("size/first-fit") + 1
-    return [*HEURISTICS[:at], MODEL_HEURISTIC, *HEURISTICS[at:]]
+    first = ["size/first-fit", MODEL_HEURISTIC]
+    return [*first, *(h for h in HEURISTICS if h not in first)]
 
 
 def needs_neighbours(heuristic: str, g: InterferenceGraph | None = None) -> bool:
