@@ -2,7 +2,9 @@
 
 Each case runs in a fresh process (so peak memory is the case's own): random requests
 (``planner.generate.random_request``) with the default options and with ``time_limit`` 1,
-and requests whose buffers all overlap (``planner.generate.all_overlapping``). The child
+requests whose buffers all overlap (``planner.generate.all_overlapping``), and model-like
+requests (``planner.generate.model_request``, with ``--model N``). ``planner bench
+--scaling`` measures the same with a median over runs and fitted exponents. The child
 times ``planner.plan`` alone (the request is built first) and reports the peak resident set
 of the whole process. Prints one row per case:
 
@@ -23,9 +25,10 @@ ROOT = Path(__file__).resolve().parents[1]
 _CHILD = """
 import json, resource, sys, time
 import planner
-from planner.generate import all_overlapping, random_request
+from planner.generate import all_overlapping, model_request, random_request
 kind, n, limit = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-request = random_request(n) if kind == "random" else all_overlapping(n)
+makers = {"random": random_request, "model": model_request, "all-overlapping": all_overlapping}
+request = makers[kind](n)
 if limit != "default":
     options = request.options.model_copy(update={"time_limit": float(limit)})
     request = request.model_copy(update={"options": options})
@@ -61,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--random", type=int, action="append", help="buffers (repeatable)")
     parser.add_argument("--overlapping", type=int, action="append", help="buffers (repeatable)")
+    parser.add_argument("--model", type=int, action="append", help="buffers (repeatable)")
     parser.add_argument(
         "--limit", action="append", help="time limits: 'default' or seconds (repeatable)"
     )
@@ -70,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     limits = args.limit or ["default", "1"]
     cases = [("random", n, lim) for lim in limits for n in randoms]
     cases += [("all-overlapping", n, "default") for n in overlapping]
+    cases += [("model", n, "default") for n in args.model or []]
     print(
         f"{'n':>7} {'kind':<16} {'limit':>6} {'seconds':>8} {'peak MB':>8} {'status':<9} "
         f"{'arena':>11} {'bound':>11} {'gap %':>6} solver"

@@ -128,6 +128,17 @@ SWEPT = frozenset({"start/first-fit"})
 PARALLEL_MIN_BUFFERS = 1000  # below this, threads cost more than they save
 PARALLEL_MIN_SKYLINE = 100  # the same for random/skyline, which does SKYLINE_RUNS runs
 LARGE_INPUT = 20_000  # buffers; above this the portfolio runs LARGE_PORTFOLIO only
+# On dense graphs of up to LARGE_INPUT buffers these come first: first fit in every order of
+# OmniMalloc's greedy_by_all, the ones that win most often on model-like requests first.
+DENSE_FIRST = (
+    "size/first-fit",
+    "degree-size/first-fit",
+    "input/first-fit",
+    "start/first-fit",
+    "area/first-fit",
+    "length/first-fit",
+    "degree/first-fit",
+)
 LARGE_PORTFOLIO = (
     "size/best-fit",
     "start/first-fit",
@@ -147,6 +158,7 @@ LIST_RATE = 5e7  # buffers + conflicts per second building the neighbour lists
 SKYLINE_RATE = 1.5e8  # buffer x time-slot steps per second of one skyline run
 SWEEP_RATE = 5e6  # buffers per second through the sweep (first fit, no lists)
 TREE_FIRST_FIT_RATE = 8e7  # buffers + 2 x conflicts per second: first fit on the tree
+DENSE_DEGREE = 1024  # mean conflicts a buffer from which first fit runs on the tree
 GREEDY_MIN_SECONDS = 0.05  # below this the whole small portfolio still runs
 NEIGHBOUR_EDGES_MAX = 1 << 25  # conflicts: neighbour lists at 8 bytes each, 256 MiB
 TREE_MIN_EDGES = NEIGHBOUR_EDGES_MAX  # past this, gap filling runs on the segment tree
@@ -243,7 +255,7 @@ def run(g: InterferenceGraph, heuristic: str) -> I64:
         )
         return swept
     order = np.concatenate([order[pinned], order[~pinned]])  # pinned first, fixed
-    if uses_tree(g):
+    if uses_tree(g, heuristic):
         tree: I64 = place_tree(
             order,
             g.start,
@@ -272,11 +284,23 @@ def run(g: InterferenceGraph, heuristic: str) -> I64:
     return offsets
 
 
-def uses_tree(g: InterferenceGraph) -> bool:
+def uses_tree(g: InterferenceGraph, heuristic: str | None = None) -> bool:
     """Whether gap filling runs on the segment tree (``solvers._tree``) rather than the
-    neighbour lists: when the lists would pass ``TREE_MIN_EDGES`` conflicts. Both give the
-    same offsets (for sizes of at least one byte); the tree's memory grows with the buffers."""
-    return g.conflict_edges > TREE_MIN_EDGES and int(g.size.min(initial=1)) >= 1
+    neighbour lists: when the lists would pass ``TREE_MIN_EDGES`` conflicts, and for first
+    fit on ``dense`` graphs. Both give the same offsets (for sizes of at least one byte);
+    the tree's memory grows with the buffers."""
+    if int(g.size.min(initial=1)) < 1:
+        return False
+    if heuristic is not None and heuristic.endswith("/first-fit") and heuristic not in SWEPT:
+        return g.conflict_edges > TREE_MIN_EDGES or dense(g)
+    return g.conflict_edges > TREE_MIN_EDGES
+
+
+def dense(g: InterferenceGraph) -> bool:
+    """Past ``SKYLINE_MAX_BUFFERS`` buffers, at least ``DENSE_DEGREE`` conflicts a buffer on
+    average (model-like: long-lived weights and nested activations meet nearly everything).
+    There the tree's unions stay compact, so its first fit is the cheaper kernel."""
+    return g.n > SKYLINE_MAX_BUFFERS and 2 * g.conflict_edges >= DENSE_DEGREE * g.n
 
 
 def _offset_bits(g: InterferenceGraph) -> int:
@@ -309,22 +333,23 @@ def _map(func: Callable[[T], R], items: list[T], workers: int) -> list[R]:
 
 def default_heuristics(g: InterferenceGraph) -> list[str]:
     """Every heuristic (past ``SKYLINE_MAX_BUFFERS`` buffers size first fit and
-    ``MODEL_HEURISTIC`` first), on very large inputs the ones that win there, and on inputs
-    with too many conflicts for neighbour lists ``TREE_PORTFOLIO``."""
+    ``MODEL_HEURISTIC`` first, or on ``dense`` graphs ``DENSE_FIRST``), on very large inputs
+    the ones that win there, and on inputs with too many conflicts for neighbour lists
+    ``TREE_PORTFOLIO``."""
     if uses_tree(g):
         return list(TREE_PORTFOLIO)
     if g.n > LARGE_INPUT:
         return list(LARGE_PORTFOLIO)
     if g.n <= SKYLINE_MAX_BUFFERS:
         return list(HEURISTICS)
-    first = ["size/first-fit", MODEL_HEURISTIC]
+    first = list(DENSE_FIRST) if dense(g) else ["size/first-fit", MODEL_HEURISTIC]
     return [*first, *(h for h in HEURISTICS if h not in first)]
 
 
 def needs_neighbours(heuristic: str, g: InterferenceGraph | None = None) -> bool:
     """Whether the heuristic walks neighbour lists (memory grows with the conflicts); on
     ``g``, gap filling on the segment tree needs none."""
-    if g is not None and uses_tree(g):
+    if g is not None and uses_tree(g, heuristic):
         return False
     return not heuristic.endswith("/skyline") and heuristic not in SWEPT
 
@@ -340,7 +365,7 @@ def cost(g: InterferenceGraph, heuristic: str) -> float:
         return runs * n * slots / SKYLINE_RATE
     if heuristic in SWEPT:
         return n / SWEEP_RATE
-    if heuristic.endswith("/first-fit") and uses_tree(g):
+    if uses_tree(g, heuristic) and heuristic.endswith("/first-fit"):
         return (n + 2 * g.conflict_edges) / TREE_FIRST_FIT_RATE
     return (n + 2 * g.conflict_edges) / GAP_FILL_RATE
 

@@ -100,3 +100,22 @@ def test_large_model_plan_is_valid_and_beats_the_sweep() -> None:
     assert "greedy:size/first-fit" in tried
     assert plan.arena_bytes <= tried["greedy:start/first-fit"]
     assert plan.arena_bytes >= plan.lower_bound
+
+
+def test_dense_graphs_run_every_first_fit_first_on_the_tree() -> None:
+    request = model_request(5000, seed=0)
+    g = build_graph(request)
+    assert greedy.dense(g)  # weights and nested activations: ~1600 conflicts a buffer
+    names = greedy.default_heuristics(g)
+    assert names[: len(greedy.DENSE_FIRST)] == list(greedy.DENSE_FIRST)
+    assert sorted(names) == sorted({*greedy.HEURISTICS, greedy.MODEL_HEURISTIC})
+    assert greedy.uses_tree(g, "size/first-fit")
+    assert not greedy.uses_tree(g, "size/best-fit")
+    sparse = build_graph(random_request(5000, seed=0))
+    assert not greedy.dense(sparse)
+    assert greedy.default_heuristics(sparse)[:2] == ["size/first-fit", "degree-size/first-fit"]
+    offsets = greedy.run(g, "degree-size/first-fit")
+    lists, tree = _both(g, "degree-size", False)
+    assert (offsets == tree).all()
+    assert (tree == lists).all()
+    assert_valid_offsets(request, g, offsets)
