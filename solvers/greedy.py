@@ -16,7 +16,10 @@ runs every applicable heuristic and keeps the smallest arena; ties go to the ear
 time, the default portfolio keeps the heuristics whose estimated cost fits it
 (``affordable``, from counts alone). Past ``TREE_MIN_EDGES`` conflicts gap filling runs on a
 segment tree of byte-range unions (``solvers._tree``, the same offsets in memory that grows
-with the buffers) and the portfolio is ``TREE_PORTFOLIO``.
+with the buffers) and the portfolio is ``TREE_PORTFOLIO``; on ``dense`` graphs (model-like)
+first fit runs there too. Past ``SKYLINE_MAX_BUFFERS`` buffers the portfolio starts with
+the first fits that win on model-like requests (``degree-size``: conflicts x bytes, first
+fit only), so every order of OmniMalloc's greedy_by_all is tried when the time allows.
 
 Thread-local aliasing enters as a move on the graph the portfolio is given: the planner
 (``planner.core.aliasing``) fuses each buffer that can sit exactly over a dead, owner-compatible one
@@ -416,8 +419,8 @@ def portfolio(
     wanted = default_heuristics(g) if heuristics is None else heuristics
     names = [h for h in wanted if applicable(g, h)]
     if g.conflict_edges > NEIGHBOUR_EDGES_MAX:
-        dense = [h for h in names if not needs_neighbours(h, g)]
-        if not dense and names:
+        listless = [h for h in names if not needs_neighbours(h, g)]
+        if not listless and names:
             raise RequestError.field(
                 ("options", "solver"),
                 f"heuristic {names[0]!r} needs the list of conflicting pairs, and this "
@@ -426,7 +429,7 @@ def portfolio(
                 "conflict_budget_exceeded",
                 names[0],
             )
-        names = dense
+        names = listless
     if heuristics is None:
         names = affordable(g, names, seconds)
     best: tuple[int, str, I64] | None = None
