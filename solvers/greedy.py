@@ -48,6 +48,7 @@ from planner.solvers._tree import place_tree
 __all__ = [
     "FITS",
     "HEURISTICS",
+    "LARGE_ORDERINGS",
     "ORDERINGS",
     "GreedyResult",
     "affordable",
@@ -55,8 +56,11 @@ __all__ = [
     "arena_of",
     "cost",
     "default_heuristics",
+    "dense",
+    "ordering_of",
     "portfolio",
     "run",
+    "uses_tree",
 ]
 
 I64 = npt.NDArray[np.int64]
@@ -119,11 +123,10 @@ ORDERINGS: dict[str, Ordering] = {
     "start": order_by_start,
     "degree": order_by_degree,
     "input": order_by_input,
-    "degree-size": order_by_degree_size,
 }
-# Orderings crossed with both fits in the default portfolio (``degree-size``, added later,
-# runs with first fit only, after the rest).
-_DEFAULT_ORDERINGS = ("size", "length", "area", "start", "degree", "input")
+# Orderings the portfolio runs past SKYLINE_MAX_BUFFERS buffers only, with first fit (not
+# names a request may give: plans of smaller requests stay as they were).
+LARGE_ORDERINGS: dict[str, Ordering] = {"degree-size": order_by_degree_size}
 FITS: dict[str, bool] = {"best-fit": True, "first-fit": False}  # name -> best fit?
 SKYLINE_MAX_BUFFERS = 2000
 # Heuristics run by a sweep that needs no neighbour lists (``solvers._place.place_sweep``).
@@ -183,7 +186,7 @@ TREE_PORTFOLIO = (
     "length/best-fit",
 )
 HEURISTICS: list[str] = [
-    *(f"{o}/{f}" for o in _DEFAULT_ORDERINGS for f in FITS),
+    *(f"{o}/{f}" for o in ORDERINGS for f in FITS),
     *(f"{rule}/skyline" for rule in RULES),
     "random/skyline",
 ]
@@ -250,7 +253,7 @@ def run(g: InterferenceGraph, heuristic: str) -> I64:
     ordering, fit = heuristic.split("/")
     if fit == "skyline":
         return _skyline(g, ordering)
-    order = ORDERINGS[ordering](g)
+    order = ordering_of(ordering)(g)
     pinned = g.pinned[order] >= 0
     if heuristic in SWEPT:
         swept: I64 = place_sweep(
@@ -287,15 +290,21 @@ def run(g: InterferenceGraph, heuristic: str) -> I64:
     return offsets
 
 
+def ordering_of(name: str) -> Ordering:
+    """The ordering named ``name``, of ``ORDERINGS`` or ``LARGE_ORDERINGS``."""
+    return ORDERINGS[name] if name in ORDERINGS else LARGE_ORDERINGS[name]
+
+
 def uses_tree(g: InterferenceGraph, heuristic: str | None = None) -> bool:
     """Whether gap filling runs on the segment tree (``solvers._tree``) rather than the
-    neighbour lists: when the lists would pass ``TREE_MIN_EDGES`` conflicts, and for first
-    fit on ``dense`` graphs. Both give the same offsets (for sizes of at least one byte);
-    the tree's memory grows with the buffers."""
-    if int(g.size.min(initial=1)) < 1:
+    neighbour lists: on ``dense`` graphs only (elsewhere its unions fragment and it is the
+    slower kernel), for first fit always and for the rest past ``TREE_MIN_EDGES``
+    conflicts. Both give the same offsets (for sizes of at least one byte); the tree's
+    memory grows with the buffers."""
+    if int(g.size.min(initial=1)) < 1 or not dense(g):
         return False
     if heuristic is not None and heuristic.endswith("/first-fit") and heuristic not in SWEPT:
-        return g.conflict_edges > TREE_MIN_EDGES or dense(g)
+        return True
     return g.conflict_edges > TREE_MIN_EDGES
 
 

@@ -23,7 +23,7 @@ ORDERS = ("size", "length", "area", "start", "degree", "input", "degree-size")
 
 
 def _both(g: InterferenceGraph, ordering: str, best_fit: bool) -> tuple[np.ndarray, np.ndarray]:
-    order = greedy.ORDERINGS[ordering](g)
+    order = greedy.ordering_of(ordering)(g)
     pinned = g.pinned[order] >= 0
     order = np.concatenate([order[pinned], order[~pinned]])
     pos, hi, back_ptr, back = g.neighbours
@@ -72,7 +72,7 @@ def test_tree_places_as_the_lists_on_larger_requests(request_: PlanRequest, best
 def test_portfolio_past_the_edge_limit_keeps_the_sweep_and_improves_on_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    request = model_request(3000, seed=1)
+    request = model_request(5000, seed=1)
     g = build_graph(request)
     monkeypatch.setattr(greedy, "TREE_MIN_EDGES", g.conflict_edges // 2)
     assert greedy.uses_tree(g)
@@ -113,6 +113,7 @@ def test_dense_graphs_run_every_first_fit_first_on_the_tree() -> None:
     assert not greedy.uses_tree(g, "size/best-fit")
     sparse = build_graph(random_request(5000, seed=0))
     assert not greedy.dense(sparse)
+    assert not greedy.uses_tree(sparse, "size/first-fit")  # its unions would fragment
     assert greedy.default_heuristics(sparse)[:2] == ["size/first-fit", "degree-size/first-fit"]
     offsets = greedy.run(g, "degree-size/first-fit")
     lists, tree = _both(g, "degree-size", False)

@@ -66,6 +66,9 @@ _CODE_ORDER = {code: rank for rank, code in enumerate(_CODES)}
 _FITTING_STATUSES = ("optimal", "feasible")  # plans that claim to fit the capacity
 _LIST_PREVIEW = 8  # list items shown in a message before "..."
 
+# From this many extents the compiled pre-sweep runs first (below, the sweep is quick, and a
+# small plan is checked without loading compiled code).
+PRESWEEP_MIN_EXTENTS = 512
 # Where a buffer is during the sweep.
 _OUT, _DISJOINT, _MISPLACED = 0, 1, 2
 
@@ -549,7 +552,7 @@ def _sweep(
     pair whose barrier-extended lifetimes meet is seen exactly once, by its later buffer.
     """
     n = len(planned)
-    if n and not _may_clash(planned, barriers):
+    if n >= PRESWEEP_MIN_EXTENTS and not _may_clash(planned, barriers):
         return
     extents = list(planned)
     releases: list[tuple[int, int]] = []  # (program point, extent index)
