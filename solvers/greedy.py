@@ -14,10 +14,11 @@ Skyline heuristics apply to requests with no pinned buffer and at most
 runs every applicable heuristic and keeps the smallest arena; ties go to the earlier name in
 ``HEURISTICS``, and every random choice is seeded, so the result is deterministic. Given a
 time, the default portfolio keeps the heuristics whose estimated cost fits it
-(``affordable``, from counts alone). Past ``TREE_MIN_EDGES`` conflicts gap filling runs on a
+(``affordable``, from counts alone). On ``dense`` graphs (model-like) first fit runs on a
 segment tree of byte-range unions (``solvers._tree``, the same offsets in memory that grows
-with the buffers) and the portfolio is ``TREE_PORTFOLIO``; on ``dense`` graphs (model-like)
-first fit runs there too. Past ``SKYLINE_MAX_BUFFERS`` buffers the portfolio starts with
+with the buffers), and past ``TREE_MIN_EDGES`` conflicts all gap filling does and the
+portfolio is ``TREE_PORTFOLIO``; past ``NEIGHBOUR_EDGES_MAX`` on other graphs only the
+heuristics without neighbour lists run. Past ``SKYLINE_MAX_BUFFERS`` buffers the portfolio starts with
 the first fits that win on model-like requests (``degree-size``: conflicts x bytes, first
 fit only), so every order of OmniMalloc's greedy_by_all is tried when the time allows.
 
