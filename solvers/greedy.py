@@ -18,9 +18,10 @@ time, the default portfolio keeps the heuristics whose estimated cost fits it
 segment tree of byte-range unions (``solvers._tree``, the same offsets in memory that grows
 with the buffers), and past ``TREE_MIN_EDGES`` conflicts all gap filling does and the
 portfolio is ``TREE_PORTFOLIO``; past ``NEIGHBOUR_EDGES_MAX`` on other graphs only the
-heuristics without neighbour lists run. Past ``SKYLINE_MAX_BUFFERS`` buffers the portfolio starts with
-the first fits that win on model-like requests (``degree-size``: conflicts x bytes, first
-fit only), so every order of OmniMalloc's greedy_by_all is tried when the time allows.
+heuristics without neighbour lists run. Past ``SKYLINE_MAX_BUFFERS`` buffers the portfolio
+starts with the first fits that win on model-like requests (``degree-size``: conflicts x
+bytes, first fit only), so every order of OmniMalloc's greedy_by_all is tried when the time
+allows.
 
 Thread-local aliasing enters as a move on the graph the portfolio is given: the planner
 (``planner.core.aliasing``) fuses each buffer that can sit exactly over a dead, owner-compatible one
