@@ -63,11 +63,11 @@ def solve_aliased(
         return ExactResult("alias-model", None, None, floor, False, False)
     model = cp_model.CpModel()
     height = model.new_int_var(floor, upper, "H")  # bytes
-    x: list[cp_model.LinearExprT] = []  # bytes
+    x: list[cp_model.LinearExpr] = []  # bytes
     units: dict[int, cp_model.IntVar] = {}
     for i in range(n):
         if pins[i] >= 0:
-            x.append(pins[i])
+            x.append(model.new_constant(pins[i]))
             model.add(height >= pins[i] + sizes[i])
             continue
         k = model.new_int_var(0, max(0, (upper - sizes[i]) // aligns[i]), f"k{i}")
@@ -85,7 +85,7 @@ def solve_aliased(
         model.add(x[b] + sizes[b] <= x[a]).only_enforce_if(above)
         if allowed:
             alias = model.new_bool_var(f"s{a}_{b}")
-            domain = cp_model.Domain.from_values(sorted(set(int(s) for s in allowed)))
+            domain = cp_model.Domain.from_values(sorted({int(s) for s in allowed}))
             model.add_linear_expression_in_domain(x[b] - x[a], domain).only_enforce_if(alias)
             model.add_bool_or([below, above, alias])
         else:
