@@ -11,7 +11,7 @@ import planner
 from planner.core.models import PlanRequest
 from planner.solvers.alias_model import AliasRules, solve_aliased
 
-from .patterned import THREADS, WIDTH
+from .patterned import THREADS, WIDTH, patterned_dicts
 from .test_bounds import _brute_optimum, _hazard_requests
 
 ROW = {"threadIdx.x": 1, "i": THREADS}  # element tx + 32 i: thread tx owns it
@@ -55,7 +55,8 @@ def test_model_overlaps_only_at_allowed_shifts() -> None:
     found = solve_aliased(
         size, alignment, pinned, rules, lower_bound=0, upper=768, hint=None, time_limit=1.0
     )
-    assert found.proved_optimal and found.arena_bytes == 512
+    assert found.proved_optimal
+    assert found.arena_bytes == 512
     assert found.offsets is not None
     shifts = {int(found.offsets[1] - found.offsets[0]), int(found.offsets[2] - found.offsets[0])}
     assert shifts == {0, 128}
@@ -64,7 +65,8 @@ def test_model_overlaps_only_at_allowed_shifts() -> None:
     stacked = solve_aliased(
         size, alignment, pinned, apart, lower_bound=0, upper=768, hint=None, time_limit=1.0
     )
-    assert stacked.proved_optimal and stacked.arena_bytes == 768
+    assert stacked.proved_optimal
+    assert stacked.arena_bytes == 768
 
 
 def test_aliased_plan_is_proved_optimal() -> None:
@@ -72,7 +74,8 @@ def test_aliased_plan_is_proved_optimal() -> None:
     plan = planner.plan(req)
     assert planner.validate(req, plan).valid
     assert plan.arena_bytes == 512
-    assert plan.status == "optimal" and plan.lower_bound == 512
+    assert plan.status == "optimal"
+    assert plan.lower_bound == 512
     assert sorted(map(tuple, plan.aliases)) == [("big", "left"), ("big", "right")]
 
 
@@ -90,3 +93,22 @@ def test_fixed_barriers_reach_the_brute_force_optimum(req: PlanRequest) -> None:
     assert planner.validate(req, plan).valid
     assert plan.arena_bytes == optimum
     assert plan.status == "optimal"
+
+
+@settings(max_examples=15, deadline=None)
+@given(patterned_dicts(max_buffers=4, horizon=10, sync="existing"))
+def test_shared_shifts_agree_with_the_ownership_rule(data: dict[str, Any]) -> None:
+    """The shifts found for every pair at once are those ``Owners.compatible`` accepts one
+    by one, among the shifts where the two overlap."""
+    from planner.core.aliasing import Owners
+    from planner.pipeline.aliased import _shared_shifts
+
+    req = PlanRequest.model_validate(data)
+    owners = Owners(req, sorted(set(req.barriers)))
+    for a, first in enumerate(req.buffers):
+        for b, second in enumerate(req.buffers):
+            if a == b or not (owners.patterned[a] and owners.patterned[b]):
+                continue
+            shifts = range(-(second.size - 1), first.size)
+            expected = [s for s in shifts if owners.compatible(a, b, s)]
+            assert _shared_shifts(owners, a, b, shifts) == expected

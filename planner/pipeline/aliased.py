@@ -13,6 +13,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from planner.core.access import ANY, NONE
+from planner.core.aliasing import Owners
 from planner.core.barriers import hits
 from planner.core.graph import InterferenceGraph, sync_barriers
 from planner.core.install import available
@@ -28,6 +32,7 @@ __all__ = ["ALIAS_MODEL_MAX_BUFFERS", "alias_model_applies", "exact_aliases"]
 
 ALIAS_MODEL_MAX_BUFFERS = 24  # a disjunction per pair, and the shifts of each aliasing pair
 MAX_SHIFTS = 4096  # relative offsets of one pair judged; past this the model does not run
+MAX_BYTE_CHECKS = 1 << 24  # byte pairs compared over every pair of buffers (~0.1 s)
 
 
 def alias_model_applies(ctx: Context) -> bool:
@@ -92,6 +97,7 @@ def _rules(ctx: Context) -> AliasRules | None:
     free = [p < 0 for p in g.pinned.tolist()]
     apart: list[tuple[int, int]] = []
     shifts: list[tuple[int, int, list[int]]] = []
+    checks = 0  # byte pairs to compare, bounded by MAX_BYTE_CHECKS
     for a in range(g.n):
         for b in range(g.n):
             if a == b or not (free[a] or free[b]):
@@ -107,16 +113,41 @@ def _rules(ctx: Context) -> AliasRules | None:
             size_a, size_b = int(g.size[a]), int(g.size[b])
             if size_a == 0 or size_b == 0:
                 continue
+            if not (owners.patterned[a] and owners.patterned[b]):
+                apart.append((a, b))  # a byte of one may be touched by any thread
+                continue
             step = math.gcd(_grid(g, a), _grid(g, b)) or 1
             lo = -((size_b - 1) // step) * step
-            if (size_a - 1 - lo) // step + 1 > MAX_SHIFTS:
+            count = (size_a - 1 - lo) // step + 1
+            checks += size_a * size_b
+            if count > MAX_SHIFTS or checks > MAX_BYTE_CHECKS:
                 return None
-            allowed = [s for s in range(lo, size_a, step) if owners.compatible(a, b, s)]
+            allowed = _shared_shifts(owners, a, b, range(lo, size_a, step))
             if allowed:
                 shifts.append((a, b, allowed))
             else:
                 apart.append((a, b))
     return AliasRules(apart=apart, shifts=shifts)
+
+
+def _shared_shifts(owners: Owners, earlier: int, later: int, shifts: range) -> list[int]:
+    """The shifts (``later``'s offset minus ``earlier``'s, bytes) at which the two overlap
+    and every shared byte is untouched by one of them or owned by one thread in both
+    (``Owners.compatible``, for every shift at once: byte ``i`` of ``earlier`` meets byte
+    ``j`` of ``later`` at shift ``i - j``)."""
+    first = owners.owners(earlier, None).owners
+    second = owners.owners(later, owners.cut(later)).owners
+    touched = (first != NONE)[:, None] & (second != NONE)[None, :]
+    clash = touched & ((first[:, None] != second[None, :]) | (first == ANY)[:, None])
+    size_a, size_b = first.size, second.size
+    bad = np.zeros(size_a + size_b - 1, dtype=np.bool_)  # at index shift + size_b - 1
+    if size_b <= size_a:
+        for j in range(size_b):  # column j: shifts i - j for every i
+            bad[size_b - 1 - j : size_b - 1 - j + size_a] |= clash[:, j]
+    else:
+        for i in range(size_a):  # row i: shifts i - j for every j
+            bad[i : i + size_b] |= clash[i, ::-1]
+    return [s for s in shifts if not bad[s + size_b - 1]]
 
 
 def _grid(g: InterferenceGraph, i: int) -> int:
