@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 from ortools.sat.python import cp_model
 
-from planner.solvers.clock import wall_limit
+from planner.core.clock import wall_limit
 from planner.solvers.cpsat import DETERMINISTIC_PER_SECOND_SMALL, SEED
 from planner.solvers.exact import ExactResult
 

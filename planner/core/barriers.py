@@ -1,11 +1,11 @@
 """Which barriers a placement relies on, and the fewest new ones it needs.
 
 A reuse is a pair A, B with A ending before B starts and sharing a byte. It is safe when a
-barrier stands at some p with ``last_access(A) < p <= first_access(B)`` (DESIGN section 2;
-without access patterns ``last_access = end - 1`` and ``first_access = start``), or when it
-is a thread-local alias (``planner.core.aliasing``), which the caller drops from the list.
-Choosing the fewest points that hit every such interval is interval stabbing: sort by right
-end, take the rightmost allowed point, which is exact.
+barrier stands at some p with ``last_access(A) < p <= first_access(B)`` (docs/design.md,
+Reuse hazard; without access patterns ``last_access = end - 1`` and
+``first_access = start``), or when it is a thread-local alias (``planner.core.aliasing``),
+which the caller drops from the list. Choosing the fewest points that hit every such interval
+is interval stabbing: sort by right end, take the rightmost allowed point, which is exact.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy.typing as npt
 from planner.core._jit import njit
 from planner.core.models.request import SyncPolicy
 
-__all__ = ["BarrierChoice", "Reuse", "choose_barriers", "hits", "reuses", "stab", "warm_reuses"]
+__all__ = ["BarrierChoice", "Reuse", "choose_barriers", "hits", "reuses", "stab"]
 
 I64 = npt.NDArray[np.int64]
 _MIXED = -2  # a segment-tree node whose range has more than one painter
@@ -75,7 +75,7 @@ def reuses(
     ]
 
 
-@njit
+@njit(small=True)
 def _painted_over(
     order: I64, lo: I64, hi: I64, slots: int, start: I64, end: I64
 ) -> tuple[I64, I64]:
@@ -230,12 +230,3 @@ def choose_barriers(
 
 
 _WARM: list[bool] = []
-
-
-def warm_reuses() -> None:
-    """Load the compiled painting once per process (on two buffers), so that the first
-    request's clock does not pay for it."""
-    if not _WARM:
-        two = np.array([0, 2], dtype=np.int64)
-        reuses(two, two + 1, np.zeros(2, dtype=np.int64), np.ones(2, dtype=np.int64))
-        _WARM.append(True)
