@@ -11,8 +11,8 @@ import planner
 from planner.core.models import PlanRequest
 from planner.solvers.alias_model import AliasRules, solve_aliased
 
+from .hazards import brute_optimum, hazard_requests
 from .patterned import THREADS, WIDTH, patterned_dicts
-from .test_bounds import _brute_optimum, _hazard_requests
 
 ROW = {"threadIdx.x": 1, "i": THREADS}  # element tx + 32 i: thread tx owns it
 
@@ -80,7 +80,7 @@ def test_aliased_plan_is_proved_optimal() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(_hazard_requests())
+@given(hazard_requests())
 def test_fixed_barriers_reach_the_brute_force_optimum(req: PlanRequest) -> None:
     """With the barriers fixed by the request the model is exact: the plan is the optimum
     found by brute force, and says so."""
@@ -88,7 +88,7 @@ def test_fixed_barriers_reach_the_brute_force_optimum(req: PlanRequest) -> None:
     if not (opts.sync == "existing" or opts.max_new_barriers == 0):
         req = req.model_copy(update={"options": opts.model_copy(update={"sync": "existing"})})
     req = req.model_copy(update={"options": req.options.model_copy(update={"time_limit": 2.0})})
-    optimum = _brute_optimum(req)[0]
+    optimum = brute_optimum(req)[0]
     plan = planner.plan(req)
     assert planner.validate(req, plan).valid
     assert plan.arena_bytes == optimum
