@@ -19,12 +19,13 @@ footprint's size, recomputed here from its accesses.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from planner.core.access import OwnerMap, byte_owners, owners_agree
 from planner.core.patterns import block_slice
+from planner.validators.static_paths import PathCheck
 from planner.validators.sweep import Collector, Extent, ReportFullError, sweep
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ _CODES: tuple[ViolationCode, ...] = (
     "bad_barrier",
     "missing_barrier",
     "bad_alias",
+    "too_many_paths",
 )
 _CODE_ORDER = {code: rank for rank, code in enumerate(_CODES)}
 _FITTING_STATUSES = ("optimal", "feasible")  # plans that claim to fit the capacity
@@ -137,10 +139,16 @@ def validate_plan(
         _check_footprints(request, plan, out)
         _check_arena(request, plan, out)
         runtime_barriers = _check_barriers(request, plan, out)
-        aliases = _Aliases(request, plan, runtime_barriers)
-        _check_aliases(request, plan, extents, aliases, out)
-        sweep(extents, runtime_barriers, aliases, out)
-        _check_workspace(request, plan, runtime_barriers, aliases, out)
+        if request.has_control_flow:
+            paths = PathCheck(request, plan, runtime_barriers, set(_shrunk(request)), out)
+            paths.check_claims(extents)
+            paths.sweep(extents)
+            _check_workspace(request, plan, out, paths.sweep)
+        else:
+            aliases = _Aliases(request, plan, runtime_barriers)
+            _check_aliases(request, plan, extents, aliases, out)
+            sweep(extents, runtime_barriers, aliases, out)
+            _check_workspace(request, plan, out, lambda e: sweep(e, runtime_barriers, aliases, out))
     except ReportFullError:
         pass
     violations = sorted(out.items, key=_sort_key)
@@ -415,7 +423,10 @@ def _check_barriers(request: PlanRequest, plan: Plan, out: Collector) -> list[in
 
 
 def _check_workspace(
-    request: PlanRequest, plan: Plan, barriers: list[int], aliases: _Aliases, out: Collector
+    request: PlanRequest,
+    plan: Plan,
+    out: Collector,
+    check_reuse: Callable[[list[Extent]], None],
 ) -> None:
     """The global workspace of spilled buffers: an arena of its own, checked like the shared
     one (``global_bytes``, overlaps and barriers), and ``spilled`` lists exactly its buffers."""
@@ -436,8 +447,7 @@ def _check_workspace(
             f"global_bytes is {plan.global_bytes} but max(offset + size) over global "
             f"placements is {top}",
         )
-    extents = [_extent(spans[p.id], index[p.id], p.offset, spans[p.id].size) for p in placed]
-    sweep(extents, barriers, aliases, out)
+    check_reuse([_extent(spans[p.id], index[p.id], p.offset, spans[p.id].size) for p in placed])
 
 
 def _preview_ids(ids: Sequence[str]) -> str:
