@@ -27,6 +27,7 @@ from planner.core.models.control import (
     check_ranges_vs_arms,
     executions_at,
 )
+from planner.core.solver_names import HEURISTICS, METHODS, SOLVER_NAMES
 from planner.core.targets import TARGETS
 
 __all__ = [
@@ -293,7 +294,9 @@ class Options(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    solver: str = Field(default="auto", min_length=1, max_length=64)
+    solver: str = Field(
+        default="auto", min_length=1, max_length=64, json_schema_extra={"enum": [*SOLVER_NAMES]}
+    )
     """"auto" (greedy, then exact methods while the bound is not met), "greedy", "exact", "search",
     "cpsat" (the exact extra), or one heuristic such as "size/best-fit". Default "auto".
     """
@@ -320,6 +323,18 @@ class Options(BaseModel):
     """With sync "insert": also return every non-dominated (arena bytes, new barriers) plan.
     Default false.
     """
+
+    @field_validator("solver")
+    @classmethod
+    def _known_solver(cls, value: str) -> str:
+        if value not in SOLVER_NAMES:
+            known = ", ".join([*METHODS, *HEURISTICS])
+            raise PydanticCustomError(
+                "unknown_solver",
+                f"unknown solver {value!r}; known solvers: {known} (a heuristic also as "
+                "greedy:NAME)",
+            )
+        return value
 
 
 # A two-phase kernel: A_s and B_s die at the barrier at 4, where C_s takes their bytes.
