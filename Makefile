@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: serve test check lint typecheck unit bench load clean
+.PHONY: serve test check lint layers typecheck unit bench load clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,13 +28,17 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# The one-way import layers (pyproject.toml, [tool.importlinter]): an upward import fails.
+layers: $(VENV)/.installed-dev
+	$(BIN)/lint-imports
+
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy
 
 unit: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest
 
-check: lint typecheck
+check: lint layers typecheck
 
 test: check unit
 

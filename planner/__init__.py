@@ -8,15 +8,10 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
+from planner.client import AsyncClient, Client
 from planner.core.errors import FormatError, InternalError, PlannerError, RequestError
 from planner.core.models import Plan, PlanRequest, ValidationReport
-
-if TYPE_CHECKING:
-    from planner.client import AsyncClient, Client
-    from planner.pipeline import plan, validate
+from planner.pipeline import plan, validate
 
 __all__ = [
     "AsyncClient",
@@ -31,21 +26,3 @@ __all__ = [
     "plan",
     "validate",
 ]
-
-# Loaded on first use, so that ``solvers`` and ``validators``, which use planner's modules,
-# can be imported first: the pipeline imports them in turn.
-_LAZY = {
-    "plan": "planner.pipeline",
-    "validate": "planner.pipeline",
-    "Client": "planner.client",
-    "AsyncClient": "planner.client",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'planner' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value

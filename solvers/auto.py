@@ -19,7 +19,6 @@ bound) while ``solve`` runs in this context; it never changes the result.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -32,33 +31,25 @@ from planner.core._jit import announce
 from planner.core.graph import InterferenceGraph, build_graph
 from planner.core.install import install_hint
 from planner.core.models import PlanRequest
+from planner.solvers import registry
 from planner.solvers.bounds import CLIQUE_MAX, clique_bound, stack_height
 from planner.solvers.clock import deadline, expired, paused
-from planner.solvers.exact import ExactResult, granularity, round_up
+from planner.solvers.exact import granularity, round_up
 from planner.solvers.greedy import arena_of, portfolio, run
 
 __all__ = [
-    "EXACT_METHODS",
-    "SOLVERS",
     "WARM_UP_BUFFERS",
     "Listener",
     "Solution",
-    "exact_method",
     "listening",
     "solve",
 ]
 
 I64 = npt.NDArray[np.int64]
-ExactMethod = Callable[..., ExactResult]
+ExactMethod = registry.ExactMethod
 Listener = Callable[[int, int], None]  # (arena bytes of the whole plan, bound bytes)
 _LISTENER: ContextVar[Listener | None] = ContextVar("planner_progress", default=None)
 
-EXACT_METHODS = ("search", "cpsat")  # the order "auto" and "exact" run them in
-SOLVERS = ("auto", "greedy", "exact", *EXACT_METHODS)  # besides single heuristics
-_MODULES = {
-    "search": ("planner.solvers.search", "solve_search"),
-    "cpsat": ("planner.solvers.cpsat", "solve_cpsat"),
-}
 IIS_MAX_BUFFERS = 64  # the deletion filter for a certificate runs up to this many buffers
 LOAD_SECONDS = 60.0  # the once-per-process warm-up's own deadline
 SMALL_PART = 64  # buffers (kernel-sized): up to this many, CP-SAT runs between two searches
@@ -114,16 +105,6 @@ def _tell(arena: int, bound: int) -> None:
     listener = _LISTENER.get()
     if listener is not None:
         listener(arena, bound)
-
-
-def exact_method(name: str) -> ExactMethod | None:
-    """The named exact method, or None when its optional dependency is missing."""
-    module, func = _MODULES[name]
-    try:
-        found: ExactMethod = getattr(importlib.import_module(module), func)
-    except ImportError:
-        return None
-    return found
 
 
 _LOADED: set[str] = set()  # what this process has run once: "greedy" and exact methods
@@ -210,11 +191,11 @@ def solve(
     if capacity is not None and bound > capacity:
         # The bound already proves it; those buffers alone cannot fit. Nothing to search.
         return replace(best, infeasible=_shrink(g, witness, capacity))
-    if solver not in ("auto", "exact", *EXACT_METHODS) or best.proved_optimal or expired():
+    names = registry.lookup(solver).exact
+    if not names or best.proved_optimal or expired():
         return best
-    names = EXACT_METHODS if solver in ("auto", "exact") else (solver,)
     with paused():  # the first import of a method's module (tenths of a second)
-        found = {n: exact_method(n) for n in names}
+        found = {n: registry.exact_method(n) for n in names}
     methods = [(n, m) for n, m in found.items() if m is not None]
     notes = [
         f"exact method {n!r} needs the exact extra: {install_hint('exact')}"

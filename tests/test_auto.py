@@ -14,6 +14,7 @@ from planner.core.errors import RequestError
 from planner.core.graph import build_graph
 from planner.core.models import PlanRequest
 from planner.generate import random_request
+from planner.solvers import registry
 from planner.solvers.greedy import portfolio
 from planner.validators import validate_plan
 
@@ -121,14 +122,11 @@ def test_capacity_below_the_optimum_is_proved_infeasible() -> None:
 
 
 def test_missing_exact_methods(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(auto, "exact_method", lambda name: None)
+    monkeypatch.setattr(registry, "exact_method", lambda name: None)
     plan = planner.plan(FRAGMENTED)
     assert plan.status == "feasible"
     assert plan.arena_bytes == 4
     assert any(d.code == "solver_unavailable" for d in plan.diagnostics)
-    import planner.pipeline.facade as pipeline
-
-    monkeypatch.setattr(pipeline, "exact_method", lambda name: None)
     with pytest.raises(RequestError) as info:
         planner.plan({**FRAGMENTED, "options": {"solver": "cpsat"}})
     assert info.value.errors[0]["type"] == "solver_unavailable"

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import planner
+import planner.pipeline.checks
 import planner.pipeline.facade
 import planner.solvers.clock
 import planner.solvers.greedy
@@ -203,6 +204,7 @@ def test_memory_errors_surface_as_internal_errors(monkeypatch: pytest.MonkeyPatc
         raise MemoryError
 
     monkeypatch.setattr(planner.pipeline.facade, "validate_plan", exhausted)
+    monkeypatch.setattr(planner.pipeline.checks, "validate_plan", exhausted)
     with pytest.raises(InternalError, match="out of memory while validating"):
         planner.validate(request, plan)
     with pytest.raises(InternalError, match="out of memory while planning"):

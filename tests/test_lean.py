@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import planner
-import planner.pipeline.facade as pipeline
+import planner.pipeline.strategies as strategies
 from planner.core.models import PlanRequest
 from planner.pipeline.lean import lean_points, peak_bytes
 from planner.validators import validate_plan
@@ -153,7 +153,7 @@ def test_lean_plan_first_keeps_the_arena_and_the_barriers(
     assert validate_plan(request, first).valid
     # The full plan first, then the lean one, as without the shortcut.
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(pipeline, "_lean_floor", lambda ctx: None)
+        patch.setattr(strategies, "_lean_floor", lambda ctx: None)
         usual = planner.plan(request)
     assert validate_plan(request, usual).valid
     assert first.arena_bytes == usual.arena_bytes

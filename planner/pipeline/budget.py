@@ -1,12 +1,88 @@
 """How one request's time limit is shared: the fixed work, and each attempt's share.
 
-See ``planner.pipeline.facade`` for why shares of the time limit, and not the clock,
-decide what runs."""
+An attempt is one placement the pipeline may compute (``Kind``). Which attempts may run is
+decided from the request alone (``Route``); ``schedule`` gives each of them its share of the
+time limit, and an attempt not in the schedule never runs (``share`` refuses it). The shares
+of every route sum to at most 1 (tests/test_budget.py enumerates them), so the attempts of
+one request never ask for more than its limit. See ``planner.pipeline.facade`` for why shares
+of the limit, and not the clock, decide what runs.
+"""
 
 from __future__ import annotations
 
-__all__ = ["FIXED_SECONDS_PER_BUFFER"]
+from dataclasses import dataclass
+from enum import Enum
+from fractions import Fraction
+
+__all__ = ["FIXED_SECONDS_PER_BUFFER", "Kind", "Route", "schedule", "share"]
 
 # Seconds per buffer of the work every plan needs (graph, one greedy heuristic, barriers,
 # assembly, static check), measured on one core of a busy shared 2-core machine at 30 000 buffers.
 FIXED_SECONDS_PER_BUFFER = 1e-4
+
+
+class Kind(Enum):
+    """What an attempt plans on."""
+
+    POLICY = "policy"  # the policy's barriers: existing ones, or a barrier wherever one helps
+    ALIASES = "aliases"  # the same, with same-thread alias chains merged
+    EXISTING = "existing"  # the existing barriers only (no new one)
+    EXISTING_ALIASES = "existing+aliases"
+    LEAN_FIRST = "lean-first"  # few new barriers, aiming at the bound, tried before the rest
+    LEAN = "lean"  # few new barriers, aiming at the full plan's arena
+    FORWARD = "forward"  # k of the full plan's new barriers (a cap, or the Pareto front)
+    EXACT = "exact"  # the exact barrier model
+
+
+@dataclass(frozen=True)
+class Route:
+    """What the request asks for, as far as the attempts are concerned."""
+
+    inserts: bool  # sync "insert" with room for a new barrier (max_new_barriers != 0)
+    aliases: bool  # some buffers may alias (thread-access patterns)
+    lean_first: bool  # a lean plan at the bound is tried first (no cap, candidates, ...)
+    lean: bool  # few enough buffers for the lean barrier search
+    forward: bool  # a cap or the Pareto front asks for plans with fewer barriers
+    exact: bool  # the exact barrier model applies
+
+
+# Shares of the time limit. Planning on the policy's barriers alone takes all of it;
+# with aliases it splits with the merged attempt.
+_ALONE = {Kind.POLICY: Fraction(1)}
+_ALONE_ALIASES = {Kind.POLICY: Fraction(1, 2), Kind.ALIASES: Fraction(1, 2)}
+_INSERT = {
+    Kind.LEAN_FIRST: Fraction(1, 16),
+    Kind.POLICY: Fraction(3, 8),
+    Kind.ALIASES: Fraction(1, 16),
+    Kind.EXISTING: Fraction(1, 8),
+    Kind.EXISTING_ALIASES: Fraction(1, 16),
+    Kind.LEAN: Fraction(1, 16),
+    Kind.FORWARD: Fraction(1, 8),  # split between the k asked for
+    Kind.EXACT: Fraction(3, 16),  # split between the caps asked for
+}
+
+
+def schedule(route: Route) -> dict[Kind, Fraction]:
+    """The attempts that may run on this route, each with its share of the time limit."""
+    if not route.inserts:
+        return dict(_ALONE_ALIASES if route.aliases else _ALONE)
+    # The lean first try needs no cap, no Pareto front and no aliases: then the forward
+    # and alias attempts never run, and its share is theirs.
+    wanted = {
+        Kind.LEAN_FIRST: route.lean_first and not (route.aliases or route.forward),
+        Kind.POLICY: True,
+        Kind.ALIASES: route.aliases,
+        Kind.EXISTING: True,
+        Kind.EXISTING_ALIASES: route.aliases,
+        Kind.LEAN: route.lean,
+        Kind.FORWARD: route.forward,
+        Kind.EXACT: route.exact,
+    }
+    return {kind: _INSERT[kind] for kind, run in wanted.items() if run}
+
+
+def share(shares: dict[Kind, Fraction], kind: Kind, limit: float) -> float:
+    """Seconds of ``limit`` for an attempt of ``kind``; one outside the schedule is a bug."""
+    if kind not in shares:
+        raise AssertionError(f"attempt {kind.value!r} is not in this request's time budget")
+    return limit * float(shares[kind])

@@ -1,0 +1,121 @@
+"""The plan of one attempt: placements, barriers, status, certificate and figures."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.core.graph import InterferenceGraph
+from planner.core.io import request_sha256
+from planner.core.models import (
+    Barriers,
+    Certificate,
+    GraphStats,
+    Launch,
+    Placement,
+    Plan,
+    PlanRequest,
+    SolverAttempt,
+    SolverInfo,
+    Status,
+)
+from planner.core.targets import launch_figures
+from planner.pipeline.attempt import Attempt
+from planner.pipeline.context import Context
+from planner.pipeline.diagnostics import diagnostics
+from planner.solvers.auto import Solution
+
+__all__ = ["assemble", "naive_bytes"]
+
+
+def assemble(ctx: Context, attempt: Attempt, chosen: bool) -> Plan:
+    """The plan of one attempt; ``chosen``: the main plan (its diagnostics say why)."""
+    req, g = ctx.req, ctx.reference
+    result, choice = attempt.result, attempt.barriers
+    arena = result.arena_bytes
+    capacity = req.effective_capacity
+    status = _status(result, capacity)
+    certificate = _certificate(g, result, capacity) if status == "infeasible" else None
+    gap = (arena - result.bound) / result.bound if result.bound else 0.0
+    naive = naive_bytes(req)
+    return Plan(
+        name=req.name,
+        status=status,
+        arena_bytes=arena,
+        lower_bound=ctx.bound.bytes,
+        naive_bytes=naive,
+        capacity=capacity,
+        placements=[
+            # Built from checked arrays; skipping re-validation matters at 100k buffers.
+            Placement.model_construct(id=ident, offset=off, size=size, memory="shared")
+            for ident, off, size in zip(
+                g.ids, result.offsets.tolist(), g.size.tolist(), strict=True
+            )
+        ],
+        barriers=Barriers(
+            existing=ctx.existing,
+            inserted=choice.inserted,
+            required=choice.required,
+        ),
+        footprints=ctx.footprints,
+        launch=Launch(**launch_figures(req.target, arena, naive)),
+        solver=SolverInfo(
+            name=result.name,
+            proved_optimal=result.proved_optimal,
+            bound=result.bound,
+            gap=round(gap, 6),
+            tried=[SolverAttempt(name=n, arena_bytes=a) for n, a in result.tried],
+        ),
+        graph=GraphStats(
+            buffers=g.n,
+            live_edges=g.live_edges,
+            hazard_edges=g.hazard_edges,
+            components=g.components,
+        ),
+        diagnostics=diagnostics(ctx, attempt, status, chosen),
+        certificate=certificate,
+        request_sha256=request_sha256(req),
+        aliases=[[g.ids[a], g.ids[b]] for a, b in attempt.aliases],
+    )
+
+
+def naive_bytes(req: PlanRequest) -> int:
+    """Every buffer end to end, in request order, each aligned: the arena with no reuse."""
+    top = 0
+    for size, align in ((b.size, req.alignment_of(b)) for b in req.buffers):
+        top = (top + align - 1) // align * align + size
+    return top
+
+
+def _status(result: Solution, capacity: int | None) -> Status:
+    if capacity is not None and (result.bound > capacity or result.infeasible is not None):
+        return "infeasible"
+    if capacity is not None and result.arena_bytes > capacity:
+        return "unknown"
+    return "optimal" if result.proved_optimal else "feasible"
+
+
+def _certificate(g: InterferenceGraph, result: Solution, capacity: int | None) -> Certificate:
+    """Why nothing fits: the peak of live bytes, or a set of buffers proved not to fit."""
+    assert capacity is not None
+    for reason, bound in (("lower_bound", g.lower_bound), ("aligned_bound", g.aligned_bound)):
+        if bound.bytes > capacity:
+            return Certificate(
+                reason=reason,
+                capacity=capacity,
+                live_bytes=bound.bytes,
+                point=bound.point,
+                buffers=[g.ids[i] for i in bound.buffers],
+            )
+    # A bound over the capacity with no smaller witness (barrier hazards, or the granularity
+    # of offsets): all the buffers together are the set that cannot fit.
+    subset = (
+        np.arange(g.n, dtype=np.int64)
+        if result.infeasible is None
+        else np.asarray(result.infeasible, dtype=np.int64)
+    )
+    return Certificate(
+        reason="infeasible_subset",
+        capacity=capacity,
+        live_bytes=g.subgraph(subset).lower_bound.bytes,
+        buffers=[g.ids[i] for i in subset.tolist()],
+    )

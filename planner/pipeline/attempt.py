@@ -1,0 +1,101 @@
+"""One attempt: a placement on some barriers, and the barriers and aliases that make it safe."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from planner.core.aliasing import alias_chains, merge_chains, sharing_pairs
+from planner.core.barriers import BarrierChoice, choose_barriers, hits, reuses
+from planner.pipeline.budget import Kind
+from planner.pipeline.context import Context
+from planner.solvers.auto import GREEDY_SHARE, Solution, solve
+
+__all__ = ["Attempt", "attempt", "protect"]
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One placement and the barriers and aliases that make it safe."""
+
+    kind: Kind
+    result: Solution
+    barriers: BarrierChoice
+    aliases: list[tuple[int, int]]
+
+    @property
+    def arena(self) -> int:
+        return self.result.arena_bytes
+
+    @property
+    def new_barriers(self) -> int:
+        return len(self.barriers.inserted)
+
+
+def attempt(
+    ctx: Context,
+    points: list[int] | None,
+    time_limit: float,
+    kind: Kind,
+    *,
+    merge: bool = False,
+    enough: int | None = None,
+) -> Attempt:
+    """Plan on occupied intervals that end at ``points`` (None: at the lifetime's end)."""
+    req = ctx.req
+    g = ctx.reference.released(ctx.after, points, req.horizon)
+    solve_on, node = g, None
+    if merge and ctx.owners is not None:
+        parent = alias_chains(g, ctx.owners)
+        if any(p >= 0 for p in parent):
+            solve_on, node = merge_chains(g, parent)
+    result = solve(
+        solve_on,
+        solver=req.options.solver,
+        heuristics=ctx.heuristics,
+        capacity=req.effective_capacity,
+        time_limit=time_limit,
+        enough=enough,
+        greedy_seconds=GREEDY_SHARE * time_limit * ctx.spare,
+    )
+    trusted = kind is Kind.POLICY and ctx.exact
+    if node is not None:
+        offsets = result.offsets[node]
+        arena = int((offsets + g.size).max()) if g.n else 0
+        result = replace(result, offsets=offsets, arena_bytes=arena, infeasible=None)
+    if not trusted:
+        # Proofs on this graph hold for it alone; only the request-wide bound is kept.
+        bound = ctx.bound.bytes
+        result = replace(
+            result,
+            bound=bound,
+            proved_optimal=result.arena_bytes <= bound,
+            infeasible=None,
+        )
+    return protect(ctx, kind, result)
+
+
+def protect(ctx: Context, kind: Kind, result: Solution) -> Attempt:
+    """The barriers (fewest) and aliases that make a placement safe."""
+    req = ctx.req
+    g = ctx.reference
+    sync = req.options.sync
+    candidates = req.options.barrier_candidates
+    allowed = None if candidates is None else sorted(set(candidates))
+    offsets = result.offsets
+    if ctx.owners is None:
+        found = reuses(g.start, g.end, offsets, g.size, after=ctx.after, before=ctx.before)
+        return Attempt(kind, result, choose_barriers(found, ctx.existing, sync, allowed), [])
+    owners = ctx.owners
+    pairs = sharing_pairs(req, offsets, g.size)
+    local = [
+        r
+        for r in pairs
+        if not hits(ctx.existing, r.after, r.before)
+        and owners.compatible(r.previous, r.next, int(offsets[r.next] - offsets[r.previous]))
+    ]
+    alias_set = {(r.previous, r.next) for r in local}
+    rest = [r for r in pairs if (r.previous, r.next) not in alias_set]
+    choice = choose_barriers(rest, ctx.existing, sync, allowed)
+    runtime = sorted(set(ctx.existing) | set(choice.inserted))
+    aliases = [(r.previous, r.next) for r in local if not hits(runtime, r.after, r.before)]
+    return Attempt(kind, result, choice, sorted(aliases))

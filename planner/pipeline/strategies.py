@@ -1,0 +1,255 @@
+"""The placements to choose from: the policy's, and under "insert" ones with fewer barriers.
+
+Each attempt gets a fixed share of the time limit (``budget.schedule``), so the same request
+gets the same budgets; optional attempts are skipped once the deadline has passed by the
+clock (see ``planner.pipeline.facade``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from planner.core.graph import sync_barriers
+from planner.core.install import available
+from planner.pipeline.attempt import Attempt, attempt, protect
+from planner.pipeline.budget import Kind, Route, schedule, share
+from planner.pipeline.context import Context
+from planner.pipeline.lean import lean_points
+from planner.solvers.auto import Solution
+from planner.solvers.clock import expired
+from planner.solvers.exact import granularity, round_up
+
+__all__ = ["attempts", "route"]
+
+MAX_FORWARD_POINTS = 32  # new barriers the fewer-barrier search picks from
+BARRIER_MODEL_MAX_BUFFERS = 64  # the exact barrier model has a disjunction per pair
+LEAN_MAX_BUFFERS = 128  # greedy barrier points: candidates x buffers work per point chosen
+PARETO_STEPS = 8  # intermediate plans per method on the Pareto front
+
+
+def route(ctx: Context) -> Route:
+    """Which attempts may run on this request."""
+    opts = ctx.req.options
+    return Route(
+        inserts=opts.sync == "insert" and opts.max_new_barriers != 0,
+        aliases=ctx.owners is not None,
+        lean_first=_lean_floor(ctx) is not None,
+        lean=len(ctx.req.buffers) <= LEAN_MAX_BUFFERS,
+        forward=opts.pareto or opts.max_new_barriers is not None,
+        exact=_exact_applies(ctx),
+    )
+
+
+def attempts(ctx: Context) -> list[Attempt]:
+    """Placements to choose from: the policy's, and under "insert" fewer-barrier ones."""
+    req = ctx.req
+    limit = req.options.time_limit
+    shares = schedule(route(ctx))
+    policy = sync_barriers(req)
+    if Kind.EXISTING not in shares:  # no barrier may be inserted: the policy's plans only
+        found = [attempt(ctx, policy, share(shares, Kind.POLICY, limit), Kind.POLICY)]
+        if ctx.owners is not None and not expired():
+            aliases = share(shares, Kind.ALIASES, limit)
+            found.append(attempt(ctx, policy, aliases, Kind.ALIASES, merge=True))
+        return found
+    floor = _lean_floor(ctx)
+    early: Attempt | None = None
+    if floor is not None and not expired():
+        # Few barriers at the bound: when that plan exists nothing beats it, and the full
+        # plan (a barrier after nearly every last access) is not worth computing.
+        early = _lean(ctx, floor, share(shares, Kind.LEAN_FIRST, limit), Kind.LEAN_FIRST, floor)
+        if early.arena <= floor and not early.barriers.missed:
+            at_bound = replace(early.result, bound=floor, proved_optimal=True)
+            return [replace(early, result=at_bound)]
+    full = attempt(ctx, policy, share(shares, Kind.POLICY, limit), Kind.POLICY)
+    found = [full]
+    if ctx.owners is not None and not expired():
+        found.append(
+            attempt(ctx, policy, share(shares, Kind.ALIASES, limit), Kind.ALIASES, merge=True)
+        )
+    if not full.new_barriers:
+        return found
+    # Without new barriers no plan is below that graph's bound: when it is above the full
+    # plan, such a plan is only wanted as a fallback (a cap, or candidates that may not
+    # protect every reuse) or on the Pareto front.
+    opts = req.options
+    wanted = opts.max_new_barriers is not None or opts.barrier_candidates is not None
+    wanted = wanted or opts.pareto or bool(full.barriers.missed)
+    # The plan on the existing barriers is kept when it is the fallback, even past the deadline.
+    if wanted or (not expired() and _bound_with(ctx, []) <= full.arena):
+        found.append(attempt(ctx, ctx.existing, share(shares, Kind.EXISTING, limit), Kind.EXISTING))
+    if ctx.owners is not None and not expired():
+        seconds = share(shares, Kind.EXISTING_ALIASES, limit)
+        found.append(attempt(ctx, ctx.existing, seconds, Kind.EXISTING_ALIASES, merge=True))
+    if full.new_barriers > 1 and Kind.LEAN in shares and not expired():
+        # A plan of the full one's arena is all this attempt is for when that arena is
+        # proved optimal: these lifetimes are no shorter, so no plan on them is smaller.
+        capacity = req.effective_capacity
+        fits = capacity is None or full.arena <= capacity
+        enough = full.arena if full.result.proved_optimal and fits else None
+        if early is not None and floor == full.arena == enough:
+            found.append(early)  # the attempt made above: the same target and budget
+        else:
+            found.append(_lean(ctx, full.arena, share(shares, Kind.LEAN, limit), Kind.LEAN, enough))
+    if Kind.FORWARD in shares and not expired():
+        found.extend(_fewer_barriers(ctx, full, share(shares, Kind.FORWARD, limit)))
+    # Nothing to gain when a plan without new barriers is already as small as the full one.
+    settled = min((a.arena for a in found if not a.new_barriers), default=full.arena + 1) <= (
+        full.arena
+    )
+    if Kind.EXACT in shares and not (settled and not req.options.pareto) and not expired():
+        found.extend(_exact_barriers(ctx, full, share(shares, Kind.EXACT, limit)))
+    return found
+
+
+def _lean_floor(ctx: Context) -> int | None:
+    """The arena no plan of the request is below, when a lean plan is tried first: under
+    "insert" with no cap, candidates, Pareto front or aliases, on an exact graph, within the
+    capacity. None: plan as usual."""
+    req = ctx.req
+    opts = req.options
+    if (
+        opts.sync != "insert"
+        or opts.max_new_barriers is not None
+        or opts.barrier_candidates is not None
+        or opts.pareto
+        or ctx.owners is not None
+        or not ctx.exact
+        or len(req.buffers) > LEAN_MAX_BUFFERS
+    ):
+        return None
+    g = ctx.reference
+    floor = round_up(g.aligned_bound.bytes, granularity(g))
+    capacity = req.effective_capacity
+    return floor if capacity is None or floor <= capacity else None
+
+
+def _lean(
+    ctx: Context, target: int, budget: float, kind: Kind, enough: int | None = None
+) -> Attempt:
+    """A plan on the existing barriers plus new ones chosen greedily to bring the peak of
+    live bytes down to ``target`` (bytes): usually that arena with far fewer barriers than
+    the full plan. ``enough``: an arena nothing below is any better (a true bound)."""
+    req, g = ctx.req, ctx.reference
+    points = lean_points(
+        g.start,
+        g.end,
+        ctx.after,
+        g.size,
+        existing=ctx.existing,
+        candidates=req.options.barrier_candidates,
+        horizon=req.horizon,
+        target=target,
+    )
+    return attempt(ctx, points, budget, kind, enough=enough)
+
+
+def _fewer_barriers(ctx: Context, full: Attempt, budget: float) -> list[Attempt]:
+    """Plans on the existing barriers plus k of the full plan's new ones, chosen greedily by
+    the lower bound they allow, for the k the cap or the Pareto front asks for."""
+    req = ctx.req
+    pool = full.barriers.inserted[:MAX_FORWARD_POINTS]
+    cap = req.options.max_new_barriers
+    top = min(full.new_barriers - 1, len(pool))  # more would be the full plan again
+    wanted: set[int] = set()
+    if req.options.pareto and top > 0:
+        if top <= PARETO_STEPS:
+            wanted = set(range(1, top + 1))
+        else:
+            wanted = {1 + (top - 1) * s // (PARETO_STEPS - 1) for s in range(PARETO_STEPS)}
+    if cap is not None and 0 < cap <= top:
+        wanted.add(cap)
+    if not wanted:
+        return []
+    chosen: list[int] = []
+    found: list[Attempt] = []
+    each = budget / len(wanted)
+    for k in range(1, max(wanted) + 1):
+        rest = [p for p in pool if p not in chosen]
+        if not rest:
+            break
+        chosen.append(min(rest, key=lambda p: (_bound_with(ctx, [*chosen, p]), p)))
+        if k in wanted:
+            points = sorted(set(ctx.existing) | set(chosen))
+            found.append(attempt(ctx, points, each, Kind.FORWARD))
+    return found
+
+
+def _bound_with(ctx: Context, extra: list[int]) -> int:
+    points = sorted(set(ctx.existing) | set(extra))
+    g = ctx.reference.released(ctx.after, points, ctx.req.horizon)
+    return g.lower_bound.bytes
+
+
+def _exact_applies(ctx: Context) -> bool:
+    """The barrier model runs on small requests when the solver asks for exact methods, or
+    for the Pareto front. Under "auto" the greedy choices stand: the model saves barriers
+    over them, never bytes, at 0.1-0.3 s a request (measured on 32 buffers)."""
+    req = ctx.req
+    asked = req.options.solver in ("exact", "cpsat") or (
+        req.options.pareto and req.options.solver == "auto"
+    )
+    return asked and len(req.buffers) <= BARRIER_MODEL_MAX_BUFFERS and available("exact")
+
+
+def _exact_barriers(ctx: Context, full: Attempt, budget: float) -> list[Attempt]:
+    """The barrier model at the cap (or none), and under ``pareto`` at every smaller cap."""
+    from planner.solvers.barrier_model import BarrierProblem, solve_barriers
+
+    req, g = ctx.req, ctx.reference
+    aliases: frozenset[tuple[int, int]] = frozenset()
+    if ctx.owners is not None:
+        owners = ctx.owners
+        aliases = frozenset(
+            (a, b)
+            for a in range(g.n)
+            for b in range(g.n)
+            if g.end[a] <= g.start[b] and owners.compatible(a, b, 0)
+        )
+    candidates = req.options.barrier_candidates
+    problem = BarrierProblem(
+        start=g.start,
+        end=g.end,
+        after=ctx.after,
+        before=ctx.before,
+        size=g.size,
+        alignment=g.alignment,
+        pinned=g.pinned,
+        existing=ctx.existing,
+        allowed=None if candidates is None else sorted(set(candidates)),
+        aliases=aliases,
+    )
+    cap = req.options.max_new_barriers
+    caps: list[int | None] = [cap]
+    if req.options.pareto:
+        top = full.new_barriers if cap is None else min(cap, full.new_barriers)
+        caps += list(range(min(top, PARETO_STEPS)))
+    each = budget / len(caps)
+    stacked = int(g.size.sum()) + int(g.alignment.sum())  # bytes: room for any plan
+    found: list[Attempt] = []
+    for k in caps:
+        solved = solve_barriers(
+            problem,
+            capacity=req.effective_capacity,
+            lower_bound=ctx.bound.bytes,
+            # Without a cap the full plan is one of the model's: its arena bounds the space.
+            upper=full.arena if k is None else stacked,
+            max_new=k,
+            time_limit=each,
+            hint=(full.result.offsets, full.barriers.inserted) if k is None else None,
+        )
+        if solved is None:
+            continue
+        # The model aliases only at equal offsets: its optimum proves nothing when aliases at
+        # other offsets are possible.
+        proved = solved.optimal and k == cap and ctx.owners is None
+        result = Solution(
+            name="exact:barrier-model",
+            offsets=solved.offsets,
+            arena_bytes=solved.arena_bytes,
+            bound=solved.arena_bytes if proved else ctx.bound.bytes,
+            proved_optimal=proved or solved.arena_bytes <= ctx.bound.bytes,
+            tried=[*full.result.tried, ("exact:barrier-model", solved.arena_bytes)],
+        )
+        found.append(protect(ctx, Kind.EXACT, result))
+    return found

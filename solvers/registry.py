@@ -1,0 +1,63 @@
+"""Every solver name a request may give, what it runs, and whether it is installed.
+
+The names are the request's contract (``planner.core.solver_names``); this module maps each to
+the greedy heuristics it restricts the portfolio to and the exact methods it may run, and says
+which exact methods this installation has.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from planner.core.solver_names import EXACT_METHODS, HEURISTICS, METHODS, SOLVER_NAMES
+from planner.solvers.exact import ExactResult
+
+__all__ = ["ExactMethod", "SolverChoice", "exact_method", "lookup", "unavailable"]
+
+ExactMethod = Callable[..., ExactResult]
+_MODULES = {
+    "search": ("planner.solvers.search", "solve_search"),
+    "cpsat": ("planner.solvers.cpsat", "solve_cpsat"),
+}
+
+
+@dataclass(frozen=True)
+class SolverChoice:
+    """What one solver name runs."""
+
+    name: str
+    heuristics: list[str] | None  # the greedy heuristics; None: the default portfolio
+    exact: tuple[str, ...]  # exact methods tried after greedy, in order
+
+
+def lookup(name: str) -> SolverChoice:
+    """The choice a solver name stands for; ``KeyError`` for a name outside the contract."""
+    if name not in SOLVER_NAMES:
+        raise KeyError(name)
+    if name in METHODS:
+        if name in ("auto", "exact"):
+            return SolverChoice(name, None, EXACT_METHODS)
+        return SolverChoice(name, None, (name,) if name in EXACT_METHODS else ())
+    heuristic = name.removeprefix("greedy:")
+    assert heuristic in HEURISTICS
+    return SolverChoice(name, [heuristic], ())
+
+
+def exact_method(name: str) -> ExactMethod | None:
+    """The named exact method, or None when its optional dependency is missing."""
+    module, func = _MODULES[name]
+    try:
+        found: ExactMethod = getattr(importlib.import_module(module), func)
+    except ImportError:
+        return None
+    return found
+
+
+def unavailable(name: str) -> bool:
+    """Whether a name that asks for exact methods only (``exact``, ``search``, ``cpsat``) has
+    none of them installed."""
+    if name not in ("exact", *EXACT_METHODS):
+        return False
+    return all(exact_method(m) is None for m in lookup(name).exact)
