@@ -125,8 +125,8 @@ class _Walker:
             self.entering.setdefault(s, []).append((kind, index))
         self.live_at: dict[int, list[int]] = {}  # point -> ranges with accesses there
         for k, r in enumerate(self.ranges):
-            for p in r.at:
-                self.live_at.setdefault(p, []).append(k)
+            for at in r.at:
+                self.live_at.setdefault(at, []).append(k)
 
     def _range(self, index: int, part: int, s: int, e: int, footprint: Footprint | None) -> _Range:
         b = self.request.buffers[index]
