@@ -429,37 +429,47 @@ def _in_arm(request: PlanRequest, lo: int, hi: int) -> tuple[int, int] | None:
 
 
 def _drop_back_edge(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) -> Fault | None:
-    """Drop a barrier of a loop body that leaves a body buffer with no barrier between its
-    last access in one iteration and its first in the next (so the next iteration's write
-    races with this one's rotated read)."""
+    """Drop the one barrier of a loop body that separates a body buffer's last access in one
+    iteration from the first access of a body buffer on the same bytes (itself, or one before
+    it in the body) in the next: the next iteration's write then races with this one's
+    rotated read."""
     shared = _shared(plan)
     runtime = runtime_barriers(request, plan)
     in_request = set(request.barriers)
-    candidates: list[tuple[int, str, int, int]] = []  # (barrier, buffer, loop start, loop end)
+    candidates: set[tuple[int, str, str, int, int]] = set()  # (barrier, last, next, loop)
     for loop in request.loops:
         if loop.trips is not None and loop.trips < 2:
             continue
+        body: list[tuple[Buffer, int, int]] = []  # plain ranges in the body, no inner loop
         for b in request.buffers:
             if b.accesses or b.id not in shared:
                 continue
             for s, e in b.lifetimes:
-                inner = [
-                    other
-                    for other in request.loops
-                    if loop.start <= other.start
+                inner = any(
+                    other != loop
+                    and loop.start <= other.start
                     and other.end <= loop.end
-                    and other != loop
                     and other.start < e
                     and s < other.end
-                ]
-                if not (loop.start <= s and e <= loop.end) or inner or e - 1 == s:
+                    for other in request.loops
+                )
+                if loop.start <= s and e <= loop.end and not inner:
+                    body.append((b, s, e))
+        for later, ls, le in body:
+            for first, fs, fe in body:
+                if fs > ls or (first.id == later.id and (fs, fe) != (ls, le)):
+                    continue  # ``first`` must not start after ``later`` in the body
+                pa, pb = shared[first.id], shared[later.id]
+                if not (pa.offset < pb.offset + later.size and pb.offset < pa.offset + first.size):
                     continue
-                # Barriers that may separate iteration i's read at e - 1 from iteration i + 1's
-                # write at s: in the body after e - 1, or at or before s (on some path).
-                cover = [q for q in runtime if loop.start <= q < loop.end and not s < q <= e - 1]
+                if first.id == later.id and le - 1 == ls:
+                    continue  # one point: each thread reads back its own write
+                # Barriers that may separate later's read at le - 1 (iteration i) from first's
+                # write at fs (iteration i + 1): in the body after le - 1, or at or before fs.
+                cover = [q for q in runtime if loop.start <= q < loop.end and not fs < q < le]
                 if len(cover) == 1:
-                    candidates.append((cover[0], b.id, loop.start, loop.end))
-    for p, ident, lo, hi in _shuffled(rng, sorted(set(candidates))):
+                    candidates.add((cover[0], later.id, first.id, loop.start, loop.end))
+    for p, last, nxt, lo, hi in _shuffled(rng, sorted(candidates)):
         if plan_only and p in in_request:
             continue
         faulty, broken = _without_barrier(request, plan, p)
@@ -467,10 +477,10 @@ def _drop_back_edge(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bo
             "drop_back_edge",
             faulty,
             broken,
-            (ident, ident),
+            (last, nxt),
             f"dropped the barrier at {p}{' from the request' if p in in_request else ''}, the "
-            f"only one in the loop [{lo}, {hi}) between {ident!r}'s last access in one "
-            "iteration and its first in the next",
+            f"only one in the loop [{lo}, {hi}) between {last!r}'s last access in one "
+            f"iteration and {nxt!r}'s first in the next",
             p,
         )
     return None
