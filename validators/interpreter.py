@@ -61,8 +61,9 @@ class _Range:
     start: int
     end: int
     size: int  # bytes placed: a footprint's planned size when the plan shrinks the buffer
+    synthetic: bool  # no access pattern: the synthetic write and read, placed per path
     loops: tuple[int, ...]  # the loops wholly containing the range (one slot per iteration)
-    at: dict[int, tuple[AffineAccess, ...]]  # point -> accesses (buffer field: 0, set per slot)
+    at: dict[int, tuple[AffineAccess, ...]]  # point -> accesses (buffer 0: set per slot)
 
 
 @dataclass
@@ -110,12 +111,21 @@ class _Walker:
         self.branches = [[(arm[0], arm[1]) for arm in br.arms] for br in request.branches]
         events: set[int] = set(self.barriers)
         for r in self.ranges:
-            events |= set(r.at)
+            events |= set(r.at) | ({r.start, r.end - 1} if r.synthetic else set())
         for s, e, _ in self.loops:
-            events |= {s, e}
+            events |= {s, e - 1, e}
         for arms in self.branches:
-            events |= {s for s, _ in arms} | {arms[-1][1]}
+            events |= {s for s, _ in arms} | {e - 1 for _, e in arms} | {arms[-1][1]}
         self.events = sorted(events)
+        # Synthetic ranges around each event: written at the first point a path runs in them,
+        # read at the last (a point in an arm not taken does not run).
+        self.synthetic_at: list[list[int]] = [[] for _ in self.events]
+        for k, r in enumerate(self.ranges):
+            if r.synthetic:
+                lo = bisect.bisect_left(self.events, r.start)
+                hi = bisect.bisect_left(self.events, r.end)
+                for at in range(lo, hi):
+                    self.synthetic_at[at].append(k)
         # Constructs entered at a point, outer first: a longer span first, a loop before a
         # branch of the same span (the loop holds the branch).
         self.entering: dict[int, list[tuple[str, int]]] = {}
@@ -142,10 +152,9 @@ class _Walker:
                     if footprint is not None:
                         access = rebased(access, footprint.index_base, b.id)
                     at.setdefault(a.at, []).append(access)
-        else:
-            for p, access in synthetic_accesses(0, size, s, e, self.block):
-                at.setdefault(p, []).append(access)
-        return _Range(index, part, s, e, size, loops, {p: tuple(v) for p, v in at.items()})
+        return _Range(
+            index, part, s, e, size, not b.accesses, loops, {p: tuple(v) for p, v in at.items()}
+        )
 
     def paths(self) -> Iterator[KernelProgram]:
         choices: list[int] = []
@@ -174,7 +183,8 @@ class _Walker:
         arms_seen: list[int] = []
         slots: dict[tuple[int, tuple[int, ...]], int] = {}  # (range, iterations) -> slot
         buffers: list[ProgramBuffer] = []
-        steps: list[Step] = []
+        steps: list[_Visit] = []
+        spans: dict[int, list[int]] = {}  # synthetic slot -> [first step, last step]
         pos = 0
         while pos < len(events):
             p = events[pos]
@@ -208,49 +218,80 @@ class _Walker:
                         jumped = True
                         break
             if not jumped:
-                self._step(p, stack, slots, buffers, steps)
+                self._step(pos, stack, slots, buffers, steps, spans)
                 pos += 1
-        program = KernelProgram(
-            self.plan.arena_bytes, self.block, self.grid, tuple(buffers), tuple(steps)
+        for slot, (first, last) in spans.items():
+            size = buffers[slot].size
+            write, read = (
+                a for _, a in synthetic_accesses(slot, size, 0, 1 + (last > first), self.block)
+            )
+            steps[first].accesses.append(write)
+            steps[last].accesses.append(read)
+        kept = tuple(
+            Step(v.point, v.barrier, tuple(v.accesses)) for v in steps if v.accesses or v.barrier
         )
+        program = KernelProgram(self.plan.arena_bytes, self.block, self.grid, tuple(buffers), kept)
         return program, arms_seen
 
     def _step(
         self,
-        p: int,
+        pos: int,
         stack: list[_Frame],
         slots: dict[tuple[int, tuple[int, ...]], int],
         buffers: list[ProgramBuffer],
-        steps: list[Step],
+        steps: list[_Visit],
+        spans: dict[int, list[int]],
     ) -> None:
+        """Run the event at ``pos``: its accesses, and note it in the synthetic ranges around."""
+        if len(steps) >= MAX_STEPS:
+            raise TooManyPathsError(
+                f"a path of the loops and branches runs more than {MAX_STEPS} steps"
+            )
+        p = self.events[pos]
         iteration = {f.index: f.iteration for f in stack if f.kind == "loop"}
-        accesses: list[AffineAccess] = []
+        visit = _Visit(p, p in self.barriers, [])
         for k in self.live_at.get(p, ()):
-            r = self.ranges[k]
-            key = (k, tuple(iteration.get(i, 0) for i in r.loops))
-            if key not in slots:
-                slots[key] = len(buffers)
-                b = self.request.buffers[r.buffer]
-                buffers.append(
-                    ProgramBuffer(
-                        b.id,
-                        self.offsets[b.id],
-                        r.size,
-                        r.start,
-                        r.end,
-                        synthetic=not b.accesses,
-                        alignment=self.request.alignment_of(b),
-                    )
+            slot = self._slot(k, iteration, slots, buffers)
+            visit.accesses += [_for_slot(a, slot) for a in self.ranges[k].at[p]]
+        for k in self.synthetic_at[pos]:
+            span = spans.setdefault(self._slot(k, iteration, slots, buffers), [len(steps), 0])
+            span[1] = len(steps)
+        steps.append(visit)
+
+    def _slot(
+        self,
+        k: int,
+        iteration: dict[int, int],
+        slots: dict[tuple[int, tuple[int, ...]], int],
+        buffers: list[ProgramBuffer],
+    ) -> int:
+        """The program buffer of range ``k`` in the current iterations of its loops."""
+        r = self.ranges[k]
+        key = (k, tuple(iteration.get(i, 0) for i in r.loops))
+        if key not in slots:
+            slots[key] = len(buffers)
+            b = self.request.buffers[r.buffer]
+            buffers.append(
+                ProgramBuffer(
+                    b.id,
+                    self.offsets[b.id],
+                    r.size,
+                    r.start,
+                    r.end,
+                    synthetic=r.synthetic,
+                    alignment=self.request.alignment_of(b),
                 )
-            slot = slots[key]
-            accesses += [_for_slot(a, slot) for a in r.at[p]]
-        barrier = p in self.barriers
-        if accesses or barrier:
-            if len(steps) >= MAX_STEPS:
-                raise TooManyPathsError(
-                    f"a path of the loops and branches runs more than {MAX_STEPS} steps"
-                )
-            steps.append(Step(p, barrier, tuple(accesses)))
+            )
+        return slots[key]
+
+
+@dataclass
+class _Visit:
+    """A point the walk ran: a step of the program once its accesses are known."""
+
+    point: int
+    barrier: bool
+    accesses: list[AffineAccess]
 
 
 def _for_slot(access: AffineAccess, slot: int) -> AffineAccess:
