@@ -28,7 +28,8 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.validators.program import AffineAccess, KernelProgram, build_program
+from planner.validators.interpreter import TooManyPathsError, build_programs
+from planner.validators.program import AffineAccess, KernelProgram
 
 if TYPE_CHECKING:
     from planner.core.models import Plan, PlanRequest, Violation, ViolationCode
@@ -72,20 +73,55 @@ def emulate(
     from planner.core.models import Violation
 
     try:
-        program = build_program(request, plan)
+        programs = build_programs(request, plan)
+    except TooManyPathsError as exc:
+        return _not_run(request, Violation(code="too_many_paths", message=str(exc)))
     except ValueError as exc:  # a footprint that no affine program can follow
-        bad = Violation(code="bad_footprint", message=str(exc))
-        return EmulationReport(
-            valid=False,
-            violations=[bad],
-            threads=math.prod(request.block or [1]),
-            blocks=[],
-            blocks_total=0,
-            exhaustive=False,
-            byte_accesses=0,
-            notes=["the kernel program could not be built; nothing was emulated"],
-        )
-    return run_program(program, max_blocks=max_blocks, max_violations=max_violations)
+        return _not_run(request, Violation(code="bad_footprint", message=str(exc)))
+    if len(programs) == 1:
+        return run_program(programs[0], max_blocks=max_blocks, max_violations=max_violations)
+    reports = [
+        run_program(p, max_blocks=max_blocks, max_violations=max_violations) for p in programs
+    ]
+    return _merged(reports, max_violations)
+
+
+def _not_run(request: PlanRequest, violation: Violation) -> EmulationReport:
+    return EmulationReport(
+        valid=False,
+        violations=[violation],
+        threads=math.prod(request.block or [1]),
+        blocks=[],
+        blocks_total=0,
+        exhaustive=False,
+        byte_accesses=0,
+        notes=["the kernel program could not be built; nothing was emulated"],
+    )
+
+
+def _merged(reports: list[EmulationReport], max_violations: int) -> EmulationReport:
+    """The reports of every path of a program with branches, as one: each violation once."""
+    found: dict[tuple[str, tuple[str, ...], int], Violation] = {}
+    for r in reports:
+        for v in r.violations:
+            found.setdefault((v.code, tuple(v.buffers), -1 if v.point is None else v.point), v)
+    violations = sorted(found.values(), key=_sort_key)
+    truncated = any(r.truncated for r in reports) or len(violations) > max_violations
+    violations = violations[:max_violations]
+    first = reports[0]
+    notes = [f"emulated {len(reports)} paths (one per choice of branch arms)"]
+    notes += sorted({n for r in reports for n in r.notes})
+    return EmulationReport(
+        valid=not violations and not truncated,
+        violations=violations,
+        truncated=truncated,
+        threads=first.threads,
+        blocks=first.blocks,
+        blocks_total=first.blocks_total,
+        exhaustive=all(r.exhaustive for r in reports),
+        byte_accesses=sum(r.byte_accesses for r in reports),
+        notes=notes,
+    )
 
 
 def run_program(
