@@ -51,6 +51,7 @@ from planner.pipeline.context import build_context
 from planner.pipeline.lean import warm_lean
 from planner.pipeline.spill import plan_with_spill
 from planner.pipeline.strategies import attempts
+from planner.pipeline.unrolled import plan_unrolled
 from planner.pipeline.warm import ensure_warm
 from planner.solvers import registry
 from planner.solvers.clock import deadline, now
@@ -124,6 +125,10 @@ def _plan(
     warm_lean()
     warm_reuses()
     began += now() - loading
+    if req.has_control_flow:
+        # Loops, branches or several live ranges: planned on the unrolled program.
+        with deadline(max(0.0, limit - fixed), since=began):
+            return checked(req, plan_unrolled(req))
     with deadline(max(0.0, limit - fixed), since=began):
         ctx = build_context(req, choice.heuristics, max(0.0, 1.0 - fixed / limit))
         found = attempts(ctx)

@@ -1,0 +1,346 @@
+"""The unrolled program of a request with loops, branches or several live ranges: the
+"pieces" model the planner plans on.
+
+Virtual time lays the program out with every loop body twice (nested loops: the inner body
+twice inside each outer copy); branch arms keep their places, one after the other, since
+they are contiguous point ranges already. Each buffer range becomes one *piece* per copy of
+the innermost loop around it (a range that starts or ends inside a deeper loop covers that
+whole unrolled loop: it is live over the whole body on every iteration). Every piece of a
+buffer shares the buffer's offset. Then, exactly as on a straight line:
+
+- two pieces whose virtual intervals intersect never share a byte (pieces in different arms
+  of one branch copy never intersect: the arms lie one after the other);
+- a piece Y after a piece X on the same bytes needs a barrier at a virtual point ``v`` with
+  ``last_access(X) < v <= first_access(Y)`` that runs on every path from X to Y: one inside
+  an arm that holds neither X nor Y does not count, and X, Y in different arms of one branch
+  copy never run together, so need none;
+- a barrier at an original point runs in every copy of it;
+- the peak of live bytes over virtual points is a lower bound on every path.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from dataclasses import dataclass, field
+
+from planner.core.errors import RequestError
+from planner.core.models import PlanRequest
+from planner.core.models.control import ArmIndex
+
+__all__ = ["MAX_PIECES", "Hazard", "Piece", "Program", "build_program"]
+
+MAX_PIECES = 1024  # pieces of the unrolled program; hazards are checked over all pairs
+
+Copies = tuple[int, ...]  # copy (0 or 1) of each loop around a point, outermost first
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One buffer range in one copy of the loops around it, in virtual time."""
+
+    buffer: int  # index in the request
+    point: int  # original point where the piece starts (a loop's start when it covers it)
+    start: int  # virtual point, inclusive
+    end: int  # virtual point, exclusive
+    first: int  # virtual point of the first access
+    last: int  # virtual point of the last access
+    arms: dict[tuple[int, Copies], int]  # (branch, copies of its loops) -> arm it lies in
+
+
+@dataclass(frozen=True)
+class BarrierCopy:
+    """One virtual copy of a barrier point, and the arm copies around it."""
+
+    virtual: int
+    point: int  # the original program point
+    arms: tuple[tuple[int, int], ...]  # virtual [start, end) of each arm copy around it
+
+
+@dataclass(frozen=True)
+class Hazard:
+    """Piece ``later`` follows piece ``earlier``; on shared bytes it needs a barrier in
+    ``(after, before]`` (virtual) that runs on every path between them."""
+
+    earlier: int  # piece index
+    later: int
+    after: int  # virtual: last access of ``earlier``
+    before: int  # virtual: first access of ``later``
+
+
+@dataclass
+class Program:
+    """The request's unrolled program: pieces, their conflicts and hazards, barrier copies."""
+
+    req: PlanRequest
+    pieces: list[Piece]
+    by_buffer: list[list[int]]  # piece indices of each buffer
+    hazards: list[Hazard]  # every ordered pair of pieces that may run in sequence
+    live_pairs: set[tuple[int, int]]  # buffer pairs (i < j) live at one virtual point
+    peak: int  # bytes: most live at one virtual point
+    peak_point: int  # original point of the peak
+    peak_buffers: list[int]
+    _loops: _Loops = field(repr=False)
+    _arms: ArmIndex | None = field(repr=False)
+    _copies: dict[int, list[BarrierCopy]] = field(default_factory=dict, repr=False)
+
+    def copies_of(self, point: int) -> list[BarrierCopy]:
+        """Every virtual copy of a barrier at ``point``."""
+        found = self._copies.get(point)
+        if found is None:
+            found = [
+                BarrierCopy(self._loops.position(point, cp), point, self._arm_copies(point, cp))
+                for cp in self._loops.all_copies(point)
+            ]
+            self._copies[point] = found
+        return found
+
+    def _arm_copies(self, point: int, cp: Copies) -> tuple[tuple[int, int], ...]:
+        if self._arms is None:
+            return ()
+        out = []
+        for j, k in self._arms.around(point):
+            s, e = self.req.branches[j].arms[k]
+            depth = self._loops.depth_of_range(s, e)
+            sub = cp[:depth]
+            out.append((self._loops.position(s, sub), self._loops.end_position(e, sub)))
+        return tuple(out)
+
+    def exclusive(self, x: int, y: int) -> bool:
+        """Whether pieces x and y lie in different arms of one branch copy (never both run)."""
+        return _exclusive(self.pieces[x], self.pieces[y])
+
+    def covers(self, barrier: BarrierCopy, hazard: Hazard) -> bool:
+        """Whether the barrier copy protects the hazard: inside its window and on every path
+        from the earlier piece to the later one."""
+        if not hazard.after < barrier.virtual <= hazard.before:
+            return False
+        x, y = self.pieces[hazard.earlier], self.pieces[hazard.later]
+        return all(
+            (s <= x.start and x.end <= e) or (s <= y.start and y.end <= e) for s, e in barrier.arms
+        )
+
+    def executions(self, point: int) -> int:
+        """How many times a barrier at the point runs (trips of the loops around it)."""
+        return self.req.executions_at(point)
+
+
+class _Loops:
+    """Loop nesting and the virtual layout: each body repeated twice."""
+
+    def __init__(self, req: PlanRequest) -> None:
+        loops = sorted(((lp.start, lp.end) for lp in req.loops), key=lambda se: (se[0], -se[1]))
+        self.loops = loops
+        self.parent: list[int] = []
+        stack: list[int] = []
+        for i, (s, _) in enumerate(loops):
+            while stack and loops[stack[-1]][1] <= s:
+                stack.pop()
+            self.parent.append(stack[-1] if stack else -1)
+            stack.append(i)
+        self.children: dict[int, list[int]] = {}
+        for i, p in enumerate(self.parent):
+            self.children.setdefault(p, []).append(i)
+        self.vlen: dict[int, int] = {}
+        for i in reversed(range(len(loops))):  # children come after their parent
+            s, e = loops[i]
+            self.vlen[i] = (e - s) + sum(self._extra(c) for c in self.children.get(i, ()))
+        # Per region (-1: the program), child loops by start with the extra virtual points
+        # of the children before each.
+        self.starts: dict[int, list[int]] = {}
+        self.extra_before: dict[int, list[int]] = {}
+        for region, kids in self.children.items():
+            self.starts[region] = [loops[c][0] for c in kids]
+            acc = [0]
+            for c in kids:
+                acc.append(acc[-1] + self._extra(c))
+            self.extra_before[region] = acc
+
+    def _extra(self, loop: int) -> int:
+        s, e = self.loops[loop]
+        return 2 * self.vlen[loop] - (e - s)
+
+    def chain(self, point: int) -> list[int]:
+        """Loops around the point (start <= point < end), outermost first."""
+        out: list[int] = []
+        region = -1
+        while True:
+            kids = self.children.get(region, [])
+            k = bisect.bisect_right(self.starts.get(region, []), point) - 1
+            if k < 0 or self.loops[kids[k]][1] <= point:
+                return out
+            region = kids[k]
+            out.append(region)
+
+    def depth_of_range(self, start: int, end: int) -> int:
+        """Loops around the whole range [start, end)."""
+        a, b = self.chain(start), self.chain(end - 1)
+        depth = 0
+        while depth < min(len(a), len(b)) and a[depth] == b[depth]:
+            depth += 1
+        return depth
+
+    def all_copies(self, point: int) -> list[Copies]:
+        return list(itertools.product((0, 1), repeat=len(self.chain(point))))
+
+    def _offset_in(self, region: int, point: int) -> int:
+        """Virtual offset of ``point`` from the region's start, the point lying in the region
+        and not strictly inside a child loop (a child's start or end is fine)."""
+        base = 0 if region < 0 else self.loops[region][0]
+        starts = self.starts.get(region, [])
+        k = bisect.bisect_right(starts, point) - 1
+        kids = self.children.get(region, [])
+        # Children ending at or before the point are passed whole.
+        while k >= 0 and self.loops[kids[k]][1] > point:
+            k -= 1
+        return (point - base) + self.extra_before.get(region, [0])[k + 1]
+
+    def position(self, point: int, cp: Copies) -> int:
+        """Virtual point of ``point`` in the copies ``cp`` of the loops around it (a prefix:
+        deeper loops' first copy; used for a range start at a loop start)."""
+        chain = self.chain(point)
+        v = 0
+        region = -1
+        for depth, loop in enumerate(chain):
+            if depth >= len(cp):
+                # Not in a given copy: the start of the loop (a range covering it whole).
+                return v + self._offset_in(region, self.loops[loop][0])
+            v += self._offset_in(region, self.loops[loop][0]) + cp[depth] * self.vlen[loop]
+            region = loop
+        return v + self._offset_in(region, point)
+
+    def end_position(self, end: int, cp: Copies) -> int:
+        """Virtual exclusive end of a range ending at ``end`` in the copies ``cp`` of the
+        loops around the range: loops deeper than ``cp`` that the end falls in are covered
+        whole (both copies)."""
+        chain = self.chain(end - 1)
+        v = 0
+        region = -1
+        for depth, loop in enumerate(chain):
+            if depth >= len(cp):
+                s = self.loops[loop][0]
+                return v + self._offset_in(region, s) + 2 * self.vlen[loop]
+            v += self._offset_in(region, self.loops[loop][0]) + cp[depth] * self.vlen[loop]
+            region = loop
+        return v + self._offset_in(region, end - 1) + 1
+
+
+def build_program(req: PlanRequest) -> Program:
+    """The pieces, hazards and live pairs of a request (``req.has_control_flow``); raises
+    RequestError when the unrolled program passes ``MAX_PIECES``."""
+    loops = _Loops(req)
+    arms = ArmIndex(req.branches) if req.branches else None
+    pieces: list[Piece] = []
+    by_buffer: list[list[int]] = []
+    total = 0
+    for b in req.buffers:
+        for s, e in b.lifetimes:
+            total += 1 << loops.depth_of_range(s, e)
+    if total > MAX_PIECES:
+        raise RequestError.field(
+            ("buffers",),
+            f"the unrolled program (every loop body twice) has {total} buffer pieces; the "
+            f"limit is {MAX_PIECES}",
+            "program_too_large",
+            len(req.buffers),
+        )
+    for i, b in enumerate(req.buffers):
+        mine: list[int] = []
+        for s, e in b.lifetimes:
+            depth = loops.depth_of_range(s, e)
+            accesses = [a.at for a in b.accesses if s <= a.at < e]
+            arm_chain = [] if arms is None else _arms_around(arms, req, s, e)
+            for cp in itertools.product((0, 1), repeat=depth):
+                vs, ve = loops.position(s, cp), loops.end_position(e, cp)
+                if accesses:
+                    seen = [
+                        loops.position(p, cp + extra)
+                        for p in set(accesses)
+                        for extra in itertools.product((0, 1), repeat=len(loops.chain(p)) - depth)
+                    ]
+                    first, last = min(seen), max(seen)
+                else:
+                    first, last = vs, ve - 1
+                keys = {
+                    (j, cp[: loops.depth_of_range(*req.branches[j].arms[k])]): k
+                    for j, k in arm_chain
+                }
+                mine.append(len(pieces))
+                origin = s if len(loops.chain(s)) == depth else _loop_start(loops, s, depth)
+                pieces.append(Piece(i, origin, vs, ve, first, last, keys))
+        by_buffer.append(mine)
+    hazards, live = _pairs(pieces)
+    peak, at, live_at = _peak(req, pieces)
+    return Program(
+        req=req,
+        pieces=pieces,
+        by_buffer=by_buffer,
+        hazards=hazards,
+        live_pairs=live,
+        peak=peak,
+        peak_point=at,
+        peak_buffers=live_at,
+        _loops=loops,
+        _arms=arms,
+    )
+
+
+def _arms_around(arms: ArmIndex, req: PlanRequest, start: int, end: int) -> list[tuple[int, int]]:
+    """Arms that hold the whole range [start, end)."""
+    return [
+        (j, k)
+        for j, k in arms.around(start)
+        if req.branches[j].arms[k][0] <= start and end <= req.branches[j].arms[k][1]
+    ]
+
+
+def _exclusive(x: Piece, y: Piece) -> bool:
+    ax, ay = x.arms, y.arms
+    if len(ay) < len(ax):
+        ax, ay = ay, ax
+    return any(ay.get(key, arm) != arm for key, arm in ax.items())
+
+
+def _pairs(pieces: list[Piece]) -> tuple[list[Hazard], set[tuple[int, int]]]:
+    """Every ordered pair of pieces in sequence (a possible reuse), and the buffer pairs
+    whose pieces intersect."""
+    order = sorted(range(len(pieces)), key=lambda p: (pieces[p].start, pieces[p].end, p))
+    hazards: list[Hazard] = []
+    live: set[tuple[int, int]] = set()
+    starts = [pieces[p].start for p in order]
+    for pos, x in enumerate(order):
+        px = pieces[x]
+        # Later-starting pieces: those starting before px ends intersect it.
+        k = bisect.bisect_left(starts, px.end, lo=pos + 1)
+        for q in order[pos + 1 : k]:
+            a, b = px.buffer, pieces[q].buffer
+            if a != b:
+                live.add((a, b) if a < b else (b, a))
+        for q in order[k:]:
+            if not _exclusive(px, pieces[q]):
+                hazards.append(Hazard(x, q, px.last, pieces[q].first))
+    return hazards, live
+
+
+def _peak(req: PlanRequest, pieces: list[Piece]) -> tuple[int, int, list[int]]:
+    """Most bytes live at one virtual point, the original point of its copy, and the buffers
+    live there."""
+    events = sorted(
+        [(p.end, -req.buffers[p.buffer].size, k) for k, p in enumerate(pieces)]
+        + [(p.start, req.buffers[p.buffer].size, k) for k, p in enumerate(pieces)]
+    )
+    best, at, live = 0, -1, 0
+    for _, delta, k in events:
+        live += delta
+        if live > best:
+            best, at = live, k
+    if at < 0:
+        return 0, 0, []
+    v = pieces[at].start
+    buffers = sorted({p.buffer for p in pieces if p.start <= v < p.end})
+    return best, pieces[at].point, buffers
+
+
+def _loop_start(loops: _Loops, point: int, depth: int) -> int:
+    """Start of the loop at ``depth`` around the point (the loop a piece covers whole)."""
+    return loops.loops[loops.chain(point)[depth]][0]
