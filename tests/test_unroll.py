@@ -89,3 +89,9 @@ def test_too_many_executions_name_the_limit() -> None:
     branches = tuple(((10 * k, 10 * k + 2), (10 * k + 2, 10 * k + 4)) for k in range(7))
     with pytest.raises(TooManyExecutionsError, match=str(MAX_EXECUTIONS)):
         next(executions(ControlFlow(loops=loops, branches=branches), 80))
+
+
+def test_a_loop_of_one_trip_does_not_stretch_the_ranges_crossing_it() -> None:
+    (ex,) = executions(ControlFlow(loops=((2, 5, 1),)), 7)
+    assert ex.pieces(0, 3) == [Piece(0, 3, ())]
+    assert ex.pieces(4, 7) == [Piece(4, 7, ())]

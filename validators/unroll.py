@@ -135,12 +135,13 @@ class Execution:
         ]  # loops wholly containing the range: one piece per copy of them
         crossed = [
             i
-            for i, (s, e, _) in enumerate(self.flow.loops)
+            for i, (s, e, trips) in enumerate(self.flow.loops)
             if s < end
             and start < e
             and not (s <= start and end <= e)
             and not (start <= s and e <= end)
-        ]  # loops the range enters or leaves: live over all their copies
+            and trips != 1
+        ]  # loops the range enters or leaves: live over all their copies (one trip: none)
         groups: dict[Copy, list[int]] = {}
         for s in self.segments:
             if s.lo < end and start < s.hi:
