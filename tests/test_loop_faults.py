@@ -118,7 +118,7 @@ def _disjoint(req: PlanRequest) -> Plan:
 
 def test_random_programs_every_planted_fault_is_caught_by_both() -> None:
     """On random valid plans (offsets drawn at random and kept when both validators accept
-    them, or every buffer apart, when that is valid), each fault of the new kinds is caught by both."""
+    them, or every buffer apart when that is valid), both catch each fault of the new kinds."""
     rng = random.Random(7)
     planted = dict.fromkeys(NEW_KINDS, 0)
     for _ in range(150):
