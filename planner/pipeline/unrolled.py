@@ -95,7 +95,8 @@ def _with(prog: Program, points: list[int]) -> _Barriers:
 def _stab(prog: Program, hazards: list[Hazard], allowed: list[int], base: list[int]) -> list[int]:
     """New points (sorted) from ``allowed`` that, with ``base``, protect every hazard that
     some allowed point can; greedy by the window's end, each time the point of the fewest
-    executions (then the latest) whose copy covers the hazard."""
+    executions (then the fewest arms around it, then the latest) whose copy covers the
+    hazard."""
     chosen = _with(prog, base)
     pool = _Barriers(prog)
     for p in allowed:
@@ -109,7 +110,8 @@ def _stab(prog: Program, hazards: list[Hazard], allowed: list[int], base: list[i
         fits = [c for c in pool.copies[lo:hi] if prog.covers(c, h)]
         if not fits:
             continue
-        best = min(fits, key=lambda c: (prog.executions(c.point), -c.virtual))
+        # Fewest executions; then outside arms (it protects reuses on every path); then latest.
+        best = min(fits, key=lambda c: (prog.executions(c.point), len(c.arms), -c.virtual))
         new.append(best.point)
         chosen.add(best.point)
     return sorted(set(new))
@@ -189,9 +191,11 @@ def plan_unrolled(req: PlanRequest) -> Plan:
     events = _events(req)
     live = prog.live_pairs
     if sync == "none":
+        # The caller synchronizes: the request's barriers count, the rest are listed.
         placed = _place(req, prog, sizes, live, bound, heuristics)
         shared = _sharing(prog, placed.offsets, sizes)
-        chosen = replace(placed, required=_stab(prog, shared, events, []))
+        new = _stab(prog, shared, sorted(set(events) - set(existing)), existing)
+        chosen = replace(placed, required=_stab(prog, shared, sorted({*existing, *new}), []))
     elif sync == "existing":
         marks = _with(prog, existing)
         pairs, own = _unprotected(prog, prog.hazards, marks)
