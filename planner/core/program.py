@@ -28,7 +28,7 @@ from planner.core.errors import RequestError
 from planner.core.models import PlanRequest
 from planner.core.models.control import ArmIndex
 
-__all__ = ["MAX_PIECES", "Hazard", "Piece", "Program", "build_program"]
+__all__ = ["MAX_PIECES", "Hazard", "Piece", "Program", "build_program", "straight_line"]
 
 MAX_PIECES = 1024  # pieces of the unrolled program; hazards are checked over all pairs
 
@@ -370,3 +370,21 @@ def _peak(req: PlanRequest, pieces: list[Piece]) -> tuple[int, int, list[int]]:
 def _loop_start(loops: _Loops, point: int, depth: int) -> int:
     """Start of the loop at ``depth`` around the point (the loop a piece covers whole)."""
     return loops.loops[loops.chain(point)[depth]][0]
+
+
+def straight_line(req: PlanRequest) -> PlanRequest:
+    """The same kernel as version 1 can say it, for comparison: each buffer live on the hull
+    of its ranges grown over every loop it touches (a straight line cannot repeat, so a
+    buffer used in a loop body holds its bytes for the whole loop), arms one after the other
+    (not exclusive), no loops, branches or ranges."""
+    data = req.model_dump()
+    buffers = []
+    for b in req.buffers:
+        s, e = b.start, b.end
+        for lp in req.loops:
+            if lp.start < e and s < lp.end:
+                s, e = min(s, lp.start), max(e, lp.end)
+        item = {k: v for k, v in b.model_dump().items() if k != "ranges"}
+        buffers.append({**item, "start": s, "end": e})
+    data.update(buffers=buffers, loops=[], branches=[])
+    return PlanRequest.model_validate(data)
