@@ -28,7 +28,7 @@ from planner.core.errors import RequestError
 from planner.core.models import PlanRequest
 from planner.core.models.control import ArmIndex
 
-__all__ = ["MAX_PIECES", "Hazard", "Piece", "Program", "build_program"]
+__all__ = ["MAX_PIECES", "Hazard", "Piece", "Program", "build_program", "straight_line"]
 
 MAX_PIECES = 1024  # pieces of the unrolled program; hazards are checked over all pairs
 
@@ -126,11 +126,15 @@ class Program:
 
 
 class _Loops:
-    """Loop nesting and the virtual layout: each body repeated twice."""
+    """Loop nesting and the virtual layout: each body repeated twice (once when it runs
+    once)."""
 
     def __init__(self, req: PlanRequest) -> None:
-        loops = sorted(((lp.start, lp.end) for lp in req.loops), key=lambda se: (se[0], -se[1]))
+        ordered = sorted(req.loops, key=lambda lp: (lp.start, -lp.end))
+        loops = [(lp.start, lp.end) for lp in ordered]
         self.loops = loops
+        # A loop that runs once is unrolled once; any other loop twice.
+        self.count = [1 if lp.trips == 1 else 2 for lp in ordered]
         self.parent: list[int] = []
         stack: list[int] = []
         for i, (s, _) in enumerate(loops):
@@ -158,7 +162,7 @@ class _Loops:
 
     def _extra(self, loop: int) -> int:
         s, e = self.loops[loop]
-        return 2 * self.vlen[loop] - (e - s)
+        return self.count[loop] * self.vlen[loop] - (e - s)
 
     def chain(self, point: int) -> list[int]:
         """Loops around the point (start <= point < end), outermost first."""
@@ -181,7 +185,11 @@ class _Loops:
         return depth
 
     def all_copies(self, point: int) -> list[Copies]:
-        return list(itertools.product((0, 1), repeat=len(self.chain(point))))
+        return self.copies(self.chain(point))
+
+    def copies(self, chain: list[int]) -> list[Copies]:
+        """Every choice of copies of the loops ``chain``, outermost first."""
+        return list(itertools.product(*(range(self.count[k]) for k in chain)))
 
     def _offset_in(self, region: int, point: int) -> int:
         """Virtual offset of ``point`` from the region's start, the point lying in the region
@@ -219,7 +227,7 @@ class _Loops:
         for depth, loop in enumerate(chain):
             if depth >= len(cp):
                 s = self.loops[loop][0]
-                return v + self._offset_in(region, s) + 2 * self.vlen[loop]
+                return v + self._offset_in(region, s) + self.count[loop] * self.vlen[loop]
             v += self._offset_in(region, self.loops[loop][0]) + cp[depth] * self.vlen[loop]
             region = loop
         return v + self._offset_in(region, end - 1) + 1
@@ -250,13 +258,13 @@ def build_program(req: PlanRequest) -> Program:
             depth = loops.depth_of_range(s, e)
             accesses = [a.at for a in b.accesses if s <= a.at < e]
             arm_chain = [] if arms is None else _arms_around(arms, req, s, e)
-            for cp in itertools.product((0, 1), repeat=depth):
+            for cp in loops.copies(loops.chain(s)[:depth]):
                 vs, ve = loops.position(s, cp), loops.end_position(e, cp)
                 if accesses:
                     seen = [
                         loops.position(p, cp + extra)
                         for p in set(accesses)
-                        for extra in itertools.product((0, 1), repeat=len(loops.chain(p)) - depth)
+                        for extra in loops.copies(loops.chain(p)[depth:])
                     ]
                     first, last = min(seen), max(seen)
                 else:
@@ -268,6 +276,7 @@ def build_program(req: PlanRequest) -> Program:
                 mine.append(len(pieces))
                 origin = s if len(loops.chain(s)) == depth else _loop_start(loops, s, depth)
                 pieces.append(Piece(i, origin, vs, ve, first, last, keys))
+        _check_own_pieces(req, i, [pieces[k] for k in mine])
         by_buffer.append(mine)
     hazards, live = _pairs(pieces)
     peak, at, live_at = _peak(req, pieces)
@@ -283,6 +292,23 @@ def build_program(req: PlanRequest) -> Program:
         _loops=loops,
         _arms=arms,
     )
+
+
+def _check_own_pieces(req: PlanRequest, index: int, mine: list[Piece]) -> None:
+    """Two ranges of one buffer live at once (each grown over a loop it enters or leaves)
+    cannot share the buffer's one offset: a request error."""
+    spans = sorted((p.start, p.end) for p in mine)
+    for (_, e1), (s2, _) in itertools.pairwise(spans):
+        if s2 < e1:
+            b = req.buffers[index]
+            raise RequestError.field(
+                ("buffers", index, "ranges"),
+                f"two live ranges of buffer {b.id!r} ({b.lifetimes}) are live at once: a "
+                "range that starts or ends inside a loop is live over the whole loop body, "
+                "so it meets the other range there",
+                "ranges_overlap",
+                [list(r) for r in b.lifetimes],
+            )
 
 
 def _arms_around(arms: ArmIndex, req: PlanRequest, start: int, end: int) -> list[tuple[int, int]]:
@@ -344,3 +370,21 @@ def _peak(req: PlanRequest, pieces: list[Piece]) -> tuple[int, int, list[int]]:
 def _loop_start(loops: _Loops, point: int, depth: int) -> int:
     """Start of the loop at ``depth`` around the point (the loop a piece covers whole)."""
     return loops.loops[loops.chain(point)[depth]][0]
+
+
+def straight_line(req: PlanRequest) -> PlanRequest:
+    """The same kernel as version 1 can say it, for comparison: each buffer live on the hull
+    of its ranges grown over every loop it touches (a straight line cannot repeat, so a
+    buffer used in a loop body holds its bytes for the whole loop), arms one after the other
+    (not exclusive), no loops, branches or ranges."""
+    data = req.model_dump()
+    buffers = []
+    for b in req.buffers:
+        s, e = b.start, b.end
+        for lp in req.loops:
+            if lp.start < e and s < lp.end:
+                s, e = min(s, lp.start), max(e, lp.end)
+        item = {k: v for k, v in b.model_dump().items() if k != "ranges"}
+        buffers.append({**item, "start": s, "end": e})
+    data.update(buffers=buffers, loops=[], branches=[])
+    return PlanRequest.model_validate(data)

@@ -94,14 +94,16 @@ def _with(prog: Program, points: list[int]) -> _Barriers:
 
 def _stab(prog: Program, hazards: list[Hazard], allowed: list[int], base: list[int]) -> list[int]:
     """New points (sorted) from ``allowed`` that, with ``base``, protect every hazard that
-    some allowed point can; greedy by the window's end, each time the point of the fewest
-    executions (then the latest) whose copy covers the hazard."""
+    some allowed point can. Greedy by the window's end: of the points with a copy that covers
+    the hazard, the one run fewest times, then the one whose copies cover the most hazards
+    still open, then the one inside fewest arms, then the latest."""
     chosen = _with(prog, base)
     pool = _Barriers(prog)
     for p in allowed:
         pool.add(p)
+    open_ = [h for h in sorted(hazards, key=lambda h: (h.before, h.after)) if not chosen.covers(h)]
     new: list[int] = []
-    for h in sorted(hazards, key=lambda h: (h.before, h.after)):
+    for h in open_:
         if chosen.covers(h):
             continue
         lo = bisect.bisect_right(pool.keys, h.after)
@@ -109,7 +111,19 @@ def _stab(prog: Program, hazards: list[Hazard], allowed: list[int], base: list[i
         fits = [c for c in pool.copies[lo:hi] if prog.covers(c, h)]
         if not fits:
             continue
-        best = min(fits, key=lambda c: (prog.executions(c.point), -c.virtual))
+        cheapest = min(prog.executions(c.point) for c in fits)
+        fits = [c for c in fits if prog.executions(c.point) == cheapest]
+        if len({c.point for c in fits}) > 1:
+            gain = {
+                c.point: sum(
+                    1 for g in open_ if any(prog.covers(d, g) for d in prog.copies_of(c.point))
+                )
+                for c in fits
+            }
+            fits.sort(key=lambda c: (-gain[c.point], len(c.arms), -c.virtual))
+        else:
+            fits.sort(key=lambda c: (len(c.arms), -c.virtual))
+        best = fits[0]
         new.append(best.point)
         chosen.add(best.point)
     return sorted(set(new))
@@ -189,9 +203,11 @@ def plan_unrolled(req: PlanRequest) -> Plan:
     events = _events(req)
     live = prog.live_pairs
     if sync == "none":
+        # The caller synchronizes: the request's barriers count, the rest are listed.
         placed = _place(req, prog, sizes, live, bound, heuristics)
         shared = _sharing(prog, placed.offsets, sizes)
-        chosen = replace(placed, required=_stab(prog, shared, events, []))
+        new = _stab(prog, shared, sorted(set(events) - set(existing)), existing)
+        chosen = replace(placed, required=_stab(prog, shared, sorted({*existing, *new}), []))
     elif sync == "existing":
         marks = _with(prog, existing)
         pairs, own = _unprotected(prog, prog.hazards, marks)
