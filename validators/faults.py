@@ -27,6 +27,7 @@ deterministic for a given generator state.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -175,7 +176,7 @@ def _overlap(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
         (a, b)
         for a in buffers
         for b in buffers
-        if a.id != b.id and b.offset is None and a.start < b.end and b.start < a.end
+        if a.id != b.id and b.offset is None and _live_together(request, a, b)
     ]
 
     # Prefer pairs that are accessed at the same time, not only live together.
@@ -433,6 +434,8 @@ def _drop_back_edge(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bo
     iteration from the first access of a body buffer on the same bytes (itself, or one before
     it in the body) in the next: the next iteration's write then races with this one's
     rotated read."""
+    if math.prod(request.block or [1]) < 2:
+        return None  # one thread: program order alone orders every access
     shared = _shared(plan)
     runtime = runtime_barriers(request, plan)
     in_request = set(request.barriers)
@@ -464,6 +467,8 @@ def _drop_back_edge(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bo
                     continue
                 if first.id == later.id and le - 1 == ls:
                     continue  # one point: each thread reads back its own write
+                if min(first.size, later.size) < 8:
+                    continue  # one 4-byte element or bytes: the rotated read may meet no writer
                 # Barriers that may separate later's read at le - 1 (iteration i) from first's
                 # write at fs (iteration i + 1): in the body after le - 1, or at or before fs.
                 cover = [q for q in runtime if loop.start <= q < loop.end and not fs < q < le]
@@ -555,6 +560,18 @@ def _range_overlap(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
             s,
         )
     return None
+
+
+def _live_together(request: PlanRequest, a: Buffer, b: Buffer) -> bool:
+    """Whether two buffers are live at a common point on some path: two of their ranges meet,
+    not in different arms of one branch (their lifetimes meet, without ranges or branches)."""
+    if not request.has_control_flow:
+        return a.start < b.end and b.start < a.end
+    return any(
+        x[0] < y[1] and y[0] < x[1] and not _exclusive(request, x, y)
+        for x in a.lifetimes
+        for y in b.lifetimes
+    )
 
 
 def _exclusive(request: PlanRequest, x: tuple[int, int], y: tuple[int, int]) -> bool:
