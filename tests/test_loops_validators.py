@@ -14,7 +14,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from planner.core.models import Plan, PlanRequest
+from planner.core.models import Branch, Loop, Plan, PlanRequest
 from planner.validators import validate_plan
 from planner.validators.emulator import emulate
 from planner.validators.interpreter import build_programs
@@ -216,3 +216,66 @@ def test_both_static_paths_agree_on_straight_requests(
     fast = {(v.code, tuple(v.buffers), v.point) for v in validate_plan(straight, plan).violations}
     paths = {(v.code, tuple(v.buffers), v.point) for v in validate_plan(ranged, plan).violations}
     assert fast == paths
+
+
+def test_same_thread_bytes_need_no_back_edge_barrier() -> None:
+    # Each thread writes and reads back its own 4-byte element every iteration: the next
+    # iteration's write is ordered by program order alone (the alias rule, per iteration).
+    own = {"threadIdx.x": 1}
+    x = {
+        "id": "x",
+        "size": 128,
+        "start": 1,
+        "end": 3,
+        "accesses": [
+            {"op": "write", "at": 1, "bytes": 4, "index": own},
+            {"op": "read", "at": 2, "bytes": 4, "index": own},
+        ],
+    }
+    static, emulated = _both({**BODY, "buffers": [x]}, {"x": 0})
+    assert static == emulated == set()
+    # Read by the neighbouring thread: now the back edge needs a barrier.
+    rotated = {**x, "size": 256, "accesses": [x["accesses"][0], {**x["accesses"][1], "offset": 1}]}
+    static, emulated = _both({**BODY, "buffers": [rotated]}, {"x": 0})
+    assert static == {("missing_barrier", ("x", "x"))}
+    assert emulated == {("race", ("x", "x"))}
+
+
+def test_claimed_aliases_are_checked_range_by_range() -> None:
+    own = {"threadIdx.x": 1}
+    accesses = [
+        {"op": "write", "at": 1, "bytes": 4, "index": own},
+        {"op": "read", "at": 2, "bytes": 4, "index": own},
+    ]
+    later = [{**a, "at": a["at"] + 2} for a in accesses]
+    data = {
+        **BODY,
+        "buffers": [
+            {"id": "x", "size": 128, "start": 1, "end": 3, "accesses": accesses},
+            {"id": "y", "size": 128, "start": 3, "end": 5, "accesses": later},
+        ],
+    }
+    req = request(data)
+    plan = plan_at(req, {"x": 0, "y": 0})
+    # Thread-local both ways round the loop, but the plan must list the pair.
+    codes = {(v.code, tuple(v.buffers)) for v in validate_plan(req, plan).violations}
+    assert codes == {("missing_barrier", ("x", "y")), ("missing_barrier", ("y", "x"))}
+    listed = plan.model_copy(update={"aliases": [["x", "y"], ["y", "x"]]})
+    assert validate_plan(req, listed).valid
+    assert emulate(req, listed).valid
+    wrong = plan.model_copy(update={"aliases": [["x", "y"], ["y", "x"], ["x", "nobody"]]})
+    assert [v.code for v in validate_plan(req, wrong).violations] == ["bad_alias"]
+
+
+def test_too_many_executions_is_a_violation_not_an_error() -> None:
+    req = request({**BODY, "buffers": TWO, "barriers": [1, 3]})
+    plan = plan_at(req, {"x": 0, "y": 0})
+    # Built past the request checks (they refuse such a program with a 422).
+    loops = [Loop(start=10 * k, end=10 * k + 4) for k in range(8)]
+    branches = [Branch(arms=[[10 * k, 10 * k + 2], [10 * k + 2, 10 * k + 4]]) for k in range(8)]
+    huge = req.model_copy(update={"loops": loops, "branches": branches})
+    (v,) = validate_plan(huge, plan).violations
+    assert v.code == "too_many_paths"
+    assert "4096" in v.message
+    (e,) = emulate(huge, plan).violations
+    assert e.code == "too_many_paths"
