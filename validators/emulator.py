@@ -140,8 +140,10 @@ def run_program(
     blocks, total = _choose_blocks(program, max_blocks)
     shapes = [_Shape.of(a, program) for s in program.steps for a in s.accesses]
     found = _Found(max_violations, Violation, several_blocks=len(blocks) > 1)
+    misaligned: set[str] = set()  # once per buffer, not per range or iteration
     for buf in program.buffers:
-        if buf.offset % buf.alignment:
+        if buf.offset % buf.alignment and buf.id not in misaligned:
+            misaligned.add(buf.id)
             # The kernel declares the buffer aligned (vector loads, typed pointers): running it
             # at this offset is undefined whatever the accesses, so it counts before them.
             found.add(

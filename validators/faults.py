@@ -41,7 +41,7 @@ from planner.validators.program import runtime_barriers
 if TYPE_CHECKING:
     from planner.core.models import Buffer, Placement, Plan, PlanRequest
 
-__all__ = ["FAULT_KINDS", "Fault", "FaultKind", "plant", "plant_fault"]
+__all__ = ["FAULT_KINDS", "Fault", "FaultKind", "live_together", "plant", "plant_fault"]
 
 FaultKind = Literal[
     "overlap",
@@ -176,7 +176,7 @@ def _overlap(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
         (a, b)
         for a in buffers
         for b in buffers
-        if a.id != b.id and b.offset is None and _live_together(request, a, b)
+        if a.id != b.id and b.offset is None and live_together(request, a, b)
     ]
 
     # Prefer pairs that are accessed at the same time, not only live together.
@@ -562,7 +562,7 @@ def _range_overlap(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
     return None
 
 
-def _live_together(request: PlanRequest, a: Buffer, b: Buffer) -> bool:
+def live_together(request: PlanRequest, a: Buffer, b: Buffer) -> bool:
     """Whether two buffers are live at a common point on some path: two of their ranges meet,
     not in different arms of one branch (their lifetimes meet, without ranges or branches)."""
     if not request.has_control_flow:
