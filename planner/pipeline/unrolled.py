@@ -185,7 +185,7 @@ def plan_unrolled(req: PlanRequest) -> Plan:
         pairs, own = _unprotected(prog, existing)
         if own:
             raise _own_race(req, prog, own[0], ("barriers",))
-        chosen = _finish(req, prog, sizes, live | pairs, bound, heuristics, existing, [])
+        chosen = _finish(req, prog, sizes, live | pairs, bound, heuristics, existing, [], [])
     else:
         allowed = (
             events if opts.barrier_candidates is None else sorted(set(opts.barrier_candidates))
@@ -206,13 +206,22 @@ def plan_unrolled(req: PlanRequest) -> Plan:
                 "too_few_barriers",
                 cap,
             )
-        full = _finish(req, prog, sizes, live | never, bound, heuristics, existing, allowed)
+        full = _finish(req, prog, sizes, live | never, bound, heuristics, existing, allowed, [])
         # The plan on the existing barriers and the mandatory ones: fewer barriers, and the
         # fallback when the full plan needs more than the cap.
         kept = [*existing, *mandatory]
         fewer, _ = _unprotected(prog, kept)
         lean = _finish(
-            req, prog, sizes, live | fewer, full.arena, heuristics, existing, allowed, exact=False
+            req,
+            prog,
+            sizes,
+            live | fewer,
+            full.arena,
+            heuristics,
+            existing,
+            allowed,
+            mandatory,
+            exact=False,
         )
         chosen = full
         if (cap is not None and len(full.inserted) > cap) or (
@@ -244,15 +253,17 @@ def _finish(
     heuristics: list[str] | None,
     existing: list[int],
     allowed: list[int],
+    kept: list[int],
     *,
     exact: bool = True,
 ) -> _Placed:
-    """Place on ``edges``, then choose the new barriers (from ``allowed``) and the ones the
-    placement relies on. ``bound``: an arena nothing below is needed (greedy stops there);
-    ``exact``: CP-SAT may close the gap to it."""
+    """Place on ``edges``, then choose the new barriers (``kept``, and more from
+    ``allowed``) and the ones the placement relies on. ``bound``: an arena nothing below is
+    needed (greedy stops there); ``exact``: CP-SAT may close the gap to it."""
     placed = _place(req, prog, sizes, edges, bound, heuristics, exact)
     shared = _sharing(prog, placed.offsets, sizes)
-    inserted = _stab(prog, shared, allowed, existing)
+    more = _stab(prog, shared, allowed, [*existing, *kept])
+    inserted = sorted(set(kept) | set(more))
     required = _stab(prog, shared, sorted(set(existing) | set(inserted)), [])
     return replace(placed, inserted=inserted, required=required)
 
