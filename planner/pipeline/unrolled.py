@@ -191,9 +191,13 @@ def plan_unrolled(req: PlanRequest) -> Plan:
             events if opts.barrier_candidates is None else sorted(set(opts.barrier_candidates))
         )
         allowed = sorted(set(allowed) - set(existing))
-        never, own = _unprotected(prog, [*existing, *allowed])
-        if own:
-            raise _own_race(req, prog, own[0], ("options", "barrier_candidates"))
+        never: set[tuple[int, int]] = set()
+        if opts.barrier_candidates is not None:
+            # With every point allowed, a barrier at the later piece's first access always
+            # protects a reuse; with candidates some reuses may have none.
+            never, own = _unprotected(prog, [*existing, *allowed])
+            if own:
+                raise _own_race(req, prog, own[0], ("options", "barrier_candidates"))
         # Barriers a buffer's own reuses need whatever the placement: fewest, then cheapest.
         h = prog.hazards
         mandatory = _stab(prog, h.a == h.b, allowed, existing)
@@ -209,8 +213,10 @@ def plan_unrolled(req: PlanRequest) -> Plan:
         full = _finish(req, prog, sizes, live | never, bound, heuristics, existing, allowed, [])
         # The plan on the existing barriers and the mandatory ones: fewer barriers, and the
         # fallback when the full plan needs more than the cap.
-        kept = [*existing, *mandatory]
-        fewer, _ = _unprotected(prog, kept)
+        chosen = full
+        if set(full.inserted) <= set(mandatory):
+            return _result(req, prog, sizes, footprints, full, bound, notes)
+        fewer, _ = _unprotected(prog, [*existing, *mandatory])
         lean = _finish(
             req,
             prog,
@@ -223,13 +229,24 @@ def plan_unrolled(req: PlanRequest) -> Plan:
             mandatory,
             exact=False,
         )
-        chosen = full
         if (cap is not None and len(full.inserted) > cap) or (
             lean.arena <= full.arena and _cost(req, lean) < _cost(req, full)
         ):
             chosen = lean
+    return _result(req, prog, sizes, footprints, chosen, bound, notes)
+
+
+def _result(
+    req: PlanRequest,
+    prog: Program,
+    sizes: list[int],
+    footprints: list[Footprint],
+    chosen: _Placed,
+    bound: int,
+    notes: list[Diagnostic],
+) -> Plan:
     plan = _assemble(req, prog, sizes, footprints, chosen, bound, notes)
-    if opts.overflow == "spill" and plan.status in ("infeasible", "unknown"):
+    if req.options.overflow == "spill" and plan.status in ("infeasible", "unknown"):
         raise RequestError.field(
             ("options", "overflow"),
             f"the plan needs {plan.arena_bytes} bytes over the capacity of {plan.capacity}, and "
