@@ -50,15 +50,14 @@ class ExplicitGraph:
         self.edges = sorted(set(edges))
         n = int(size.size)
         self.n = n
-        neighbours: list[list[int]] = [[] for _ in range(n)]
-        for a, b in self.edges:
-            neighbours[a].append(b)
-            neighbours[b].append(a)
-        self.degree = np.fromiter((len(x) for x in neighbours), dtype=np.int64, count=n)
+        pairs = np.asarray(self.edges, dtype=np.int64).reshape(-1, 2)
+        src = np.concatenate([pairs[:, 0], pairs[:, 1]])
+        dst = np.concatenate([pairs[:, 1], pairs[:, 0]])
+        order = np.lexsort((dst, src))  # adjacency lists sorted by buffer, then neighbour
+        self.degree = np.bincount(src, minlength=n).astype(np.int64)
         self.back_ptr = np.zeros(n + 1, dtype=np.int64)
         self.back_ptr[1:] = np.cumsum(self.degree)
-        flat = [c for x in neighbours for c in sorted(x)]
-        self.back = np.asarray(flat, dtype=np.int64)
+        self.back = dst[order].astype(np.int64)
 
     def order(self, name: str) -> I64:
         """Buffer indices in the named ordering (ties by index)."""

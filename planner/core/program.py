@@ -24,11 +24,16 @@ import bisect
 import itertools
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from planner.core.errors import RequestError
 from planner.core.models import PlanRequest
 from planner.core.models.control import ArmIndex
 
-__all__ = ["MAX_PIECES", "Hazard", "Piece", "Program", "build_program", "straight_line"]
+__all__ = ["MAX_PIECES", "Hazards", "Piece", "Program", "build_program", "straight_line"]
+
+I64 = npt.NDArray[np.int64]
 
 MAX_PIECES = 1024  # pieces of the unrolled program; hazards are checked over all pairs
 
@@ -58,14 +63,25 @@ class BarrierCopy:
 
 
 @dataclass(frozen=True)
-class Hazard:
-    """Piece ``later`` follows piece ``earlier``; on shared bytes it needs a barrier in
-    ``(after, before]`` (virtual) that runs on every path between them."""
+class Hazards:
+    """Every ordered pair of pieces that may run in sequence (a possible reuse), as arrays:
+    piece ``later[k]`` follows piece ``earlier[k]``; on shared bytes it needs a barrier in
+    ``(after[k], before[k]]`` (virtual) that runs on every path between them."""
 
-    earlier: int  # piece index
-    later: int
-    after: int  # virtual: last access of ``earlier``
-    before: int  # virtual: first access of ``later``
+    earlier: I64  # piece index
+    later: I64
+    a: I64  # buffer of ``earlier``
+    b: I64  # buffer of ``later``
+    after: I64  # virtual: last access of ``earlier``
+    before: I64  # virtual: first access of ``later``
+    xs: I64  # virtual interval of ``earlier``
+    xe: I64
+    ys: I64  # virtual interval of ``later``
+    ye: I64
+
+    @property
+    def n(self) -> int:
+        return int(self.after.size)
 
 
 @dataclass
@@ -75,7 +91,7 @@ class Program:
     req: PlanRequest
     pieces: list[Piece]
     by_buffer: list[list[int]]  # piece indices of each buffer
-    hazards: list[Hazard]  # every ordered pair of pieces that may run in sequence
+    hazards: Hazards
     live_pairs: set[tuple[int, int]]  # buffer pairs (i < j) live at one virtual point
     peak: int  # bytes: most live at one virtual point
     peak_point: int  # original point of the peak
@@ -83,6 +99,8 @@ class Program:
     _loops: _Loops = field(repr=False)
     _arms: ArmIndex | None = field(repr=False)
     _copies: dict[int, list[BarrierCopy]] = field(default_factory=dict, repr=False)
+    _executions: dict[int, int] = field(default_factory=dict, repr=False)
+    _masks: dict[int, npt.NDArray[np.bool_]] = field(default_factory=dict, repr=False)
 
     def copies_of(self, point: int) -> list[BarrierCopy]:
         """Every virtual copy of a barrier at ``point``."""
@@ -110,19 +128,47 @@ class Program:
         """Whether pieces x and y lie in different arms of one branch copy (never both run)."""
         return _exclusive(self.pieces[x], self.pieces[y])
 
-    def covers(self, barrier: BarrierCopy, hazard: Hazard) -> bool:
-        """Whether the barrier copy protects the hazard: inside its window and on every path
-        from the earlier piece to the later one."""
-        if not hazard.after < barrier.virtual <= hazard.before:
+    def covers(self, barrier: BarrierCopy, k: int) -> bool:
+        """Whether the barrier copy protects hazard ``k``: inside its window and on every
+        path from the earlier piece to the later one (an arm around the barrier holds one of
+        them)."""
+        h = self.hazards
+        if not h.after[k] < barrier.virtual <= h.before[k]:
             return False
-        x, y = self.pieces[hazard.earlier], self.pieces[hazard.later]
-        return all(
-            (s <= x.start and x.end <= e) or (s <= y.start and y.end <= e) for s, e in barrier.arms
-        )
+        xs, xe, ys, ye = int(h.xs[k]), int(h.xe[k]), int(h.ys[k]), int(h.ye[k])
+        return all((s <= xs and xe <= e) or (s <= ys and ye <= e) for s, e in barrier.arms)
+
+    def protected_by(self, point: int) -> npt.NDArray[np.bool_]:
+        """Per hazard: whether a barrier at ``point`` (every copy) protects it."""
+        found = self._masks.get(point)
+        if found is None:
+            found = self._masks[point] = self.covered(self.copies_of(point))
+        return found
+
+    def covered(self, copies: list[BarrierCopy]) -> npt.NDArray[np.bool_]:
+        """Per hazard: whether one of the barrier copies protects it."""
+        h = self.hazards
+        mask = np.zeros(h.n, dtype=np.bool_)
+        plain = np.asarray(sorted(c.virtual for c in copies if not c.arms), dtype=np.int64)
+        if plain.size:
+            k = np.searchsorted(plain, h.after, side="right")
+            inside = k < plain.size
+            mask[inside] = plain[k[inside]] <= h.before[inside]
+        for c in copies:
+            if not c.arms:
+                continue
+            m = (h.after < c.virtual) & (c.virtual <= h.before)
+            for s, e in c.arms:
+                m &= ((s <= h.xs) & (h.xe <= e)) | ((s <= h.ys) & (h.ye <= e))
+            mask |= m
+        return mask
 
     def executions(self, point: int) -> int:
         """How many times a barrier at the point runs (trips of the loops around it)."""
-        return self.req.executions_at(point)
+        found = self._executions.get(point)
+        if found is None:
+            found = self._executions[point] = self.req.executions_at(point)
+        return found
 
 
 class _Loops:
@@ -135,6 +181,8 @@ class _Loops:
         self.loops = loops
         # A loop that runs once is unrolled once; any other loop twice.
         self.count = [1 if lp.trips == 1 else 2 for lp in ordered]
+        self._chains: dict[int, list[int]] = {}
+        self._positions: dict[tuple[int, Copies], int] = {}
         self.parent: list[int] = []
         stack: list[int] = []
         for i, (s, _) in enumerate(loops):
@@ -166,6 +214,12 @@ class _Loops:
 
     def chain(self, point: int) -> list[int]:
         """Loops around the point (start <= point < end), outermost first."""
+        found = self._chains.get(point)
+        if found is None:
+            found = self._chains[point] = self._chain(point)
+        return found
+
+    def _chain(self, point: int) -> list[int]:
         out: list[int] = []
         region = -1
         while True:
@@ -205,7 +259,14 @@ class _Loops:
 
     def position(self, point: int, cp: Copies) -> int:
         """Virtual point of ``point`` in the copies ``cp`` of the loops around it (a prefix:
-        deeper loops' first copy; used for a range start at a loop start)."""
+        the start of the next deeper loop, for a range that covers it whole)."""
+        key = (point, cp)
+        found = self._positions.get(key)
+        if found is None:
+            found = self._positions[key] = self._position(point, cp)
+        return found
+
+    def _position(self, point: int, cp: Copies) -> int:
         chain = self.chain(point)
         v = 0
         region = -1
@@ -327,24 +388,40 @@ def _exclusive(x: Piece, y: Piece) -> bool:
     return any(ay.get(key, arm) != arm for key, arm in ax.items())
 
 
-def _pairs(pieces: list[Piece]) -> tuple[list[Hazard], set[tuple[int, int]]]:
-    """Every ordered pair of pieces in sequence (a possible reuse), and the buffer pairs
-    whose pieces intersect."""
-    order = sorted(range(len(pieces)), key=lambda p: (pieces[p].start, pieces[p].end, p))
-    hazards: list[Hazard] = []
-    live: set[tuple[int, int]] = set()
-    starts = [pieces[p].start for p in order]
-    for pos, x in enumerate(order):
-        px = pieces[x]
-        # Later-starting pieces: those starting before px ends intersect it.
-        k = bisect.bisect_left(starts, px.end, lo=pos + 1)
-        for q in order[pos + 1 : k]:
-            a, b = px.buffer, pieces[q].buffer
-            if a != b:
-                live.add((a, b) if a < b else (b, a))
-        for q in order[k:]:
-            if not _exclusive(px, pieces[q]):
-                hazards.append(Hazard(x, q, px.last, pieces[q].first))
+def _pairs(pieces: list[Piece]) -> tuple[Hazards, set[tuple[int, int]]]:
+    """Every ordered pair of pieces in sequence (not in different arms of one branch copy),
+    and the buffer pairs whose pieces intersect."""
+    start = np.asarray([p.start for p in pieces], dtype=np.int64)
+    end = np.asarray([p.end for p in pieces], dtype=np.int64)
+    first = np.asarray([p.first for p in pieces], dtype=np.int64)
+    last = np.asarray([p.last for p in pieces], dtype=np.int64)
+    buf = np.asarray([p.buffer for p in pieces], dtype=np.int64)
+    seq = start[None, :] >= end[:, None]  # row before column
+    x, y = np.nonzero(seq)
+    armed = np.asarray([bool(p.arms) for p in pieces], dtype=np.bool_)
+    both = np.flatnonzero(armed[x] & armed[y]) if pieces else np.zeros(0, dtype=np.int64)
+    if both.size:
+        keep = np.ones(x.size, dtype=np.bool_)
+        for k in both.tolist():
+            keep[k] = not _exclusive(pieces[int(x[k])], pieces[int(y[k])])
+        x, y = x[keep], y[keep]
+    meet = (start[None, :] < end[:, None]) & (start[:, None] < end[None, :])
+    u, v = np.nonzero(np.triu(meet, 1))
+    a, b = buf[u], buf[v]
+    other = a != b
+    live = set(zip(np.minimum(a, b)[other].tolist(), np.maximum(a, b)[other].tolist(), strict=True))
+    hazards = Hazards(
+        earlier=x.astype(np.int64),
+        later=y.astype(np.int64),
+        a=buf[x],
+        b=buf[y],
+        after=last[x],
+        before=first[y],
+        xs=start[x],
+        xe=end[x],
+        ys=start[y],
+        ye=end[y],
+    )
     return hazards, live
 
 

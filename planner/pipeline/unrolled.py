@@ -38,7 +38,7 @@ from planner.core.models import (
     SolverInfo,
     Status,
 )
-from planner.core.program import BarrierCopy, Hazard, Program, build_program
+from planner.core.program import BarrierCopy, Program, build_program
 from planner.core.targets import launch_figures
 from planner.pipeline.assembly import naive_bytes
 from planner.pipeline.context import planned_sizes
@@ -65,67 +65,45 @@ class _Placed:
     edges: list[tuple[int, int]]  # conflicting buffer pairs it was placed on
 
 
-class _Barriers:
-    """Barrier copies in virtual time, and the reuses they protect."""
-
-    def __init__(self, prog: Program) -> None:
-        self.prog = prog
-        self.copies: list[BarrierCopy] = []
-        self.keys: list[int] = []
-
-    def add(self, point: int) -> None:
-        for c in self.prog.copies_of(point):
-            k = bisect.bisect_right(self.keys, c.virtual)
-            self.keys.insert(k, c.virtual)
-            self.copies.insert(k, c)
-
-    def covers(self, h: Hazard) -> bool:
-        lo = bisect.bisect_right(self.keys, h.after)
-        hi = bisect.bisect_right(self.keys, h.before)
-        return any(self.prog.covers(c, h) for c in self.copies[lo:hi])
+Mask = npt.NDArray[np.bool_]
 
 
-def _with(prog: Program, points: list[int]) -> _Barriers:
-    marks = _Barriers(prog)
-    for p in points:
-        marks.add(p)
-    return marks
+def _copies(prog: Program, points: list[int]) -> list[BarrierCopy]:
+    return [c for p in points for c in prog.copies_of(p)]
 
 
-def _stab(prog: Program, hazards: list[Hazard], allowed: list[int], base: list[int]) -> list[int]:
-    """New points (sorted) from ``allowed`` that, with ``base``, protect every hazard that
-    some allowed point can. Greedy by the window's end: of the points with a copy that covers
-    the hazard, the one run fewest times, then the one whose copies cover the most hazards
-    still open, then the one inside fewest arms, then the latest."""
-    chosen = _with(prog, base)
-    pool = _Barriers(prog)
-    for p in allowed:
-        pool.add(p)
-    open_ = [h for h in sorted(hazards, key=lambda h: (h.before, h.after)) if not chosen.covers(h)]
+def _stab(prog: Program, need: Mask, allowed: list[int], base: list[int]) -> list[int]:
+    """New points (sorted) from ``allowed`` that, with ``base``, protect every hazard of
+    ``need`` that some allowed point can. Greedy by the window's end: of the points with a
+    copy that covers the hazard, the one run fewest times, then the one whose copies cover
+    the most hazards still open, then the one inside fewest arms, then the latest."""
+    h = prog.hazards
+    open_ = need.copy()
+    for p in base:
+        open_ &= ~prog.protected_by(p)
+    pool = sorted(_copies(prog, allowed), key=lambda c: c.virtual)
+    keys = [c.virtual for c in pool]
     new: list[int] = []
-    for h in open_:
-        if chosen.covers(h):
+    order = np.lexsort((h.after, h.before))
+    for k in order[open_[order]].tolist():
+        if not open_[k]:
             continue
-        lo = bisect.bisect_right(pool.keys, h.after)
-        hi = bisect.bisect_right(pool.keys, h.before)
-        fits = [c for c in pool.copies[lo:hi] if prog.covers(c, h)]
+        lo = bisect.bisect_right(keys, int(h.after[k]))
+        hi = bisect.bisect_right(keys, int(h.before[k]))
+        fits = [c for c in pool[lo:hi] if prog.covers(c, k)]
         if not fits:
+            open_[k] = False  # no allowed point protects it: the caller made it a conflict
             continue
         cheapest = min(prog.executions(c.point) for c in fits)
         fits = [c for c in fits if prog.executions(c.point) == cheapest]
-        if len({c.point for c in fits}) > 1:
-            gain = {
-                c.point: sum(
-                    1 for g in open_ if any(prog.covers(d, g) for d in prog.copies_of(c.point))
-                )
-                for c in fits
-            }
-            fits.sort(key=lambda c: (-gain[c.point], len(c.arms), -c.virtual))
+        gains = {c.point: open_ & prog.protected_by(c.point) for c in fits}
+        if len(gains) > 1:
+            fits.sort(key=lambda c: (-int(gains[c.point].sum()), len(c.arms), -c.virtual))
         else:
             fits.sort(key=lambda c: (len(c.arms), -c.virtual))
-        best = fits[0]
-        new.append(best.point)
-        chosen.add(best.point)
+        best = fits[0].point
+        new.append(best)
+        open_ &= ~gains[best]
     return sorted(set(new))
 
 
@@ -145,38 +123,33 @@ def _events(req: PlanRequest) -> list[int]:
     return sorted(points)
 
 
-def _unprotected(
-    prog: Program, hazards: list[Hazard], marks: _Barriers
-) -> tuple[set[tuple[int, int]], list[Hazard]]:
-    """Buffer pairs that may not share bytes since no barrier of ``marks`` protects a reuse
-    between them, and the unprotected reuses of a buffer's own bytes."""
-    pairs: set[tuple[int, int]] = set()
-    own: list[Hazard] = []
-    for h in hazards:
-        a, b = prog.pieces[h.earlier].buffer, prog.pieces[h.later].buffer
-        if a == b:
-            if not marks.covers(h):
-                own.append(h)
-        elif (min(a, b), max(a, b)) not in pairs and not marks.covers(h):
-            pairs.add((min(a, b), max(a, b)))
-    return pairs, own
+def _unprotected(prog: Program, points: list[int]) -> tuple[set[tuple[int, int]], list[int]]:
+    """Buffer pairs that may not share bytes since no barrier at ``points`` protects a reuse
+    between them, and the unprotected reuses of a buffer's own bytes (hazard indices)."""
+    h = prog.hazards
+    open_ = np.ones(h.n, dtype=np.bool_)
+    for p in points:
+        open_ &= ~prog.protected_by(p)
+    own = np.flatnonzero(open_ & (h.a == h.b)).tolist()
+    other = open_ & (h.a != h.b)
+    lo, hi = np.minimum(h.a, h.b)[other], np.maximum(h.a, h.b)[other]
+    return set(zip(lo.tolist(), hi.tolist(), strict=True)), own
 
 
-def _sharing(prog: Program, offsets: I64, sizes: list[int]) -> list[Hazard]:
-    """The hazards whose pieces share a byte under the placement (a buffer with itself
-    always)."""
-    out = []
-    for h in prog.hazards:
-        a, b = prog.pieces[h.earlier].buffer, prog.pieces[h.later].buffer
-        if a == b or (offsets[a] < offsets[b] + sizes[b] and offsets[b] < offsets[a] + sizes[a]):
-            out.append(h)
-    return out
+def _sharing(prog: Program, offsets: I64, sizes: list[int]) -> Mask:
+    """Per hazard: whether its pieces share a byte under the placement (a buffer's pieces
+    always do)."""
+    h = prog.hazards
+    size = np.asarray(sizes, dtype=np.int64)
+    lo, hi = offsets, offsets + size
+    shared: Mask = ((lo[h.a] < hi[h.b]) & (lo[h.b] < hi[h.a])) | (h.a == h.b)
+    return shared
 
 
-def _own_race(req: PlanRequest, prog: Program, h: Hazard, where: tuple[str, ...]) -> RequestError:
-    i = prog.pieces[h.earlier].buffer
-    b = req.buffers[i]
-    x, y = prog.pieces[h.earlier], prog.pieces[h.later]
+def _own_race(req: PlanRequest, prog: Program, k: int, where: tuple[str, ...]) -> RequestError:
+    h = prog.hazards
+    x, y = prog.pieces[int(h.earlier[k])], prog.pieces[int(h.later[k])]
+    b = req.buffers[x.buffer]
     how = "its next live range" if x.point != y.point else "the next iteration of its loop"
     return RequestError.field(
         where,
@@ -209,24 +182,25 @@ def plan_unrolled(req: PlanRequest) -> Plan:
         new = _stab(prog, shared, sorted(set(events) - set(existing)), existing)
         chosen = replace(placed, required=_stab(prog, shared, sorted({*existing, *new}), []))
     elif sync == "existing":
-        marks = _with(prog, existing)
-        pairs, own = _unprotected(prog, prog.hazards, marks)
+        pairs, own = _unprotected(prog, existing)
         if own:
             raise _own_race(req, prog, own[0], ("barriers",))
-        chosen = _finish(req, prog, sizes, live | pairs, bound, heuristics, existing, [])
+        chosen = _finish(req, prog, sizes, live | pairs, bound, heuristics, existing, [], [])
     else:
         allowed = (
             events if opts.barrier_candidates is None else sorted(set(opts.barrier_candidates))
         )
         allowed = sorted(set(allowed) - set(existing))
-        reach = _with(prog, [*existing, *allowed])
-        never, own = _unprotected(prog, prog.hazards, reach)
-        if own:
-            raise _own_race(req, prog, own[0], ("options", "barrier_candidates"))
+        never: set[tuple[int, int]] = set()
+        if opts.barrier_candidates is not None:
+            # With every point allowed, a barrier at the later piece's first access always
+            # protects a reuse; with candidates some reuses may have none.
+            never, own = _unprotected(prog, [*existing, *allowed])
+            if own:
+                raise _own_race(req, prog, own[0], ("options", "barrier_candidates"))
         # Barriers a buffer's own reuses need whatever the placement: fewest, then cheapest.
-        base = _with(prog, existing)
-        _, own_open = _unprotected(prog, prog.hazards, base)
-        mandatory = _stab(prog, own_open, allowed, existing)
+        h = prog.hazards
+        mandatory = _stab(prog, h.a == h.b, allowed, existing)
         cap = opts.max_new_barriers
         if cap is not None and len(mandatory) > cap:
             raise RequestError.field(
@@ -236,19 +210,43 @@ def plan_unrolled(req: PlanRequest) -> Plan:
                 "too_few_barriers",
                 cap,
             )
-        full = _finish(req, prog, sizes, live | never, bound, heuristics, existing, allowed)
+        full = _finish(req, prog, sizes, live | never, bound, heuristics, existing, allowed, [])
         # The plan on the existing barriers and the mandatory ones: fewer barriers, and the
         # fallback when the full plan needs more than the cap.
-        kept = [*existing, *mandatory]
-        fewer, _ = _unprotected(prog, prog.hazards, _with(prog, kept))
-        lean = _finish(req, prog, sizes, live | fewer, bound, heuristics, existing, allowed)
         chosen = full
+        if set(full.inserted) <= set(mandatory):
+            return _result(req, prog, sizes, footprints, full, bound, notes)
+        fewer, _ = _unprotected(prog, [*existing, *mandatory])
+        lean = _finish(
+            req,
+            prog,
+            sizes,
+            live | fewer,
+            full.arena,
+            heuristics,
+            existing,
+            allowed,
+            mandatory,
+            exact=False,
+        )
         if (cap is not None and len(full.inserted) > cap) or (
             lean.arena <= full.arena and _cost(req, lean) < _cost(req, full)
         ):
             chosen = lean
+    return _result(req, prog, sizes, footprints, chosen, bound, notes)
+
+
+def _result(
+    req: PlanRequest,
+    prog: Program,
+    sizes: list[int],
+    footprints: list[Footprint],
+    chosen: _Placed,
+    bound: int,
+    notes: list[Diagnostic],
+) -> Plan:
     plan = _assemble(req, prog, sizes, footprints, chosen, bound, notes)
-    if opts.overflow == "spill" and plan.status in ("infeasible", "unknown"):
+    if req.options.overflow == "spill" and plan.status in ("infeasible", "unknown"):
         raise RequestError.field(
             ("options", "overflow"),
             f"the plan needs {plan.arena_bytes} bytes over the capacity of {plan.capacity}, and "
@@ -272,12 +270,17 @@ def _finish(
     heuristics: list[str] | None,
     existing: list[int],
     allowed: list[int],
+    kept: list[int],
+    *,
+    exact: bool = True,
 ) -> _Placed:
-    """Place on ``edges``, then choose the new barriers (from ``allowed``) and the ones the
-    placement relies on."""
-    placed = _place(req, prog, sizes, edges, bound, heuristics)
+    """Place on ``edges``, then choose the new barriers (``kept``, and more from
+    ``allowed``) and the ones the placement relies on. ``bound``: an arena nothing below is
+    needed (greedy stops there); ``exact``: CP-SAT may close the gap to it."""
+    placed = _place(req, prog, sizes, edges, bound, heuristics, exact)
     shared = _sharing(prog, placed.offsets, sizes)
-    inserted = _stab(prog, shared, allowed, existing)
+    more = _stab(prog, shared, allowed, [*existing, *kept])
+    inserted = sorted(set(kept) | set(more))
     required = _stab(prog, shared, sorted(set(existing) | set(inserted)), [])
     return replace(placed, inserted=inserted, required=required)
 
@@ -307,6 +310,7 @@ def _place(
     edges: set[tuple[int, int]],
     bound: int,
     heuristics: list[str] | None,
+    exact: bool = True,
 ) -> _Placed:
     g = _graph(req, prog, sizes, edges)
     found = greedy_fits(g, heuristics, bound)
@@ -317,13 +321,13 @@ def _place(
         list(found.tried),
         found.arena_bytes <= bound,
     )
-    wants_exact = req.options.solver in ("auto", "exact", "search", "cpsat")
+    wants_exact = exact and req.options.solver in ("auto", "exact", "search", "cpsat")
     if not optimal and wants_exact and 0 < g.n <= EXACT_MAX_BUFFERS:
-        exact = exact_pairs(
+        solved = exact_pairs(
             g, lower_bound=bound, hint=offsets, time_limit=EXACT_SHARE * req.options.time_limit
         )
-        if exact is not None:
-            x_offsets, x_arena, proved = exact
+        if solved is not None:
+            x_offsets, x_arena, proved = solved
             tried.append(("exact:cpsat-pairs", min(arena, x_arena)))
             if x_arena < arena:
                 offsets, arena, name = x_offsets, x_arena, "exact:cpsat-pairs"
