@@ -71,8 +71,8 @@ def test_pieces_one_per_copy_of_the_loops_around_the_range() -> None:
 
 def test_a_range_entering_or_leaving_a_loop_covers_every_copy() -> None:
     (ex,) = executions(ControlFlow(loops=((2, 5, None),)), 7)
-    assert ex.pieces(0, 3) == [Piece(0, 8, ())]  # live over both copies of the body
-    assert ex.pieces(4, 7) == [Piece(2, 10, ())]
+    assert ex.pieces(0, 3) == [Piece(0, 8, (), (0,))]  # live over both copies of the body
+    assert ex.pieces(4, 7) == [Piece(2, 10, (), (0,))]
 
 
 def test_a_range_in_an_arm_not_taken_has_no_piece() -> None:

@@ -28,6 +28,11 @@ Table layout (all ``int32``)::
 Element ``e`` of an access is ``sum(coeff * var) + constant`` over the loops' odometer (the
 first loop varies fastest); elements outside ``[0, elements)`` are skipped (the guarded
 synthetic pattern; a validated request never has others).
+
+A request with loops and branches comes as one straight-line program per path of its control
+flow (``validators.interpreter``): the loop bodies repeated, the arms not taken left out, and
+each iteration of a buffer range a buffer of its own, so its stamps and written-bitmap are its
+own and a read of one iteration never trusts a write of another.
 """
 
 from __future__ import annotations

@@ -96,6 +96,7 @@ class PathCheck:
         self.aliases = _PieceAliases(request, plan, opaque)
         self.out = out
         self.claims = [list(pair) for pair in plan.aliases]
+        self.stretched: dict[tuple[int, int], tuple[int, ...]] = {}  # (buffer, range) -> loops
         self.seen: set[tuple[str, tuple[str, ...], int | None]] = set()
         horizon = max(
             [request.horizon, *(p + 1 for p in barriers), *(loop.end for loop in request.loops)]
@@ -141,6 +142,7 @@ class PathCheck:
         for ex in self.executions:
             pieces: list[Extent] = []
             copies: dict[tuple[int, int, int], Copy] = {}
+            stretched = self.stretched
             for e in extents:
                 buffer = self.request.buffers[e.buffer]
                 for part, (s, end) in enumerate(buffer.lifetimes):
@@ -165,6 +167,7 @@ class PathCheck:
                             )
                         )
                         copies[e.buffer, part, piece.start] = piece.copy
+                        stretched[e.buffer, part] = piece.stretched
             barriers = ex.occurrences(self.barriers)
             sweep(pieces, barriers, self.aliases, self.out, _Reporter(self, ex, copies))
 
@@ -202,8 +205,8 @@ class _Reporter:
                 return
             self.check.add(
                 "missing_barrier",
-                f"{self._name(b)} (first access at point {self._point(b.first)}) reuses bytes "
-                f"[{lo}, {hi}) of {self._name(a)} (last access at point {self._point(a.last)}) "
+                f"{self._name(b)} (first access at point {self._point(b, b.first)}) reuses bytes "
+                f"[{lo}, {hi}) of {self._name(a)} (last access at point {self._point(a, a.last)}) "
                 "with no barrier between them",
                 [a.id, b.id],
                 where,
@@ -219,10 +222,18 @@ class _Reporter:
 
     def _name(self, e: Extent) -> str:
         s, end = self.check.request.buffers[e.buffer].lifetimes[e.part]
-        return f"{e.id!r} (range [{s}, {end}){_copy_label(self.copies[e.buffer, e.part, e.start])})"
+        copy = _copy_label(self.copies[e.buffer, e.part, e.start])
+        whole = "".join(
+            f", live over every iteration of loops.{i}"
+            for i in self.check.stretched.get((e.buffer, e.part), ())
+        )
+        return f"{e.id!r} (range [{s}, {end}){copy}{whole})"
 
-    def _point(self, unrolled: int) -> str:
-        return f"{self.ex.origin(unrolled)}{_copy_label(self.ex.copy_at(unrolled))}"
+    def _point(self, e: Extent, unrolled: int) -> str:
+        """An unrolled point of ``e``'s piece, with the copies of the loops the piece spans."""
+        known = {i for i, _ in self.copies[e.buffer, e.part, e.start]}
+        inner = tuple(c for c in self.ex.copy_at(unrolled) if c[0] not in known)
+        return f"{self.ex.origin(unrolled)}{_copy_label(inner)}"
 
 
 def _copy_label(copy: Copy) -> str:

@@ -75,6 +75,7 @@ class Piece:
     start: int  # unrolled point
     end: int  # unrolled point, half-open
     copy: Copy  # the copies of the loops wholly containing the range
+    stretched: tuple[int, ...] = ()  # loops the range enters or leaves: live over all of them
 
 
 @dataclass
@@ -158,7 +159,7 @@ class Execution:
                         span = groups[key]
                         span[0] = min(span[0], s.at)
                         span[1] = max(span[1], s.at + s.hi - s.lo)
-        return [Piece(lo, hi, key) for key, (lo, hi) in sorted(groups.items())]
+        return [Piece(lo, hi, key, tuple(crossed)) for key, (lo, hi) in sorted(groups.items())]
 
 
 def executions(flow: ControlFlow, horizon: int) -> Iterator[Execution]:
