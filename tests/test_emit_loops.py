@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import planner
 from planner.core.models import Plan, PlanRequest
 from planner.emit import emit_cuda, emit_mlir
 from planner.emit.svg import emit_svg
@@ -166,3 +167,16 @@ def test_svg_of_a_straight_request_draws_no_band() -> None:
     svg = emit_svg(req, plan)
     assert 'class="control"' not in svg
     assert 'data-kind="loop"' not in svg
+
+
+def test_planned_loop_reports_its_barrier_counts() -> None:
+    req = request({**PROGRAM, "options": {"sync": "insert"}})
+    plan = planner.plan(req)
+    assert validate_plan(req, plan).valid
+    assert emulate(req, plan).valid
+    assert plan.barriers.static is not None
+    assert plan.barriers.executions is not None
+    line = f"// Barriers: {plan.barriers.static} in the code, {plan.barriers.executions} "
+    for text in (emit_cuda(req, plan), emit_mlir(req, plan)):
+        (found,) = [x.strip() for x in text.splitlines() if x.strip().startswith(line)]
+        assert found.endswith("executions per block.")  # no loop of unknown trips here

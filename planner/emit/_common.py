@@ -233,8 +233,9 @@ def outline_lines(
         else:
             lines.append(f"{pad}{barrier}  // point {line.point}: {line.text}")
     if plan.barriers.executions is not None:
+        unknown = any(loop.trips is None for loop in request.loops)
         lines.append(
             f"// Barriers: {plan.barriers.static} in the code, {plan.barriers.executions} "
-            "executions per block (unknown trips count 1000)."
+            f"executions per block{' (unknown trips count 1000)' if unknown else ''}."
         )
     return lines
