@@ -123,7 +123,16 @@ def _plan(
     if req.has_control_flow:
         # Loops, branches or several live ranges: planned on the unrolled program.
         with deadline(max(0.0, limit - fixed), since=began), interpreted(small):
-            return checked(req, plan_unrolled(req))
+            unrolled = checked(req, plan_unrolled(req))
+        if not req.options.pareto:
+            return unrolled
+        # One plan: the unrolled route keeps no fewer-barrier attempts.
+        only = ParetoPoint(
+            arena_bytes=unrolled.arena_bytes,
+            new_barriers=len(unrolled.barriers.inserted),
+            plan=unrolled,
+        )
+        return unrolled.model_copy(update={"pareto": [only]})
     with deadline(max(0.0, limit - fixed), since=began), interpreted(small):
         ctx = build_context(req, choice.heuristics, max(0.0, 1.0 - fixed / limit))
         found = attempts(ctx)
