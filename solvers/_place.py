@@ -10,7 +10,7 @@ from planner.core._jit import njit
 I64 = npt.NDArray[np.int64]
 
 
-@njit
+@njit(small=True)
 def place(
     order: I64,
     size: I64,
@@ -87,7 +87,7 @@ def place(
     return offset
 
 
-@njit
+@njit(small=True)
 def place_sweep(
     order: I64,
     start: I64,

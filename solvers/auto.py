@@ -27,15 +27,15 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
-from planner.core._jit import announce
+from planner.core._jit import announce, compiled
+from planner.core.clock import deadline, expired, paused
 from planner.core.graph import InterferenceGraph, build_graph
 from planner.core.install import install_hint
 from planner.core.models import PlanRequest
 from planner.solvers import registry
 from planner.solvers.bounds import CLIQUE_MAX, clique_bound, stack_height
-from planner.solvers.clock import deadline, expired, paused
 from planner.solvers.exact import granularity, round_up
-from planner.solvers.greedy import arena_of, portfolio, run
+from planner.solvers.greedy import arena_of, portfolio
 
 __all__ = [
     "WARM_UP_BUFFERS",
@@ -107,26 +107,22 @@ def _tell(arena: int, bound: int) -> None:
         listener(arena, bound)
 
 
-_LOADED: set[str] = set()  # what this process has run once: "greedy" and exact methods
+_LOADED: set[str] = set()  # the exact methods this process has run once
 
 
 def _load(methods: list[tuple[str, ExactMethod]]) -> None:
-    """Run the greedy portfolio, the clique bound and each exact method once per process on
-    a small instance, with the request's clock paused: the first run loads compiled code
-    (tenths of a second; seconds after a fresh install), which must not eat into a request's
-    budget, or the first request in a process would stop where later ones go on."""
+    """Run each exact method once per process on a small instance, with the request's clock
+    paused: the first run loads compiled code and the solver's own libraries (tenths of a
+    second; seconds after a fresh install), which must not eat into a request's budget, or
+    the first request in a process would stop where later ones go on. (The greedy kernels
+    pause the clock for their own first call.)"""
     todo = [(n, m) for n, m in methods if n not in _LOADED]
-    if "greedy" in _LOADED and not todo:
+    if not todo:
         return
     # Paused for the request; the warm-up's own runs get a deadline of their own.
-    with paused(), deadline(LOAD_SECONDS):
+    with paused(), deadline(LOAD_SECONDS), compiled():
         g = build_graph(_warm_up_request(), "none")
         bound = g.aligned_bound.bytes
-        if "greedy" not in _LOADED:
-            portfolio(g, None, bound)
-            run(g, "start/first-fit")  # the sweep: the portfolio may stop before it
-            clique_bound(g, bound)
-            _LOADED.add("greedy")
         for name, method in todo:
             announce(name)
             method(g, capacity=None, lower_bound=bound, hint=None, time_limit=1.0)
@@ -161,7 +157,6 @@ def solve(
     proved optimal for a problem with fewer conflicts), within ``capacity``: the search
     stops at a plan that small; the bound returned is still this graph's own.
     """
-    _load([])
     # Every arena is a multiple of the granularity, so the bound rounds up to one.
     step = granularity(g)
     bound = round_up(g.aligned_bound.bytes, step)

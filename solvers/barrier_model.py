@@ -10,7 +10,7 @@ sequential pair.
 
 Determinism: one worker, a fixed seed and a deterministic-time limit derived from
 ``time_limit`` (``DETERMINISTIC_PER_SECOND``); the wall clock is only a cap, the request's
-deadline while a request is planned (``solvers.clock``).
+deadline while a request is planned (``planner.core.clock``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from ortools.sat.python import cp_model
 
-from planner.solvers.clock import wall_limit
+from planner.core.clock import wall_limit
 
 __all__ = ["BarrierProblem", "BarrierSolution", "solve_barriers"]
 

@@ -9,7 +9,7 @@ the graph into connected components; this module builds one model for whatever i
 Determinism: one worker, a fixed seed, and a deterministic-time limit derived from
 ``time_limit`` (``DETERMINISTIC_PER_SECOND``), so the same input gives the same plan on any
 machine. The wall clock is only a cap: ``time_limit`` alone, the request's deadline while a
-request is planned (``solvers.clock``), so only a machine far slower than the one calibrated
+request is planned (``planner.core.clock``), so only a machine far slower than the one calibrated
 on can stop the search first, and only then can the result depend on timing.
 """
 
@@ -21,8 +21,8 @@ import numpy as np
 import numpy.typing as npt
 from ortools.sat.python import cp_model
 
+from planner.core.clock import wall_limit
 from planner.core.graph import InterferenceGraph
-from planner.solvers.clock import wall_limit
 from planner.solvers.exact import ExactResult, Progress
 
 __all__ = ["DETERMINISTIC_PER_SECOND", "SEED", "solve_cpsat"]

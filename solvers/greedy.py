@@ -34,11 +34,11 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from planner.core.clock import expired
 from planner.core.errors import RequestError
 from planner.core.graph import InterferenceGraph
 from planner.solvers._place import place, place_sweep
 from planner.solvers._skyline import RULES, best_of_random, skyline
-from planner.solvers.clock import expired
 
 __all__ = [
     "FITS",

@@ -8,18 +8,27 @@ which exact methods this installation has.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from planner.core.solver_names import EXACT_METHODS, HEURISTICS, METHODS, SOLVER_NAMES
 from planner.solvers.exact import ExactResult
 
-__all__ = ["ExactMethod", "SolverChoice", "exact_method", "lookup", "unavailable"]
+__all__ = [
+    "ExactMethod",
+    "SolverChoice",
+    "exact_method",
+    "installed",
+    "lookup",
+    "unavailable",
+]
 
 ExactMethod = Callable[..., ExactResult]
+# method -> (module, function, the optional distribution it needs)
 _MODULES = {
-    "search": ("planner.solvers.search", "solve_search"),
-    "cpsat": ("planner.solvers.cpsat", "solve_cpsat"),
+    "search": ("planner.solvers.search", "solve_search", None),
+    "cpsat": ("planner.solvers.cpsat", "solve_cpsat", "ortools"),
 }
 
 
@@ -47,12 +56,20 @@ def lookup(name: str) -> SolverChoice:
 
 def exact_method(name: str) -> ExactMethod | None:
     """The named exact method, or None when its optional dependency is missing."""
-    module, func = _MODULES[name]
+    if not installed(name):
+        return None
+    module, func, _ = _MODULES[name]
     try:
         found: ExactMethod = getattr(importlib.import_module(module), func)
     except ImportError:
         return None
     return found
+
+
+def installed(method: str) -> bool:
+    """Whether an exact method's optional dependency is installed (nothing is imported)."""
+    needs = _MODULES[method][2]
+    return needs is None or importlib.util.find_spec(needs) is not None
 
 
 def unavailable(name: str) -> bool:

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from planner.core.clock import wall_limit
 from planner.core.graph import InterferenceGraph
 from planner.solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES, decide
 from planner.solvers._stack_kernel import MAX_BUFFERS as STACK_MAX_BUFFERS
-from planner.solvers.clock import wall_limit
 from planner.solvers.exact import ExactResult, Progress, granularity, round_up
 from planner.solvers.greedy import arena_of
 

@@ -22,6 +22,9 @@ from tests.patterned import MAPPINGS, THREADS, WIDTH, access
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 FIXTURE = Path(__file__).resolve().parent / "data" / "plan_hashes.json"
+# Seconds per request: long enough that a busy machine's clock never cuts a plan short of its
+# deterministic budgets (the planner.pipeline.facade docstring), so the hashes hold anywhere.
+TIME_LIMIT = 2.0
 
 
 def _lifetimes(rng: random.Random, index: int) -> dict[str, Any]:
@@ -48,7 +51,7 @@ def _lifetimes(rng: random.Random, index: int) -> dict[str, Any]:
         base += buffers[i]["size"]
     top = max((b["end"] for b in buffers), default=0)
     sync = ["existing", "insert", "none"][index % 3]
-    options: dict[str, Any] = {"sync": sync, "time_limit": 0.5}
+    options: dict[str, Any] = {"sync": sync, "time_limit": TIME_LIMIT}
     if sync == "insert" and rng.random() < 0.3:
         options["barrier_candidates"] = sorted(rng.sample(range(top + 1), min(top + 1, 4)))
     if sync == "insert" and rng.random() < 0.3:
@@ -89,7 +92,7 @@ def _patterned(rng: random.Random, index: int) -> dict[str, Any]:
             }
         )
     top = max(b["end"] for b in buffers)
-    options: dict[str, Any] = {"sync": ["existing", "insert"][index % 2], "time_limit": 0.5}
+    options: dict[str, Any] = {"sync": ["existing", "insert"][index % 2], "time_limit": TIME_LIMIT}
     if options["sync"] == "insert" and rng.random() < 0.4:
         options["max_new_barriers"] = rng.randint(0, 2)
     return {

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 import planner
+import planner.core.clock
 import planner.pipeline.checks
 import planner.pipeline.facade
-import planner.solvers.clock
 import planner.solvers.greedy
 from planner.api.limits import access_instances, check_emulation_budget
 from planner.core.errors import InternalError, RequestError
@@ -135,7 +135,7 @@ def test_the_pipeline_consults_the_deadline_before_optional_work(
     readings = iter([0.0])  # the call's start; every later reading is far past any limit
     fake = lambda: next(readings, 1e9)  # noqa: E731
     monkeypatch.setattr(planner.pipeline.facade, "now", fake)  # read first, by the call itself
-    monkeypatch.setattr(planner.solvers.clock, "now", fake)
+    monkeypatch.setattr(planner.core.clock, "now", fake)
     plan = planner.plan(request)
     assert planner.validate(request, plan).valid
     # Only the first heuristic: the rest of the portfolio and every exact method skipped.

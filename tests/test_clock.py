@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
+from planner.core.clock import deadline, wall_limit
 from planner.core.graph import build_graph
 from planner.core.models import PlanRequest
-from planner.solvers.clock import deadline, wall_limit
 from planner.solvers.search import solve_search
 
 from .bruteforce import assert_valid_offsets, brute_force

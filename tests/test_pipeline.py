@@ -353,7 +353,7 @@ def test_late_first_access_weakens_the_claims_not_the_plan() -> None:
 def test_first_plan_in_a_process_is_the_plan_of_later_calls() -> None:
     # The first plan in a process used to spend its time limit loading compiled kernels and
     # stop its search early: a different plan for the same request.
-    data = {**WARM_UP[0], "name": "first", "options": {"time_limit": 0.5, "sync": "existing"}}
+    data = {**WARM_UP[0], "name": "first", "options": {"time_limit": 2.0, "sync": "existing"}}
     code = (
         "import json, sys, planner\nprint(planner.plan(json.loads(sys.argv[1])).model_dump_json())"
     )

@@ -10,21 +10,27 @@ run, and the first one says so once.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import os
 import sys
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar, cast, overload
+
+from planner.core.clock import paused
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 _PACKAGE = Path(__file__).resolve().parent
 # Packages whose modules hold kernels; installed under planner (their folders in a checkout
 # lie beside it, mapped there by the build).
-_SOURCES = ("planner", "planner.solvers", "planner.validators")
+_SOURCES = ("planner.core", "planner.pipeline", "planner.solvers", "planner.validators")
 COMPILE_SECONDS = 10  # about how long compiling every kernel takes on a laptop core
 
 
@@ -55,24 +61,113 @@ def _cache_dir() -> Path | None:
 
 CACHE_DIR = _cache_dir()
 
-import numba  # noqa: E402  (must follow the cache-directory choice)
-
-__all__ = ["CACHE_DIR", "announce", "njit"]
+__all__ = ["CACHE_DIR", "Kernel", "announce", "compiled", "interpreted", "njit"]
 
 _said: set[str] = set()  # parts this process has announced or found compiled
+# Within ``interpreted()``, a kernel marked ``small`` that this process has not loaded yet runs
+# as the Python function it is written as: a small request then needs no compiled code.
+_INTERPRET: ContextVar[bool] = ContextVar("planner_interpret", default=False)
+_COMPILED: ContextVar[bool] = ContextVar("planner_compiled", default=False)  # overrides it
 
 
-def njit(func: F) -> F:
-    """Compile ``func`` in nopython mode, cached on disk when a cache can be written; typed
-    as the Python function."""
-    return cast(F, numba.njit(cache=CACHE_DIR is not None, nogil=True)(func))
+class Kernel:
+    """A function compiled by numba (nopython mode, cached on disk when a cache can be
+    written) on its first compiled call; numba itself is imported only then.
+
+    Compiled or interpreted, a kernel computes the same result (integer arithmetic, no
+    randomness of its own), so which one runs changes the speed of a call, never its plan.
+    """
+
+    def __init__(self, func: Callable[..., Any], *, small: bool) -> None:
+        self.py_func = func
+        self.small = small
+        self._compiled: Callable[..., Any] | None = None
+        functools.update_wrapper(self, func)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        compiled = self._compiled
+        if compiled is not None:
+            return compiled(*args, **kwargs)
+        if self.small and _INTERPRET.get() and not _COMPILED.get():
+            return self.py_func(*args, **kwargs)
+        compiled = self.load()
+        with paused():  # the first call loads (or compiles) the machine code
+            return compiled(*args, **kwargs)
+
+    def load(self) -> Callable[..., Any]:
+        """The compiled function, loaded (or compiled) now if it is not yet, with the
+        request's clock paused: a later call in this process would not pay it."""
+        if self._compiled is not None:
+            return self._compiled
+        with _lock, paused():
+            if self._compiled is None:
+                import numba
+
+                announce(_part(self.py_func.__module__))
+                # numba compiles on the first call, reading the kernel's globals then: the
+                # kernels it calls must be numba's own dispatchers by that time.
+                dispatcher = numba.njit(cache=CACHE_DIR is not None, nogil=True)(self.py_func)
+                self._compiled = dispatcher
+                scope = self.py_func.__globals__
+                scope[self.py_func.__name__] = dispatcher
+                for name, value in list(scope.items()):
+                    if isinstance(value, Kernel):
+                        scope[name] = value.load()
+        return self._compiled
+
+
+def _part(module: str) -> str:
+    """Which announced part a kernel's module belongs to."""
+    return "search" if module.rsplit(".", 1)[-1] in _SEARCH_MODULES else "core"
+
+
+_SEARCH_MODULES = ("_search_kernel", "_stack_kernel")
+_lock = threading.RLock()
+
+
+@overload
+def njit(func: F) -> F: ...
+
+
+@overload
+def njit(*, small: bool) -> Callable[[F], F]: ...
+
+
+def njit(func: F | None = None, *, small: bool = False) -> F | Callable[[F], F]:
+    """Decorate a kernel (typed as the Python function). ``small=True``: within
+    ``interpreted()`` it runs as Python until this process has loaded it."""
+
+    def wrap(f: F) -> F:
+        return cast(F, Kernel(f, small=small))
+
+    return wrap if func is None else wrap(func)
+
+
+@contextmanager
+def interpreted(on: bool = True) -> Iterator[None]:
+    """Within the block, kernels marked ``small`` that are not loaded yet run as Python."""
+    token = _INTERPRET.set(on)
+    try:
+        yield
+    finally:
+        _INTERPRET.reset(token)
+
+
+@contextmanager
+def compiled() -> Iterator[None]:
+    """Within the block every kernel runs compiled, ``interpreted()`` or not (the warm-up)."""
+    token = _COMPILED.set(True)
+    try:
+        yield
+    finally:
+        _COMPILED.reset(token)
 
 
 def _stamp(part: str) -> Path | None:
     """The file that says this version's kernels of ``part`` are compiled into ``CACHE_DIR``."""
     if CACHE_DIR is None:
         return None
-    digest = hashlib.sha256(f"{numba.__version__} {sys.version}".encode())
+    digest = hashlib.sha256(f"{_numba_version()} {sys.version}".encode())
     for package in _SOURCES:
         spec = importlib.util.find_spec(package)
         if spec is None or spec.origin is None:
@@ -81,6 +176,15 @@ def _stamp(part: str) -> Path | None:
             stat = source.stat()
             digest.update(f"{source.name} {stat.st_size} {stat.st_mtime_ns}".encode())
     return CACHE_DIR / f"alloc-planner-{digest.hexdigest()[:16]}-{part}.compiled"
+
+
+def _numba_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("numba")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def announce(part: str) -> None:

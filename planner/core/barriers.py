@@ -20,7 +20,7 @@ import numpy.typing as npt
 from planner.core._jit import njit
 from planner.core.models.request import SyncPolicy
 
-__all__ = ["BarrierChoice", "Reuse", "choose_barriers", "hits", "reuses", "stab", "warm_reuses"]
+__all__ = ["BarrierChoice", "Reuse", "choose_barriers", "hits", "reuses", "stab"]
 
 I64 = npt.NDArray[np.int64]
 _MIXED = -2  # a segment-tree node whose range has more than one painter
@@ -75,7 +75,7 @@ def reuses(
     ]
 
 
-@njit
+@njit(small=True)
 def _painted_over(
     order: I64, lo: I64, hi: I64, slots: int, start: I64, end: I64
 ) -> tuple[I64, I64]:
@@ -230,12 +230,3 @@ def choose_barriers(
 
 
 _WARM: list[bool] = []
-
-
-def warm_reuses() -> None:
-    """Load the compiled painting once per process (on two buffers), so that the first
-    request's clock does not pay for it."""
-    if not _WARM:
-        two = np.array([0, 2], dtype=np.int64)
-        reuses(two, two + 1, np.zeros(2, dtype=np.int64), np.ones(2, dtype=np.int64))
-        _WARM.append(True)

@@ -287,7 +287,7 @@ class InterferenceGraph:
         return g
 
 
-@njit
+@njit(small=True)
 def _backward_lists(hi: I64) -> tuple[I64, I64]:
     n = hi.shape[0]
     count = np.zeros(n + 1, dtype=np.int64)

@@ -101,6 +101,9 @@ class Program:
     _copies: dict[int, list[BarrierCopy]] = field(default_factory=dict, repr=False)
     _executions: dict[int, int] = field(default_factory=dict, repr=False)
     _masks: dict[int, npt.NDArray[np.bool_]] = field(default_factory=dict, repr=False)
+    _pools: dict[tuple[int, ...], tuple[list[BarrierCopy], list[int]]] = field(
+        default_factory=dict, repr=False
+    )
 
     def copies_of(self, point: int) -> list[BarrierCopy]:
         """Every virtual copy of a barrier at ``point``."""
@@ -137,6 +140,15 @@ class Program:
             return False
         xs, xe, ys, ye = int(h.xs[k]), int(h.xe[k]), int(h.ys[k]), int(h.ye[k])
         return all((s <= xs and xe <= e) or (s <= ys and ye <= e) for s, e in barrier.arms)
+
+    def pool(self, points: list[int]) -> tuple[list[BarrierCopy], list[int]]:
+        """The copies of barriers at ``points`` sorted by virtual point, and those points."""
+        key = tuple(points)
+        found = self._pools.get(key)
+        if found is None:
+            copies = sorted((c for p in points for c in self.copies_of(p)), key=lambda c: c.virtual)
+            found = self._pools[key] = (copies, [c.virtual for c in copies])
+        return found
 
     def protected_by(self, point: int) -> npt.NDArray[np.bool_]:
         """Per hazard: whether a barrier at ``point`` (every copy) protects it."""
@@ -183,6 +195,7 @@ class _Loops:
         self.count = [1 if lp.trips == 1 else 2 for lp in ordered]
         self._chains: dict[int, list[int]] = {}
         self._positions: dict[tuple[int, Copies], int] = {}
+        self._depths: dict[tuple[int, int], int] = {}
         self.parent: list[int] = []
         stack: list[int] = []
         for i, (s, _) in enumerate(loops):
@@ -232,6 +245,13 @@ class _Loops:
 
     def depth_of_range(self, start: int, end: int) -> int:
         """Loops around the whole range [start, end)."""
+        key = (start, end)
+        found = self._depths.get(key)
+        if found is None:
+            found = self._depths[key] = self._depth_of_range(start, end)
+        return found
+
+    def _depth_of_range(self, start: int, end: int) -> int:
         a, b = self.chain(start), self.chain(end - 1)
         depth = 0
         while depth < min(len(a), len(b)) and a[depth] == b[depth]:

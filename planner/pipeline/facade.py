@@ -30,8 +30,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from planner.core._jit import announce
-from planner.core.barriers import warm_reuses
+from planner.core._jit import interpreted
+from planner.core.clock import deadline, now
 from planner.core.csvio import load_request
 from planner.core.errors import InternalError, RequestError
 from planner.core.install import install_hint
@@ -48,16 +48,17 @@ from planner.pipeline.budget import FIXED_SECONDS_PER_BUFFER
 from planner.pipeline.checks import checked
 from planner.pipeline.choice import allowed, choose, frontier, with_best_bound
 from planner.pipeline.context import build_context
-from planner.pipeline.lean import warm_lean
 from planner.pipeline.spill import plan_with_spill
 from planner.pipeline.strategies import attempts
 from planner.pipeline.unrolled import plan_unrolled
-from planner.pipeline.warm import ensure_warm
 from planner.solvers import registry
-from planner.solvers.clock import deadline, now
 from planner.validators import validate_plan
 
-__all__ = ["plan", "validate"]
+__all__ = ["INTERPRETED_MAX_BUFFERS", "plan", "validate"]
+
+# Up to this many buffers, kernels this process has not loaded yet run interpreted: a few
+# milliseconds at this size, against a few hundred to load numba and the compiled code.
+INTERPRETED_MAX_BUFFERS = 64
 
 
 def validate(
@@ -107,7 +108,6 @@ def _plan(
             "time_limit_too_small",
             limit,
         )
-    announce("core")
     choice = registry.lookup(req.options.solver)
     if registry.unavailable(choice.name):
         raise RequestError.field(
@@ -116,20 +116,24 @@ def _plan(
             "solver_unavailable",
             choice.name,
         )
-    # Compiled code loads once per process, off the request's clock: the warm-up requests
-    # run every planning path once, since a kernel compiled on the clock would cut the first
-    # plan of a process short of later ones. The clock has not started its deadline yet, so
-    # the time spent here moves its start.
-    loading = now()
-    ensure_warm(plan, compiled_only=True)
-    warm_lean()
-    warm_reuses()
-    began += now() - loading
+    # Compiled kernels load on their first call in a process, with the clock paused; until
+    # then a small request's kernels run as the Python they are written in, with the same
+    # results (planner.core._jit), so it needs no compiled code at all.
+    small = len(req.buffers) <= INTERPRETED_MAX_BUFFERS
     if req.has_control_flow:
         # Loops, branches or several live ranges: planned on the unrolled program.
-        with deadline(max(0.0, limit - fixed), since=began):
-            return checked(req, plan_unrolled(req))
-    with deadline(max(0.0, limit - fixed), since=began):
+        with deadline(max(0.0, limit - fixed), since=began), interpreted(small):
+            unrolled = checked(req, plan_unrolled(req))
+        if not req.options.pareto:
+            return unrolled
+        # One plan: the unrolled route keeps no fewer-barrier attempts.
+        only = ParetoPoint(
+            arena_bytes=unrolled.arena_bytes,
+            new_barriers=len(unrolled.barriers.inserted),
+            plan=unrolled,
+        )
+        return unrolled.model_copy(update={"pareto": [only]})
+    with deadline(max(0.0, limit - fixed), since=began), interpreted(small):
         ctx = build_context(req, choice.heuristics, max(0.0, 1.0 - fixed / limit))
         found = attempts(ctx)
     chosen = choose(req, found)

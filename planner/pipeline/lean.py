@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from planner.core._jit import njit
 
-__all__ = ["lean_points", "peak_bytes", "warm_lean"]
+__all__ = ["lean_points", "peak_bytes"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -83,7 +83,7 @@ def lean_points(
     return sorted([*chosen, *free[picked].tolist()])
 
 
-@njit
+@njit(small=True)
 def _pick(
     s_at: I64,
     e_at: I64,
@@ -139,7 +139,7 @@ def _pick(
     return picked[:k]
 
 
-@njit
+@njit(small=True)
 def _released(
     e_at: I64,
     o_at: I64,
@@ -169,22 +169,3 @@ def _widths(grid: I64) -> I64:
 
 
 _WARM: list[bool] = []
-
-
-def warm_lean() -> None:
-    """Load the compiled search once per process (on a two-buffer instance), so that the
-    first request's clock does not pay for it."""
-    if _WARM:
-        return
-    one = np.ones(2, dtype=np.int64)
-    lean_points(
-        np.array([0, 2], dtype=np.int64),
-        np.array([1, 3], dtype=np.int64),
-        np.array([1, 3], dtype=np.int64),
-        one,
-        existing=[],
-        candidates=None,
-        horizon=4,
-        target=1,
-    )
-    _WARM.append(True)

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from planner.core.clock import expired
 from planner.core.graph import sync_barriers
-from planner.core.install import available
 from planner.pipeline.attempt import Attempt, attempt, protect
 from planner.pipeline.budget import Kind, Route, schedule, share
 from planner.pipeline.context import Context
 from planner.pipeline.lean import lean_points
+from planner.solvers import registry
 from planner.solvers.auto import Solution
-from planner.solvers.clock import expired
 from planner.solvers.exact import granularity, round_up
 
 __all__ = ["attempts", "route"]
@@ -189,7 +189,7 @@ def _exact_applies(ctx: Context) -> bool:
     asked = req.options.solver in ("exact", "cpsat") or (
         req.options.pareto and req.options.solver == "auto"
     )
-    return asked and len(req.buffers) <= BARRIER_MODEL_MAX_BUFFERS and available("exact")
+    return asked and len(req.buffers) <= BARRIER_MODEL_MAX_BUFFERS and registry.installed("cpsat")
 
 
 def _exact_barriers(ctx: Context, full: Attempt, budget: float) -> list[Attempt]:

@@ -38,7 +38,7 @@ from planner.core.models import (
     SolverInfo,
     Status,
 )
-from planner.core.program import BarrierCopy, Program, build_program
+from planner.core.program import Program, build_program
 from planner.core.targets import launch_figures
 from planner.pipeline.assembly import naive_bytes
 from planner.pipeline.context import planned_sizes
@@ -68,10 +68,6 @@ class _Placed:
 Mask = npt.NDArray[np.bool_]
 
 
-def _copies(prog: Program, points: list[int]) -> list[BarrierCopy]:
-    return [c for p in points for c in prog.copies_of(p)]
-
-
 def _stab(prog: Program, need: Mask, allowed: list[int], base: list[int]) -> list[int]:
     """New points (sorted) from ``allowed`` that, with ``base``, protect every hazard of
     ``need`` that some allowed point can. Greedy by the window's end: of the points with a
@@ -81,8 +77,7 @@ def _stab(prog: Program, need: Mask, allowed: list[int], base: list[int]) -> lis
     open_ = need.copy()
     for p in base:
         open_ &= ~prog.protected_by(p)
-    pool = sorted(_copies(prog, allowed), key=lambda c: c.virtual)
-    keys = [c.virtual for c in pool]
+    pool, keys = prog.pool(allowed)
     new: list[int] = []
     order = np.lexsort((h.after, h.before))
     for k in order[open_[order]].tolist():

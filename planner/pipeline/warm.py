@@ -1,8 +1,10 @@
-"""A small instance that runs every planning method, and a once-per-process warm-up on it.
+"""Warm-up requests that run every planning method, and a once-per-process warm-up on them.
 
-The exact methods load their compiled code on it before their first clocked run
-(``solvers.auto``), so a process's first plan is the same as its later ones; the service
-plans it at start-up (``ensure_warm``), so no compiler's request waits for the loading."""
+Nothing needs it for its plans: compiled kernels load on their first call with the request's
+clock paused (``planner.core._jit``), and the exact methods run once on a small instance
+before their first clocked run (``solvers.auto``). The service plans these requests at
+start-up and ``planner warm`` after an install, so every kernel is compiled and loaded
+before a compiler's request arrives."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from planner.core._jit import compiled
 from planner.core.install import available
 from planner.solvers.auto import WARM_UP_BUFFERS
 
@@ -29,32 +32,30 @@ WARM_UP: list[dict[str, Any]] = [
 ]
 
 
-def warm_up_requests(*, compiled_only: bool = False) -> list[dict[str, Any]]:
-    """The warm-up requests this installation can plan: CP-SAT's only with the exact extra,
-    and never with ``compiled_only`` (CP-SAT has no compiled kernels of the planner's own;
-    the exact methods load it off the request's clock when a request needs it)."""
-    wanted = available("exact") and not compiled_only
+def warm_up_requests() -> list[dict[str, Any]]:
+    """The warm-up requests this installation can plan: CP-SAT's only with the exact extra."""
+    wanted = available("exact")
     return [r for r in WARM_UP if r["options"]["solver"] != "cpsat" or wanted]
 
 
 _lock = threading.RLock()
-_done: set[bool] = set()  # the compiled_only values warmed up in this process
-_running = {"now": False}
+_state = {"done": False, "running": False}
 
 
-def ensure_warm(plan: Callable[[dict[str, Any]], object], *, compiled_only: bool = False) -> None:
-    """Plan the warm-up requests with ``plan`` once per process (``compiled_only``: only those
-    that load compiled kernels); other threads wait for it, and the warm-up's own plans pass
-    straight through."""
-    if compiled_only in _done or False in _done:
+def ensure_warm(plan: Callable[[dict[str, Any]], object]) -> None:
+    """Plan the warm-up requests with ``plan`` once per process, every kernel compiled (none
+    interpreted); other threads wait for it, and the warm-up's own plans pass straight
+    through."""
+    if _state["done"]:
         return
     with _lock:
-        if compiled_only in _done or False in _done or _running["now"]:
+        if _state["done"] or _state["running"]:
             return
-        _running["now"] = True
+        _state["running"] = True
         try:
-            for request in warm_up_requests(compiled_only=compiled_only):
-                plan(request)
+            with compiled():
+                for request in warm_up_requests():
+                    plan(request)
         finally:
-            _running["now"] = False
-        _done.add(compiled_only)
+            _state["running"] = False
+        _state["done"] = True

@@ -1,0 +1,90 @@
+"""Start-up: a small request a greedy heuristic solves at its bound needs no compiled code,
+no exact method and no heavy import; kernels run interpreted until they are loaded, with the
+same plans."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(code: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_small_request_loads_nothing_heavy() -> None:
+    out = _run(
+        """
+        import json, sys
+        import planner
+        request = json.load(open("examples/tvm_tiled_gemm.json"))
+        plan = planner.plan(request)
+        assert planner.validate(request, plan).valid
+        heavy = ["numba", "ortools", "networkx", "fastapi", "uvicorn",
+                 "planner.solvers.search", "planner.solvers.cpsat", "planner.api"]
+        print(json.dumps({"status": plan.status, "loaded": [m for m in heavy if m in sys.modules]}))
+        """
+    )
+    report = json.loads(out)
+    assert report["status"] == "optimal"
+    assert report["loaded"] == []
+
+
+def test_a_request_that_needs_the_search_loads_it() -> None:
+    # The counter-check: the probe above can see a module that is loaded.
+    out = _run(
+        """
+        import sys
+        import planner
+        from planner.generate import random_kernel
+        request = random_kernel(3, max_buffers=32)
+        plan = planner.plan(request)
+        assert planner.validate(request, plan).valid
+        print("numba" in sys.modules, "planner.solvers.search" in sys.modules)
+        """
+    )
+    assert out.split() == ["True", "True"]
+
+
+@pytest.mark.slow
+def test_first_plans_of_a_fresh_process_match_the_fixture() -> None:
+    # A fresh process, no warm-up: the small requests' kernels run interpreted until some
+    # request loads them; every plan must still be the recorded one (tests/data).
+    out = _run(
+        """
+        import json
+        import planner
+        from planner.pipeline.facade import INTERPRETED_MAX_BUFFERS
+        from tests.corpus import corpus, load_fixture, plan_hash
+        expected = load_fixture()
+        checked, changed = 0, []
+        for name, request in corpus():
+            if len(request.buffers) > INTERPRETED_MAX_BUFFERS:
+                continue
+            plan = planner.plan(request)
+            assert planner.validate(request, plan).valid, name
+            checked += 1
+            if plan_hash(plan) != expected[name]:
+                changed.append(name)
+        print(json.dumps({"checked": checked, "changed": changed}))
+        """
+    )
+    report = json.loads(out.strip().splitlines()[-1])
+    assert report["checked"] > 250
+    assert report["changed"] == []
