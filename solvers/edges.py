@@ -12,6 +12,7 @@ several live ranges, whose conflicts are no interval graph.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -40,17 +41,20 @@ class ExplicitGraph:
         pinned: I64,
         start: I64,
         length: I64,
-        edges: list[tuple[int, int]],
+        edges: Iterable[tuple[int, int]],
     ) -> None:
         self.size = size  # bytes
         self.alignment = alignment  # bytes
         self.pinned = pinned  # bytes, -1 where free
         self.start = start  # first virtual point (orderings only)
         self.length = length  # virtual points live (orderings only)
-        self.edges = sorted(set(edges))
         n = int(size.size)
         self.n = n
-        pairs = np.asarray(self.edges, dtype=np.int64).reshape(-1, 2)
+        given = np.fromiter((x for pair in edges for x in pair), dtype=np.int64).reshape(-1, 2)
+        lo, hi = np.minimum(given[:, 0], given[:, 1]), np.maximum(given[:, 0], given[:, 1])
+        codes = np.unique(lo * max(n, 1) + hi)
+        pairs = np.stack([codes // max(n, 1), codes % max(n, 1)], axis=1)
+        self.pairs = pairs  # conflicting (i, j), i < j, sorted
         src = np.concatenate([pairs[:, 0], pairs[:, 1]])
         dst = np.concatenate([pairs[:, 1], pairs[:, 0]])
         order = np.lexsort((dst, src))  # adjacency lists sorted by buffer, then neighbour
@@ -58,6 +62,11 @@ class ExplicitGraph:
         self.back_ptr = np.zeros(n + 1, dtype=np.int64)
         self.back_ptr[1:] = np.cumsum(self.degree)
         self.back = dst[order].astype(np.int64)
+
+    @property
+    def edges(self) -> list[tuple[int, int]]:
+        """The conflicting pairs (i, j), i < j, sorted."""
+        return [(int(a), int(b)) for a, b in self.pairs.tolist()]
 
     def order(self, name: str) -> I64:
         """Buffer indices in the named ordering (ties by index)."""
