@@ -1,8 +1,8 @@
 """The unrolled program of a request with loops, branches or several live ranges: the
 "pieces" model the planner plans on.
 
-Virtual time lays the program out with every loop body twice (nested loops: the inner body
-twice inside each outer copy); branch arms keep their places, one after the other, since
+Virtual time lays the program out with every loop body twice (once for a loop of one trip;
+nested loops: the inner body twice inside each outer copy); branch arms keep their places, one after the other, since
 they are contiguous point ranges already. Each buffer range becomes one *piece* per copy of
 the innermost loop around it (a range that starts or ends inside a deeper loop covers that
 whole unrolled loop: it is live over the whole body on every iteration). Every piece of a
@@ -126,10 +126,6 @@ class Program:
             sub = cp[:depth]
             out.append((self._loops.position(s, sub), self._loops.end_position(e, sub)))
         return tuple(out)
-
-    def exclusive(self, x: int, y: int) -> bool:
-        """Whether pieces x and y lie in different arms of one branch copy (never both run)."""
-        return _exclusive(self.pieces[x], self.pieces[y])
 
     def covers(self, barrier: BarrierCopy, k: int) -> bool:
         """Whether the barrier copy protects hazard ``k``: inside its window and on every
@@ -402,6 +398,7 @@ def _arms_around(arms: ArmIndex, req: PlanRequest, start: int, end: int) -> list
 
 
 def _exclusive(x: Piece, y: Piece) -> bool:
+    """Whether the pieces lie in different arms of one branch copy (never both run)."""
     ax, ay = x.arms, y.arms
     if len(ay) < len(ax):
         ax, ay = ay, ax
