@@ -2,11 +2,11 @@
 "pieces" model the planner plans on.
 
 Virtual time lays the program out with every loop body twice (once for a loop of one trip;
-nested loops: the inner body twice inside each outer copy); branch arms keep their places, one after the other, since
-they are contiguous point ranges already. Each buffer range becomes one *piece* per copy of
-the innermost loop around it (a range that starts or ends inside a deeper loop covers that
-whole unrolled loop: it is live over the whole body on every iteration). Every piece of a
-buffer shares the buffer's offset. Then, exactly as on a straight line:
+nested loops: the inner body twice inside each outer copy); branch arms keep their places,
+one after the other, since they are contiguous point ranges already. Each buffer range
+becomes one *piece* per copy of the innermost loop around it (a range that starts or ends
+inside a deeper loop covers that whole unrolled loop: it is live over the whole body on every
+iteration). Every piece of a buffer shares the buffer's offset. Then, exactly as on a straight line:
 
 - two pieces whose virtual intervals intersect never share a byte (pieces in different arms
   of one branch copy never intersect: the arms lie one after the other);
