@@ -52,6 +52,7 @@ EXACT_SHARE = 0.5  # of the time limit: CP-SAT on the pairs, when greedy leaves 
 # Seconds per hazard (ordered pair of pieces in sequence) of the work every plan needs,
 # measured on a busy 2-core machine (1020 pieces, 500 000 hazards: 2-3 s), rounded up.
 SECONDS_PER_HAZARD = 6e-6
+LEAN_HEURISTICS = ["size/best-fit", "length/best-fit"]  # the plan on fewer barriers, uncapped
 
 
 @dataclass(frozen=True)
@@ -220,28 +221,20 @@ def plan_unrolled(req: PlanRequest) -> Plan:
                 cap,
             )
         full = _finish(req, prog, sizes, live | never, bound, heuristics, existing, allowed, [])
-        # The plan on the existing barriers and the mandatory ones: fewer barriers, and the
-        # fallback when the full plan needs more than the cap.
         chosen = full
         if set(full.inserted) <= set(mandatory):
             return _result(req, prog, sizes, footprints, full, bound, notes)
+        # The plan on the existing and the mandatory barriers, the fewest new ones: chosen at
+        # the full plan's arena, and the fallback under the cap. Its barriers are chosen only
+        # when it is: usually it needs more bytes (quickly seen with two fits).
         fewer, _ = _unprotected(prog, [*existing, *mandatory])
-        lean = _finish(
-            req,
-            prog,
-            sizes,
-            live | fewer,
-            full.arena,
-            heuristics,
-            existing,
-            allowed,
-            mandatory,
-            exact=False,
-        )
-        if (cap is not None and len(full.inserted) > cap) or (
-            lean.arena <= full.arena and _cost(req, lean) < _cost(req, full)
-        ):
-            chosen = lean
+        capped = cap is not None and len(full.inserted) > cap
+        quick = heuristics if heuristics is not None or capped else LEAN_HEURISTICS
+        placed = _place(req, prog, sizes, live | fewer, full.arena, quick, exact=False)
+        if capped or placed.arena <= full.arena:
+            lean = _protect(prog, sizes, placed, existing, allowed, mandatory)
+            if capped or _cost(req, lean) < _cost(req, full):
+                chosen = lean
     return _result(req, prog, sizes, footprints, chosen, bound, notes)
 
 
@@ -287,6 +280,19 @@ def _finish(
     ``allowed``) and the ones the placement relies on. ``bound``: an arena nothing below is
     needed (greedy stops there); ``exact``: CP-SAT may close the gap to it."""
     placed = _place(req, prog, sizes, edges, bound, heuristics, exact)
+    return _protect(prog, sizes, placed, existing, allowed, kept)
+
+
+def _protect(
+    prog: Program,
+    sizes: list[int],
+    placed: _Placed,
+    existing: list[int],
+    allowed: list[int],
+    kept: list[int],
+) -> _Placed:
+    """The placement with its new barriers (``kept``, and more from ``allowed``) and the
+    barriers it relies on."""
     shared = _sharing(prog, placed.offsets, sizes)
     more = _stab(prog, shared, allowed, [*existing, *kept])
     inserted = sorted(set(kept) | set(more))
