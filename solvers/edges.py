@@ -50,7 +50,7 @@ class ExplicitGraph:
         self.length = length  # virtual points live (orderings only)
         n = int(size.size)
         self.n = n
-        given = np.fromiter((x for pair in edges for x in pair), dtype=np.int64).reshape(-1, 2)
+        given = np.asarray(list(edges), dtype=np.int64).reshape(-1, 2)
         lo, hi = np.minimum(given[:, 0], given[:, 1]), np.maximum(given[:, 0], given[:, 1])
         codes = np.unique(lo * max(n, 1) + hi)
         pairs = np.stack([codes // max(n, 1), codes % max(n, 1)], axis=1)

@@ -192,6 +192,7 @@ class _Loops:
         self._chains: dict[int, list[int]] = {}
         self._positions: dict[tuple[int, Copies], int] = {}
         self._depths: dict[tuple[int, int], int] = {}
+        self._ends: dict[tuple[int, Copies], int] = {}
         self.parent: list[int] = []
         stack: list[int] = []
         for i, (s, _) in enumerate(loops):
@@ -298,6 +299,13 @@ class _Loops:
         """Virtual exclusive end of a range ending at ``end`` in the copies ``cp`` of the
         loops around the range: loops deeper than ``cp`` that the end falls in are covered
         whole (both copies)."""
+        key = (end, cp)
+        found = self._ends.get(key)
+        if found is None:
+            found = self._ends[key] = self._end_position(end, cp)
+        return found
+
+    def _end_position(self, end: int, cp: Copies) -> int:
         chain = self.chain(end - 1)
         v = 0
         region = -1
