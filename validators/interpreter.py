@@ -90,6 +90,8 @@ def build_programs(request: PlanRequest, plan: Plan) -> list[KernelProgram]:
 
 
 class _Walker:
+    """Walks the points of one request and plan, one path at a time."""
+
     def __init__(self, request: PlanRequest, plan: Plan) -> None:
         self.request = request
         self.plan = plan
@@ -157,6 +159,8 @@ class _Walker:
         )
 
     def paths(self) -> Iterator[KernelProgram]:
+        """Every path, choices of arms in the order the walk meets them counted like an
+        odometer (the last choice fastest)."""
         choices: list[int] = []
         count = 0
         while True:
