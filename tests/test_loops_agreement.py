@@ -88,8 +88,13 @@ def test_static_agrees_with_the_step_by_step_brute_force(seed: int) -> None:
         data["options"] = {"sync": "existing"}
         req = parse_request(data)
         plan = plan_at(req, {b.id: rng.choice([0, 16, 32, 64]) for b in req.buffers})
-        codes = {v.code for v in validate_plan(req, plan).violations}
-        static = not codes & {"overlap", "missing_barrier"}
+        # The brute force leaves out two ranges of one buffer live at once (over a loop they
+        # both enter): the planner refuses such a request.
+        static = not any(
+            v.code in ("overlap", "missing_barrier")
+            and not (v.code == "overlap" and v.buffers[0] == v.buffers[1])
+            for v in validate_plan(req, plan).violations
+        )
         brute = not check(req, plan)[0]
         if _crosses_one_trip_loop(req):
             assert brute <= static

@@ -311,7 +311,13 @@ def _synthetic_owners(
 
 
 def _reuses(request: PlanRequest, shared: dict[str, Placement]) -> list[tuple[int, int]]:
-    """(earlier, later) buffer index pairs that share bytes one after the other."""
+    """(earlier, later) buffer index pairs that share bytes one after the other.
+
+    With loops, branches or ranges, only buffers of one range each, with no loop or arm
+    boundary between the first's start and the second's end (every loop and arm holds that
+    span or misses it): one straight stretch of the program, where the point order is the
+    order of execution.
+    """
     placed = [(i, b) for i, b in enumerate(request.buffers) if b.id in shared]
     out: list[tuple[int, int]] = []
     for i, a in placed:
@@ -322,9 +328,20 @@ def _reuses(request: PlanRequest, shared: dict[str, Placement]) -> list[tuple[in
                 a.end <= b.start
                 and pa.offset < pb.offset + b.size
                 and pb.offset < pa.offset + a.size
+                and (not request.has_control_flow or _straight(request, a, b))
             ):
                 out.append((i, j))
     return out
+
+
+def _straight(request: PlanRequest, a: Buffer, b: Buffer) -> bool:
+    """Whether ``a`` then ``b`` (one range each) lie in one straight stretch of the program."""
+    if len(a.lifetimes) > 1 or len(b.lifetimes) > 1:
+        return False
+    lo, hi = a.start, b.end
+    spans = [(loop.start, loop.end) for loop in request.loops]
+    spans += [(s, e) for branch in request.branches for s, e in branch.arms]
+    return all(hi <= s or e <= lo or (s <= lo and hi <= e) for s, e in spans)
 
 
 def _drop_barrier(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) -> Fault | None:
