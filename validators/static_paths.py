@@ -147,10 +147,9 @@ class PathCheck:
                 buffer = self.request.buffers[e.buffer]
                 for part, (s, end) in enumerate(buffer.lifetimes):
                     points = [a.at for a in buffer.accesses if s <= a.at < end]
+                    occurrences = ex.occurrences(points) if points else []
                     for piece in ex.pieces(s, end):
-                        touched = [
-                            u for u in ex.occurrences(points) if piece.start <= u < piece.end
-                        ]
+                        touched = [u for u in occurrences if piece.start <= u < piece.end]
                         first = min(touched, default=piece.start)
                         last = max(touched, default=piece.end - 1)
                         pieces.append(
