@@ -13,7 +13,14 @@ from typing import Any
 import pytest
 
 from planner.validators import cuda
-from planner.validators.cuda import GpuOptions, GpuReport, check_plan, gpu_available
+from planner.validators.cuda import (
+    GpuOptions,
+    GpuReport,
+    check_plan,
+    gpu_available,
+    program_from_json,
+    program_to_json,
+)
 from planner.validators.cuda_kernel import encode_program, format_table
 from planner.validators.faults import plant_fault
 from planner.validators.interpreter import build_programs
@@ -99,3 +106,9 @@ def test_gpu_passes_the_loop_program_and_sees_a_dropped_back_edge_barrier() -> N
     assert fault is not None
     report = check_plan(fault.request, fault.plan, GpuOptions(trials=32, blocks=64))
     assert report.status == "mismatch", report.message
+
+
+def test_loop_programs_round_trip_through_json() -> None:
+    req, plan = _planned(PROGRAM, OFFSETS)
+    for program in build_programs(req, plan):
+        assert program_from_json(program_to_json(program)) == program

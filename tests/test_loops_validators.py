@@ -279,3 +279,21 @@ def test_too_many_executions_is_a_violation_not_an_error() -> None:
     assert "4096" in v.message
     (e,) = emulate(huge, plan).violations
     assert e.code == "too_many_paths"
+
+
+def test_emulator_messages_name_the_iterations() -> None:
+    req = request({**BODY, "buffers": TWO, "barriers": [3]})
+    (v,) = emulate(req, plan_at(req, {"x": 0, "y": 0})).violations
+    assert v.code == "race"
+    assert "from point 3 (iteration 1 of loops.0) to the barrier at 3 (iteration 2" in v.message
+    program = build_programs(req, plan_at(req, {"x": 0, "y": 0}))[0]
+    assert [s.label for s in program.steps] == [
+        "1 (iteration 1 of loops.0)",
+        "2 (iteration 1 of loops.0)",
+        "3 (iteration 1 of loops.0)",
+        "4 (iteration 1 of loops.0)",
+        "1 (iteration 2 of loops.0)",
+        "2 (iteration 2 of loops.0)",
+        "3 (iteration 2 of loops.0)",
+        "4 (iteration 2 of loops.0)",
+    ]

@@ -383,6 +383,7 @@ def program_from_json(text: str) -> KernelProgram:
                 AffineAccess(**{**a, "coeffs": pairs(a["coeffs"]), "loops": pairs(a["loops"])})
                 for a in s["accesses"]
             ),
+            copies=tuple((int(i), int(k)) for i, k in s.get("copies", ())),
         )
         for s in data["steps"]
     )

@@ -29,7 +29,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
 from planner.validators.interpreter import TooManyPathsError, build_programs
-from planner.validators.program import AffineAccess, KernelProgram
+from planner.validators.program import AffineAccess, KernelProgram, Step
 
 if TYPE_CHECKING:
     from planner.core.models import Plan, PlanRequest, Violation, ViolationCode
@@ -342,6 +342,7 @@ class _Touch:
 
     access: AffineAccess
     point: int
+    label: str  # the point, with its loop iterations
     rel: I64
     addr: I64
     threads: I32
@@ -361,8 +362,9 @@ class _Arena:
         self.written = [np.zeros(b.size, np.bool_) for b in buffers]  # since the start
 
     def touch(
-        self, shape: _Shape, block: tuple[int, int, int], point: int, found: _Found
+        self, shape: _Shape, block: tuple[int, int, int], step: Step, found: _Found
     ) -> _Touch:
+        point = step.point
         rel, threads, outside = shape.bytes_in(block)
         if outside.size and not shape.access.guarded:
             mine = self.program.buffers[shape.access.buffer]
@@ -370,14 +372,14 @@ class _Arena:
             width = shape.access.width
             found.add(
                 "bad_footprint",
-                f"{mine.id!r}: an access at point {point}{found.where(block)} reaches bytes "
+                f"{mine.id!r}: an access at point {step.label}{found.where(block)} reaches bytes "
                 f"[{e * width}, {(e + 1) * width}), outside the {mine.size} bytes placed for "
                 f"it; {outside.size} element{'s' if outside.size != 1 else ''} skipped",
                 [mine.id],
                 point,
             )
         offset = self.program.buffers[shape.access.buffer].offset - self.base
-        return _Touch(shape.access, point, rel, rel + offset, threads)
+        return _Touch(shape.access, point, step.label, rel, rel + offset, threads)
 
     def write(self, t: _Touch) -> None:
         self.stamp_buffer[t.addr] = t.access.buffer
@@ -402,7 +404,7 @@ class _Arena:
             found.add(
                 "clobbered",
                 f"{mine.id!r} reads byte {byte} (arena byte {mine.offset + byte}) at point "
-                f"{t.point}{found.where(block)} after {other.id!r} overwrote it; "
+                f"{t.label}{found.where(block)} after {other.id!r} overwrote it; "
                 f"{np.unique(rel).size} bytes in all",
                 [mine.id, other.id],
                 t.point,
@@ -415,15 +417,15 @@ def _run_block(
     """Emulate one block; returns the (thread, byte) accesses it made."""
     arena = _Arena(program)
     epoch: list[_Touch] = []
-    opened = program.steps[0].point if program.steps else 0  # point the epoch began at
+    opened = program.steps[0].label if program.steps else "0"  # where the epoch began
     count = 0
     k = 0
     for step in program.steps:
         if step.barrier:
-            _check_races(arena, epoch, opened, step.point, block, found)
-            epoch, opened = [], step.point
+            _check_races(arena, epoch, opened, step.label, block, found)
+            epoch, opened = [], step.label
         touches = [
-            arena.touch(shapes[k + j], block, step.point, found) for j in range(len(step.accesses))
+            arena.touch(shapes[k + j], block, step, found) for j in range(len(step.accesses))
         ]
         count += sum(shapes[k + j].accesses for j in range(len(step.accesses)))
         k += len(step.accesses)
@@ -443,8 +445,8 @@ def _run_block(
 def _check_races(
     arena: _Arena,
     epoch: list[_Touch],
-    opened: int,
-    end: int | None,
+    opened: str,
+    end: str | None,
     block: tuple[int, int, int],
     found: _Found,
 ) -> None:

@@ -232,7 +232,9 @@ class _Walker:
             steps[first].accesses.append(write)
             steps[last].accesses.append(read)
         kept = tuple(
-            Step(v.point, v.barrier, tuple(v.accesses)) for v in steps if v.accesses or v.barrier
+            Step(v.point, v.barrier, tuple(v.accesses), v.copies)
+            for v in steps
+            if v.accesses or v.barrier
         )
         program = KernelProgram(self.plan.arena_bytes, self.block, self.grid, tuple(buffers), kept)
         return program, arms_seen
@@ -253,7 +255,8 @@ class _Walker:
             )
         p = self.events[pos]
         iteration = {f.index: f.iteration for f in stack if f.kind == "loop"}
-        visit = _Visit(p, p in self.barriers, [])
+        copies = tuple((f.index, f.iteration) for f in stack if f.kind == "loop")
+        visit = _Visit(p, p in self.barriers, [], copies)
         for k in self.live_at.get(p, ()):
             slot = self._slot(k, iteration, slots, buffers)
             visit.accesses += [_for_slot(a, slot) for a in self.ranges[k].at[p]]
@@ -296,6 +299,7 @@ class _Visit:
     point: int
     barrier: bool
     accesses: list[AffineAccess]
+    copies: tuple[tuple[int, int], ...]  # (loop index, iteration) of the loops around
 
 
 def _for_slot(access: AffineAccess, slot: int) -> AffineAccess:

@@ -59,6 +59,13 @@ class Step:
     point: int
     barrier: bool  # a __syncthreads() runs before this point's accesses
     accesses: tuple[AffineAccess, ...]
+    copies: tuple[tuple[int, int], ...] = ()  # (loop index, iteration from 0) of loops around
+
+    @property
+    def label(self) -> str:
+        """The point, and the iterations of the loops around it when there are any."""
+        where = "".join(f", iteration {k + 1} of loops.{i}" for i, k in self.copies)
+        return f"{self.point} ({where[2:]})" if where else str(self.point)
 
 
 @dataclass(frozen=True)
