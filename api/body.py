@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from typing import NoReturn
 
-from fastapi import HTTPException, Request
+from fastapi import Request
 
-from planner.api.errors import BODY
-from planner.core.errors import RequestError, shorten
+from planner.core.errors import (
+    PayloadTooLargeError,
+    RequestError,
+    UnsupportedMediaTypeError,
+    shorten,
+)
 
 __all__ = ["is_json", "read_body"]
 
@@ -23,8 +27,9 @@ def is_json(content_type: str | None) -> bool:
 
 
 async def read_body(request: Request, limit: int) -> bytes:
-    """The raw JSON body: 415 unless it is declared JSON, 413 as soon as it passes ``limit``
-    bytes (streamed: a body without Content-Length cannot fill memory before it is refused).
+    """The raw JSON body: ``UnsupportedMediaTypeError`` (415) unless it is declared JSON,
+    ``PayloadTooLargeError`` (413) as soon as it passes ``limit`` bytes (streamed: a body
+    without Content-Length cannot fill memory before it is refused).
 
     Demanding a JSON content type keeps a web page from using a developer's local service:
     a cross-site form or ``no-cors`` fetch can only send form types or ``text/plain``.
@@ -49,18 +54,18 @@ async def read_body(request: Request, limit: int) -> bytes:
 def _refuse_type(content_type: str | None) -> NoReturn:
     given = "no Content-Type" if content_type is None else f"Content-Type {content_type!r}"
     msg = shorten(f"{given}: send the body as application/json", 400)
-    detail = [
-        {
-            "loc": ["header", "content-type"],
-            "msg": msg,
-            "type": "unsupported_media_type",
-            "input": None if content_type is None else shorten(content_type),
-        }
-    ]
-    raise HTTPException(status_code=415, detail=detail)
+    raise UnsupportedMediaTypeError(
+        [
+            {
+                "loc": ["header", "content-type"],
+                "msg": msg,
+                "type": "unsupported_media_type",
+                "input": None if content_type is None else shorten(content_type),
+            }
+        ]
+    )
 
 
 def _refuse_size(size: int, limit: int) -> NoReturn:
     msg = f"request body of at least {size} bytes exceeds the limit of {limit} bytes"
-    detail = [{"loc": [BODY], "msg": msg, "type": "body_too_large", "input": None}]
-    raise HTTPException(status_code=413, detail=detail)
+    raise PayloadTooLargeError([{"loc": [], "msg": msg, "type": "body_too_large", "input": None}])

@@ -55,7 +55,8 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-# DESIGN section 3's example; tests plan it, so the docs never show a request that fails.
+# The example of docs/design.md, Wire format; tests plan it, so the docs never show a
+# request that fails.
 PLAN_EXAMPLE: dict[str, Any] = {
     "name": "gemm_smem_epilogue",
     "target": "sm_90",
@@ -172,7 +173,7 @@ CHECK_PLAN_EXAMPLE: dict[str, Any] = {
 PLAN_BODY: dict[str, Any] = {
     "requestBody": {
         "required": True,
-        "description": "A version-1 plan request (DESIGN section 3), sent as "
+        "description": "A version-1 plan request (docs/design.md, Wire format), sent as "
         "`application/json` (or `application/*+json`); other content types are refused "
         "with 415.",
         "content": {

@@ -1,12 +1,13 @@
 """Planner errors as HTTP answers, all in FastAPI's ``{"detail": [...]}`` shape.
 
-Each error class maps to one status: ``RequestError`` (and ``FormatError``) to 422, every
-other ``PlannerError`` (``InternalError``) to 500, the pool's ``OverloadedError`` (a full
-queue, a deadline passed, a solver process that died mid-request) to 503 with ``Retry-After``
-and its reason as the error ``type``, a ``MemoryError`` (on the event loop or in a worker) to
-500 ``out_of_memory``. A body over the size limit is a 413 and one not declared JSON a 415, both
-raised where the body is read; any other exception is a 500 ``server_error``
-(``api.middleware``).
+``HTTP_STATUS`` is the one table from error class to status; every ``PlannerError`` class
+is in it. A ``RequestError`` lists its field errors (``loc`` under "body", or naming the
+header for ``UnsupportedMediaTypeError``); ``OverloadedError`` (a full queue, a deadline
+passed, a solver process that died mid-request) adds ``Retry-After`` and has its reason as
+the error ``type``; any other planner error is one error with its ``code`` as ``type``. A
+``MemoryError`` (on the event loop or in a worker) is ``out_of_memory``; any other exception
+is a 500 ``server_error`` (``api.middleware``). The service never raises the client's
+``ServiceError`` family; were one raised there, it would be a server failure.
 """
 
 from __future__ import annotations
@@ -16,10 +17,38 @@ from typing import Any
 from fastapi import FastAPI, Request, Response
 from pydantic import BaseModel
 
-from planner.api.pool import OverloadedError
-from planner.core.errors import FieldError, PlannerError, RequestError
+from planner.core import errors as core_errors
+from planner.core.errors import (
+    FieldError,
+    OverloadedError,
+    PlannerError,
+    RequestError,
+    UnsupportedMediaTypeError,
+)
 
-__all__ = ["ErrorDetail", "ErrorResponse", "error_body", "register_exception_handlers"]
+__all__ = [
+    "HTTP_STATUS",
+    "ErrorDetail",
+    "ErrorResponse",
+    "error_body",
+    "register_exception_handlers",
+    "status_of",
+]
+
+HTTP_STATUS: dict[type[BaseException], int] = {
+    core_errors.PlannerError: 500,
+    core_errors.RequestError: 422,
+    core_errors.FormatError: 422,
+    core_errors.PayloadTooLargeError: 413,
+    core_errors.UnsupportedMediaTypeError: 415,
+    core_errors.InternalError: 500,
+    core_errors.OverloadedError: 503,
+    core_errors.ServiceError: 500,  # the client's errors: the service never raises them
+    core_errors.ServiceUnavailableError: 500,
+    core_errors.ServiceConnectionError: 500,
+    core_errors.UnexpectedResponseError: 500,
+    MemoryError: 500,
+}
 
 BODY = "body"  # FastAPI's loc prefix for errors in the request body
 
@@ -66,6 +95,15 @@ def _json(body: ErrorResponse, status_code: int) -> Response:
     )
 
 
+def status_of(exc: BaseException) -> int:
+    """The status ``exc`` is answered with: its class's in ``HTTP_STATUS``, or its nearest
+    base class's."""
+    for cls in type(exc).__mro__:
+        if cls in HTTP_STATUS:
+            return HTTP_STATUS[cls]
+    return 500
+
+
 def error_body(type_: str, msg: str) -> bytes:
     """A one-error ``detail`` body, for answers made outside a handler."""
     detail = ErrorDetail(loc=[], msg=msg, type=type_)
@@ -75,19 +113,21 @@ def error_body(type_: str, msg: str) -> bytes:
 async def _out_of_memory(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, MemoryError)
     msg = "the service ran out of memory answering this request"
-    return Response(error_body("out_of_memory", msg), 500, media_type="application/json")
+    return Response(error_body("out_of_memory", msg), status_of(exc), media_type="application/json")
 
 
 async def _request_error(request: Request, exc: Exception) -> Response:
-    # Every RequestError the routes raise comes from parsing the body, hence the "body" prefix.
+    # Every RequestError the routes raise comes from reading or parsing the body, hence the
+    # "body" prefix; only the content type's error names a header.
     assert isinstance(exc, RequestError)
-    return _json(_field_errors(exc.errors), 422)
+    prefix = () if isinstance(exc, UnsupportedMediaTypeError) else (BODY,)
+    return _json(_field_errors(exc.errors, prefix), status_of(exc))
 
 
 async def _planner_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, PlannerError)
     detail = ErrorDetail(loc=[], msg=str(exc), type=exc.code)
-    return _json(ErrorResponse(detail=[detail]), 500)
+    return _json(ErrorResponse(detail=[detail]), status_of(exc))
 
 
 async def _overloaded(request: Request, exc: Exception) -> Response:
@@ -95,14 +135,15 @@ async def _overloaded(request: Request, exc: Exception) -> Response:
     service = request.app.state.service
     service.metrics.rejections.labels(exc.reason).inc()
     response = _json(
-        ErrorResponse(detail=[ErrorDetail(loc=[], msg=str(exc), type=exc.reason)]), 503
+        ErrorResponse(detail=[ErrorDetail(loc=[], msg=str(exc), type=exc.reason)]), status_of(exc)
     )
     response.headers["Retry-After"] = str(service.settings.retry_after)
     return response
 
 
 def register_exception_handlers(app: FastAPI) -> None:
-    """Map each planner error class to its status; FastAPI's own handlers stay as they are."""
+    """Answer the planner's errors (and ``MemoryError``) with their status and body; FastAPI's
+    own handlers stay as they are."""
     app.add_exception_handler(RequestError, _request_error)
     app.add_exception_handler(PlannerError, _planner_error)
     app.add_exception_handler(OverloadedError, _overloaded)

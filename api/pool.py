@@ -22,23 +22,14 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, cast
 
 from planner.api.procs import ProcessWorkers, WorkerDiedError
-from planner.core.errors import PlannerError, RequestError
+from planner.core.errors import OverloadedError, PlannerError, RequestError
 
-__all__ = ["Cancelled", "OverloadedError", "PoolKind", "SolverPool"]
+__all__ = ["Cancelled", "PoolKind", "SolverPool"]
 
 T = TypeVar("T")
 Cancelled = Callable[[], Awaitable[bool]]  # True once the caller no longer wants the answer
 PoolKind = Literal["processes", "threads"]
 CANCEL_POLL = 0.5  # s between checks that a waiting caller is still there
-
-
-class OverloadedError(Exception):
-    """The pool cannot take or finish this request now; the client should retry later."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        # "queue_full", "deadline_exceeded", "worker_died" or "client_disconnected"
-        self.reason = reason
 
 
 @dataclass(frozen=True)

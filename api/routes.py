@@ -76,7 +76,7 @@ class Health(BaseModel):
 
 
 class Target(BaseModel):
-    """One device profile (DESIGN section 5); bytes unless named otherwise."""
+    """One device profile (docs/design.md, Device profiles); bytes unless named otherwise."""
 
     name: str
     devices: str
@@ -187,7 +187,7 @@ def _plan_response(body: bytes, cache: str, timing: str) -> Response:
     summary="Check a plan: every violation, statically and (optionally) by emulation",
 )
 async def post_validate(request: Request, service: ServiceDep) -> Response:
-    """The static check of a plan for a request (DESIGN section 6) and, with
+    """The static check of a plan for a request (docs/design.md, Static check) and, with
     ``"emulate": true``, the CPU emulator's run of the kernel's accesses; every violation."""
     settings = service.settings
     body = await read_body(request, settings.max_body_bytes)

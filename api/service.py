@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 import planner
 from planner.api.cache import PlanCache
@@ -17,8 +16,8 @@ from planner.api.metrics import Metrics
 from planner.api.pool import SolverPool
 from planner.api.settings import Settings
 from planner.client import CheckReport
-from planner.core.errors import FormatError, RequestError
-from planner.core.io import parse_request
+from planner.core.errors import RequestError
+from planner.core.io import parse_model, parse_request
 from planner.core.models import Plan, PlanRequest
 from planner.emit import EMITTERS
 from planner.pipeline.warm import ensure_warm
@@ -36,8 +35,6 @@ __all__ = [
     "solve",
     "warm_up",
 ]
-
-M = TypeVar("M", bound=BaseModel)
 
 INLINE_PARSE_BYTES = 64 << 10  # bodies up to this are parsed on the event loop (< 1 ms)
 
@@ -124,25 +121,12 @@ class EmitBody(BaseModel):
     plan: Plan
 
 
-def _parse(model: type[M], body: bytes, settings: Settings) -> M:
-    """``body`` as ``model``, strictly (like ``planner.core.io``), with the buffer limit."""
-    try:
-        return model.model_validate_json(
-            body, strict=True, context={"max_buffers": settings.max_buffers}
-        )
-    except ValidationError as exc:
-        errors = exc.errors(include_url=False)
-        if errors and errors[0]["type"] == "json_invalid":
-            msg = errors[0].get("ctx", {}).get("error", errors[0]["msg"])
-            raise FormatError(
-                [{"loc": [], "msg": f"malformed JSON: {msg}", "type": "json_invalid"}]
-            ) from None
-        raise RequestError.from_validation(exc) from None
-
-
 def parse_check(body: bytes | CheckBody, settings: Settings) -> CheckBody:
     """A ``/validate`` body, parsed and within the limits (``check_limits``)."""
-    parsed = body if isinstance(body, CheckBody) else _parse(CheckBody, body, settings)
+    if isinstance(body, CheckBody):
+        parsed = body
+    else:
+        parsed = parse_model(CheckBody, body, context={"max_buffers": settings.max_buffers})
     check_limits(parsed, settings)
     return parsed
 
@@ -168,7 +152,7 @@ def check(body: bytes | CheckBody, settings: Settings) -> CheckReport:
 def emit(body: bytes, kind: str, settings: Settings) -> str:
     """Parse an ``/emit`` body, check the plan against the request (so the text describes a
     safe plan) and write it as ``kind``: CUDA, MLIR or SVG."""
-    parsed = _parse(EmitBody, body, settings)
+    parsed = parse_model(EmitBody, body, context={"max_buffers": settings.max_buffers})
     report = planner.validate(parsed.request, parsed.plan)
     if not report.valid:
         first = report.violations[0]

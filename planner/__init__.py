@@ -9,7 +9,19 @@
 from __future__ import annotations
 
 from planner.client import AsyncClient, Client
-from planner.core.errors import FormatError, InternalError, PlannerError, RequestError
+from planner.core.errors import (
+    FormatError,
+    InternalError,
+    OverloadedError,
+    PayloadTooLargeError,
+    PlannerError,
+    RequestError,
+    ServiceConnectionError,
+    ServiceError,
+    ServiceUnavailableError,
+    UnexpectedResponseError,
+    UnsupportedMediaTypeError,
+)
 from planner.core.models import Plan, PlanRequest, ValidationReport
 from planner.pipeline import plan, validate
 
@@ -18,10 +30,17 @@ __all__ = [
     "Client",
     "FormatError",
     "InternalError",
+    "OverloadedError",
+    "PayloadTooLargeError",
     "Plan",
     "PlanRequest",
     "PlannerError",
     "RequestError",
+    "ServiceConnectionError",
+    "ServiceError",
+    "ServiceUnavailableError",
+    "UnexpectedResponseError",
+    "UnsupportedMediaTypeError",
     "ValidationReport",
     "plan",
     "validate",

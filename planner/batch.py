@@ -32,11 +32,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import planner
 from planner.argtypes import positive_int
+from planner.cli_errors import describe, fail
 from planner.core.csvio import load_request
 from planner.core.errors import RequestError
 from planner.core.install import install_hint
 from planner.core.io import parse_plan, parse_request
 from planner.core.models import Plan, PlanRequest
+from planner.tables import format_columns
 
 if TYPE_CHECKING:
     from planner.validators.cuda import GpuOptions
@@ -164,24 +166,8 @@ def find_cases(directory: Path) -> list[Case]:
     return cases
 
 
-def _describe(exc: RequestError) -> str:
-    """The first error as ``field: message (value)``, one line."""
-    first = exc.errors[0] if exc.errors else {"loc": [], "msg": str(exc)}
-    loc = ".".join(str(p) for p in first.get("loc", ()))
-    msg = str(first.get("msg", "invalid"))
-    value = first.get("input")
-    if (
-        isinstance(value, int | float | str)
-        and not isinstance(value, bool)
-        and str(value) not in msg
-    ):
-        msg += f", got {value!r}"
-    more = len(exc.errors) - 1
-    tail = f" (and {more} more)" if more > 0 else ""
-    return " ".join(f"{loc + ': ' if loc else ''}{msg}{tail}".split())
-
-
 def _bad_input(case: Case, what: str, seconds: float) -> CaseResult:
+    what = " ".join(what.split())  # one line in the table
     return CaseResult(case.name, 0, "bad input", None, (), (f"input: {what}",), seconds, False)
 
 
@@ -238,7 +224,7 @@ def _check_case(case: Case, emulate: bool, keep_json: bool, t0: float) -> CaseRe
     try:
         request, expectation = _load_case(case)
     except RequestError as exc:
-        return _bad_input(case, f"{case.name}: {_describe(exc)}", time.perf_counter() - t0)
+        return _bad_input(case, describe(exc, case.name, always=True), time.perf_counter() - t0)
     try:
         if case.plan is not None:
             plan = _load_plan(case.plan)
@@ -246,7 +232,7 @@ def _check_case(case: Case, emulate: bool, keep_json: bool, t0: float) -> CaseRe
             plan = planner.plan(request, max_buffers=max(len(request.buffers), 100_000))
     except RequestError as exc:
         where = case.plan.name if case.plan is not None else case.name
-        return _bad_input(case, f"{where}: {_describe(exc)}", time.perf_counter() - t0)
+        return _bad_input(case, describe(exc, where, always=True), time.perf_counter() - t0)
     checks, failures = _cpu_checks(request, plan, emulate, expectation)
     return CaseResult(
         case.name,
@@ -424,14 +410,8 @@ def format_table(results: Sequence[CaseResult]) -> str:
                 "ok" if r.ok else r.failures[0][:100],
             ]
         )
-    widths = [max([len(n), *(len(c[k]) for c in body)]) for k, (n, _) in enumerate(_COLUMNS)]
-    lines = []
-    for cells in [[n for n, _ in _COLUMNS], *body]:
-        parts = [f"{c:{a}{w}}" for c, (_, a), w in zip(cells, _COLUMNS, widths, strict=True)]
-        lines.append("  ".join(parts).rstrip())
     failed = sum(not r.ok for r in results)
-    lines.append(f"{len(results) - failed} passed, {failed} failed")
-    return "\n".join(lines)
+    return f"{format_columns(_COLUMNS, body)}\n{len(results) - failed} passed, {failed} failed"
 
 
 def junit_xml(results: Sequence[CaseResult], suite: str, seconds: float) -> bytes:
@@ -487,30 +467,25 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     )
 
 
-def _error(message: str) -> int:
-    print(f"planner: error: {message}", file=sys.stderr)
-    return 2
-
-
 def command(args: argparse.Namespace) -> int:
     """Run ``planner batch``: 0 if every case passes, 1 if any fails, 2 for bad usage."""
     directory = Path(args.dir)
     if not directory.is_dir():
-        return _error(f"{args.dir}: not a directory")
+        return fail(f"{args.dir}: not a directory")
     try:
         cases = find_cases(directory)
     except OSError as exc:
-        return _error(f"{args.dir}: cannot read: {exc.strerror or exc}")
+        return fail(f"{args.dir}: cannot read: {exc.strerror or exc}")
     if args.junit and not Path(args.junit).resolve().parent.is_dir():
-        return _error(f"--junit {args.junit}: no such directory")
+        return fail(f"--junit {args.junit}: no such directory")
     if not cases:
-        return _error(f"{args.dir}: no request files (*.json, *.csv)")
+        return fail(f"{args.dir}: no request files (*.json, *.csv)")
     gpu: Callable[[CaseResult], CaseResult] | None = None
     if args.gpu:
         from planner.validators.cuda import GpuOptions, gpu_available
 
         if not gpu_available():
-            return _error(f"--gpu: CuPy or a CUDA device is missing; {install_hint('gpu')}")
+            return fail(f"--gpu: CuPy or a CUDA device is missing; {install_hint('gpu')}")
         options = GpuOptions(trials=args.trials)
         gpu = functools.partial(gpu_check, options=options)
     t0 = time.perf_counter()
@@ -530,5 +505,5 @@ def command(args: argparse.Namespace) -> int:
                 junit_xml(results, f"planner batch {directory.name}", seconds)
             )
         except OSError as exc:
-            return _error(f"{args.junit}: cannot write: {exc.strerror or exc}")
+            return fail(f"{args.junit}: cannot write: {exc.strerror or exc}")
     return 0 if all(r.ok for r in results) else 1

@@ -27,6 +27,7 @@ from planner.core.models import DEFAULT_MAX_BUFFERS, Options, PlanRequest
 from planner.families import family_suite
 from planner.generate import random_request
 from planner.solvers.auto import listening
+from planner.tables import format_columns
 
 __all__ = [
     "BenchRow",
@@ -277,19 +278,7 @@ def _yes_no(value: bool | None) -> str:
 
 def format_table(rows: Sequence[BenchRow]) -> str:
     """A fixed-width table, one line per instance, under a header."""
-    return _render(list(_COLUMNS), [_cells(r) for r in rows])
-
-
-def _render(columns: list[tuple[str, str]], body: list[list[str]]) -> str:
-    widths = [max([len(name), *(len(c[k]) for c in body)]) for k, (name, _) in enumerate(columns)]
-    lines = []
-    for cells in [[name for name, _ in columns], *body]:
-        parts = [
-            f"{cell:{align}{width}}"
-            for cell, (_, align), width in zip(cells, columns, widths, strict=True)
-        ]
-        lines.append("  ".join(parts).rstrip())
-    return "\n".join(lines)
+    return format_columns(_COLUMNS, [_cells(r) for r in rows])
 
 
 def format_groups(solvers: Sequence[str], groups: Sequence[Sequence[BenchRow]]) -> str:
@@ -316,7 +305,7 @@ def format_groups(solvers: Sequence[str], groups: Sequence[Sequence[BenchRow]]) 
                 _yes_no(row.at_optimum),
             ]
         body.append(cells)
-    return _render(columns, body)
+    return format_columns(columns, body)
 
 
 def _summary_data(rows: Sequence[BenchRow]) -> dict[str, Any]:

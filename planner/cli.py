@@ -23,8 +23,9 @@ from planner import batch as batch_mod
 from planner import bench as bench_mod
 from planner import selftest as selftest_mod
 from planner.argtypes import positive_float, positive_int
+from planner.cli_errors import EXIT_BAD_INPUT, describe, fail
 from planner.core.csvio import csv_losses, load_request, with_overrides, write_csv
-from planner.core.errors import FormatError, InternalError, RequestError
+from planner.core.errors import InternalError, RequestError
 from planner.core.install import DISTRIBUTION, available, install_hint
 from planner.core.io import parse_plan
 from planner.core.models import Plan, PlanRequest
@@ -35,12 +36,12 @@ from planner.families import FAMILIES
 from planner.families import MAX_BUFFERS as FAMILY_MAX
 from planner.families import MIN_BUFFERS as FAMILY_MIN
 from planner.pipeline.warm import ensure_warm, warm_up_requests
+from planner.tables import format_columns
 
 __all__ = ["main"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # infeasible, unknown, or an invalid plan
-EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
 
@@ -237,33 +238,6 @@ def _add_capacity(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _describe(exc: RequestError, source: str | None, *, always: bool = False) -> str:
-    """``<field>: <message>``: the dotted loc of a model error, else the file at fault
-    (``always``: the file, then the loc)."""
-    first = exc.errors[0] if exc.errors else {"loc": [], "msg": str(exc)}
-    loc = ".".join(str(part) for part in first.get("loc", ()))
-    msg = str(first.get("msg", "invalid"))
-    more = len(exc.errors) - 1
-    tail = f" (and {more} more error{'s' if more > 1 else ''})" if more > 0 else ""
-    if isinstance(exc, FormatError) or not loc:
-        field = source or "input"
-        if loc:
-            msg = f"{loc}: {msg}"
-    else:
-        field = f"{source}: {loc}" if always and source else loc
-        value = first.get("input")
-        if isinstance(value, int | float | str) and not isinstance(value, bool):
-            shown = repr(value)
-            if (shown if isinstance(value, str) else str(value)) not in msg:
-                msg += f", got {shown}"  # pydantic's own messages leave the value out
-    return f"{field}: {msg}{tail}"
-
-
-def _fail(message: str) -> int:
-    print(f"planner: error: {message}", file=sys.stderr)
-    return EXIT_BAD_INPUT
-
-
 def _label(path: str) -> str:
     return "stdin" if path == "-" else path
 
@@ -295,7 +269,7 @@ def _read_plan(path: str) -> Plan:
     try:
         return parse_plan(text)
     except RequestError as exc:
-        raise _UsageError(_describe(exc, path)) from None
+        raise _UsageError(describe(exc, path)) from None
 
 
 def _summary(plan: Plan, seconds: float) -> str:
@@ -329,7 +303,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         plan = planner.plan(request)
         seconds = time.perf_counter() - t0
     except RequestError as exc:
-        return _fail(_describe(exc, source))
+        return fail(describe(exc, source))
     if args.svg is not None:
         _write_file(args.svg, emit_svg(request, plan))
     if args.emit == "json":
@@ -348,7 +322,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     try:
         request = load_request(args.request)
     except RequestError as exc:
-        return _fail(_describe(exc, _label(args.request)))
+        return fail(describe(exc, _label(args.request)))
     plan = _read_plan(args.plan)
     report = planner.validate(request, plan)
     violations = list(report.violations)
@@ -398,7 +372,7 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     try:
         request = load_request(args.input, capacity=args.capacity)
     except RequestError as exc:
-        return _fail(_describe(exc, _label(args.input)))
+        return fail(describe(exc, _label(args.input)))
     if out_kind == "json":
         _write(args.output, request.model_dump_json(indent=2, exclude_defaults=True) + "\n")
         return EXIT_OK
@@ -406,7 +380,7 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     try:
         text = write_csv(request, plan)
     except RequestError as exc:
-        return _fail(_describe(exc, args.plan))
+        return fail(describe(exc, args.plan))
     losses = csv_losses(request)
     if losses:
         print(f"planner: warning: the CSV drops {', '.join(losses)}", file=sys.stderr)
@@ -419,10 +393,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         api = importlib.import_module("planner.api")
     except ModuleNotFoundError as exc:
         missing = exc.name or "a dependency"
-        return _fail(f"serve: {missing} is not installed; {install_hint('server')}")
+        return fail(f"serve: {missing} is not installed; {install_hint('server')}")
     serve = getattr(api, "serve", None)
     if serve is None:
-        return _fail("serve: this installation's api package has no serve()")
+        return fail("serve: this installation's api package has no serve()")
     if args.loop is None:
         serve(args.host, args.port)  # the environment's loop (PLANNER_LOOP), else auto
     else:
@@ -483,7 +457,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                     )
                 )
             except RequestError as exc:
-                return _fail(_describe(exc, _label(path), always=True))
+                return fail(describe(exc, _label(path), always=True))
         for n in args.random:
             try:
                 instances.append(
@@ -498,7 +472,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                     )
                 )
             except RequestError as exc:
-                return _fail(_describe(exc, f"random-{n}"))
+                return fail(describe(exc, f"random-{n}"))
         for family in args.family:
             try:
                 instances += bench_mod.family_instances(
@@ -511,7 +485,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                     repeat=args.repeat,
                 )
             except RequestError as exc:
-                return _fail(_describe(exc, family))
+                return fail(describe(exc, family))
         groups.append((solver or "default", instances))
     runners: dict[str, bench_mod.Runner] = {}
     if args.omnimalloc:
@@ -519,13 +493,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
         module = omni.load()
         if module is None:
-            return _fail(
+            return fail(
                 "bench: --omnimalloc needs the omnimalloc package: " + install_hint("compare")
             )
         known = omni.allocator_names(module)
         for name in args.omnimalloc:
             if name not in known:
-                return _fail(
+                return fail(
                     f"bench: --omnimalloc: unknown allocator {name!r}; one of {', '.join(known)}"
                 )
             label = f"omnimalloc:{name}"
@@ -536,16 +510,16 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             return bench_mod.bench(groups[0][1], as_json=args.json)
         return bench_mod.compare(groups, as_json=args.json, runners=runners)
     except RequestError as exc:  # e.g. an unknown --solver, found when planning
-        return _fail(_describe(exc, None))
+        return fail(describe(exc, None))
 
 
-_TARGET_COLUMNS = (  # (heading, profile field)
-    ("target", "name"),
-    ("devices", "devices"),
-    ("max smem/block", "max_smem_per_block"),
-    ("smem/SM", "smem_per_sm"),
-    ("reserved/block", "reserved_per_block"),
-    ("max blocks/SM", "max_blocks_per_sm"),
+_TARGET_COLUMNS = (  # (heading, alignment, profile field): text left, byte counts right
+    ("target", "<", "name"),
+    ("devices", "<", "devices"),
+    ("max smem/block", ">", "max_smem_per_block"),
+    ("smem/SM", ">", "smem_per_sm"),
+    ("reserved/block", ">", "reserved_per_block"),
+    ("max blocks/SM", ">", "max_blocks_per_sm"),
 )
 
 
@@ -554,20 +528,13 @@ def _cmd_targets(args: argparse.Namespace) -> int:
     if args.json:
         _write(None, json.dumps(rows, indent=2) + "\n")
         return EXIT_OK
-    table = [[h for h, _ in _TARGET_COLUMNS]]
-    table += [[str(row[key]) for _, key in _TARGET_COLUMNS] for row in rows]
-    widths = [max(len(r[k]) for r in table) for k in range(len(_TARGET_COLUMNS))]
-    lines = []
-    for r in table:
-        # Text columns to the left, byte counts to the right.
-        pairs = enumerate(zip(r, widths, strict=True))
-        cells = [c.ljust(w) if k < 2 else c.rjust(w) for k, (c, w) in pairs]
-        lines.append("  ".join(cells).rstrip())
-    lines.append(
+    columns = [(heading, align) for heading, align, _ in _TARGET_COLUMNS]
+    table = [[str(row[key]) for _, _, key in _TARGET_COLUMNS] for row in rows]
+    note = (
         f"bytes; static shared memory stops at {STATIC_SMEM_LIMIT}, above it a kernel needs "
         "the opt-in"
     )
-    _write(None, "\n".join(lines) + "\n")
+    _write(None, f"{format_columns(columns, table)}\n{note}\n")
     return EXIT_OK
 
 
@@ -596,7 +563,7 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_BAD_INPUT
         return _COMMANDS[args.command](args)
     except _UsageError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     except InternalError as exc:
         print(f"planner: internal error: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -2,17 +2,12 @@
 
 They take and return the library's models (``PlanRequest`` in, ``Plan`` and
 ``ValidationReport`` out), so code moves between ``planner.plan`` (embedded, no server) and a
-shared service by changing one line. Server errors become the planner's error tree:
-
-PlannerError
- ├── RequestError                 422: ``errors`` lists each bad field (loc, msg, type, input)
- │    ├── FormatError             422 for a body that is not JSON
- │    └── PayloadTooLargeError    413: the body passes the server's size limit
- ├── InternalError                500: the server's plan failed its own check
- └── ServiceError                 the service could not answer
-      ├── ServiceUnavailableError 503 on every try (queue full or deadline passed)
-      ├── ServiceConnectionError  no connection or no response on every try
-      └── UnexpectedResponseError any other status, or a body not as promised
+shared service by changing one line. Server errors become the planner's error tree
+(``planner.core.errors``): 422 a ``RequestError`` (``FormatError`` for a body that is not
+JSON), 413 a ``PayloadTooLargeError``, 500 an ``InternalError``; a ``ServiceError`` when the
+service could not answer: ``ServiceUnavailableError`` (503 on every try),
+``ServiceConnectionError`` (no connection or no response on every try) or
+``UnexpectedResponseError`` (any other status, or a body not as promised).
 
 503s and connection failures are retried with exponential backoff (``Retry-After`` wins when
 the server sends it); a plan is a pure function of its request, so a retry is always safe.
@@ -20,20 +15,31 @@ the server sends it); a plan is a pure function of its request, so a retry is al
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import time
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from planner.core.errors import FormatError, InternalError, PlannerError, RequestError
+from planner.core.errors import (
+    FormatError,
+    InternalError,
+    PayloadTooLargeError,
+    PlannerError,
+    RequestError,
+    ServiceConnectionError,
+    ServiceError,
+    ServiceUnavailableError,
+    UnexpectedResponseError,
+)
 from planner.core.models import Plan, PlanRequest, ValidationReport
 from planner.core.targets import DeviceProfile
+
+if TYPE_CHECKING:  # httpx and asyncio load with the first client, not with planner
+    import httpx
 
 __all__ = [
     "AsyncClient",
@@ -41,11 +47,6 @@ __all__ = [
     "Client",
     "EmulatorReport",
     "EmulatorViolation",
-    "PayloadTooLargeError",
-    "ServiceConnectionError",
-    "ServiceError",
-    "ServiceUnavailableError",
-    "UnexpectedResponseError",
     "error_for_status",
 ]
 
@@ -93,45 +94,7 @@ class CheckReport(BaseModel):
     emulator: EmulatorReport | None = None  # None: not asked for
 
 
-# --- errors -----------------------------------------------------------------------------------
-
-
-class PayloadTooLargeError(RequestError):
-    """The request body passes the server's size limit (413)."""
-
-    code = "body_too_large"
-
-
-class ServiceError(PlannerError):
-    """The service could not answer the request."""
-
-    code = "service_error"
-
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status  # the last HTTP status seen; None without a response
-
-
-class ServiceUnavailableError(ServiceError):
-    """503 on every try: the solver queue was full or the deadline passed."""
-
-    code = "service_unavailable"
-
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message, 503)
-        self.retry_after = retry_after  # s, the server's last Retry-After
-
-
-class ServiceConnectionError(ServiceError):
-    """No connection, or no response, on every try."""
-
-    code = "service_connection_error"
-
-
-class UnexpectedResponseError(ServiceError):
-    """A status or a body the service does not promise."""
-
-    code = "unexpected_response"
+# --- errors and retries -----------------------------------------------------------------------
 
 
 def _field_errors(body: Any) -> list[dict[str, Any]] | None:
@@ -236,21 +199,48 @@ def _health(response: httpx.Response) -> dict[str, str]:
     return {str(k): str(v) for k, v in body.items()}
 
 
-class _Retry:
-    """Backoff bookkeeping for one call: ``tries`` attempts, delays doubling from ``backoff``."""
+class _Attempts:
+    """The retry state machine of one call. After each try it says: this is the answer
+    (a response other than 503), wait so many seconds and try again (``retries`` times at
+    most, delays doubling from ``backoff``, a ``Retry-After`` winning), or give up with
+    ``ServiceConnectionError`` or ``ServiceUnavailableError``."""
 
-    def __init__(self, retries: int, backoff: float) -> None:
+    def __init__(self, retries: int, backoff: float, target: str) -> None:
         self.left = retries
-        self.delay = backoff
+        self.delay = backoff  # s; the next wait unless the server names one
+        self.target = target  # the URL tried, for the error
 
-    def next_delay(self, retry_after: float | None) -> float | None:
-        """Seconds to wait before trying again, or None when no try is left."""
+    def wait(self, attempt: httpx.Response | httpx.TransportError) -> float | None:
+        """None when ``attempt`` is the answer; else the seconds to wait before the next try.
+        Raises the call's error when no try is left."""
+        import httpx
+
+        if isinstance(attempt, httpx.Response):
+            if attempt.status_code != 503:
+                return None
+            retry_after = _retry_after(attempt)
+        else:
+            retry_after = None
         if self.left <= 0:
-            return None
+            raise self._give_up(attempt) from None
         self.left -= 1
         delay = retry_after if retry_after is not None else self.delay
         self.delay *= 2
         return min(delay, MAX_BACKOFF)
+
+    def _give_up(self, attempt: httpx.Response | httpx.TransportError) -> ServiceError:
+        import httpx
+
+        if isinstance(attempt, httpx.TransportError):
+            return ServiceConnectionError(f"no answer from {self.target}: {attempt!r}")
+        error = error_for_status(503, attempt.content)
+        assert isinstance(error, ServiceUnavailableError)
+        error.retry_after = _retry_after(attempt)
+        return error
+
+
+def _headers(content: bytes | None) -> dict[str, str] | None:
+    return {"content-type": "application/json"} if content is not None else None
 
 
 def _check_options(retries: int, backoff: float) -> None:
@@ -279,6 +269,8 @@ class Client:
         _check_options(retries, backoff)
         self.retries = retries
         self.backoff = backoff  # s before the first retry; doubles each time
+        import httpx
+
         self._http = httpx.Client(
             base_url=base_url, timeout=timeout, transport=transport, headers=headers
         )
@@ -305,24 +297,20 @@ class Client:
         return _targets(self._send("GET", "/targets"))
 
     def _send(self, method: str, path: str, content: bytes | None = None) -> httpx.Response:
-        retry = _Retry(self.retries, self.backoff)
-        headers = {"content-type": "application/json"} if content is not None else None
+        import httpx
+
+        attempts = _Attempts(self.retries, self.backoff, f"{self._http.base_url}{path}")
+        headers = _headers(content)
         while True:
+            attempt: httpx.Response | httpx.TransportError
             try:
-                response = self._http.request(method, path, content=content, headers=headers)
+                attempt = self._http.request(method, path, content=content, headers=headers)
             except httpx.TransportError as exc:
-                delay = retry.next_delay(None)
-                if delay is None:
-                    raise ServiceConnectionError(
-                        f"no answer from {self._http.base_url}{path}: {exc!r}"
-                    ) from None
-                time.sleep(delay)
-                continue
-            if response.status_code != 503:
-                return response
-            delay = retry.next_delay(_retry_after(response))
+                attempt = exc
+            delay = attempts.wait(attempt)
             if delay is None:
-                _raise_unavailable(response)
+                assert isinstance(attempt, httpx.Response)
+                return attempt
             time.sleep(delay)
 
     def close(self) -> None:
@@ -357,6 +345,8 @@ class AsyncClient:
         _check_options(retries, backoff)
         self.retries = retries
         self.backoff = backoff  # s before the first retry; doubles each time
+        import httpx
+
         self._http = httpx.AsyncClient(
             base_url=base_url, timeout=timeout, transport=transport, headers=headers
         )
@@ -385,24 +375,22 @@ class AsyncClient:
         return _targets(await self._send("GET", "/targets"))
 
     async def _send(self, method: str, path: str, content: bytes | None = None) -> httpx.Response:
-        retry = _Retry(self.retries, self.backoff)
-        headers = {"content-type": "application/json"} if content is not None else None
+        import asyncio
+
+        import httpx
+
+        attempts = _Attempts(self.retries, self.backoff, f"{self._http.base_url}{path}")
+        headers = _headers(content)
         while True:
+            attempt: httpx.Response | httpx.TransportError
             try:
-                response = await self._http.request(method, path, content=content, headers=headers)
+                attempt = await self._http.request(method, path, content=content, headers=headers)
             except httpx.TransportError as exc:
-                delay = retry.next_delay(None)
-                if delay is None:
-                    raise ServiceConnectionError(
-                        f"no answer from {self._http.base_url}{path}: {exc!r}"
-                    ) from None
-                await asyncio.sleep(delay)
-                continue
-            if response.status_code != 503:
-                return response
-            delay = retry.next_delay(_retry_after(response))
+                attempt = exc
+            delay = attempts.wait(attempt)
             if delay is None:
-                _raise_unavailable(response)
+                assert isinstance(attempt, httpx.Response)
+                return attempt
             await asyncio.sleep(delay)
 
     async def aclose(self) -> None:
@@ -419,10 +407,3 @@ class AsyncClient:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
-
-
-def _raise_unavailable(response: httpx.Response) -> NoReturn:
-    error = error_for_status(503, response.content)
-    assert isinstance(error, ServiceUnavailableError)
-    error.retry_after = _retry_after(response)
-    raise error

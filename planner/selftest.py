@@ -27,11 +27,13 @@ import numpy as np
 import planner
 from planner.argtypes import at_least, positive_int
 from planner.batch import request_files
+from planner.cli_errors import fail
 from planner.core.errors import RequestError
 from planner.core.install import install_hint
 from planner.core.io import parse_request
 from planner.core.models import Plan, PlanRequest
 from planner.generate import random_request
+from planner.tables import format_columns
 
 if TYPE_CHECKING:
     from planner.validators.cuda import GpuOptions
@@ -213,22 +215,14 @@ def _judge(subject: Subject, kind: str, checks: dict[str, Check], tally: Tally) 
 
 def format_table(tally: Tally, names: Sequence[str]) -> str:
     """Rows: correct plans (passed), then each fault kind (caught); a column per validator."""
-    columns = ["plans", "planted", *names]
+    columns = [("plans", "<"), ("planted", ">"), *((name, ">") for name in names)]
     rows: list[list[str]] = []
     for kind in sorted(tally.planted, key=lambda k: (k != CORRECT, k)):
         n = tally.planted[kind]
         verb = "passed" if kind == CORRECT else "caught"
         cells = [f"{tally.caught.get((kind, v), 0)}/{n} {verb}" if n else "-" for v in names]
         rows.append([kind, str(n), *cells])
-    widths = [max([len(c), *(len(r[k]) for r in rows)]) for k, c in enumerate(columns)]
-    lines = [
-        "  ".join(
-            f"{c:<{w}}" if k == 0 else f"{c:>{w}}"
-            for k, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ).rstrip()
-        for cells in [columns, *rows]
-    ]
-    return "\n".join(lines)
+    return format_columns(columns, rows)
 
 
 # --- the command -----------------------------------------------------------------------
@@ -263,18 +257,13 @@ def command(args: argparse.Namespace) -> int:
         from planner.validators.cuda import GpuOptions, gpu_available
 
         if not gpu_available():
-            print(
-                "planner: error: --gpu: CuPy or a CUDA device is missing; " + install_hint("gpu"),
-                file=sys.stderr,
-            )
-            return 2
+            return fail(f"--gpu: CuPy or a CUDA device is missing; {install_hint('gpu')}")
         gpu_options = GpuOptions(trials=args.trials, seed=args.seed)
     t0 = time.perf_counter()
     try:
         cases = subjects(args.random, args.seed)
     except RequestError as exc:  # an example file that no longer parses
-        print(f"planner: error: {exc.summary()}", file=sys.stderr)
-        return 2
+        return fail(exc.summary())
     checks = validators(gpu_options)
     done = [0]
 

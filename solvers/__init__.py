@@ -1,4 +1,8 @@
-"""Offset solvers: the greedy portfolio (exact methods come later)."""
+"""Offset solvers, on the ground layer alone: the greedy portfolio of named heuristics
+(``greedy``), the exact methods (``search``, a branch and bound over canonical placements;
+``cpsat``, a CP-SAT model; ``barrier_model``, offsets and new barriers chosen together), the
+clique bound (``bounds``), and ``auto``, which runs greedy and then the exact methods where
+greedy leaves a gap to the bound."""
 
 from planner.solvers.greedy import HEURISTICS, GreedyResult, portfolio, run
 

@@ -6,14 +6,20 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 import httpx
 import pytest
 
 from tests.server_process import free_port
+
+if TYPE_CHECKING:
+    from selenium.webdriver import Chrome
+    from selenium.webdriver.remote.webelement import WebElement
+
+T = TypeVar("T")
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -56,7 +62,7 @@ def stop_server(proc: subprocess.Popen[bytes]) -> None:
     proc.wait(timeout=30)
 
 
-def start_driver(downloads: Path) -> Any:
+def start_driver(downloads: Path) -> Chrome:
     """Headless Chromium through selenium, saving downloads into ``downloads``."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -76,11 +82,18 @@ def start_driver(downloads: Path) -> Any:
     d.execute_cdp_cmd(
         "Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)}
     )
-    d.downloads = downloads
     return d
 
 
-def wait_for(condition: Any, timeout: float = 60.0) -> Any:
+def attribute(element: WebElement, name: str) -> str:
+    """The attribute (or property) ``name`` of ``element``, which the page always sets."""
+    value = element.get_attribute(name)
+    assert value is not None, f"<{element.tag_name}> has no {name}"
+    return value
+
+
+def wait_for(condition: Callable[[], T | None], timeout: float = 60.0) -> T:
+    """The first truthy value of ``condition``, polled until ``timeout`` seconds pass."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
@@ -100,8 +113,14 @@ def server() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    d = start_driver(tmp_path_factory.mktemp("downloads"))
+def downloads(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder the browser saves downloads into."""
+    return tmp_path_factory.mktemp("downloads")
+
+
+@pytest.fixture(scope="module")
+def driver(downloads: Path) -> Iterator[Chrome]:
+    d = start_driver(downloads)
     try:
         yield d
     finally:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from planner.core.graph import InterferenceGraph
 from planner.core.models import PlanRequest
 from planner.validators import validate_plan
 
-from .test_pipeline import plan_from_offsets
+from .plans import plan_from_offsets
 
 __all__ = ["assert_valid_offsets", "brute_force", "conflict", "pins_clash"]
 
@@ -66,7 +66,9 @@ def brute_force(g: InterferenceGraph) -> int | None:
     return best if best is not None else 0
 
 
-def assert_valid_offsets(request: PlanRequest, g: InterferenceGraph, offsets: Any) -> None:
+def assert_valid_offsets(
+    request: PlanRequest, g: InterferenceGraph, offsets: npt.NDArray[np.int64] | None
+) -> None:
     """``offsets`` (bytes, request order) are aligned, keep the pins and pass the validator."""
     assert offsets is not None
     assert offsets.dtype == np.int64

@@ -251,7 +251,7 @@ def test_targets_lists_every_profile(client: TestClient) -> None:
     assert response.status_code == 200
     by_name = {t["name"]: t for t in response.json()}
     assert set(by_name) == set(TARGETS)
-    # DESIGN section 5, by hand.
+    # docs/design.md, Device profiles, by hand.
     assert by_name["sm_80"]["max_smem_per_block"] == 166912
     assert by_name["sm_90"]["smem_per_sm"] == 233472
     assert by_name["sm_75"]["reserved_per_block"] == 0

@@ -54,11 +54,10 @@ def test_reuses_bind_every_sequential_sharing(rows: list[tuple[int, int, int, in
             not (s < e2 and s2 < e and off < o2 + z2 and o2 < off + size) for s2, e2, o2, z2 in kept
         ):
             kept.append((s, e, off, size))
-    start = np.array([k[0] for k in kept], dtype=np.int64)
-    end = np.array([k[1] for k in kept], dtype=np.int64)
-    offset = np.array([k[2] for k in kept], dtype=np.int64)
-    size = np.array([k[3] for k in kept], dtype=np.int64)
-    found = reuses(start, end, offset, size)
+    starts, ends, offsets, sizes = (
+        np.array([k[column] for k in kept], dtype=np.int64) for column in range(4)
+    )
+    found = reuses(starts, ends, offsets, sizes)
     pairs = [(r.after, r.before) for r in found]
     sharing = [
         (kept[a][1], kept[b][0])

@@ -16,7 +16,7 @@ from planner.core.graph import build_graph
 from planner.core.models import PlanRequest
 from planner.solvers import auto
 
-from .test_cpsat import CLASSIC
+from .samples import CLASSIC
 
 Capture = pytest.CaptureFixture[str]
 
@@ -115,11 +115,11 @@ def _fake_omnimalloc(made: list[Any]) -> ModuleType:
         return tuple(allocator.place(list(allocations)))
 
     module = ModuleType("omnimalloc")
-    module.Allocation = _Allocation  # type: ignore[attr-defined]
-    module.allocate = allocate  # type: ignore[attr-defined]
-    module.available_allocators = lambda: tuple(classes)  # type: ignore[attr-defined]
-    module.allocators = SimpleNamespace(  # type: ignore[attr-defined]
-        BaseAllocator=SimpleNamespace(resolve=resolve)
+    vars(module).update(
+        Allocation=_Allocation,
+        allocate=allocate,
+        available_allocators=lambda: tuple(classes),
+        allocators=SimpleNamespace(BaseAllocator=SimpleNamespace(resolve=resolve)),
     )
     return module
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from hypothesis import given, settings
@@ -15,8 +15,11 @@ from planner.solvers.bounds import clique_bound, stack_height
 
 from .bruteforce import brute_force
 from .patterned import patterned_dicts
+from .plans import plan_from_offsets
 from .strategies import requests
-from .test_pipeline import plan_from_offsets
+
+if TYPE_CHECKING:
+    from planner.core.aliasing import Owners
 
 
 def _request(buffers: list[dict[str, Any]]) -> PlanRequest:
@@ -91,12 +94,12 @@ def test_never_above_the_optimum(request: PlanRequest) -> None:
 
 
 def _aliases(
-    req: PlanRequest, offsets: tuple[int, ...], barriers: list[int], owners: Any
+    req: PlanRequest, offsets: tuple[int, ...], barriers: list[int], owners: Owners
 ) -> list[list[str]] | None:
-    """DESIGN's sharing rules on one placement with these barriers: lifetimes that meet
-    never share a byte; a later buffer shares with an earlier one only past a barrier in
-    ``(last access, first access]`` or by thread-local aliasing. The aliased pairs (ids),
-    or None when the placement breaks a rule."""
+    """The sharing rules (docs/design.md, Reuse hazard) on one placement with these barriers:
+    lifetimes that meet never share a byte; a later buffer shares with an earlier one only
+    past a barrier in ``(last access, first access]`` or by thread-local aliasing. The aliased
+    pairs (ids), or None when the placement breaks a rule."""
     from planner.core.patterns import access_span
 
     aliased: list[list[str]] = []

@@ -7,6 +7,7 @@ import asyncio
 import copy
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -15,17 +16,16 @@ import pytest
 from fastapi.testclient import TestClient
 
 import planner
-from planner.api import create_app
-from planner.api.settings import Settings
-from planner.client import (
-    CheckReport,
+from planner import (
     PayloadTooLargeError,
     ServiceConnectionError,
     ServiceError,
     ServiceUnavailableError,
     UnexpectedResponseError,
-    error_for_status,
 )
+from planner.api import create_app
+from planner.api.settings import Settings
+from planner.client import CheckReport, error_for_status
 from planner.core.models import Plan, PlanRequest
 from planner.core.targets import TARGETS
 
@@ -289,10 +289,8 @@ def test_async_retries_and_gives_up() -> None:
 
 
 def test_backoff_doubles_and_retry_after_wins(monkeypatch: pytest.MonkeyPatch) -> None:
-    import planner.client as client_module
-
     waits: list[float] = []
-    monkeypatch.setattr(client_module.time, "sleep", waits.append)
+    monkeypatch.setattr(time, "sleep", waits.append)  # the client's waits between tries
 
     def busy_for(seconds: str) -> Callable[[httpx.Request], httpx.Response]:
         def answer(request: httpx.Request) -> httpx.Response:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from functools import partial
 
 from planner.core.clock import deadline, wall_limit
 from planner.core.graph import build_graph
@@ -39,15 +40,15 @@ def test_wall_limit_is_the_share_without_a_deadline_and_what_is_left_with_one() 
 
 def test_a_tiny_share_runs_its_node_budget_within_the_deadline() -> None:
     g = build_graph(STAIRS, "none")
-    args = {"capacity": None, "lower_bound": g.lower_bound.bytes, "hint": None}
+    search = partial(solve_search, g, capacity=None, lower_bound=g.lower_bound.bytes, hint=None)
     # By its own share of a nanosecond the clock stops the search before it starts...
-    alone = solve_search(g, **args, time_limit=1e-9, nodes=1_000_000)
+    alone = search(time_limit=1e-9, nodes=1_000_000)
     assert alone.offsets is None
     assert not alone.proved_optimal
     # ...while under a request's deadline the node budget decides, the same every time.
     with deadline(30.0):
-        first = solve_search(g, **args, time_limit=1e-9, nodes=1_000_000)
-        again = solve_search(g, **args, time_limit=1e-9, nodes=1_000_000)
+        first = search(time_limit=1e-9, nodes=1_000_000)
+        again = search(time_limit=1e-9, nodes=1_000_000)
     assert first.proved_optimal
     assert first.arena_bytes == brute_force(g)
     assert first.offsets is not None

@@ -16,6 +16,7 @@ from planner.solvers.cpsat import solve_cpsat
 from planner.solvers.greedy import arena_of, portfolio, run
 
 from .bruteforce import assert_valid_offsets, brute_force
+from .samples import CLASSIC
 from .strategies import requests
 
 TIME_LIMIT = 10.0  # seconds; tiny models prove optimality in milliseconds
@@ -33,16 +34,6 @@ def _solve(g: InterferenceGraph, **kwargs: Any) -> Any:
         "time_limit": TIME_LIMIT,
     }
     return solve_cpsat(g, **{**args, **kwargs})
-
-
-# Greedy by size is suboptimal here: c (6 B) and b (5 B) go to 0, a (4 B) above c at 6 and
-# d (3 B) above a at 10: 13 B. Putting a at 0, under both c and b, gives the bound, 12 B.
-CLASSIC = [
-    {"id": "a", "size": 4, "start": 3, "end": 5},
-    {"id": "b", "size": 5, "start": 4, "end": 5},
-    {"id": "c", "size": 6, "start": 3, "end": 4},
-    {"id": "d", "size": 3, "start": 4, "end": 5},
-]
 
 
 def test_beats_greedy_by_size_on_the_classic_example() -> None:

@@ -1,14 +1,17 @@
-"""The CUDA harness: the kernel (golden file, compiled with nvcc where installed), the table
-that encodes a plan's program (golden files, and read back by its documented layout), the
-checks made before a launch, and, marked ``gpu``, launches on a real device."""
+"""The CUDA harness: the kernel (the packaged ``kernel.cu``, compiled with nvcc where
+installed), the table that encodes a plan's program (golden files, and read back by its
+documented layout), the checks made before a launch, and, marked ``gpu``, launches on a real
+device."""
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
 import os
+import re
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -28,8 +31,11 @@ from planner.validators.cuda import (
 from planner.validators.cuda_kernel import (
     ACCESS_WORDS,
     HEADER_WORDS,
+    KERNEL_NAME,
     KERNEL_SOURCE,
     LOOP_WORDS,
+    MAX_RECORDS,
+    RECORD_WORDS,
     STEP_WORDS,
     encode_program,
     format_table,
@@ -43,7 +49,9 @@ from planner.validators.program import (
 )
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "cuda"
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+KERNEL = ROOT / "validators" / "kernel.cu"
 NVCC = shutil.which("nvcc")
 requires_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 requires_gpu = pytest.mark.skipif(not gpu_available(), reason="CuPy or a CUDA device is missing")
@@ -52,7 +60,8 @@ TX, TY = "threadIdx.x", "threadIdx.y"
 
 
 def _synthetic(buffer: int, size: int, threads: int, rotate: int) -> tuple[AffineAccess, ...]:
-    """DESIGN section 6's pattern for a 1-D block: write ``t + i*T``, read ``t + rotate + i*T``."""
+    """The synthetic pattern (docs/design.md, Emulator) for a 1-D block: write ``t + i*T``,
+    read ``t + rotate + i*T``."""
     n = size // 4
     coeffs = ((TX, 1), ("i", threads))
     loops = (("i", -(-n // threads)),)
@@ -132,11 +141,28 @@ PROGRAMS = {"two_phase": two_phase, "widths": widths}
 VARS = ("threadIdx.x", "threadIdx.y", "threadIdx.z", "blockIdx.x", "blockIdx.y", "blockIdx.z")
 
 
-def test_kernel_source_matches_golden_file() -> None:
-    path = GOLDEN / "alloc_check.cu"
-    if os.environ.get("UPDATE_GOLDEN"):
-        path.write_text(KERNEL_SOURCE)
-    assert path.read_text() == KERNEL_SOURCE
+def test_kernel_source_is_the_packaged_file() -> None:
+    assert KERNEL.read_text(encoding="utf-8") == KERNEL_SOURCE
+    assert f'extern "C" __global__ void {KERNEL_NAME}(' in KERNEL_SOURCE
+
+
+def test_kernel_defines_are_the_table_layout() -> None:
+    defines = dict(re.findall(r"^#define (\w+) (\w+)$", KERNEL_SOURCE, flags=re.MULTILINE))
+    layout = {
+        "MAX_RECORDS": MAX_RECORDS,
+        "RECORD_WORDS": RECORD_WORDS,
+        "HEADER_WORDS": HEADER_WORDS,
+        "STEP_WORDS": STEP_WORDS,
+        "ACCESS_WORDS": ACCESS_WORDS,
+        "LOOP_WORDS": LOOP_WORDS,
+    }
+    assert {name: int(value.rstrip("u")) for name, value in defines.items()} == layout
+
+
+def test_packaging_ships_the_kernel() -> None:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    package_data = pyproject["tool"]["setuptools"]["package-data"]
+    assert KERNEL.name in package_data["planner.validators"]
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
@@ -269,7 +295,7 @@ def test_kernel_compiles_without_warnings(tmp_path: Path) -> None:
             "all-warnings",
             "-o",
             str(tmp_path / "k.cubin"),
-            str(GOLDEN / "alloc_check.cu"),
+            str(KERNEL),
         ],
         capture_output=True,
         text=True,

@@ -4,15 +4,18 @@ browser that may reach nothing but the service renders every operation."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fastapi.testclient import TestClient
 
 from planner.api.app import create_app
 from planner.api.settings import Settings
-from tests.browser import browser, driver, server, wait_for
+from tests.browser import browser, downloads, driver, server, wait_for
 
-__all__ = ["driver", "server"]  # fixtures used by name below
+if TYPE_CHECKING:
+    from selenium.webdriver import Chrome
+
+__all__ = ["downloads", "driver", "server"]  # fixtures used by name below
 
 
 def _client() -> TestClient:
@@ -35,7 +38,7 @@ def test_docs_page_names_no_other_host() -> None:
 
 
 @browser
-def test_docs_render_every_operation_without_network(driver: Any, server: str) -> None:
+def test_docs_render_every_operation_without_network(driver: Chrome, server: str) -> None:
     from selenium.webdriver.common.by import By
 
     driver.execute_cdp_cmd("Network.enable", {})

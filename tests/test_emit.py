@@ -337,6 +337,13 @@ def test_cuda_with_hostile_ids_has_no_injected_line() -> None:
             assert comment.startswith(json.dumps(ident) + ": "), (ident, comment)
 
 
+def _view_name(op: str) -> str:
+    """The SSA name a ``memref.view`` operation defines."""
+    found = re.match(r"%(\S+) = memref\.view", op)
+    assert found is not None, op
+    return found[1]
+
+
 def test_mlir_with_hostile_ids_has_no_injected_operation() -> None:
     request, plan = _hostile()
     text = emit_mlir(request, plan)
@@ -344,7 +351,7 @@ def test_mlir_with_hostile_ids_has_no_injected_operation() -> None:
     ops = [line.strip() for line in text.splitlines() if not line.strip().startswith("//")]
     views = [op for op in ops if "memref.view" in op]
     assert len(views) == len(HOSTILE_IDS)
-    names = [re.match(r"%(\S+) = memref\.view", v)[1] for v in views]  # type: ignore[index]
+    names = [_view_name(v) for v in views]
     assert len(set(names)) == len(names)
     assert all(C_IDENT.fullmatch(n) for n in names), names
     allowed = re.compile(

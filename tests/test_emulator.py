@@ -18,9 +18,11 @@ from planner.cli import main
 from planner.core.io import parse_request
 from planner.core.models import Options, Placement, Plan, PlanRequest
 from planner.validators import validate_plan
-from planner.validators.emulator import emulate, run_program
-from planner.validators.faults import live_together, plant_fault
-from planner.validators.program import build_program
+from planner.validators.emulator import EmulationReport, emulate, run_program
+from planner.validators.faults import FaultKind, live_together, plant_fault
+from planner.validators.program import AffineAccess, build_program
+
+from .samples import SHARDED
 
 EXAMPLES = request_files(Path(__file__).resolve().parent.parent / "examples")
 TX = "threadIdx.x"
@@ -43,7 +45,7 @@ def _placed(request: PlanRequest, offsets: dict[str, int]) -> Plan:
     return plan.model_copy(update={"placements": placements, "arena_bytes": arena})
 
 
-def _codes(report: Any) -> list[tuple[str, list[str]]]:
+def _codes(report: EmulationReport) -> list[tuple[str, list[str]]]:
     return [(v.code, v.buffers) for v in report.violations]
 
 
@@ -274,8 +276,6 @@ def test_same_request_same_report() -> None:
 
 
 def test_footprints_too_small_or_off_grid_are_caught() -> None:
-    from tests.test_program import SHARDED
-
     request = PlanRequest.model_validate(SHARDED)
     plan = planner.plan(request)
     assert emulate(request, plan).valid
@@ -305,10 +305,10 @@ def _brute_force(request: PlanRequest, plan: Plan) -> set[tuple[str, tuple[str, 
     written: set[tuple[int, int]] = set()
     epoch: dict[int, set[tuple[int, int, bool]]] = {}  # byte -> (thread, buffer, write)
 
-    def bytes_of(a: Any) -> list[tuple[int, int]]:
+    def bytes_of(a: AffineAccess) -> list[tuple[int, int]]:
         size = program.buffers[a.buffer].size
         n = size // a.width
-        out = []
+        out: list[tuple[int, int]] = []  # (thread, byte in the buffer)
         for t in range(program.threads):
             if a.broadcast:
                 elements = list(range(n))
@@ -525,10 +525,10 @@ def _nothing_to_break(request: PlanRequest, plan: Plan, kind: str) -> bool:
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 @pytest.mark.parametrize("kind", ["overlap", "drop_barrier", "misalign", "break_alias"])
-def test_planted_faults_on_examples(path: Path, kind: str) -> None:
+def test_planted_faults_on_examples(path: Path, kind: FaultKind) -> None:
     request = parse_request(path.read_text())
     plan = planner.plan(request)
-    fault = plant_fault(request, plan, kind, np.random.default_rng(7))  # type: ignore[arg-type]
+    fault = plant_fault(request, plan, kind, np.random.default_rng(7))
     if fault is None:
         # Only a plan with nothing of that kind to break gets no fault.
         assert _nothing_to_break(request, plan, kind), f"no {kind} fault planted"

@@ -10,6 +10,7 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import planner
@@ -130,7 +131,7 @@ def test_double_buffered_stages_never_share() -> None:
     assert plan.barriers.inserted == []  # the barrier at 6 already protects the epilogue
 
 
-def _script() -> Any:
+def _script() -> ModuleType:
     path = EXAMPLES.parent / "scripts" / "field_examples.py"
     spec = importlib.util.spec_from_file_location("field_examples", path)
     assert spec is not None

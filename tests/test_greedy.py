@@ -11,8 +11,8 @@ from planner.core.models import PlanRequest
 from planner.solvers.greedy import HEURISTICS, applicable, arena_of, portfolio, run
 from planner.validators import validate_plan
 
+from .plans import plan_from_offsets
 from .strategies import requests
-from .test_pipeline import plan_from_offsets
 
 
 @pytest.mark.parametrize("heuristic", HEURISTICS)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,7 @@ class _Dist:
 
 def _installed_from(monkeypatch: pytest.MonkeyPatch, direct_url: dict[str, object] | None) -> None:
     text = None if direct_url is None else json.dumps(direct_url)
-    monkeypatch.setattr(install.metadata, "distribution", lambda name: _Dist(text))
+    monkeypatch.setattr(metadata, "distribution", lambda name: _Dist(text))
 
 
 def test_hint_for_an_editable_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -117,7 +118,7 @@ def test_cache_dir_falls_back_when_the_package_is_read_only(
 ) -> None:
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
     monkeypatch.setattr(_jit, "_PACKAGE", tmp_path / "missing")  # not writable: absent
-    monkeypatch.setattr(_jit.Path, "home", lambda: tmp_path)
+    monkeypatch.setattr(Path, "home", lambda: tmp_path)
     assert _jit._cache_dir() == tmp_path / ".cache" / "alloc-planner" / "numba"
     monkeypatch.setenv("NUMBA_CACHE_DIR", "/proc/no-such-place")
     assert _jit._cache_dir() is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,15 +18,17 @@ from planner.validators import validate_plan
 
 from .strategies import request_dicts
 
+I64 = npt.NDArray[np.int64]
 
-def _arrays(data: list[tuple[int, int, int]]) -> tuple[Any, Any, Any, Any]:
+
+def _arrays(data: list[tuple[int, int, int]]) -> tuple[I64, I64, I64, I64]:
     start = np.asarray([s for s, _, _ in data], dtype=np.int64)
     end = np.asarray([e for _, e, _ in data], dtype=np.int64)
     size = np.asarray([z for _, _, z in data], dtype=np.int64)
     return start, end, end.copy(), size  # without patterns: last access + 1 = end
 
 
-def _occupied(after: Any, end: Any, points: list[int], horizon: int) -> Any:
+def _occupied(after: I64, end: I64, points: list[int], horizon: int) -> I64:
     """Brute force: each buffer to the first point at or after its last access + 1."""
     out = []
     for a, e in zip(after.tolist(), end.tolist(), strict=True):
@@ -83,10 +86,10 @@ def test_one_barrier_where_stabbing_the_full_plan_takes_four() -> None:
 
 
 def _reference_points(
-    start: Any,
-    end: Any,
-    after: Any,
-    size: Any,
+    start: I64,
+    end: I64,
+    after: I64,
+    size: I64,
     existing: list[int],
     pool: list[int],
     horizon: int,

@@ -46,8 +46,8 @@ def _good() -> tuple[PlanRequest, Plan]:
 
 
 def _caught(fault: Fault) -> tuple[set[str], set[str]]:
-    static = {v.code for v in validate_plan(fault.request, fault.plan).violations}
-    emulated = {v.code for v in emulate(fault.request, fault.plan).violations}
+    static: set[str] = {v.code for v in validate_plan(fault.request, fault.plan).violations}
+    emulated: set[str] = {v.code for v in emulate(fault.request, fault.plan).violations}
     return static, emulated
 
 

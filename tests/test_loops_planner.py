@@ -34,7 +34,7 @@ def _example(name: str, **changes: Any) -> dict[str, Any]:
 
 # Seven buffers with live ranges on which every gap-filling fit reaches 23 bytes; the peak of
 # live bytes is 17 and CP-SAT on the conflicting pairs finds it.
-GAP = {
+GAP: dict[str, Any] = {
     "alignment": 1,
     "barriers": [4],
     "buffers": [
@@ -85,7 +85,7 @@ def test_a_loop_of_one_trip_has_no_back_edge() -> None:
     assert plan.barriers.required == [3]
 
 
-ARMS_IN_A_LOOP = {
+ARMS_IN_A_LOOP: dict[str, Any] = {
     "loops": [{"start": 0, "end": 4, "trips": 8}],
     "branches": [{"arms": [[1, 2], [2, 3]]}],
     "buffers": [

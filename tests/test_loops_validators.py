@@ -129,7 +129,7 @@ def test_an_arm_buffer_after_the_branch_needs_a_barrier() -> None:
 
 
 def test_a_later_range_reuses_the_earlier_ones_bytes() -> None:
-    data = {
+    data: dict[str, Any] = {
         "buffers": [
             {"id": "x", "size": 256, "ranges": [[0, 2], [4, 6]]},
             {"id": "y", "size": 256, "start": 2, "end": 4},
@@ -222,7 +222,7 @@ def test_same_thread_bytes_need_no_back_edge_barrier() -> None:
     # Each thread writes and reads back its own 4-byte element every iteration: the next
     # iteration's write is ordered by program order alone (the alias rule, per iteration).
     own = {"threadIdx.x": 1}
-    x = {
+    x: dict[str, Any] = {
         "id": "x",
         "size": 128,
         "start": 1,
@@ -243,7 +243,7 @@ def test_same_thread_bytes_need_no_back_edge_barrier() -> None:
 
 def test_claimed_aliases_are_checked_range_by_range() -> None:
     own = {"threadIdx.x": 1}
-    accesses = [
+    accesses: list[dict[str, Any]] = [
         {"op": "write", "at": 1, "bytes": 4, "index": own},
         {"op": "read", "at": 2, "bytes": 4, "index": own},
     ]

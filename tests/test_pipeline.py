@@ -14,53 +14,11 @@ from hypothesis import given, settings
 
 import planner
 from planner.core.errors import RequestError
-from planner.core.graph import InterferenceGraph
-from planner.core.models import (
-    Barriers,
-    GraphStats,
-    Launch,
-    Placement,
-    Plan,
-    PlanRequest,
-    SolverInfo,
-)
+from planner.core.models import PlanRequest
 from planner.pipeline.warm import WARM_UP
 from planner.validators import validate_plan
 
 from .strategies import request_dicts
-
-
-def plan_from_offsets(request: PlanRequest, g: InterferenceGraph, offsets: Any) -> Plan:
-    """A minimal plan around raw offsets, barriers at every point where reuse may need one."""
-    arena = int((offsets + g.size).max()) if g.n else 0
-    every = list(range(request.horizon + 1))
-    sync = request.options.sync
-    return Plan(
-        name=request.name,
-        status="feasible",
-        arena_bytes=arena,
-        lower_bound=g.lower_bound.bytes,
-        naive_bytes=int(g.size.sum()),
-        capacity=None,
-        placements=[
-            Placement(id=i, offset=int(o), size=int(s))
-            for i, o, s in zip(g.ids, offsets, g.size, strict=True)
-        ],
-        barriers=Barriers(
-            existing=sorted(set(request.barriers)),
-            required=every if sync == "none" else [],
-            inserted=sorted(
-                set(every if (c := request.options.barrier_candidates) is None else c)
-                - set(request.barriers)
-            )
-            if sync == "insert"
-            else [],
-        ),
-        launch=Launch(dynamic_smem_bytes=arena, requires_opt_in=False),
-        solver=SolverInfo(name="test", proved_optimal=False, bound=0, gap=0.0),
-        graph=GraphStats(buffers=g.n, live_edges=0, hazard_edges=0, components=0),
-        request_sha256="",
-    )
 
 
 @settings(max_examples=150, deadline=None)
@@ -185,7 +143,7 @@ def test_pareto_lists_every_trade_off() -> None:
 @pytest.mark.parametrize("solver", ["greedy", "auto"])
 def test_candidates_and_cap_choose_the_smallest_arena(solver: str) -> None:
     # Four phases of 64 bytes; barriers only at 2 and 6: phases 0|1 and 2|3 pair up.
-    request = {
+    request: dict[str, Any] = {
         "buffers": [
             {"id": f"p{k}", "size": 64, "start": 2 * k, "end": 2 * k + 2} for k in range(4)
         ],

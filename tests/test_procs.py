@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from planner.api.pool import OverloadedError, SolverPool
+from planner import OverloadedError
+from planner.api.pool import SolverPool
 from planner.core.errors import RequestError
 
 from .loops import LOOPS, run_on

@@ -11,6 +11,8 @@ import planner
 from planner.core.models import Plan, PlanRequest
 from planner.validators.program import AffineAccess, build_program, runtime_barriers
 
+from .samples import SHARDED
+
 
 def _request(**overrides: Any) -> PlanRequest:
     data: dict[str, Any] = {
@@ -155,38 +157,6 @@ def test_no_block_means_one_thread() -> None:
     assert program.threads == 1
     write = program.steps[0].accesses[0]
     assert dict(write.loops) == {"i": 2}
-
-
-SHARDED: dict[str, Any] = {
-    "block": [128],
-    "grid": [16],
-    "alignment": 16,
-    "buffers": [
-        {
-            "id": "w",
-            "size": 131072,
-            "start": 0,
-            "end": 4,
-            "accesses": [
-                {
-                    "op": "write",
-                    "at": 0,
-                    "bytes": 4,
-                    "index": {"blockIdx.x": 2048, "r": 128, "threadIdx.x": 1},
-                    "loops": {"r": 16},
-                },
-                {
-                    "op": "read",
-                    "at": 2,
-                    "bytes": 4,
-                    "index": {"blockIdx.x": 2048, "threadIdx.x": 16, "c": 1},
-                    "loops": {"c": 16},
-                },
-            ],
-        }
-    ],
-    "options": {"sync": "existing", "shrink": True},
-}
 
 
 def test_footprint_rebases_accesses_onto_the_slice() -> None:

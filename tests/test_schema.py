@@ -3,6 +3,8 @@ operation; no answer is a 500, and every answer matches what the schema promises
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,6 +19,9 @@ from schemathesis.specs.openapi.checks import (
 
 from planner.api import create_app
 from planner.api.settings import Settings
+
+if TYPE_CHECKING:
+    from schemathesis.specs.openapi.schemas import OpenApiCase
 
 CASES = 500  # generated requests, at least
 CHECKS = [
@@ -48,7 +53,7 @@ APP = create_app(
 SCHEMA = schemathesis.openapi.from_asgi("/openapi.json", APP)
 
 
-def _cases() -> st.SearchStrategy[schemathesis.Case]:
+def _cases() -> st.SearchStrategy[OpenApiCase]:
     strategies = [
         SCHEMA[path][method].as_strategy(generation_mode=mode)
         for path, method in OPERATIONS
@@ -68,7 +73,7 @@ def test_generated_requests_match_the_schema() -> None:
         suppress_health_check=list(HealthCheck),
     )
     @given(case=_cases())
-    def check(case: schemathesis.Case) -> None:
+    def check(case: OpenApiCase) -> None:
         key = (case.operation.path, case.method.upper())
         seen[key] = seen.get(key, 0) + 1
         response = case.call()

@@ -37,7 +37,7 @@ def test_a_small_request_loads_nothing_heavy() -> None:
         plan = planner.plan(request)
         assert planner.validate(request, plan).valid
         heavy = ["numba", "ortools", "networkx", "fastapi", "uvicorn",
-                 "planner.solvers.search", "planner.solvers.cpsat", "planner.api"]
+                 "planner.solvers.search", "planner.solvers.cpsat", "planner.api", "httpx"]
         print(json.dumps({"status": plan.status, "loaded": [m for m in heavy if m in sys.modules]}))
         """
     )

@@ -95,8 +95,8 @@ def check_faults(data: dict[str, Any]) -> int:
     request = parse_request(data)
     plan = planner.plan(request)
     assert validate_plan(request, plan).valid
-    for point in [*plan.pareto]:
-        assert validate_plan(request, point.plan).valid
+    for option in [*plan.pareto]:
+        assert validate_plan(request, option.plan).valid
     planted = 0
     for point in plan.barriers.inserted:
         assert "missing_barrier" in _codes(request, drop_barrier(plan, point)), point

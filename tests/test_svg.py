@@ -7,6 +7,7 @@ import json
 import random
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,29 +20,10 @@ from planner.core.io import parse_request
 from planner.emit import emit_svg
 from planner.generate import random_request
 
+from .samples import LEGEND_CASES, TEN
+
 NS = {"s": "http://www.w3.org/2000/svg"}
 GOLDEN = Path(__file__).parent / "golden"
-
-TEN: dict[str, Any] = {
-    "name": "ten",
-    "target": "sm_80",
-    "capacity": 20000,
-    "alignment": 16,
-    "barriers": [3, 6],
-    "buffers": [
-        {"id": "A_s", "size": 4096, "start": 0, "end": 3},
-        {"id": "B_s", "size": 4096, "start": 0, "end": 3},
-        {"id": "acc", "size": 8192, "start": 1, "end": 8},
-        {"id": "C_s", "size": 6144, "start": 3, "end": 6},
-        {"id": "red", "size": 512, "start": 4, "end": 5},
-        {"id": "tmp1", "size": 1024, "start": 5, "end": 7},
-        {"id": "tmp2", "size": 2048, "start": 6, "end": 9},
-        {"id": "out", "size": 4096, "start": 7, "end": 10},
-        {"id": "idx", "size": 256, "start": 0, "end": 10},
-        {"id": "x<&>", "size": 3000, "start": 8, "end": 10},
-    ],
-    "options": {"sync": "insert"},
-}
 
 
 def _svg(data: dict[str, Any]) -> tuple[planner.Plan, ET.Element]:
@@ -273,26 +255,6 @@ def _drawn_kinds(root: ET.Element) -> set[str]:
     return kinds
 
 
-LEGEND_CASES: dict[str, tuple[dict[str, Any], set[str]]] = {
-    "inserted barriers and capacity": (
-        TEN,
-        {"barrier-existing", "barrier-inserted", "capacity", "lower-bound", "live"},
-    ),
-    "existing barriers only, no capacity": (
-        {**TEN, "capacity": None, "target": None, "options": {"sync": "existing"}},
-        {"barrier-existing", "lower-bound", "live"},
-    ),
-    "the caller's barriers": (
-        {**TEN, "capacity": None, "target": None, "barriers": [], "options": {"sync": "none"}},
-        {"barrier-caller", "lower-bound", "live"},
-    ),
-    "no barriers at all": (
-        {"name": "one", "buffers": [{"id": "a", "size": 64, "start": 0, "end": 4}]},
-        {"lower-bound", "live"},
-    ),
-}
-
-
 @pytest.mark.parametrize("case", sorted(LEGEND_CASES))
 def test_legend_names_only_what_is_drawn(case: str) -> None:
     data, want = LEGEND_CASES[case]
@@ -323,7 +285,7 @@ def test_labels_come_after_every_line() -> None:
     assert all(order.index(m) < first_label for m in marks)
 
 
-def _font_width() -> Any:
+def _font_width() -> Callable[[str], float]:
     """The width in px of a text at 11 px in DejaVu Sans, the widest common default sans."""
     try:
         font = ImageFont.truetype("DejaVuSans.ttf", 11)

@@ -12,7 +12,8 @@ from planner.core.targets import TARGETS, blocks_per_sm, launch_figures
 
 Capture = pytest.CaptureFixture[str]
 
-# DESIGN section 5, typed in by hand: (max smem per block, smem per SM, reserved, max blocks).
+# docs/design.md, Device profiles, typed in by hand: (max smem per block, smem per SM,
+# reserved, max blocks).
 DESIGN_TABLE = {
     "sm_70": (98304, 98304, 0, 32),
     "sm_75": (65536, 65536, 0, 16),
@@ -65,8 +66,8 @@ def test_opt_in_starts_above_48k() -> None:
 
 
 def test_plan_reports_the_occupancy_reuse_wins() -> None:
-    # DESIGN section 3's example: A_s (8192 B) and C_s (16384 B) share bytes after the barrier
-    # at 4, so the arena is 16384 where the naive sum is 24576.
+    # The example of docs/design.md, Wire format: A_s (8192 B) and C_s (16384 B) share bytes
+    # after the barrier at 4, so the arena is 16384 where the naive sum is 24576.
     request = {
         "name": "gemm_smem_epilogue",
         "target": "sm_90",

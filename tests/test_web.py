@@ -11,7 +11,7 @@ import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -21,11 +21,13 @@ from planner.api import create_app
 from planner.core.io import parse_request
 from planner.emit import emit_cuda, emit_mlir, emit_svg
 from planner.generate import random_request
-from tests.browser import browser, driver, server, wait_for
+from tests.browser import attribute, browser, downloads, driver, server, wait_for
+from tests.samples import LEGEND_CASES, TEN
 
-from .test_svg import LEGEND_CASES, TEN
+if TYPE_CHECKING:
+    from selenium.webdriver import Chrome
 
-__all__ = ["driver", "server"]  # fixtures the browser tests use by name
+__all__ = ["downloads", "driver", "server"]  # fixtures the browser tests use by name
 
 STATIC = Path(__file__).parent.parent / "api" / "static"
 
@@ -100,7 +102,7 @@ def test_emit_rejects_bad_input(client: TestClient) -> None:
 _wait = wait_for
 
 
-def _paste(driver: Any, text: str) -> None:
+def _paste(driver: Chrome, text: str) -> None:
     from selenium.webdriver.common.by import By
 
     area = driver.find_element(By.ID, "request")
@@ -119,7 +121,7 @@ def _pixel_spread(png: bytes) -> tuple[float, int]:
 
 
 @browser
-def test_plan_in_the_browser(server: str, driver: Any, tmp_path: Path) -> None:
+def test_plan_in_the_browser(server: str, driver: Chrome, downloads: Path, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
     driver.get(server + "/")
@@ -131,7 +133,7 @@ def test_plan_in_the_browser(server: str, driver: Any, tmp_path: Path) -> None:
     assert len(rects) == len(TEN["buffers"])
     plan = planner.plan(TEN)
     assert planner.validate(TEN, plan).valid
-    ids = sorted(r.get_attribute("data-id") for r in rects)
+    ids = sorted(attribute(r, "data-id") for r in rects)
     assert ids == sorted(p.id for p in plan.placements)
     stats = driver.find_element(By.ID, "stats").text
     assert f"arena {plan.arena_bytes} B" in stats
@@ -147,21 +149,21 @@ def test_plan_in_the_browser(server: str, driver: Any, tmp_path: Path) -> None:
     assert colours > 20  # a fill per buffer, lines and text
 
     driver.find_element(By.ID, "dl-cuda").click()
-    cuda = _wait(lambda: next(iter(driver.downloads.glob("*.cu")), None))
+    cuda = _wait(lambda: next(iter(downloads.glob("*.cu")), None))
     request = parse_request(TEN)
     _wait(lambda: cuda.read_text() == emit_cuda(request, plan))
     driver.find_element(By.ID, "dl-plan").click()
-    saved = _wait(lambda: next(iter(driver.downloads.glob("*.plan.json")), None))
+    saved = _wait(lambda: next(iter(downloads.glob("*.plan.json")), None))
     _wait(lambda: saved.stat().st_size > 0)
     assert planner.Plan.model_validate_json(saved.read_text()) == plan
     driver.find_element(By.ID, "dl-svg").click()
-    svg = _wait(lambda: next(iter(driver.downloads.glob("*.svg")), None))
+    svg = _wait(lambda: next(iter(downloads.glob("*.svg")), None))
     _wait(lambda: svg.stat().st_size > 0)
     assert ET.fromstring(svg.read_text()).tag.endswith("svg")
 
 
 @browser
-def test_bad_request_shows_the_field(server: str, driver: Any) -> None:
+def test_bad_request_shows_the_field(server: str, driver: Chrome) -> None:
     from selenium.webdriver.common.by import By
 
     driver.get(server + "/")
@@ -176,23 +178,23 @@ def test_bad_request_shows_the_field(server: str, driver: Any) -> None:
 
 
 @browser
-def test_example_and_upload(server: str, driver: Any, tmp_path: Path) -> None:
+def test_example_and_upload(server: str, driver: Chrome, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
     driver.get(server + "/")
     driver.find_element(By.ID, "example").click()
     _wait(lambda: driver.find_element(By.ID, "request").get_attribute("value"))
-    assert json.loads(driver.find_element(By.ID, "request").get_attribute("value")) == json.loads(
+    assert json.loads(attribute(driver.find_element(By.ID, "request"), "value")) == json.loads(
         (STATIC / "example.json").read_text()
     )
     upload = tmp_path / "spill.json"
     upload.write_text((Path(__file__).parent / "golden" / "spill.json").read_text())
     driver.find_element(By.ID, "file").send_keys(str(upload))
-    _wait(lambda: "attention_spill" in driver.find_element(By.ID, "request").get_attribute("value"))
+    _wait(lambda: "attention_spill" in attribute(driver.find_element(By.ID, "request"), "value"))
     driver.find_element(By.ID, "plan").click()
     _wait(lambda: driver.find_element(By.TAG_NAME, "body").get_attribute("data-state") == "planned")
     rects = driver.find_elements(By.CSS_SELECTOR, "#map svg rect.buffer")
-    memory = sorted(r.get_attribute("data-memory") for r in rects)
+    memory = sorted(attribute(r, "data-memory") for r in rects)
     assert memory == ["global", "shared", "shared", "shared"]
     spill = json.loads(upload.read_text())
     plan = planner.plan(spill)
@@ -241,14 +243,13 @@ return [...document.querySelectorAll('#placements tbody tr')].map(
 """
 
 
-def _state(driver: Any) -> str:
+def _state(driver: Chrome) -> str:
     from selenium.webdriver.common.by import By
 
-    state: str = driver.find_element(By.TAG_NAME, "body").get_attribute("data-state")
-    return state
+    return attribute(driver.find_element(By.TAG_NAME, "body"), "data-state")
 
 
-def _plan_on_page(driver: Any, server: str, data: dict[str, Any]) -> planner.Plan:
+def _plan_on_page(driver: Chrome, server: str, data: dict[str, Any]) -> planner.Plan:
     """Plan ``data`` on a fresh page; the plan shown is the library's, and valid."""
     from selenium.webdriver.common.by import By
 
@@ -292,7 +293,7 @@ def _request(n: int, **kw: Any) -> dict[str, Any]:
 
 
 @browser
-def test_table_sorts_by_each_column(server: str, driver: Any) -> None:
+def test_table_sorts_by_each_column(server: str, driver: Chrome) -> None:
     from selenium.webdriver.common.by import By
 
     data = _request(40, overlap=0.2, seed=7)
@@ -326,14 +327,14 @@ def test_table_sorts_by_each_column(server: str, driver: Any) -> None:
     assert len(str(sizes[0])) < len(str(sizes[-1]))
 
 
-def _view_box(driver: Any) -> list[float]:
+def _view_box(driver: Chrome) -> list[float]:
     from selenium.webdriver.common.by import By
 
     box: str = driver.find_element(By.CSS_SELECTOR, "#map svg").get_dom_attribute("viewBox")
     return [float(v) for v in box.split()]
 
 
-def _labels(driver: Any) -> int:
+def _labels(driver: Chrome) -> int:
     count: int = driver.execute_script(
         "return document.querySelectorAll('#map svg text.label').length"
     )
@@ -341,7 +342,7 @@ def _labels(driver: Any) -> int:
 
 
 @browser
-def test_500_buffers_zoom_pan_and_reset(server: str, driver: Any) -> None:
+def test_500_buffers_zoom_pan_and_reset(server: str, driver: Chrome) -> None:
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
 
@@ -404,7 +405,7 @@ def test_500_buffers_zoom_pan_and_reset(server: str, driver: Any) -> None:
     x, y, w, h = _view_box(driver)
     assert w < base[2]
     rect = driver.find_element(By.CSS_SELECTOR, f'#map svg rect[data-id="{narrowest}"]')
-    assert "hl" in rect.get_attribute("class").split()
+    assert "hl" in attribute(rect, "class").split()
     rx, ry, rw, rh = (float(rect.get_dom_attribute(k)) for k in ("x", "y", "width", "height"))
     assert x < rx + rw / 2 < x + w  # centred on the buffer
     assert y < ry + rh / 2 < y + h
@@ -418,7 +419,7 @@ def test_500_buffers_zoom_pan_and_reset(server: str, driver: Any) -> None:
 @browser
 @pytest.mark.parametrize("extra", [0, 16, 256])
 def test_capacity_and_lower_bound_labels_do_not_overlap(
-    server: str, driver: Any, extra: int
+    server: str, driver: Chrome, extra: int
 ) -> None:
     plain = planner.plan(TEN)
     assert planner.validate(TEN, plain).valid
@@ -435,7 +436,7 @@ def test_capacity_and_lower_bound_labels_do_not_overlap(
 
 @browser
 @pytest.mark.parametrize("case", sorted(LEGEND_CASES))
-def test_legend_matches_what_is_drawn(server: str, driver: Any, case: str) -> None:
+def test_legend_matches_what_is_drawn(server: str, driver: Chrome, case: str) -> None:
     data, want = LEGEND_CASES[case]
     _plan_on_page(driver, server, data)
     legend, drawn = driver.execute_script(
@@ -454,17 +455,17 @@ def test_legend_matches_what_is_drawn(server: str, driver: Any, case: str) -> No
     assert len(legend) == len(set(legend))
 
 
-def _shows_no_plan(driver: Any) -> None:
+def _shows_no_plan(driver: Chrome, downloads: Path) -> None:
     from selenium.webdriver.common.by import By
 
     assert not driver.find_element(By.ID, "result").is_displayed()
     assert driver.find_elements(By.CSS_SELECTOR, "#map svg") == []
     assert driver.execute_script(JS_TABLE) == []
     assert driver.find_elements(By.CSS_SELECTOR, "#stats tr") == []
-    before = set(driver.downloads.iterdir())
+    before = set(downloads.iterdir())
     driver.execute_script("document.getElementById('dl-plan').click()")
     time.sleep(0.5)
-    assert set(driver.downloads.iterdir()) == before  # nothing left to download
+    assert set(downloads.iterdir()) == before  # nothing left to download
 
 
 @browser
@@ -472,7 +473,9 @@ def _shows_no_plan(driver: Any) -> None:
     "bad",
     ['{"buffers": [{"id": "a", "size": -1, "start": 0, "end": 2}]}', '{"buffers": ['],
 )
-def test_an_error_after_a_plan_clears_it(server: str, driver: Any, bad: str) -> None:
+def test_an_error_after_a_plan_clears_it(
+    server: str, driver: Chrome, downloads: Path, bad: str
+) -> None:
     from selenium.webdriver.common.by import By
 
     _plan_on_page(driver, server, TEN)
@@ -483,7 +486,7 @@ def test_an_error_after_a_plan_clears_it(server: str, driver: Any, bad: str) -> 
     errors = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#errors li")]
     assert errors
     assert errors[0].startswith("buffers.0.size:" if "-1" in bad else "malformed JSON")
-    _shows_no_plan(driver)
+    _shows_no_plan(driver, downloads)
 
 
 @browser
@@ -495,7 +498,9 @@ def test_an_error_after_a_plan_clears_it(server: str, driver: Any, bad: str) -> 
         ('{"name": "k", "buffers": []}', "The request has no buffers"),
     ],
 )
-def test_an_empty_request_says_so(server: str, driver: Any, text: str, message: str) -> None:
+def test_an_empty_request_says_so(
+    server: str, driver: Chrome, downloads: Path, text: str, message: str
+) -> None:
     from selenium.webdriver.common.by import By
 
     _plan_on_page(driver, server, TEN)
@@ -503,4 +508,4 @@ def test_an_empty_request_says_so(server: str, driver: Any, text: str, message: 
     driver.find_element(By.ID, "plan").click()
     _wait(lambda: _state(driver) == "empty")
     assert driver.find_element(By.ID, "errors").text.startswith(message)
-    _shows_no_plan(driver)
+    _shows_no_plan(driver, downloads)

@@ -1,4 +1,4 @@
-"""The CUDA harness (DESIGN section 6): a plan's kernel program run on a real GPU.
+"""The CUDA harness (docs/design.md, CUDA harness): a plan's kernel program run on a real GPU.
 
 ``run_program`` encodes the kernel program as a table (``validators.cuda_kernel``), and
 launches the one harness kernel on it through CuPy (imported only here, the optional ``gpu``

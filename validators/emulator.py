@@ -1,4 +1,4 @@
-"""The exact CPU emulation of a plan's kernel program (DESIGN section 6).
+"""The exact CPU emulation of a plan's kernel program (docs/design.md, Emulator).
 
 Every thread's accesses are enumerated with numpy, per block when an index uses ``blockIdx``
 (shared memory belongs to one block, so blocks run on fresh arenas). Two checks:

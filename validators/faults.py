@@ -1,6 +1,7 @@
 """Planted faults: break a good plan on purpose so the validators can be seen to catch it.
 
-Each kind breaks one rule of DESIGN section 2, and only when the break is real:
+Each kind breaks one rule of docs/design.md (Program points and lifetimes, Offsets and
+the arena, Reuse hazard), and only when the break is real:
 
 - ``overlap``: slide a buffer over one that is live at the same time;
 - ``drop_barrier``: drop a barrier some reuse needs, one that leaves a byte touched by two
@@ -283,7 +284,7 @@ def _owners(
 def _synthetic_owners(
     request: PlanRequest, buffer: Buffer, since: int | None, until: int | None, *, writes_only: bool
 ) -> np.ndarray:
-    """Byte owners under the synthetic pattern of the kernel program (DESIGN section 6)."""
+    """Byte owners under the synthetic pattern of the kernel program (docs/design.md, Emulator)."""
     block = [*(request.block or ()), 1, 1, 1][:3]
     threads = block[0] * block[1] * block[2]
     width = 4 if buffer.size % 4 == 0 else 1  # bytes

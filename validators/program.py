@@ -4,7 +4,7 @@ Shared by the CPU emulator and the CUDA harness, which compiles it unchanged. It
 (coefficients and loop extents, never one entry per thread) so the harness turns each access
 into a loop nest and the emulator enumerates it with numpy.
 
-A buffer without access patterns gets the synthetic pattern of DESIGN section 6: at its start
+A buffer without access patterns gets the synthetic pattern (docs/design.md, Emulator): at its start
 every thread ``t`` writes elements ``t + i*T``; at ``end - 1`` it reads elements
 ``t + 1 + i*T``, what thread ``t + 1`` wrote, so a hazard across threads is real.
 """
@@ -194,8 +194,8 @@ def rebased(access: AffineAccess, base: dict[str, int], buffer_id: str) -> Affin
 def synthetic_accesses(
     index: int, size: int, start: int, end: int, block: tuple[int, int, int]
 ) -> list[tuple[int, AffineAccess]]:
-    """The write at ``start`` and the rotated read at ``end - 1`` (DESIGN section 6) of a
-    buffer of ``size`` bytes live on ``[start, end)``."""
+    """The write at ``start`` and the rotated read at ``end - 1`` (docs/design.md, Emulator)
+    of a buffer of ``size`` bytes live on ``[start, end)``."""
     width = 4 if size % 4 == 0 else 1  # bytes
     n = size // width  # elements
     bx, by, bz = block

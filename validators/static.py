@@ -1,16 +1,17 @@
-"""The exact static check of a plan against its request (DESIGN sections 2, 3 and 6).
+"""The exact static check of a plan against its request (docs/design.md, Static check).
 
 It depends on the data types alone, never on the graph, the solvers or the pipeline, so it is
 an independent check of whatever they produce. A bad plan never raises: every problem becomes
 a ``Violation`` whose message names the buffers and the numbers.
 
-Overlaps and missing barriers come from one sweep over *barrier-extended* lifetimes: a buffer
-occupies its bytes from its start until its end or, if later, the first run-time barrier after
-its last access. A later buffer that starts inside that window and shares a byte is an
-``overlap`` while the first is still live, and a ``missing_barrier`` after, unless a barrier
-stands between the first one's last access and the later one's first access, or the pair is
-a thread-local alias (DESIGN section 2, rule (b)) listed in ``aliases`` and proved here from
-the owner maps of ``planner.core.access``. Every such pair is reported, exactly.
+Overlaps and missing barriers come from one sweep over *barrier-extended* lifetimes: a
+buffer occupies its bytes from its start until its end or, if later, the first run-time
+barrier after its last access. A later buffer that starts inside that window and shares a
+byte is an ``overlap`` while the first is still live, and a ``missing_barrier`` after,
+unless a barrier stands between the first one's last access and the later one's first
+access, or the pair is a thread-local alias (docs/design.md, Reuse hazard, rule (b)) listed
+in ``aliases`` and proved here from the owner maps of ``planner.core.access``. Every such
+pair is reported, exactly.
 
 With ``options.shrink`` a buffer indexed by ``blockIdx`` is placed with its per-block
 footprint's size, recomputed here from its accesses.

@@ -1,10 +1,11 @@
 """Owner analysis: which thread touches each byte of a buffer, from its affine access patterns.
 
 An access touches element ``sum(coeff * var) + offset`` for every thread, block and loop
-value (DESIGN section 2). Per access the thread part, the block part and the loop part of the
-index add up, so the elements are ``thread_offset[t] + rest[k]`` with ``rest`` the distinct
-values of the block and loop part: a ``threads x rest`` table that numpy reduces to the
-smallest and largest thread per element. A byte has one owner when both agree.
+value (docs/design.md, Access patterns). Per access the thread part, the block part and the
+loop part of the index add up, so the elements are ``thread_offset[t] + rest[k]`` with
+``rest`` the distinct values of the block and loop part: a ``threads x rest`` table that
+numpy reduces to the smallest and largest thread per element. A byte has one owner when both
+agree.
 
 Blocks never share a block's shared memory, but the planner places a buffer once for every
 block, so a byte has an owner only if one and the same thread touches it in every block.

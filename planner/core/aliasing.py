@@ -1,4 +1,4 @@
-"""Thread-local aliasing (DESIGN section 2, rule (b)) on the planner's side.
+"""Thread-local aliasing (docs/design.md, Reuse hazard, rule (b)) on the planner's side.
 
 Two sequential buffers may share a byte with no barrier between them when every access to it
 in the earlier one, and every access to it in the later one before the first barrier at or

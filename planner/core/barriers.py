@@ -1,11 +1,11 @@
 """Which barriers a placement relies on, and the fewest new ones it needs.
 
 A reuse is a pair A, B with A ending before B starts and sharing a byte. It is safe when a
-barrier stands at some p with ``last_access(A) < p <= first_access(B)`` (DESIGN section 2;
-without access patterns ``last_access = end - 1`` and ``first_access = start``), or when it
-is a thread-local alias (``planner.core.aliasing``), which the caller drops from the list.
-Choosing the fewest points that hit every such interval is interval stabbing: sort by right
-end, take the rightmost allowed point, which is exact.
+barrier stands at some p with ``last_access(A) < p <= first_access(B)`` (docs/design.md,
+Reuse hazard; without access patterns ``last_access = end - 1`` and
+``first_access = start``), or when it is a thread-local alias (``planner.core.aliasing``),
+which the caller drops from the list. Choosing the fewest points that hit every such interval
+is interval stabbing: sort by right end, take the rightmost allowed point, which is exact.
 """
 
 from __future__ import annotations

@@ -1,9 +1,18 @@
 """The planner's error tree. Every failure is one of these; nothing returns ``None``.
 
 PlannerError
- ├── RequestError          bad input: a list of field errors, each with loc, msg, type
- │    └── FormatError      a file that is not valid JSON or MiniMalloc CSV
- └── InternalError         a plan the planner built failed its own static check
+ ├── RequestError                    bad input: field errors, each with loc, msg, type
+ │    ├── FormatError                not valid JSON or MiniMalloc CSV
+ │    ├── PayloadTooLargeError       a body over the service's size limit
+ │    └── UnsupportedMediaTypeError  a body not declared JSON
+ ├── InternalError                   a plan the planner built failed its own static check
+ ├── OverloadedError                 the service cannot take or finish the request now
+ └── ServiceError                    the client got no usable answer from the service
+      ├── ServiceUnavailableError    503 on every try (queue full or deadline passed)
+      ├── ServiceConnectionError     no connection or no response on every try
+      └── UnexpectedResponseError    any other status, or a body not as promised
+
+The service answers each class with one HTTP status (``planner.api.errors.HTTP_STATUS``).
 """
 
 from __future__ import annotations
@@ -17,8 +26,15 @@ __all__ = [
     "FieldError",
     "FormatError",
     "InternalError",
+    "OverloadedError",
+    "PayloadTooLargeError",
     "PlannerError",
     "RequestError",
+    "ServiceConnectionError",
+    "ServiceError",
+    "ServiceUnavailableError",
+    "UnexpectedResponseError",
+    "UnsupportedMediaTypeError",
     "shorten",
 ]
 
@@ -155,3 +171,58 @@ class InternalError(PlannerError):
     """The planner built a plan its own static validator rejects; no plan is returned."""
 
     code = "internal_error"
+
+
+class PayloadTooLargeError(RequestError):
+    """The request body passes the service's size limit."""
+
+    code = "body_too_large"
+
+
+class UnsupportedMediaTypeError(RequestError):
+    """The request body is not declared JSON; its error's ``loc`` names the header."""
+
+    code = "unsupported_media_type"
+
+
+class OverloadedError(PlannerError):
+    """The service cannot take or finish this request now; the client should retry later."""
+
+    code = "overloaded"
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        # "queue_full", "deadline_exceeded", "worker_died" or "client_disconnected"
+        self.reason = reason
+
+
+class ServiceError(PlannerError):
+    """The service could not answer the request."""
+
+    code = "service_error"
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status  # the last HTTP status seen; None without a response
+
+
+class ServiceUnavailableError(ServiceError):
+    """503 on every try: the solver queue was full or the deadline passed."""
+
+    code = "service_unavailable"
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message, 503)
+        self.retry_after = retry_after  # s, the server's last Retry-After
+
+
+class ServiceConnectionError(ServiceError):
+    """No connection, or no response, on every try."""
+
+    code = "service_connection_error"
+
+
+class UnexpectedResponseError(ServiceError):
+    """A status or a body the service does not promise."""
+
+    code = "unexpected_response"

@@ -3,8 +3,8 @@
 Two buffers conflict when their *occupied* intervals intersect. The occupied interval is the
 lifetime ``[start, end)`` extended, under a sync policy, until the first barrier after the
 buffer's last access (barrier-extended: without a thread-local exemption a buffer stays
-occupied until the next barrier after its last access, DESIGN section 2; without access
-patterns the last access is at ``end - 1``):
+occupied until the next barrier after its last access, docs/design.md, Barrier-extended
+lifetimes; without access patterns the last access is at ``end - 1``):
 
 - ``"none"``: no extension; the caller synchronizes.
 - ``"existing"``: extended to the next barrier of the request.

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from planner.core.errors import FormatError, RequestError
 from planner.core.models import DEFAULT_MAX_BUFFERS, Plan, PlanRequest
 
-__all__ = ["canonical_json", "parse_plan", "parse_request", "request_sha256"]
+__all__ = ["canonical_json", "parse_model", "parse_plan", "parse_request", "request_sha256"]
+
+M = TypeVar("M", bound=BaseModel)
 
 
 def parse_request(
@@ -24,13 +26,7 @@ def parse_request(
         return data
     if isinstance(data, str) and not data.lstrip().startswith("{"):
         raise _not_json(data)
-    context = {"max_buffers": max_buffers}
-    try:
-        if isinstance(data, str | bytes):
-            return PlanRequest.model_validate_json(data, strict=True, context=context)
-        return PlanRequest.model_validate(data, strict=True, context=context)
-    except ValidationError as exc:
-        raise _as_request_error(exc) from None
+    return parse_model(PlanRequest, data, context={"max_buffers": max_buffers})
 
 
 def _not_json(text: str) -> FormatError:
@@ -48,22 +44,31 @@ def parse_plan(data: Plan | dict[str, Any] | str | bytes) -> Plan:
     RequestError with loc under 'plan'."""
     if isinstance(data, Plan):
         return data
+    return parse_model(Plan, data, prefix=("plan",))
+
+
+def parse_model(
+    model: type[M],
+    data: dict[str, Any] | str | bytes,
+    *,
+    context: dict[str, Any] | None = None,
+    prefix: tuple[str | int, ...] = (),
+) -> M:
+    """``data`` (a dict or JSON text) as ``model``, read strictly; raises FormatError for
+    malformed JSON and RequestError, with every ``loc`` under ``prefix``, for the rest. The
+    one place a pydantic error becomes a planner error."""
     try:
         if isinstance(data, str | bytes):
-            return Plan.model_validate_json(data, strict=True)
-        return Plan.model_validate(data, strict=True)
+            return model.model_validate_json(data, strict=True, context=context)
+        return model.model_validate(data, strict=True, context=context)
     except ValidationError as exc:
-        raise _as_request_error(exc, ("plan",)) from None
-
-
-def _as_request_error(exc: ValidationError, prefix: tuple[str | int, ...] = ()) -> RequestError:
-    errors = exc.errors(include_url=False)
-    if errors and errors[0]["type"] == "json_invalid":
-        msg = errors[0].get("ctx", {}).get("error", errors[0]["msg"])
-        return FormatError(
-            [{"loc": [*prefix], "msg": f"malformed JSON: {msg}", "type": "json_invalid"}]
-        )
-    return RequestError.from_validation(exc, prefix)
+        errors = exc.errors(include_url=False)
+        if errors and errors[0]["type"] == "json_invalid":
+            msg = errors[0].get("ctx", {}).get("error", errors[0]["msg"])
+            raise FormatError(
+                [{"loc": [*prefix], "msg": f"malformed JSON: {msg}", "type": "json_invalid"}]
+            ) from None
+        raise RequestError.from_validation(exc, prefix) from None
 
 
 def canonical_json(request: PlanRequest) -> bytes:

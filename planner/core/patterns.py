@@ -1,5 +1,5 @@
 """What a buffer's access patterns say without enumerating threads: its first and last access,
-and the slice of it one thread block touches (DESIGN section 2, per-block footprint).
+and the slice of it one thread block touches (docs/design.md, Per-block footprints).
 """
 
 from __future__ import annotations

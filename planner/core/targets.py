@@ -1,4 +1,5 @@
-"""Device profiles: shared-memory limits per compute capability (DESIGN section 5)."""
+"""Device profiles: shared-memory limits per compute capability (docs/design.md, Device
+profiles)."""
 
 from __future__ import annotations
 

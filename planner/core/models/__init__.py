@@ -1,4 +1,4 @@
-"""Data types: the request and the plan (DESIGN section 3)."""
+"""Data types: the request and the plan (docs/design.md, Wire format)."""
 
 from planner.core.models.control import MAX_LOOP_DEPTH, MAX_PATHS, UNKNOWN_TRIPS
 from planner.core.models.plan import (

@@ -1,4 +1,4 @@
-"""The plan the planner returns (DESIGN section 3). A pure function of its request.
+"""The plan the planner returns (docs/design.md, Wire format). A pure function of its request.
 
 Read from the wire strictly, like a request (``planner.core.io.parse_plan``, ``/validate``,
 ``/emit``): an integer field takes only a JSON integer, a boolean only ``true``/``false``.

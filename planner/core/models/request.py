@@ -1,4 +1,4 @@
-"""The version-1 request (DESIGN section 3) and every semantic check on it.
+"""The version-1 request (docs/design.md, Wire format) and every semantic check on it.
 
 A request that constructs is a request the planner can plan: each check that needs more than
 one field lives in a model validator that raises one ``ValidationError`` listing every
