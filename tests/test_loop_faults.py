@@ -12,7 +12,7 @@ import pytest
 from planner.core.models import Plan, PlanRequest
 from planner.validators import validate_plan
 from planner.validators.emulator import emulate
-from planner.validators.faults import FAULT_KINDS, Fault, plant, plant_fault
+from planner.validators.faults import FAULT_KINDS, Fault, FaultKind, plant, plant_fault
 
 from .control_flow import plan_at, random_program, request
 
@@ -34,7 +34,7 @@ PROGRAM: dict[str, Any] = {
     ],
 }
 OFFSETS = {"x": 0, "y": 0, "z": 256, "u": 0, "v": 0, "w": 256, "t": 384}
-NEW_KINDS = ("drop_back_edge", "arm_overlap", "range_overlap")
+NEW_KINDS: tuple[FaultKind, ...] = ("drop_back_edge", "arm_overlap", "range_overlap")
 
 
 def _good() -> tuple[PlanRequest, Plan]:
@@ -102,10 +102,10 @@ def test_sharing_bytes_across_arms_is_no_fault() -> None:
 
 
 @pytest.mark.parametrize("kind", NEW_KINDS)
-def test_new_kinds_need_the_new_fields(kind: str) -> None:
+def test_new_kinds_need_the_new_fields(kind: FaultKind) -> None:
     req = request({"buffers": [{"id": "a", "size": 64, "start": 0, "end": 2}], "barriers": [1]})
     plan = plan_at(req, {"a": 0})
-    assert plant_fault(req, plan, kind, random.Random(0)) is None  # type: ignore[arg-type]
+    assert plant_fault(req, plan, kind, random.Random(0)) is None
 
 
 def _disjoint(req: PlanRequest) -> Plan:
@@ -139,4 +139,5 @@ def test_random_programs_every_planted_fault_is_caught_by_both() -> None:
             static, emulated = _caught(fault)
             assert static, (kind, fault.description)
             assert emulated, (kind, fault.description)
-    assert all(planted[kind] for kind in (*NEW_KINDS, "overlap", "misalign")), planted
+    must: tuple[FaultKind, ...] = (*NEW_KINDS, "overlap", "misalign")
+    assert all(planted[kind] for kind in must), planted
