@@ -160,7 +160,7 @@ def format_table(program: KernelProgram, table: ProgramTable) -> str:
         row = w[HEADER_WORDS + STEP_WORDS * s : HEADER_WORDS + STEP_WORDS * (s + 1)]
         barrier = " barrier" if row[1] else ""
         lines.append(
-            f"step {row[0]} (point {table.points[s]}){barrier}: accesses {row[2]}..+{row[3]}"
+            f"step {row[0]} (point {program.steps[s].label}){barrier}: accesses {row[2]}..+{row[3]}"
         )
     for a in range((loop_at - access_at) // ACCESS_WORDS):
         row = w[access_at + ACCESS_WORDS * a : access_at + ACCESS_WORDS * (a + 1)]
