@@ -297,3 +297,25 @@ def test_emulator_messages_name_the_iterations() -> None:
         "3 (iteration 2 of loops.0)",
         "4 (iteration 2 of loops.0)",
     ]
+
+
+def test_requests_without_the_new_fields_never_take_the_loop_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The straight-line path is the one run for every request without loops, branches or
+    ranges: the loop path, made to fail, is never reached."""
+    from planner.validators import static
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the loop path ran for a straight request")
+
+    monkeypatch.setattr(static, "PathCheck", refuse)
+    req = request({"buffers": TWO, "barriers": [3]})
+    assert validate_plan(req, plan_at(req, {"x": 0, "y": 0})).valid
+    assert [v.code for v in validate_plan(req, plan_at(req, {"x": 0, "y": 128})).violations] == []
+    broken = request({"buffers": TWO})
+    assert [
+        v.code for v in validate_plan(broken, plan_at(broken, {"x": 0, "y": 0})).violations
+    ] == ["missing_barrier"]
+    with pytest.raises(AssertionError, match="loop path"):
+        validate_plan(request({**BODY, "buffers": TWO}), plan_at(req, {"x": 0, "y": 0}))
