@@ -319,3 +319,38 @@ def test_requests_without_the_new_fields_never_take_the_loop_path(
     ] == ["missing_barrier"]
     with pytest.raises(AssertionError, match="loop path"):
         validate_plan(request({**BODY, "buffers": TWO}), plan_at(req, {"x": 0, "y": 0}))
+
+
+def test_arms_of_two_iterations_follow_each_other() -> None:
+    # x (arm 0) and y (arm 1) never meet in one trip, but trip i may take arm 0 and trip
+    # i + 1 arm 1: y then reuses x's bytes and needs a barrier on the back edge.
+    data = {
+        "loops": [{"start": 0, "end": 4, "trips": None}],
+        "branches": [{"arms": [[0, 2], [2, 4]]}],
+        "buffers": [
+            {"id": "x", "size": 128, "start": 0, "end": 2},
+            {"id": "y", "size": 128, "start": 2, "end": 4},
+        ],
+    }
+    static, emulated = _both(data, {"x": 0, "y": 0})
+    assert ("missing_barrier", ("x", "y")) in static
+    assert ("missing_barrier", ("y", "x")) in static
+    assert ("race", ("x", "y")) in emulated
+    assert ("race", ("y", "x")) in emulated
+    # A barrier at the top of the body, outside both arms, runs on every path and suffices
+    # (the loop's first point is arm 0's first: put the body one point earlier).
+    data = {
+        **data,
+        "loops": [{"start": 0, "end": 5, "trips": None}],
+        "branches": [{"arms": [[1, 3], [3, 5]]}],
+        "buffers": [
+            {"id": "x", "size": 128, "start": 1, "end": 3},
+            {"id": "y", "size": 128, "start": 3, "end": 5},
+        ],
+    }
+    static, emulated = _both({**data, "barriers": [0]}, {"x": 0, "y": 0})
+    assert static == emulated == set()
+    # One inside arm 0 does not: a path taking arm 1 twice runs none.
+    static, emulated = _both({**data, "barriers": [1]}, {"x": 0, "y": 0})
+    assert ("missing_barrier", ("y", "y")) in static
+    assert ("race", ("y", "y")) in emulated
