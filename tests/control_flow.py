@@ -1,7 +1,8 @@
 """Requests with loops, branches and several live ranges, and plans placed by hand around them.
 
 ``plan_at`` wraps offsets chosen by a test into a plan (sync "existing": the request's
-barriers are the plan's); ``random_program`` draws a small program with random control
+barriers are the plan's); ``PROGRAM`` is a pipelined loop, a branch and a buffer of two
+ranges, placed validly at ``OFFSETS``; ``random_program`` draws a small program with random control
 flow, ranges, barriers and offsets for the agreement tests of the two CPU validators.
 """
 
@@ -21,8 +22,37 @@ from planner.core.models import (
     PlanRequest,
     SolverInfo,
 )
+from planner.validators import validate_plan
+from planner.validators.emulator import emulate
 
-__all__ = ["crosses_loop", "plan_at", "random_program", "request"]
+__all__ = [
+    "OFFSETS",
+    "PROGRAM",
+    "crosses_loop",
+    "plan_at",
+    "planned_by_hand",
+    "random_program",
+    "request",
+]
+
+# A pipelined loop: x and y alternate in the body [1, 5) (barrier at 3 between them, at 1 on
+# the back edge); z is live across a branch [6, 10) whose arms hold u and v; w has two
+# ranges, and t is live during w's second one.
+PROGRAM: dict[str, Any] = {
+    "loops": [{"start": 1, "end": 5, "trips": 8}],
+    "branches": [{"arms": [[6, 8], [8, 10]]}],
+    "barriers": [1, 3, 5, 11],
+    "buffers": [
+        {"id": "x", "size": 256, "start": 1, "end": 3},
+        {"id": "y", "size": 256, "start": 3, "end": 5},
+        {"id": "z", "size": 128, "start": 5, "end": 11},
+        {"id": "u", "size": 256, "start": 6, "end": 8},
+        {"id": "v", "size": 256, "start": 8, "end": 10},
+        {"id": "w", "size": 128, "ranges": [[0, 1], [11, 13]]},
+        {"id": "t", "size": 64, "start": 10, "end": 13},
+    ],
+}
+OFFSETS = {"x": 0, "y": 0, "z": 256, "u": 0, "v": 0, "w": 256, "t": 384}
 
 
 def request(data: dict[str, Any]) -> PlanRequest:
@@ -48,6 +78,18 @@ def plan_at(req: PlanRequest, offsets: dict[str, int]) -> Plan:
         graph=GraphStats(buffers=len(req.buffers), live_edges=0, hazard_edges=0, components=0),
         request_sha256="",
     )
+
+
+def planned_by_hand(data: dict[str, Any], offsets: dict[str, int]) -> tuple[PlanRequest, Plan]:
+    """The program placed at ``offsets``, relying on every barrier of the request; checked
+    valid by the static validator and the emulator."""
+    req = request(data)
+    plan = plan_at(req, offsets)
+    barriers = plan.barriers.model_copy(update={"required": sorted(set(req.barriers))})
+    plan = plan.model_copy(update={"barriers": barriers})
+    assert validate_plan(req, plan).valid
+    assert emulate(req, plan).valid
+    return req, plan
 
 
 def crosses_loop(req: PlanRequest) -> bool:

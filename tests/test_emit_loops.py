@@ -13,27 +13,14 @@ from typing import Any
 import pytest
 
 import planner
-from planner.core.models import Plan, PlanRequest
 from planner.emit import emit_cuda, emit_mlir
 from planner.emit.svg import emit_svg
 from planner.validators import validate_plan
 from planner.validators.emulator import emulate
 
-from .control_flow import plan_at, request
-from .test_loop_faults import OFFSETS, PROGRAM
+from .control_flow import OFFSETS, PROGRAM, planned_by_hand, request
 
 GOLDEN = Path(__file__).parent / "golden"
-
-
-def _planned(data: dict[str, Any], offsets: dict[str, int]) -> tuple[PlanRequest, Plan]:
-    """The program placed by hand, relying on every barrier of the request."""
-    req = request(data)
-    plan = plan_at(req, offsets)
-    barriers = plan.barriers.model_copy(update={"required": sorted(set(req.barriers))})
-    plan = plan.model_copy(update={"barriers": barriers})
-    assert validate_plan(req, plan).valid
-    assert emulate(req, plan).valid
-    return req, plan
 
 
 def _region(lines: list[str], opening: str, closing: str) -> list[str]:
@@ -49,7 +36,7 @@ def _region(lines: list[str], opening: str, closing: str) -> list[str]:
     [(emit_cuda, "__syncthreads();", "for (...) {"), (emit_mlir, "gpu.barrier", "scf.for ... {")],
 )
 def test_barriers_sit_inside_their_loop(emit: Any, barrier: str, loop: str) -> None:
-    req, plan = _planned(PROGRAM, OFFSETS)
+    req, plan = planned_by_hand(PROGRAM, OFFSETS)
     lines = emit(req, plan).splitlines()
     body = _region(lines, f"{loop}  // loops.0: points [1, 5) repeat, 8 trips", "end of loops.0")
     assert [line.strip() for line in body] == [
@@ -75,7 +62,7 @@ def test_arms_open_else_and_close_around_their_barriers() -> None:
             {"id": "d", "size": 64, "start": 7, "end": 8},
         ],
     }
-    req, plan = _planned(data, {"a": 0, "b": 0, "c": 64, "d": 0})
+    req, plan = planned_by_hand(data, {"a": 0, "b": 0, "c": 64, "d": 0})
     text = emit_cuda(req, plan)
     outline = [line for line in text.splitlines() if line.startswith("//   ")]
     assert outline == [
@@ -98,7 +85,7 @@ def test_nested_loops_nest_in_the_outline() -> None:
             {"id": "y", "size": 128, "start": 4, "end": 6},
         ],
     }
-    req, plan = _planned(data, {"a": 0, "x": 128, "y": 128})
+    req, plan = planned_by_hand(data, {"a": 0, "x": 128, "y": 128})
     lines = emit_mlir(req, plan).splitlines()
     inner = _region(lines, "// loops.1:", "end of loops.1")
     assert len(inner) == 2
@@ -113,14 +100,14 @@ def test_nested_loops_nest_in_the_outline() -> None:
 
 
 def test_several_ranges_are_listed_in_the_pointer_comment() -> None:
-    req, plan = _planned(PROGRAM, OFFSETS)
+    req, plan = planned_by_hand(PROGRAM, OFFSETS)
     assert "128 bytes, live [0, 1), [11, 13)" in emit_cuda(req, plan)
     assert "128 bytes at offset 256, live [0, 1), [11, 13)" in emit_mlir(req, plan)
 
 
 @pytest.mark.parametrize(("emit", "suffix"), [(emit_cuda, "cu"), (emit_mlir, "mlir")])
 def test_matches_golden_file(emit: Any, suffix: str) -> None:
-    req, plan = _planned(PROGRAM, OFFSETS)
+    req, plan = planned_by_hand(PROGRAM, OFFSETS)
     text = emit(req, plan)
     golden = GOLDEN / f"loops.{suffix}"
     if os.environ.get("UPDATE_GOLDEN"):
@@ -129,7 +116,7 @@ def test_matches_golden_file(emit: Any, suffix: str) -> None:
 
 
 def test_svg_bands_for_loops_and_arms() -> None:
-    req, plan = _planned(PROGRAM, OFFSETS)
+    req, plan = planned_by_hand(PROGRAM, OFFSETS)
     svg = emit_svg(req, plan)
     loops = re.findall(
         r'<rect class="loop" data-loop="(\d+)" data-trips="(\w+|\?)" '
@@ -153,7 +140,7 @@ def test_svg_bands_for_loops_and_arms() -> None:
 
 
 def test_svg_one_rectangle_per_live_range() -> None:
-    req, plan = _planned(PROGRAM, OFFSETS)
+    req, plan = planned_by_hand(PROGRAM, OFFSETS)
     svg = emit_svg(req, plan)
     spans = re.findall(
         r'<rect class="buffer" data-id="w"[^>]*data-start="(\d+)" data-end="(\d+)"', svg
@@ -163,7 +150,9 @@ def test_svg_one_rectangle_per_live_range() -> None:
 
 
 def test_svg_of_a_straight_request_draws_no_band() -> None:
-    req, plan = _planned({"buffers": PROGRAM["buffers"][:2], "barriers": [3]}, {"x": 0, "y": 0})
+    req, plan = planned_by_hand(
+        {"buffers": PROGRAM["buffers"][:2], "barriers": [3]}, {"x": 0, "y": 0}
+    )
     svg = emit_svg(req, plan)
     assert 'class="control"' not in svg
     assert 'data-kind="loop"' not in svg

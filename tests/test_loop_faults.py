@@ -4,7 +4,6 @@ valid plan, and both CPU validators (static and emulator) catch it."""
 from __future__ import annotations
 
 import random
-from typing import Any
 
 import numpy as np
 import pytest
@@ -14,26 +13,8 @@ from planner.validators import validate_plan
 from planner.validators.emulator import emulate
 from planner.validators.faults import FAULT_KINDS, Fault, FaultKind, plant, plant_fault
 
-from .control_flow import plan_at, random_program, request
+from .control_flow import OFFSETS, PROGRAM, plan_at, random_program, request
 
-# A pipelined loop: x and y alternate in the body [1, 5) (barrier at 3 between them, at 1 on
-# the back edge); z is live across a branch [6, 10) whose arms hold u and v; w has two
-# ranges, and t is live during w's second one.
-PROGRAM: dict[str, Any] = {
-    "loops": [{"start": 1, "end": 5, "trips": 8}],
-    "branches": [{"arms": [[6, 8], [8, 10]]}],
-    "barriers": [1, 3, 5, 11],
-    "buffers": [
-        {"id": "x", "size": 256, "start": 1, "end": 3},
-        {"id": "y", "size": 256, "start": 3, "end": 5},
-        {"id": "z", "size": 128, "start": 5, "end": 11},
-        {"id": "u", "size": 256, "start": 6, "end": 8},
-        {"id": "v", "size": 256, "start": 8, "end": 10},
-        {"id": "w", "size": 128, "ranges": [[0, 1], [11, 13]]},
-        {"id": "t", "size": 64, "start": 10, "end": 13},
-    ],
-}
-OFFSETS = {"x": 0, "y": 0, "z": 256, "u": 0, "v": 0, "w": 256, "t": 384}
 NEW_KINDS: tuple[FaultKind, ...] = ("drop_back_edge", "arm_overlap", "range_overlap")
 
 
