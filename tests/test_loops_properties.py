@@ -1,4 +1,4 @@
-"""Properties over the new request fields: random loops and live ranges on random requests
+"""Properties over the new request fields: random loops, branches and live ranges on random requests
 (pins, candidates, caps, capacities, every sync policy) plan safely on every unrolled
 execution; empty loops and branches change nothing."""
 
@@ -22,10 +22,11 @@ REFUSALS = {"unprotected_reuse", "ranges_overlap", "too_few_barriers"}
 
 @st.composite
 def looped(draw: st.DrawFn) -> dict[str, Any]:
-    """A random request with up to two nested loops and some buffers split in two ranges."""
+    """A random request with up to two nested loops, an if/else, or some buffers split in
+    two ranges."""
     data = draw(request_dicts(max_buffers=7))
     top = max([b["end"] for b in data["buffers"]] + [2])
-    loops = []
+    loops: list[dict[str, Any]] = []
     s = draw(st.integers(0, top - 1))
     e = draw(st.integers(s + 1, top))
     loops.append({"start": s, "end": e, "trips": draw(st.sampled_from([None, 1, 2, 5]))})
@@ -33,12 +34,33 @@ def looped(draw: st.DrawFn) -> dict[str, Any]:
         s2 = draw(st.integers(s, e - 2))
         e2 = draw(st.integers(s2 + 1, e - 1 if s2 == s else e))
         loops.append({"start": s2, "end": e2, "trips": draw(st.sampled_from([None, 3]))})
+    branches: list[dict[str, Any]] = []
+    if top >= 3 and draw(st.booleans()):
+        # An if/else; buffers that would straddle an arm grow over the whole branch, and
+        # the branch is left out when a loop straddles it.
+        bs = draw(st.integers(0, top - 2))
+        bm = draw(st.integers(bs + 1, top - 1))
+        be = draw(st.integers(bm + 1, top))
+        arms = [[bs, bm], [bm, be]]
+        if all(
+            lp["end"] <= bs
+            or be <= lp["start"]
+            or (lp["start"] <= bs and be <= lp["end"])
+            or any(s <= lp["start"] and lp["end"] <= e for s, e in arms)
+            for lp in loops
+        ):
+            branches.append({"arms": arms})
+            for b in data["buffers"]:
+                s, e = b["start"], b["end"]
+                inside = any(a0 <= s and e <= a1 for a0, a1 in arms)
+                if not inside and s < be and bs < e:
+                    b["start"], b["end"] = min(s, bs), max(e, be)
     for b in data["buffers"]:
-        if b["end"] - b["start"] >= 3 and draw(st.booleans()):
+        if not branches and b["end"] - b["start"] >= 3 and draw(st.booleans()):
             m1 = draw(st.integers(b["start"] + 1, b["end"] - 2))
             m2 = draw(st.integers(m1, b["end"] - 1))
             b["ranges"] = [[b.pop("start"), m1], [m2, b.pop("end")]]
-    return {**data, "loops": loops}
+    return {**data, "loops": loops, "branches": branches}
 
 
 @settings(max_examples=60, deadline=None)

@@ -145,16 +145,21 @@ def _sharing(prog: Program, offsets: I64, sizes: list[int]) -> Mask:
     return shared
 
 
-def _own_race(req: PlanRequest, prog: Program, k: int, where: tuple[str, ...]) -> RequestError:
+def _own_race(
+    req: PlanRequest, prog: Program, k: int, where: tuple[str, ...] | None
+) -> RequestError:
+    """A buffer reuses its own bytes with no allowed barrier between (``where``: the field
+    that allows barriers; None: the buffer itself)."""
     h = prog.hazards
     x, y = prog.pieces[int(h.earlier[k])], prog.pieces[int(h.later[k])]
     b = req.buffers[x.buffer]
     how = "its next live range" if x.point != y.point else "the next iteration of its loop"
     return RequestError.field(
-        where,
+        where or ("buffers", x.buffer),
         f"buffer {b.id!r} reuses its own bytes in {how} (from point {x.point} to point "
-        f"{y.point}) and no allowed barrier lies between its last access and the next first "
-        f"access; add a barrier there, or plan with sync 'insert' or 'none'",
+        f"{y.point}) and no allowed barrier point lies between its last access and the next "
+        "first access on every path (a barrier inside an arm runs on that arm's path only); "
+        "add a barrier there, or plan with sync 'insert' or 'none'",
         "unprotected_reuse",
         b.id,
     )
@@ -187,7 +192,10 @@ def plan_unrolled(req: PlanRequest) -> Plan:
     live = prog.live_pairs
     if sync == "none":
         # The caller synchronizes: the request's barriers count, the rest are listed.
-        placed = _place(req, prog, sizes, live, bound, heuristics)
+        never, own = _unprotected(prog, events)
+        if own:
+            raise _own_race(req, prog, own[0], None)
+        placed = _place(req, prog, sizes, live | never, bound, heuristics)
         shared = _sharing(prog, placed.offsets, sizes)
         new = _stab(prog, shared, sorted(set(events) - set(existing)), existing)
         chosen = replace(placed, required=_stab(prog, shared, sorted({*existing, *new}), []))
@@ -201,13 +209,12 @@ def plan_unrolled(req: PlanRequest) -> Plan:
             events if opts.barrier_candidates is None else sorted(set(opts.barrier_candidates))
         )
         allowed = sorted(set(allowed) - set(existing))
-        never: set[tuple[int, int]] = set()
-        if opts.barrier_candidates is not None:
-            # With every point allowed, a barrier at the later piece's first access always
-            # protects a reuse; with candidates some reuses may have none.
-            never, own = _unprotected(prog, [*existing, *allowed])
-            if own:
-                raise _own_race(req, prog, own[0], ("options", "barrier_candidates"))
+        # Reuses no allowed point protects (candidates; or a later buffer whose first point
+        # opens an arm it covers whole, so the barrier before it would be in that arm only).
+        never, own = _unprotected(prog, [*existing, *allowed])
+        if own:
+            where = None if opts.barrier_candidates is None else ("options", "barrier_candidates")
+            raise _own_race(req, prog, own[0], where)
         # Barriers a buffer's own reuses need whatever the placement: fewest, then cheapest.
         h = prog.hazards
         mandatory = _stab(prog, h.a == h.b, allowed, existing)
