@@ -126,9 +126,7 @@ def _unprotected(prog: Program, points: list[int]) -> tuple[set[tuple[int, int]]
     """Buffer pairs that may not share bytes since no barrier at ``points`` protects a reuse
     between them, and the unprotected reuses of a buffer's own bytes (hazard indices)."""
     h = prog.hazards
-    open_ = np.ones(h.n, dtype=np.bool_)
-    for p in points:
-        open_ &= ~prog.protected_by(p)
+    open_ = ~prog.covered(prog.pool(sorted(set(points)))[0])
     own = np.flatnonzero(open_ & (h.a == h.b)).tolist()
     other = open_ & (h.a != h.b)
     lo, hi = np.minimum(h.a, h.b)[other], np.maximum(h.a, h.b)[other]
