@@ -1,5 +1,5 @@
 """The straight-line checks: one sweep over barrier-extended lifetimes finds every overlap and
-every reuse that no barrier separates (DESIGN section 2).
+every reuse that no barrier separates (docs/design.md, "Reuse hazard").
 
 A buffer occupies its bytes from its start until its end or, if later, the first run-time
 barrier after its last access. A later buffer that starts inside that window and shares a byte

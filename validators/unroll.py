@@ -1,6 +1,6 @@
 """Straight-line executions of a program with loops and exclusive branches, for the static check.
 
-The semantics (DESIGN section 2, "Loops, several live ranges, exclusive branches") are taken
+The semantics (docs/design.md, "Loops, several live ranges, exclusive branches") are taken
 on straight-line programs: every loop body repeated ``min(2, trips)`` times (two when the
 trip count is unknown; nested loops repeat inside each outer copy) and, for every branch
 reached, one of its arms, chosen independently in every copy (the condition is uniform
