@@ -22,7 +22,7 @@ from planner.core.models import Footprint, PlanRequest
 from planner.core.patterns import block_slice
 from planner.solvers.bounds import hazard_bound
 
-__all__ = ["CAP_SETS_MAX", "Context", "build_context"]
+__all__ = ["CAP_SETS_MAX", "Context", "build_context", "planned_sizes"]
 
 CAP_SETS_MAX = 256  # barrier sets a cap's bound is the least over; more: the cap is ignored
 
@@ -47,7 +47,9 @@ class Context:
     spare: float  # of each attempt's time share: what the fixed work leaves (0..1)
 
 
-def build_context(req: PlanRequest, heuristics: list[str] | None, spare: float) -> Context:
+def planned_sizes(req: PlanRequest) -> tuple[list[int], list[Footprint]]:
+    """Bytes planned per buffer (request order): declared, or with ``options.shrink`` the
+    per-block footprint; and the footprints that are smaller than the declaration."""
     footprints: list[Footprint] = []
     sizes = [b.size for b in req.buffers]
     if req.options.shrink:
@@ -63,6 +65,11 @@ def build_context(req: PlanRequest, heuristics: list[str] | None, spare: float) 
                         index_base={**part.coefficients, "constant": part.constant},
                     )
                 )
+    return sizes, footprints
+
+
+def build_context(req: PlanRequest, heuristics: list[str] | None, spare: float) -> Context:
+    sizes, footprints = planned_sizes(req)
     shrunk = frozenset(i for i, b in enumerate(req.buffers) if sizes[i] != b.size)
     existing = sorted(set(req.barriers))
     patterned = any(b.accesses for i, b in enumerate(req.buffers) if i not in shrunk)
