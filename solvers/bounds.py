@@ -109,6 +109,7 @@ def hazard_bound(
     after: I64,
     allowed: list[int] | None,
     owners: Owners | None,
+    cache: dict[tuple[int, int], bool] | None = None,
 ) -> LowerBound:
     """A lower bound that sees barrier hazards and what aliasing can save.
 
@@ -121,6 +122,7 @@ def hazard_bound(
     (None: no buffer may alias) says whether some relative offset lets them share by that
     rule; pairs that may are left out. The heaviest set of pairwise conflicting buffers
     busy at one point then needs disjoint bytes: its total size bounds every plan.
+    ``cache`` keeps what ``owners`` said of each pair across calls with the same owners.
     """
     n = g.n
     if n == 0 or (owners is not None and n > HAZARD_ALIAS_MAX):
@@ -139,7 +141,7 @@ def hazard_bound(
     if owners is None:
         return busy.lower_bound
     best = LowerBound(0, None, [])
-    cache: dict[tuple[int, int], bool] = {}
+    cache = {} if cache is None else cache
     points = np.unique(first)
     live_at = (first[None, :] <= points[:, None]) & (release[None, :] > points[:, None])
     totals = np.where(live_at, g.size[None, :], 0).sum(axis=1)

@@ -14,7 +14,7 @@ from tests.corpus import corpus
 
 
 def _routes() -> list[Route]:
-    return [Route(*flags) for flags in itertools.product([False, True], repeat=6)]
+    return [Route(*flags) for flags in itertools.product([False, True], repeat=7)]
 
 
 @pytest.mark.parametrize("route", _routes())

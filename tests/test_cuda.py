@@ -6,7 +6,6 @@ device."""
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import os
 import re
 import shutil
@@ -47,6 +46,8 @@ from planner.validators.program import (
     Step,
     build_program,
 )
+
+from .cuda_tables import check_table, decode
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "cuda"
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,7 +139,6 @@ def widths() -> KernelProgram:
 
 
 PROGRAMS = {"two_phase": two_phase, "widths": widths}
-VARS = ("threadIdx.x", "threadIdx.y", "threadIdx.z", "blockIdx.x", "blockIdx.y", "blockIdx.z")
 
 
 def test_kernel_source_is_the_packaged_file() -> None:
@@ -175,101 +175,23 @@ def test_table_matches_golden_file(name: str) -> None:
     assert text == path.read_text()
 
 
-def _decode(words: tuple[int, ...]) -> list[tuple[int, bool, list[list[int]]]]:
-    """The table read back by its documented layout: per step, (point index, barrier,
-    access rows each followed by its (coefficient, extent) loop pairs)."""
-    steps, access_at, loop_at, total = words[:HEADER_WORDS]
-    assert total == len(words)
-    out = []
-    for s in range(steps):
-        point, barrier, first, count = words[HEADER_WORDS + STEP_WORDS * s :][:STEP_WORDS]
-        rows = []
-        for a in range(first, first + count):
-            row = list(words[access_at + ACCESS_WORDS * a :][:ACCESS_WORDS])
-            loops = words[loop_at + LOOP_WORDS * row[14] :][: LOOP_WORDS * row[15]]
-            rows.append(row + list(loops))
-        out.append((point, bool(barrier), rows))
-    return out
-
-
-def _table_elements(row: list[int], thread: tuple[int, ...], block: tuple[int, ...]) -> set[int]:
-    """Elements one access row touches for one thread, as the kernel walks them."""
-    n = row[5]
-    if row[6]:
-        return set(range(n))
-    base = sum(c * v for c, v in zip(row[7:13], (*thread, *block), strict=True)) + row[13]
-    pairs = row[ACCESS_WORDS:]
-    ranges = [range(pairs[k + 1]) for k in range(0, len(pairs), 2)]
-    coeffs = pairs[0::2]
-    found = {
-        base + sum(c * i for c, i in zip(coeffs, idx, strict=True))
-        for idx in itertools.product(*ranges)
-    }
-    return {e for e in found if 0 <= e < n}
-
-
-def _program_elements(
-    program: KernelProgram, access: AffineAccess, thread: tuple[int, ...], block: tuple[int, ...]
-) -> set[int]:
-    """Elements straight from the access's definition, every loop enumerated."""
-    n = program.buffers[access.buffer].size // access.width
-    if access.broadcast:
-        return set(range(n))
-    values = dict(zip(VARS, (*thread, *block), strict=True))
-    names = [var for var, _ in access.loops]
-    out = set()
-    for idx in itertools.product(*(range(extent) for _, extent in access.loops)):
-        env = {**values, **dict(zip(names, idx, strict=True))}
-        e = sum(coeff * env[var] for var, coeff in access.coeffs) + access.constant
-        if not access.guarded or 0 <= e < n:
-            out.add(e)
-    return out
-
-
-def _threads(program: KernelProgram) -> list[tuple[int, int, int]]:
-    bx, by, bz = program.block
-    every = list(itertools.product(range(bx), range(by), range(bz)))
-    return every if len(every) <= 64 else every[:: len(every) // 64]
-
-
-def _check_table(program: KernelProgram) -> None:
-    table = encode_program(program)
-    decoded = _decode(table.words)
-    assert [s.point for s in program.steps] == list(table.points)
-    assert [b for _, b, _ in decoded] == [s.barrier for s in program.steps]
-    gx, gy, gz = program.grid
-    blocks = {(0, 0, 0), (gx - 1, gy - 1, gz - 1)}
-    for (k, _, rows), step in zip(decoded, program.steps, strict=True):
-        assert table.points[k] == step.point
-        ops = [row[1] for row in rows]
-        assert ops == sorted(ops)  # writes (0) before reads (1)
-        expected = sorted(step.accesses, key=lambda a: a.op != "write")
-        for row, access in zip(rows, expected, strict=True):
-            buf = program.buffers[access.buffer]
-            assert (row[0], row[2], row[3]) == (access.buffer, access.width, buf.offset)
-            for block in blocks:
-                for thread in _threads(program):
-                    got = _table_elements(row, thread, block)
-                    assert got == _program_elements(program, access, thread, block)
-
-
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_table_runs_the_programs_accesses(name: str) -> None:
-    _check_table(PROGRAMS[name]())
+    check_table(PROGRAMS[name]())
 
 
 @pytest.mark.parametrize("path", request_files(EXAMPLES), ids=lambda p: p.name)
 def test_example_programs_encode(path: Path) -> None:
     request = parse_request(path.read_text())
     plan = planner.plan(request)
-    _check_table(build_program(request, plan))
+    check_table(build_program(request, plan))
 
 
 def test_bitmaps_start_each_buffer_on_a_word() -> None:
     table = encode_program(widths())
     # 2048 B -> 64 words, 192 B -> 6 words, 1024 B -> 32 words
     assert table.bitmap_words == 102
-    bases = [row[4] for _, _, rows in _decode(table.words) for row in rows]
+    bases = [row[4] for _, _, rows in decode(table.words) for row in rows]
     assert set(bases) == {0, 64 * 32, 70 * 32}
 
 

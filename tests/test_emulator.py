@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from planner.core.io import parse_request
 from planner.core.models import Options, Placement, Plan, PlanRequest
 from planner.validators import validate_plan
 from planner.validators.emulator import EmulationReport, emulate, run_program
-from planner.validators.faults import FaultKind, plant_fault
+from planner.validators.faults import FaultKind, live_together, plant_fault
 from planner.validators.program import AffineAccess, build_program
 
 from .samples import SHARDED
@@ -507,17 +508,16 @@ def test_planted_overlaps_barriers_and_aliases_are_caught(request: PlanRequest, 
 
 
 def _nothing_to_break(request: PlanRequest, plan: Plan, kind: str) -> bool:
-    """No two buffers live together with one free to move (overlap), no barrier a reuse
-    relies on (drop_barrier), no free buffer aligned above 1 (misalign), no alias."""
+    """No two buffers live together on some path with one free to move (overlap), no barrier a
+    reuse relies on or a block of one thread (drop_barrier), no free buffer aligned above 1
+    (misalign), no alias."""
     free = [b for b in request.buffers if b.offset is None]
     if kind == "overlap":
         return not any(
-            a.id != b.id and a.start < b.end and b.start < a.end
-            for a in request.buffers
-            for b in free
+            a.id != b.id and live_together(request, a, b) for a in request.buffers for b in free
         )
-    if kind == "drop_barrier":
-        return not plan.barriers.required
+    if kind == "drop_barrier":  # one thread: program order alone orders every access
+        return not plan.barriers.required or math.prod(request.block or [1]) < 2
     if kind == "misalign":
         return all(request.alignment_of(b) == 1 for b in free)
     return not plan.aliases

@@ -21,6 +21,7 @@ from planner.batch import request_files
 from planner.core.io import parse_request
 from planner.core.models import Plan, PlanRequest
 from planner.validators import validate_plan
+from planner.validators.faults import live_together
 
 from .patterned import patterned_dicts
 
@@ -55,7 +56,7 @@ def slide_over(request: PlanRequest, plan: Plan) -> tuple[str, Plan] | None:
     placed = {p.id: p for p in plan.placements}
     for a in request.buffers:
         for b in request.buffers:
-            if a.id == b.id or not (a.start < b.end and b.start < a.end) or b.offset is not None:
+            if a.id == b.id or not live_together(request, a, b) or b.offset is not None:
                 continue
             align = request.alignment_of(b)
             target = placed[a.id].offset // align * align  # at or below a's first byte

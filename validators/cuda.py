@@ -32,12 +32,12 @@ from planner.validators.cuda_kernel import (
     ProgramTable,
     encode_program,
 )
+from planner.validators.interpreter import TooManyPathsError, build_programs
 from planner.validators.program import (
     AffineAccess,
     KernelProgram,
     ProgramBuffer,
     Step,
-    build_program,
 )
 
 if TYPE_CHECKING:
@@ -201,8 +201,26 @@ def _trial_seed(seed: int, trial: int) -> int:
 
 
 def check_plan(request: PlanRequest, plan: Plan, options: GpuOptions | None = None) -> GpuReport:
-    """Run the kernel program of ``plan`` on the GPU (see ``run_program``)."""
-    return run_program(build_program(request, plan), options)
+    """Run the kernel program of ``plan`` on the GPU (see ``run_program``): with loops and
+    branches, the program of every path (``validators.interpreter``), until one fails."""
+    try:
+        programs = build_programs(request, plan)
+    except TooManyPathsError as exc:
+        return GpuReport("fault", f"cannot run this program: {exc}", arena_bytes=plan.arena_bytes)
+    if len(programs) == 1:
+        return run_program(programs[0], options)
+    passed: list[GpuReport] = []
+    for k, program in enumerate(programs):
+        report = run_program(program, options)
+        if not report.ok:
+            where = f"path {k + 1} of {len(programs)} (a choice of branch arms): "
+            return dataclasses.replace(report, message=where + report.message)
+        passed.append(report)
+    return dataclasses.replace(
+        passed[0],
+        message=f"{len(programs)} paths passed: {passed[0].message}",
+        trials=sum(r.trials for r in passed),
+    )
 
 
 def run_program(program: KernelProgram, options: GpuOptions | None = None) -> GpuReport:
@@ -365,6 +383,7 @@ def program_from_json(text: str) -> KernelProgram:
                 AffineAccess(**{**a, "coeffs": pairs(a["coeffs"]), "loops": pairs(a["loops"])})
                 for a in s["accesses"]
             ),
+            copies=tuple((int(i), int(k)) for i, k in s.get("copies", ())),
         )
         for s in data["steps"]
     )

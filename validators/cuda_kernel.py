@@ -29,6 +29,11 @@ Table layout (all ``int32``)::
 Element ``e`` of an access is ``sum(coeff * var) + constant`` over the loops' odometer (the
 first loop varies fastest); elements outside ``[0, elements)`` are skipped (the guarded
 synthetic pattern; a validated request never has others).
+
+A request with loops and branches comes as one straight-line program per path of its control
+flow (``validators.interpreter``): the loop bodies repeated, the arms not taken left out, and
+each iteration of a buffer range a buffer of its own, so its stamps and written-bitmap are its
+own and a read of one iteration never trusts a write of another.
 """
 
 from __future__ import annotations
@@ -155,7 +160,7 @@ def format_table(program: KernelProgram, table: ProgramTable) -> str:
         row = w[HEADER_WORDS + STEP_WORDS * s : HEADER_WORDS + STEP_WORDS * (s + 1)]
         barrier = " barrier" if row[1] else ""
         lines.append(
-            f"step {row[0]} (point {table.points[s]}){barrier}: accesses {row[2]}..+{row[3]}"
+            f"step {row[0]} (point {program.steps[s].label}){barrier}: accesses {row[2]}..+{row[3]}"
         )
     for a in range((loop_at - access_at) // ACCESS_WORDS):
         row = w[access_at + ACCESS_WORDS * a : access_at + ACCESS_WORDS * (a + 1)]

@@ -28,7 +28,8 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.validators.program import AffineAccess, KernelProgram, build_program
+from planner.validators.interpreter import TooManyPathsError, build_programs
+from planner.validators.program import AffineAccess, KernelProgram, Step
 
 if TYPE_CHECKING:
     from planner.core.models import Plan, PlanRequest, Violation, ViolationCode
@@ -72,20 +73,55 @@ def emulate(
     from planner.core.models import Violation
 
     try:
-        program = build_program(request, plan)
+        programs = build_programs(request, plan)
+    except TooManyPathsError as exc:
+        return _not_run(request, Violation(code="too_many_paths", message=str(exc)))
     except ValueError as exc:  # a footprint that no affine program can follow
-        bad = Violation(code="bad_footprint", message=str(exc))
-        return EmulationReport(
-            valid=False,
-            violations=[bad],
-            threads=math.prod(request.block or [1]),
-            blocks=[],
-            blocks_total=0,
-            exhaustive=False,
-            byte_accesses=0,
-            notes=["the kernel program could not be built; nothing was emulated"],
-        )
-    return run_program(program, max_blocks=max_blocks, max_violations=max_violations)
+        return _not_run(request, Violation(code="bad_footprint", message=str(exc)))
+    if len(programs) == 1:
+        return run_program(programs[0], max_blocks=max_blocks, max_violations=max_violations)
+    reports = [
+        run_program(p, max_blocks=max_blocks, max_violations=max_violations) for p in programs
+    ]
+    return _merged(reports, max_violations)
+
+
+def _not_run(request: PlanRequest, violation: Violation) -> EmulationReport:
+    return EmulationReport(
+        valid=False,
+        violations=[violation],
+        threads=math.prod(request.block or [1]),
+        blocks=[],
+        blocks_total=0,
+        exhaustive=False,
+        byte_accesses=0,
+        notes=["the kernel program could not be built; nothing was emulated"],
+    )
+
+
+def _merged(reports: list[EmulationReport], max_violations: int) -> EmulationReport:
+    """The reports of every path of a program with branches, as one: each violation once."""
+    found: dict[tuple[str, tuple[str, ...], int], Violation] = {}
+    for r in reports:
+        for v in r.violations:
+            found.setdefault((v.code, tuple(v.buffers), -1 if v.point is None else v.point), v)
+    violations = sorted(found.values(), key=_sort_key)
+    truncated = any(r.truncated for r in reports) or len(violations) > max_violations
+    violations = violations[:max_violations]
+    first = reports[0]
+    notes = [f"emulated {len(reports)} paths (one per choice of branch arms)"]
+    notes += sorted({n for r in reports for n in r.notes})
+    return EmulationReport(
+        valid=not violations and not truncated,
+        violations=violations,
+        truncated=truncated,
+        threads=first.threads,
+        blocks=first.blocks,
+        blocks_total=first.blocks_total,
+        exhaustive=all(r.exhaustive for r in reports),
+        byte_accesses=sum(r.byte_accesses for r in reports),
+        notes=notes,
+    )
 
 
 def run_program(
@@ -104,8 +140,10 @@ def run_program(
     blocks, total = _choose_blocks(program, max_blocks)
     shapes = [_Shape.of(a, program) for s in program.steps for a in s.accesses]
     found = _Found(max_violations, Violation, several_blocks=len(blocks) > 1)
+    misaligned: set[str] = set()  # once per buffer, not per range or iteration
     for buf in program.buffers:
-        if buf.offset % buf.alignment:
+        if buf.offset % buf.alignment and buf.id not in misaligned:
+            misaligned.add(buf.id)
             # The kernel declares the buffer aligned (vector loads, typed pointers): running it
             # at this offset is undefined whatever the accesses, so it counts before them.
             found.add(
@@ -304,6 +342,7 @@ class _Touch:
 
     access: AffineAccess
     point: int
+    label: str  # the point, with its loop iterations
     rel: I64
     addr: I64
     threads: I32
@@ -323,8 +362,9 @@ class _Arena:
         self.written = [np.zeros(b.size, np.bool_) for b in buffers]  # since the start
 
     def touch(
-        self, shape: _Shape, block: tuple[int, int, int], point: int, found: _Found
+        self, shape: _Shape, block: tuple[int, int, int], step: Step, found: _Found
     ) -> _Touch:
+        point = step.point
         rel, threads, outside = shape.bytes_in(block)
         if outside.size and not shape.access.guarded:
             mine = self.program.buffers[shape.access.buffer]
@@ -332,14 +372,14 @@ class _Arena:
             width = shape.access.width
             found.add(
                 "bad_footprint",
-                f"{mine.id!r}: an access at point {point}{found.where(block)} reaches bytes "
+                f"{mine.id!r}: an access at point {step.label}{found.where(block)} reaches bytes "
                 f"[{e * width}, {(e + 1) * width}), outside the {mine.size} bytes placed for "
                 f"it; {outside.size} element{'s' if outside.size != 1 else ''} skipped",
                 [mine.id],
                 point,
             )
         offset = self.program.buffers[shape.access.buffer].offset - self.base
-        return _Touch(shape.access, point, rel, rel + offset, threads)
+        return _Touch(shape.access, point, step.label, rel, rel + offset, threads)
 
     def write(self, t: _Touch) -> None:
         self.stamp_buffer[t.addr] = t.access.buffer
@@ -364,7 +404,7 @@ class _Arena:
             found.add(
                 "clobbered",
                 f"{mine.id!r} reads byte {byte} (arena byte {mine.offset + byte}) at point "
-                f"{t.point}{found.where(block)} after {other.id!r} overwrote it; "
+                f"{t.label}{found.where(block)} after {other.id!r} overwrote it; "
                 f"{np.unique(rel).size} bytes in all",
                 [mine.id, other.id],
                 t.point,
@@ -377,15 +417,15 @@ def _run_block(
     """Emulate one block; returns the (thread, byte) accesses it made."""
     arena = _Arena(program)
     epoch: list[_Touch] = []
-    opened = program.steps[0].point if program.steps else 0  # point the epoch began at
+    opened = program.steps[0].label if program.steps else "0"  # where the epoch began
     count = 0
     k = 0
     for step in program.steps:
         if step.barrier:
-            _check_races(arena, epoch, opened, step.point, block, found)
-            epoch, opened = [], step.point
+            _check_races(arena, epoch, opened, step.label, block, found)
+            epoch, opened = [], step.label
         touches = [
-            arena.touch(shapes[k + j], block, step.point, found) for j in range(len(step.accesses))
+            arena.touch(shapes[k + j], block, step, found) for j in range(len(step.accesses))
         ]
         count += sum(shapes[k + j].accesses for j in range(len(step.accesses)))
         k += len(step.accesses)
@@ -405,8 +445,8 @@ def _run_block(
 def _check_races(
     arena: _Arena,
     epoch: list[_Touch],
-    opened: int,
-    end: int | None,
+    opened: str,
+    end: str | None,
     block: tuple[int, int, int],
     found: _Found,
 ) -> None:

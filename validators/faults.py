@@ -9,7 +9,17 @@ the arena, Reuse hazard), and only when the break is real:
   "none", or, changing the request, one of the request's);
 - ``misalign``: move a buffer off its alignment;
 - ``break_alias``: make the later buffer of a thread-local alias touch its bytes from every
-  thread (changes the request; needs a plan with ``aliases``).
+  thread (changes the request; needs a plan with ``aliases``);
+- ``drop_back_edge``: drop a barrier of a loop body that the body's own buffer needs between
+  its last access in one iteration and its first in the next;
+- ``arm_overlap``: slide a buffer of one branch arm over a buffer live across the whole branch
+  (sharing bytes with a buffer of another arm is legal: never that);
+- ``range_overlap``: slide a buffer with several live ranges over one that is live during its
+  second or a later range (and not during its first).
+
+The last three need loops, branches or several ranges, and take buffers without access
+patterns, whose synthetic accesses (every thread writes at a range's start, a rotated read at
+its last point) make the break visible to the emulator too.
 
 ``plant_fault`` returns the faulty request and plan; ``plant`` only faults that leave the
 request as it is. Both return ``None`` when no fault of the kind fits the plan, and are
@@ -18,6 +28,7 @@ deterministic for a given generator state.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,10 +42,26 @@ from planner.validators.program import runtime_barriers
 if TYPE_CHECKING:
     from planner.core.models import Buffer, Placement, Plan, PlanRequest
 
-__all__ = ["FAULT_KINDS", "Fault", "FaultKind", "plant", "plant_fault"]
+__all__ = ["FAULT_KINDS", "Fault", "FaultKind", "live_together", "plant", "plant_fault"]
 
-FaultKind = Literal["overlap", "drop_barrier", "misalign", "break_alias"]
-FAULT_KINDS: tuple[FaultKind, ...] = ("overlap", "drop_barrier", "misalign", "break_alias")
+FaultKind = Literal[
+    "overlap",
+    "drop_barrier",
+    "misalign",
+    "break_alias",
+    "drop_back_edge",
+    "arm_overlap",
+    "range_overlap",
+]
+FAULT_KINDS: tuple[FaultKind, ...] = (
+    "overlap",
+    "drop_barrier",
+    "misalign",
+    "break_alias",
+    "drop_back_edge",
+    "arm_overlap",
+    "range_overlap",
+)
 Rng = np.random.Generator | random.Random
 _T = TypeVar("_T")
 
@@ -73,6 +100,12 @@ def _plant(
         return _misalign(request, plan, rng)
     if kind == "break_alias":
         return None if plan_only else _break_alias(request, plan, rng)
+    if kind == "drop_back_edge":
+        return _drop_back_edge(request, plan, rng, plan_only=plan_only)
+    if kind == "arm_overlap":
+        return _arm_overlap(request, plan, rng)
+    if kind == "range_overlap":
+        return _range_overlap(request, plan, rng)
     raise ValueError(f"unknown fault kind {kind!r}; known: {', '.join(FAULT_KINDS)}")
 
 
@@ -144,7 +177,7 @@ def _overlap(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
         (a, b)
         for a in buffers
         for b in buffers
-        if a.id != b.id and b.offset is None and a.start < b.end and b.start < a.end
+        if a.id != b.id and b.offset is None and live_together(request, a, b)
     ]
 
     # Prefer pairs that are accessed at the same time, not only live together.
@@ -279,7 +312,13 @@ def _synthetic_owners(
 
 
 def _reuses(request: PlanRequest, shared: dict[str, Placement]) -> list[tuple[int, int]]:
-    """(earlier, later) buffer index pairs that share bytes one after the other."""
+    """(earlier, later) buffer index pairs that share bytes one after the other.
+
+    With loops, branches or ranges, only buffers of one range each, with no loop or arm
+    boundary between the first's start and the second's end (every loop and arm holds that
+    span or misses it): one straight stretch of the program, where the point order is the
+    order of execution.
+    """
     placed = [(i, b) for i, b in enumerate(request.buffers) if b.id in shared]
     out: list[tuple[int, int]] = []
     for i, a in placed:
@@ -290,9 +329,20 @@ def _reuses(request: PlanRequest, shared: dict[str, Placement]) -> list[tuple[in
                 a.end <= b.start
                 and pa.offset < pb.offset + b.size
                 and pb.offset < pa.offset + a.size
+                and (not request.has_control_flow or _straight(request, a, b))
             ):
                 out.append((i, j))
     return out
+
+
+def _straight(request: PlanRequest, a: Buffer, b: Buffer) -> bool:
+    """Whether ``a`` then ``b`` (one range each) lie in one straight stretch of the program."""
+    if len(a.lifetimes) > 1 or len(b.lifetimes) > 1:
+        return False
+    lo, hi = a.start, b.end
+    spans = [(loop.start, loop.end) for loop in request.loops]
+    spans += [(s, e) for branch in request.branches for s, e in branch.arms]
+    return all(hi <= s or e <= lo or (s <= lo and hi <= e) for s, e in spans)
 
 
 def _drop_barrier(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) -> Fault | None:
@@ -368,3 +418,193 @@ def _break_alias(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
             later.start,
         )
     return None
+
+
+def _without_barrier(request: PlanRequest, plan: Plan, p: int) -> tuple[PlanRequest, Plan]:
+    """``request`` and ``plan`` without the barrier at ``p``: a request barrier leaves the
+    request (and ``barriers.existing``), any other leaves the plan's lists."""
+    barriers = plan.barriers.model_copy(
+        update={
+            "existing": [q for q in plan.barriers.existing if q != p],
+            "inserted": [q for q in plan.barriers.inserted if q != p],
+            "required": [q for q in plan.barriers.required if q != p],
+        }
+    )
+    if p in request.barriers:
+        faulty = request.model_copy(update={"barriers": [q for q in request.barriers if q != p]})
+        return faulty, plan.model_copy(update={"barriers": barriers})
+    barriers = barriers.model_copy(update={"existing": plan.barriers.existing})
+    return request, plan.model_copy(update={"barriers": barriers})
+
+
+def _in_arm(request: PlanRequest, lo: int, hi: int) -> tuple[int, int] | None:
+    """(branch, arm) of an arm holding ``[lo, hi)`` wholly, the innermost; else None."""
+    best: tuple[int, int, int] | None = None  # (arm length, branch, arm)
+    for j, branch in enumerate(request.branches):
+        for k, (s, e) in enumerate(branch.arms):
+            if s <= lo and hi <= e and (best is None or e - s < best[0]):
+                best = (e - s, j, k)
+    return None if best is None else (best[1], best[2])
+
+
+def _drop_back_edge(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) -> Fault | None:
+    """Drop the one barrier of a loop body that separates a body buffer's last access in one
+    iteration from the first access of a body buffer on the same bytes (itself, or one before
+    it in the body) in the next: the next iteration's write then races with this one's
+    rotated read."""
+    if math.prod(request.block or [1]) < 2:
+        return None  # one thread: program order alone orders every access
+    shared = _shared(plan)
+    runtime = runtime_barriers(request, plan)
+    in_request = set(request.barriers)
+    candidates: set[tuple[int, str, str, int, int]] = set()  # (barrier, last, next, loop)
+    for loop in request.loops:
+        if loop.trips is not None and loop.trips < 2:
+            continue
+        body: list[tuple[Buffer, int, int]] = []  # plain ranges in the body, no inner loop
+        for b in request.buffers:
+            if b.accesses or b.id not in shared:
+                continue
+            for s, e in b.lifetimes:
+                inner = any(
+                    other != loop
+                    and loop.start <= other.start
+                    and other.end <= loop.end
+                    and other.start < e
+                    and s < other.end
+                    for other in request.loops
+                )
+                if loop.start <= s and e <= loop.end and not inner:
+                    body.append((b, s, e))
+        for later, ls, le in body:
+            for first, fs, fe in body:
+                if fs > ls or (first.id == later.id and (fs, fe) != (ls, le)):
+                    continue  # ``first`` must not start after ``later`` in the body
+                pa, pb = shared[first.id], shared[later.id]
+                if not (pa.offset < pb.offset + later.size and pb.offset < pa.offset + first.size):
+                    continue
+                if first.id == later.id and le - 1 == ls:
+                    continue  # one point: each thread reads back its own write
+                if min(first.size, later.size) < 8:
+                    continue  # one 4-byte element or bytes: the rotated read may meet no writer
+                # Barriers that may separate later's read at le - 1 (iteration i) from first's
+                # write at fs (iteration i + 1): in the body after le - 1, or at or before fs.
+                cover = [q for q in runtime if loop.start <= q < loop.end and not fs < q < le]
+                if len(cover) == 1:
+                    candidates.add((cover[0], later.id, first.id, loop.start, loop.end))
+    for p, last, nxt, lo, hi in _shuffled(rng, sorted(candidates)):
+        if plan_only and p in in_request:
+            continue
+        faulty, broken = _without_barrier(request, plan, p)
+        return Fault(
+            "drop_back_edge",
+            faulty,
+            broken,
+            (last, nxt),
+            f"dropped the barrier at {p}{' from the request' if p in in_request else ''}, the "
+            f"only one in the loop [{lo}, {hi}) between {last!r}'s last access in one "
+            f"iteration and {nxt!r}'s first in the next",
+            p,
+        )
+    return None
+
+
+def _arm_overlap(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
+    """Slide a buffer of an arm over one live across the whole branch."""
+    shared = _shared(plan)
+    plain = [b for b in request.buffers if not b.accesses and b.id in shared]
+    pairs: list[tuple[Buffer, Buffer, tuple[int, int]]] = []
+    for a in plain:
+        if a.offset is not None:
+            continue
+        for s, e in a.lifetimes:
+            arm = _in_arm(request, s, e)
+            if arm is None:
+                continue
+            branch = request.branches[arm[0]]
+            for b in plain:
+                if b.id != a.id and any(
+                    bs <= branch.start and branch.end <= be for bs, be in b.lifetimes
+                ):
+                    pairs.append((a, b, (s, e)))
+    for a, b, (s, e) in _shuffled(rng, pairs):
+        offset = _slide(request, a, shared[b.id].offset)
+        if offset is None:
+            continue
+        return Fault(
+            "arm_overlap",
+            request,
+            _moved(plan, a.id, offset),
+            (b.id, a.id),
+            f"slid {a.id!r} (live [{s}, {e}) in a branch arm) to offset {offset}, over "
+            f"{b.id!r} at [{shared[b.id].offset}, {shared[b.id].offset + b.size}), live "
+            "across the whole branch",
+            s,
+        )
+    return None
+
+
+def _range_overlap(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
+    """Slide a buffer with several ranges over one live during a later range, not the first."""
+    shared = _shared(plan)
+    plain = [b for b in request.buffers if not b.accesses and b.id in shared]
+
+    def meets(x: tuple[int, int], y: tuple[int, int]) -> bool:
+        return x[0] < y[1] and y[0] < x[1]
+
+    pairs: list[tuple[Buffer, Buffer, tuple[int, int]]] = []
+    for b in plain:
+        if b.offset is not None or len(b.lifetimes) < 2:
+            continue
+        first, *later = b.lifetimes
+        for a in plain:
+            if a.id == b.id or any(meets(first, r) for r in a.lifetimes):
+                continue
+            for span in later:
+                if any(meets(span, r) and not _exclusive(request, span, r) for r in a.lifetimes):
+                    pairs.append((a, b, span))
+                    break
+    for a, b, (s, e) in _shuffled(rng, pairs):
+        offset = _slide(request, b, shared[a.id].offset)
+        if offset is None:
+            continue
+        return Fault(
+            "range_overlap",
+            request,
+            _moved(plan, b.id, offset),
+            (a.id, b.id),
+            f"slid {b.id!r} to offset {offset}, over {a.id!r}, live during {b.id!r}'s range "
+            f"[{s}, {e})",
+            s,
+        )
+    return None
+
+
+def live_together(request: PlanRequest, a: Buffer, b: Buffer) -> bool:
+    """Whether two buffers are live at a common point on some path: two of their ranges meet,
+    not in different arms of one branch (their lifetimes meet, without ranges or branches)."""
+    if not request.has_control_flow:
+        return a.start < b.end and b.start < a.end
+    return any(
+        x[0] < y[1] and y[0] < x[1] and not _exclusive(request, x, y)
+        for x in a.lifetimes
+        for y in b.lifetimes
+    )
+
+
+def _exclusive(request: PlanRequest, x: tuple[int, int], y: tuple[int, int]) -> bool:
+    """Whether two point ranges lie in different arms of one branch."""
+    for branch in request.branches:
+        arms = [
+            k for k, (s, e) in enumerate(branch.arms) for r in (x, y) if s <= r[0] and r[1] <= e
+        ]
+        if len(arms) == 2 and arms[0] != arms[1]:
+            return True
+    return False
+
+
+def _slide(request: PlanRequest, moving: Buffer, target: int) -> int | None:
+    """An aligned offset for ``moving`` that shares a byte with a buffer at ``target``."""
+    align = request.alignment_of(moving)
+    offset = target // align * align
+    return offset if offset >= 0 and offset + moving.size > target else None

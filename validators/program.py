@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from planner.core.models import Access, Buffer, Plan, PlanRequest
+    from planner.core.models import Access, Plan, PlanRequest
 
 __all__ = [
     "SYNTHETIC_LOOP",
@@ -24,8 +24,12 @@ __all__ = [
     "Op",
     "ProgramBuffer",
     "Step",
+    "affine_access",
     "build_program",
+    "dims3",
+    "rebased",
     "runtime_barriers",
+    "synthetic_accesses",
 ]
 
 Op = Literal["read", "write"]
@@ -55,6 +59,13 @@ class Step:
     point: int
     barrier: bool  # a __syncthreads() runs before this point's accesses
     accesses: tuple[AffineAccess, ...]
+    copies: tuple[tuple[int, int], ...] = ()  # (loop index, iteration from 0) of loops around
+
+    @property
+    def label(self) -> str:
+        """The point, and the iterations of the loops around it when there are any."""
+        where = "".join(f", iteration {k + 1} of loops.{i}" for i, k in self.copies)
+        return f"{self.point} ({where[2:]})" if where else str(self.point)
 
 
 @dataclass(frozen=True)
@@ -103,8 +114,8 @@ def build_program(request: PlanRequest, plan: Plan) -> KernelProgram:
     its planned size, and its accesses subtract the footprint's per-block ``index_base``.
     Raises ValueError for a footprint whose base is not a whole number of elements.
     """
-    block = _dims(request.block)
-    grid = _dims(request.grid)
+    block = dims3(request.block)
+    grid = dims3(request.grid)
     placed: dict[str, int] = {}
     for p in plan.placements:
         if p.memory == "shared":
@@ -131,12 +142,12 @@ def build_program(request: PlanRequest, plan: Plan) -> KernelProgram:
         )
         if b.accesses:
             for a in b.accesses:
-                access = _affine(index, a)
+                access = affine_access(index, a)
                 if footprint is not None:
-                    access = _rebased(access, footprint.index_base, b.id)
+                    access = rebased(access, footprint.index_base, b.id)
                 by_point.setdefault(a.at, []).append(access)
         else:
-            for at, access in _synthetic(index, b, block):
+            for at, access in synthetic_accesses(index, b.size, b.start, b.end, block):
                 by_point.setdefault(at, []).append(access)
     barriers = set(runtime_barriers(request, plan))
     points = sorted(barriers | set(by_point))
@@ -144,21 +155,21 @@ def build_program(request: PlanRequest, plan: Plan) -> KernelProgram:
     return KernelProgram(plan.arena_bytes, block, grid, tuple(buffers), steps)
 
 
-def _dims(value: list[int] | None) -> tuple[int, int, int]:
+def dims3(value: list[int] | None) -> tuple[int, int, int]:
     if value is None:
         return (1, 1, 1)
     x, y, z = [*value, 1, 1][:3]
     return (x, y, z)
 
 
-def _affine(index: int, a: Access) -> AffineAccess:
+def affine_access(index: int, a: Access) -> AffineAccess:
     if a.threads == "all":
         return AffineAccess(index, a.op, a.bytes, (), (), 0, broadcast=True)
     coeffs = tuple((a.index or {}).items())
     return AffineAccess(index, a.op, a.bytes, coeffs, tuple(a.loops.items()), a.offset)
 
 
-def _rebased(access: AffineAccess, base: dict[str, int], buffer_id: str) -> AffineAccess:
+def rebased(access: AffineAccess, base: dict[str, int], buffer_id: str) -> AffineAccess:
     """``access`` with the footprint's per-block base subtracted, in elements.
 
     The planner keeps each base a multiple of every access width (its blockIdx strides are
@@ -180,18 +191,19 @@ def _rebased(access: AffineAccess, base: dict[str, int], buffer_id: str) -> Affi
     return replace(access, coeffs=tuple(terms.items()), constant=constant)
 
 
-def _synthetic(
-    index: int, b: Buffer, block: tuple[int, int, int]
+def synthetic_accesses(
+    index: int, size: int, start: int, end: int, block: tuple[int, int, int]
 ) -> list[tuple[int, AffineAccess]]:
-    """The write at ``start`` and the rotated read at ``end - 1`` (docs/design.md, Emulator)."""
-    width = 4 if b.size % 4 == 0 else 1  # bytes
-    n = b.size // width  # elements
+    """The write at ``start`` and the rotated read at ``end - 1`` (docs/design.md, Emulator)
+    of a buffer of ``size`` bytes live on ``[start, end)``."""
+    width = 4 if size % 4 == 0 else 1  # bytes
+    n = size // width  # elements
     bx, by, bz = block
     threads = bx * by * bz
     coeffs = (*zip(_THREAD_AXES, (1, bx, bx * by), strict=True), (SYNTHETIC_LOOP, threads))
     loops = ((SYNTHETIC_LOOP, -(-n // threads)),)
     write = AffineAccess(index, "write", width, coeffs, loops, 0, guarded=True)
-    last = b.end - 1
-    rotate = 0 if last == b.start else 1  # one point: each thread reads back its own write
+    last = end - 1
+    rotate = 0 if last == start else 1  # one point: each thread reads back its own write
     read = AffineAccess(index, "read", width, coeffs, loops, rotate, guarded=True)
-    return [(b.start, write), (last, read)]
+    return [(start, write), (last, read)]

@@ -20,17 +20,17 @@ footprint's size, recomputed here from its accesses.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, NamedTuple, overload
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 import numpy.typing as npt
-from sortedcontainers import SortedList
 
 from planner.core.access import OwnerMap, byte_owners, owners_agree
 from planner.core.patterns import block_slice
-from planner.validators._disjoint import any_clash, releases
+from planner.validators.static_paths import PathCheck
+from planner.validators.sweep import Collector, Columns, Extent, ReportFullError, sweep
 
 if TYPE_CHECKING:
     from planner.core.models import (
@@ -61,29 +61,11 @@ _CODES: tuple[ViolationCode, ...] = (
     "bad_barrier",
     "missing_barrier",
     "bad_alias",
+    "too_many_paths",
 )
 _CODE_ORDER = {code: rank for rank, code in enumerate(_CODES)}
 _FITTING_STATUSES = ("optimal", "feasible")  # plans that claim to fit the capacity
 _LIST_PREVIEW = 8  # list items shown in a message before "..."
-
-# From this many extents the compiled pre-sweep runs first (below, the sweep is quick, and a
-# small plan is checked without loading compiled code).
-PRESWEEP_MIN_EXTENTS = 512
-# Where a buffer is during the sweep.
-_OUT, _DISJOINT, _MISPLACED = 0, 1, 2
-
-
-class _Extent(NamedTuple):
-    """One buffer in the shared arena: bytes ``[lo, hi)`` on the points ``[start, end)``."""
-
-    id: str
-    lo: int  # bytes from the arena base
-    hi: int  # bytes, one past the last
-    start: int  # program point
-    end: int  # program point, half-open
-    buffer: int  # index in the request
-    first: int  # program point of the first access (start without patterns)
-    last: int  # program point of the last access (end - 1 without patterns)
 
 
 class _Aliases:
@@ -103,7 +85,7 @@ class _Aliases:
             self._maps[index, before] = byte_owners(self.request, index, before=before)
         return self._maps[index, before]
 
-    def holds(self, a: _Extent, b: _Extent) -> bool:
+    def holds(self, a: Extent, b: Extent) -> bool:
         bufs = self.request.buffers
         if a.buffer in self.opaque or b.buffer in self.opaque:
             return False
@@ -141,34 +123,6 @@ def _shrunk(request: PlanRequest) -> dict[int, int]:
     return out
 
 
-class _ReportFullError(Exception):
-    """Raised inside the checks once the report holds ``max_violations`` and one more exists."""
-
-
-class _Collector:
-    """Violations found so far, capped at ``limit``."""
-
-    def __init__(self, limit: int, violation: type[Violation]) -> None:
-        self.limit = limit
-        self.violation = violation
-        self.items: list[Violation] = []
-        self.truncated = False
-
-    def add(
-        self,
-        code: ViolationCode,
-        message: str,
-        buffers: Iterable[str] = (),
-        point: int | None = None,
-    ) -> None:
-        if len(self.items) >= self.limit:
-            self.truncated = True
-            raise _ReportFullError
-        self.items.append(
-            self.violation(code=code, message=message, buffers=list(buffers), point=point)
-        )
-
-
 def validate_plan(
     request: PlanRequest, plan: Plan, *, max_violations: int = 1000
 ) -> ValidationReport:
@@ -183,17 +137,24 @@ def validate_plan(
 
     if max_violations < 0:
         raise ValueError(f"max_violations must be >= 0, got {max_violations!r}")
-    out = _Collector(max_violations, Violation)
+    out = Collector(max_violations, Violation)
     try:
         extents = _check_placements(request, plan, out)
         _check_footprints(request, plan, out)
         _check_arena(request, plan, out)
         runtime_barriers = _check_barriers(request, plan, out)
-        aliases = _Aliases(request, plan, runtime_barriers)
-        _check_aliases(request, plan, extents, aliases, out)
-        _sweep(extents, runtime_barriers, aliases, out)
-        _check_workspace(request, plan, runtime_barriers, aliases, out)
-    except _ReportFullError:
+        if request.has_control_flow:
+            paths = PathCheck(request, plan, runtime_barriers, set(_shrunk(request)), out)
+            listed = list(extents)
+            paths.check_claims(listed)
+            paths.sweep(listed)
+            _check_workspace(request, plan, out, paths.sweep)
+        else:
+            aliases = _Aliases(request, plan, runtime_barriers)
+            _check_aliases(request, plan, extents, aliases, out)
+            sweep(extents, runtime_barriers, aliases, out)
+            _check_workspace(request, plan, out, lambda e: sweep(e, runtime_barriers, aliases, out))
+    except ReportFullError:
         pass
     violations = sorted(out.items, key=_sort_key)
     return ValidationReport(
@@ -214,7 +175,7 @@ def _preview(points: Sequence[int]) -> str:
     return f"[{head}, ...] ({len(points)} in all)"
 
 
-def _check_placements(request: PlanRequest, plan: Plan, out: _Collector) -> Sequence[_Extent]:
+def _check_placements(request: PlanRequest, plan: Plan, out: Collector) -> Sequence[Extent]:
     """Placement set, sizes, alignment and pins; returns the extents the arena checks use.
 
     A buffer placed twice is checked at its first placement only. Placements in global memory
@@ -243,7 +204,7 @@ def _check_placements(request: PlanRequest, plan: Plan, out: _Collector) -> Sequ
             [pid],
         )
 
-    extents: list[_Extent] = []
+    extents: list[Extent] = []
     shrunk = _shrunk(request)
     for index, b in enumerate(request.buffers):
         size = shrunk.get(index, b.size)  # bytes the kernel touches per block
@@ -330,10 +291,10 @@ def _planned_extents(request: PlanRequest, plan: Plan) -> _Planned | None:
     return _Planned(bufs, offset, offset + size, start, end, first, last)
 
 
-class _Planned(Sequence[_Extent]):
+class _Planned(Sequence[Extent]):
     """The extents of a plan as the planner makes them, held as arrays: the compiled
-    pre-sweep reads the columns, and ``_Extent`` tuples are made only when a check needs
-    them."""
+    pre-sweep reads the columns (``validators.sweep``), and ``Extent`` tuples are made only
+    when a check needs them."""
 
     def __init__(
         self,
@@ -349,19 +310,22 @@ class _Planned(Sequence[_Extent]):
         self.lo, self.hi, self.start, self.end = lo, hi, start, end
         self.first, self.last = first, last
 
+    def columns(self) -> Columns:
+        return self.lo, self.hi, self.start, self.end, self.last
+
     def __len__(self) -> int:
         return len(self.bufs)
 
     @overload
-    def __getitem__(self, k: int) -> _Extent: ...
+    def __getitem__(self, k: int) -> Extent: ...
 
     @overload
-    def __getitem__(self, k: slice) -> list[_Extent]: ...
+    def __getitem__(self, k: slice) -> list[Extent]: ...
 
-    def __getitem__(self, k: int | slice) -> _Extent | list[_Extent]:
+    def __getitem__(self, k: int | slice) -> Extent | list[Extent]:
         if isinstance(k, slice):
             return [self[i] for i in range(*k.indices(len(self)))]
-        return _Extent(
+        return Extent(
             self.bufs[k].id,
             int(self.lo[k]),
             int(self.hi[k]),
@@ -372,24 +336,22 @@ class _Planned(Sequence[_Extent]):
             int(self.last[k]),
         )
 
-    def __iter__(self) -> Iterator[_Extent]:
-        columns = (self.lo, self.hi, self.start, self.end)
-        rest = (self.first.tolist(), self.last.tolist())
-        for i, (b, lo, hi, start, end) in enumerate(
-            zip(self.bufs, *(c.tolist() for c in columns), strict=True)
-        ):
-            yield _Extent(b.id, lo, hi, start, end, i, rest[0][i], rest[1][i])
+    def __iter__(self) -> Iterator[Extent]:
+        lo, hi, start, end = (c.tolist() for c in (self.lo, self.hi, self.start, self.end))
+        first, last = self.first.tolist(), self.last.tolist()
+        for i, b in enumerate(self.bufs):
+            yield Extent(b.id, lo[i], hi[i], start[i], end[i], i, first[i], last[i])
 
 
-def _extent(b: Buffer, index: int, offset: int, size: int) -> _Extent:
+def _extent(b: Buffer, index: int, offset: int, size: int) -> Extent:
     """Buffer ``b`` (request index ``index``) as placed: ``size`` bytes at ``offset``."""
     if not b.accesses:
-        return _Extent(b.id, offset, offset + size, b.start, b.end, index, b.start, b.end - 1)
+        return Extent(b.id, offset, offset + size, b.start, b.end, index, b.start, b.end - 1)
     points = [a.at for a in b.accesses]
-    return _Extent(b.id, offset, offset + size, b.start, b.end, index, min(points), max(points))
+    return Extent(b.id, offset, offset + size, b.start, b.end, index, min(points), max(points))
 
 
-def _check_footprints(request: PlanRequest, plan: Plan, out: _Collector) -> None:
+def _check_footprints(request: PlanRequest, plan: Plan, out: Collector) -> None:
     """The plan's footprints are exactly the per-block slices ``options.shrink`` plans."""
     expected: dict[str, tuple[int, int, dict[str, int]]] = {}
     for index, planned in _shrunk(request).items():
@@ -423,11 +385,7 @@ def _check_footprints(request: PlanRequest, plan: Plan, out: _Collector) -> None
 
 
 def _check_aliases(
-    request: PlanRequest,
-    plan: Plan,
-    extents: Sequence[_Extent],
-    aliases: _Aliases,
-    out: _Collector,
+    request: PlanRequest, plan: Plan, extents: Sequence[Extent], aliases: _Aliases, out: Collector
 ) -> None:
     """Every claimed alias names two sequential buffers that share bytes and obey rule (b)."""
     if not plan.aliases:
@@ -449,7 +407,7 @@ def _check_aliases(
         out.add("bad_alias", f"claimed alias: {a.id!r} {why} {b.id!r}", [a.id, b.id])
 
 
-def _check_arena(request: PlanRequest, plan: Plan, out: _Collector) -> None:
+def _check_arena(request: PlanRequest, plan: Plan, out: Collector) -> None:
     shared = [p for p in plan.placements if p.memory == "shared"]
     arena = max(0, max((p.offset + p.size for p in shared), default=0))  # bytes
     if plan.arena_bytes != arena:
@@ -476,7 +434,7 @@ def _check_arena(request: PlanRequest, plan: Plan, out: _Collector) -> None:
         )
 
 
-def _check_barriers(request: PlanRequest, plan: Plan, out: _Collector) -> list[int]:
+def _check_barriers(request: PlanRequest, plan: Plan, out: Collector) -> list[int]:
     """The barrier lists against the request and its sync policy; returns the run-time barriers.
 
     Run-time barriers are the request's plus the inserted ones, and under sync ``"none"`` also
@@ -539,129 +497,11 @@ def _check_barriers(request: PlanRequest, plan: Plan, out: _Collector) -> list[i
     return sorted(runtime)
 
 
-def _sweep(
-    planned: Sequence[_Extent], barriers: list[int], aliases: _Aliases, out: _Collector
-) -> None:
-    """Report every overlapping pair and every reuse not separated by a barrier.
-
-    Buffers enter in order of start (ties by end, then index) and stay until their release,
-    the first barrier at or after their end (never, if there is none). Entered extents that
-    clash with nothing are kept in a disjoint list sorted by offset, where a new extent can
-    only meet one contiguous run found by bisection; one that clashes goes to a small
-    ``misplaced`` list that every later extent is checked against by brute force. So each
-    pair whose barrier-extended lifetimes meet is seen exactly once, by its later buffer.
-    """
-    n = len(planned)
-    if n >= PRESWEEP_MIN_EXTENTS and not _may_clash(planned, barriers):
-        return
-    extents = list(planned)
-    releases: list[tuple[int, int]] = []  # (program point, extent index)
-    for i, e in enumerate(extents):
-        k = bisect.bisect_right(barriers, e.last)  # the first barrier after the last access
-        if k < len(barriers):
-            releases.append((max(barriers[k], e.end), i))
-    releases.sort()
-    order = sorted(range(n), key=lambda i: (extents[i].start, extents[i].end, i))
-
-    # Disjoint extents sorted by offset, (lo, hi, index): los and his increase together. A
-    # sorted list of chunks keeps inserts and removals logarithmic at 100 000 extents.
-    placed = SortedList()
-    misplaced: list[int] = []
-    where = [_OUT] * n
-    r = 0
-    for i in order:
-        b = extents[i]
-        # Releases at b.start come first: a barrier at b.start runs before b's accesses.
-        while r < len(releases) and releases[r][0] <= b.start:
-            j = releases[r][1]
-            r += 1
-            if where[j] == _DISJOINT:
-                placed.remove((extents[j].lo, extents[j].hi, j))
-            elif where[j] == _MISPLACED:
-                misplaced.remove(j)
-            where[j] = _OUT
-        if b.hi <= b.lo:
-            continue  # no byte to share
-        pos = placed.bisect_left((b.lo + 1,))  # entries from here start above b.lo
-        if pos > 0 and placed[pos - 1][1] > b.lo:
-            pos -= 1  # the one entry below may still reach into b
-        clash = False
-        while pos < len(placed):
-            lo, _, j = placed[pos]
-            if lo >= b.hi:
-                break
-            _report(extents[j], b, barriers, aliases, out)
-            clash = True
-            pos += 1
-        for j in misplaced:
-            a = extents[j]
-            if a.lo < b.hi and b.lo < a.hi:
-                _report(a, b, barriers, aliases, out)
-                clash = True
-        if clash:
-            misplaced.append(i)
-            where[i] = _MISPLACED
-        else:
-            placed.add((b.lo, b.hi, i))
-            where[i] = _DISJOINT
-
-
-def _may_clash(extents: Sequence[_Extent], barriers: list[int]) -> bool:
-    """Whether the sweep below would meet any two extents sharing a byte (compiled)."""
-    n = len(extents)
-
-    def column(k: int) -> npt.NDArray[np.int64]:
-        return np.fromiter((e[k] for e in extents), dtype=np.int64, count=n)
-
-    if isinstance(extents, _Planned):
-        lo, hi, start, end, last = extents.lo, extents.hi, extents.start, extents.end, extents.last
-    else:
-        lo, hi, start, end, last = column(1), column(2), column(3), column(4), column(7)
-    return bool(any_clash(lo, hi, start, end, releases(end, last, barriers)))
-
-
-def _report(
-    a: _Extent, b: _Extent, barriers: list[int], aliases: _Aliases, out: _Collector
-) -> None:
-    """``a`` entered the sweep before ``b`` and still holds bytes ``b`` uses at ``b.start``."""
-    lo, hi = max(a.lo, b.lo), min(a.hi, b.hi)  # shared bytes
-    if b.start >= a.end:
-        k = bisect.bisect_right(barriers, a.last)
-        if k < len(barriers) and barriers[k] <= b.first:
-            return  # a barrier after a's last access precedes b's first one
-        if aliases.holds(a, b):
-            if (a.id, b.id) in aliases.claimed:
-                return
-            out.add(
-                "missing_barrier",
-                f"{b.id!r} reuses bytes [{lo}, {hi}) of {a.id!r} with no barrier; the pair is "
-                "a thread-local alias but the plan does not list it in aliases",
-                [a.id, b.id],
-                point=b.start,
-            )
-            return
-    if b.start < a.end:
-        out.add(
-            "overlap",
-            f"{a.id!r} at [{a.lo}, {a.hi}) live [{a.start}, {a.end}) and {b.id!r} at "
-            f"[{b.lo}, {b.hi}) live [{b.start}, {b.end}) share bytes [{lo}, {hi}) while both "
-            f"are live on [{b.start}, {min(a.end, b.end)})",
-            [a.id, b.id],
-            point=b.start,
-        )
-    else:
-        out.add(
-            "missing_barrier",
-            f"{b.id!r} (live from {b.start}, first access at {b.first}) reuses bytes [{lo}, "
-            f"{hi}) of {a.id!r} (live until {a.end}, last access at {a.last}) with no barrier "
-            f"in [{a.last + 1}, {b.first}]",
-            [a.id, b.id],
-            point=b.start,
-        )
-
-
 def _check_workspace(
-    request: PlanRequest, plan: Plan, barriers: list[int], aliases: _Aliases, out: _Collector
+    request: PlanRequest,
+    plan: Plan,
+    out: Collector,
+    check_reuse: Callable[[list[Extent]], None],
 ) -> None:
     """The global workspace of spilled buffers: an arena of its own, checked like the shared
     one (``global_bytes``, overlaps and barriers), and ``spilled`` lists exactly its buffers."""
@@ -682,8 +522,7 @@ def _check_workspace(
             f"global_bytes is {plan.global_bytes} but max(offset + size) over global "
             f"placements is {top}",
         )
-    extents = [_extent(spans[p.id], index[p.id], p.offset, spans[p.id].size) for p in placed]
-    _sweep(extents, barriers, aliases, out)
+    check_reuse([_extent(spans[p.id], index[p.id], p.offset, spans[p.id].size) for p in placed])
 
 
 def _preview_ids(ids: Sequence[str]) -> str:

@@ -20,10 +20,13 @@ from planner.core.dtypes import DTYPES, DType
 from planner.core.models import Plan, PlanRequest
 
 __all__ = [
+    "Outline",
     "Placed",
     "barrier_notes",
+    "control_outline",
     "identifiers",
     "max_alignment",
+    "outline_lines",
     "placed",
     "quoted",
     "status_warning",
@@ -55,6 +58,7 @@ class Placed:
     end: int  # program point, half-open
     memory: str  # "shared" or "global"
     dtype: DType
+    ranges: tuple[tuple[int, int], ...] = ()  # live ranges when several, else empty
 
 
 def identifiers(ids: list[str], taken: set[str]) -> list[str]:
@@ -99,6 +103,7 @@ def placed(request: PlanRequest, plan: Plan, taken: set[str]) -> list[Placed]:
             end=b.end,
             memory=where[b.id].memory,
             dtype=DTYPES[b.dtype] if b.dtype is not None else _BYTE,
+            ranges=tuple(b.lifetimes) if len(b.lifetimes) > 1 else (),
         )
         for b, name in zip(request.buffers, names, strict=True)
     ]
@@ -133,3 +138,104 @@ def status_warning(plan: Plan) -> str | None:
 def max_alignment(request: PlanRequest) -> int:
     """The arena base alignment: the largest alignment in the request (bytes)."""
     return max([request.alignment, *(request.alignment_of(b) for b in request.buffers)])
+
+
+@dataclass(frozen=True)
+class Outline:
+    """One line of a program's control-flow outline, in program order."""
+
+    depth: int  # loops and arms around it
+    kind: str  # "loop", "end-loop", "arm", "end-branch" or "barrier"
+    point: int  # program point: where the region starts or ends, or the barrier's
+    text: str  # what it is, in words
+    last: bool = False  # an arm: the branch's last
+
+
+def control_outline(request: PlanRequest, plan: Plan) -> list[Outline]:
+    """The loops and branch arms of ``request`` with the barriers of ``barrier_notes`` inside
+    them, in program order. A barrier inside a loop runs on every iteration; one with no access
+    of the loop's body between it and the loop's start (or end) is at the back edge: it orders
+    one iteration's last accesses before the next one's first."""
+    # (point, phase, order, line): at one point, regions close (innermost first), the next
+    # arm of a branch begins, regions open (outermost first), then the barrier runs.
+    events: list[tuple[int, int, tuple[int, int], Outline]] = []
+    for i, loop in enumerate(request.loops):
+        trips = "trips unknown" if loop.trips is None else f"{loop.trips} trips"
+        text = f"loops.{i}: points [{loop.start}, {loop.end}) repeat, {trips}"
+        events.append((loop.start, 2, (-loop.end, 0), Outline(0, "loop", loop.start, text)))
+        closing = Outline(0, "end-loop", loop.end, f"end of loops.{i}")
+        events.append((loop.end, 0, (-loop.start, 1), closing))
+    for j, branch in enumerate(request.branches):
+        start, end = branch.arms[0][0], branch.arms[-1][1]
+        for k, (s, e) in enumerate(branch.arms):
+            last = k == len(branch.arms) - 1
+            line = Outline(0, "arm", s, f"branches.{j} arm {k}: points [{s}, {e})", last)
+            events.append((s, 2 if k == 0 else 1, (-end, 1) if k == 0 else (0, 0), line))
+        events.append((end, 0, (-start, 0), Outline(0, "end-branch", end, f"end of branches.{j}")))
+    accessed = _access_points(request)
+    for point, why in barrier_notes(request, plan):
+        notes = [why]
+        for i, loop in enumerate(request.loops):
+            if loop.start <= point < loop.end:
+                body = [a for a in accessed if loop.start <= a < loop.end]
+                edge = not any(a < point for a in body) or not any(a >= point for a in body)
+                edge = edge and loop.trips != 1
+                notes.append(
+                    f"runs every iteration of loops.{i}" + ("; at the back edge" if edge else "")
+                )
+        events.append((point, 3, (0, 0), Outline(0, "barrier", point, "; ".join(notes))))
+    events.sort(key=lambda e: (e[0], e[1], e[2]))
+    out: list[Outline] = []
+    depth = 0
+    for _, phase, _, line in events:
+        if phase == 0:
+            depth -= 1
+        out.append(
+            Outline(depth - 1 if phase == 1 else depth, line.kind, line.point, line.text, line.last)
+        )
+        if phase == 2:
+            depth += 1
+    return out
+
+
+def _access_points(request: PlanRequest) -> list[int]:
+    """Points with an access: the patterns', or each range's first and last point."""
+    points: set[int] = set()
+    for b in request.buffers:
+        if b.accesses:
+            points |= {a.at for a in b.accesses}
+        else:
+            for s, e in b.lifetimes:
+                points |= {s, e - 1}
+    return sorted(points)
+
+
+def outline_lines(
+    request: PlanRequest, plan: Plan, barrier: str, syntax: dict[str, str]
+) -> list[str]:
+    """The control-flow outline as ``//`` comment lines: ``barrier`` is the barrier statement,
+    ``syntax`` the opening of a loop (``"loop"``), of a branch's first, middle and last arms
+    (``"if"``, ``"elif"``, ``"else"``) and the closing brace (``"end"``)."""
+    lines = [
+        "// Control flow and barriers by program point (each barrier runs before the accesses "
+        "at its point):"
+    ]
+    for line in control_outline(request, plan):
+        pad = "//   " + "  " * line.depth
+        if line.kind == "loop":
+            lines.append(f"{pad}{syntax['loop']} {{  // {line.text}")
+        elif line.kind == "arm":
+            first = line.text.split(" arm ", 1)[1].startswith("0:")
+            opening = "if" if first else "else" if line.last else "elif"
+            lines.append(f"{pad}{syntax[opening]} {{  // {line.text}")
+        elif line.kind in ("end-loop", "end-branch"):
+            lines.append(f"{pad}{syntax['end']}  // {line.text}")
+        else:
+            lines.append(f"{pad}{barrier}  // point {line.point}: {line.text}")
+    if plan.barriers.executions is not None:
+        unknown = any(loop.trips is None for loop in request.loops)
+        lines.append(
+            f"// Barriers: {plan.barriers.static} in the code, {plan.barriers.executions} "
+            f"executions per block{' (unknown trips count 1000)' if unknown else ''}."
+        )
+    return lines

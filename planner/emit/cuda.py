@@ -17,6 +17,7 @@ from planner.emit._common import (
     barrier_notes,
     identifiers,
     max_alignment,
+    outline_lines,
     placed,
     quoted,
     status_warning,
@@ -27,6 +28,13 @@ __all__ = ["ARENA", "WORKSPACE", "CudaSnippet", "cuda_snippet", "emit_cuda"]
 ARENA = "smem_arena"  # the extern __shared__ array
 WORKSPACE = "workspace"  # the kernel's global-memory workspace parameter, when buffers spill
 _BLOCK_BASE = "workspace_block"  # this block's slice of the workspace
+_SYNTAX = {
+    "loop": "for (...)",
+    "if": "if (...)",
+    "elif": "} else if (...)",
+    "else": "} else",
+    "end": "}",
+}
 _INCLUDES = {"__half": "cuda_fp16.h", "__nv_bfloat16": "cuda_bf16.h"}
 
 
@@ -84,7 +92,9 @@ def cuda_snippet(request: PlanRequest, plan: Plan) -> CudaSnippet:
         for b in spilled:
             device.append(_pointer(b.name, b.dtype.cuda, _BLOCK_BASE, b.offset, _where(b)))
     notes = barrier_notes(request, plan)
-    if notes:
+    if request.has_control_flow:
+        device += outline_lines(request, plan, "__syncthreads();", _SYNTAX)
+    elif notes:
         device.append("// Barriers by program point (each runs before the accesses there):")
         device += [f"//   point {p}: __syncthreads();  // {why}" for p, why in notes]
 
@@ -106,4 +116,7 @@ def _pointer(name: str, ctype: str, base: str, offset: int, note: str) -> str:
 
 def _where(b: Placed) -> str:
     label = f"{quoted(b.id)}: " if b.id != b.name else ""
+    if b.ranges:
+        live = ", ".join(f"[{s}, {e})" for s, e in b.ranges)
+        return f"{label}{b.size} bytes, live {live}"
     return f"{label}{b.size} bytes, live [{b.start}, {b.end})"

@@ -14,6 +14,7 @@ from planner.emit._common import (
     Placed,
     barrier_notes,
     identifiers,
+    outline_lines,
     placed,
     quoted,
     status_warning,
@@ -21,6 +22,13 @@ from planner.emit._common import (
 
 __all__ = ["emit_mlir"]
 
+_SYNTAX = {
+    "loop": "scf.for ...",
+    "if": "scf.if ...",
+    "elif": "} else { scf.if ...",
+    "else": "} else",
+    "end": "}",
+}
 _SHARED = "memref<?xi8, #gpu.address_space<workgroup>>"
 _GLOBAL = "memref<?xi8>"
 
@@ -78,7 +86,9 @@ def emit_mlir(request: PlanRequest, plan: Plan) -> str:
             body.append(f"%_at_{b.name} = arith.addi %_base, {const(b.offset)} : index")
             body.append(_view(b, "%_workspace", f"%_at_{b.name}", _GLOBAL, None))
     notes = barrier_notes(request, plan)
-    if notes:
+    if request.has_control_flow:
+        body += outline_lines(request, plan, "gpu.barrier", _SYNTAX)
+    elif notes:
         body.append("// Barriers by program point (each runs before the accesses there):")
         body += [f"//   point {p}: gpu.barrier  // {why}" for p, why in notes]
     body.append("gpu.return")
@@ -105,4 +115,7 @@ def _view(b: Placed, source: str, shift: str, source_type: str, space: str | Non
 
 def _where(b: Placed) -> str:
     label = f"{quoted(b.id)}: " if b.id != b.name else ""
+    if b.ranges:
+        live = ", ".join(f"[{s}, {e})" for s, e in b.ranges)
+        return f"{label}{b.size} bytes at offset {b.offset}, live {live}"
     return f"{label}{b.size} bytes at offset {b.offset}, live [{b.start}, {b.end})"

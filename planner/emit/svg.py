@@ -35,6 +35,8 @@ NOTE_STEP = 2.6 * NOTE_FONT  # px, from one two-line margin label's top to the n
 # so a label judged to fit does fit in the browser's font.
 _NARROW, _WIDE, _SYMBOL = set("ijlftrI.,:;'|!()[]{} -/"), set("mwMW@%"), set("<>=+~&#*^")
 DENSE_BARRIERS = 60  # more barriers than this are drawn faint
+_LOOP_FILL = "#f5cba7"  # loop bodies
+_ARM_FILLS = ("#aed6f1", "#d2b4de")  # branch arms, alternating
 _BARRIER_TIPS = {
     "existing": "existing barrier at point",
     "inserted": "barrier inserted by the plan at point",
@@ -102,9 +104,10 @@ def emit_svg(request: PlanRequest, plan: Plan) -> str:
         f'<text x="{LEFT}" y="38" class="tick">{escape(_subtitle(plan, len(spilled)))}</text>',
     ]
     out += _axes(panel, "shared memory (bytes)")
+    drawn_control = _control(panel, request, out) if request.has_control_flow else []
     rects, labels = _rects(panel, shared, offset=0)
     out += rects
-    drawn = set(_barriers(panel, plan, out))
+    drawn = set(_barriers(panel, plan, out)) | set(drawn_control)
     out.append(_curve(panel, live))
     notes = [(plan.lower_bound, "lower-bound", "lower bound")]
     if capacity is not None and capacity <= panel.ymax:
@@ -153,8 +156,9 @@ def _live_curve(buffers: list[Placed]) -> list[tuple[int, int]]:
     """``(point, live bytes from it on)`` at every point where the live bytes change."""
     delta: dict[int, int] = {}
     for b in buffers:
-        delta[b.start] = delta.get(b.start, 0) + b.size
-        delta[b.end] = delta.get(b.end, 0) - b.size
+        for start, end in b.ranges or ((b.start, b.end),):
+            delta[start] = delta.get(start, 0) + b.size
+            delta[end] = delta.get(end, 0) - b.size
     steps: list[tuple[int, int]] = []
     total = 0
     for point in sorted(delta):
@@ -219,21 +223,23 @@ def _rects(panel: _Panel, buffers: list[Placed], offset: int) -> tuple[list[str]
     out = ['<g class="buffers">']
     labels: list[str] = []
     for k, b in enumerate(buffers):
-        x0, x1 = panel.px(b.start), panel.px(b.end)
-        y0, y1 = panel.py(b.offset + b.size), panel.py(b.offset)
-        width, height = max(x1 - x0, 0.5), max(y1 - y0, 0.5)
         hue = ((offset + k) * 137.508) % 360
-        tip = (
-            f"{b.id}: offset {b.offset}, {b.size} bytes, live [{b.start}, {b.end}), "
-            f"{b.memory} memory"
-        )
-        out.append(
-            f'<rect class="buffer" data-id={quoteattr(b.id)} data-offset="{b.offset}" '
-            f'data-size="{b.size}" data-start="{b.start}" data-end="{b.end}" '
-            f'data-memory="{b.memory}" x="{_n(x0)}" y="{_n(y0)}" width="{_n(width)}" '
-            f'height="{_n(height)}" fill="hsl({hue:.1f},60%,72%)"><title>{escape(tip)}</title>'
-            "</rect>"
-        )
+        live = ", ".join(f"[{s}, {e})" for s, e in b.ranges or ((b.start, b.end),))
+        tip = f"{b.id}: offset {b.offset}, {b.size} bytes, live {live}, {b.memory} memory"
+        y0, y1 = panel.py(b.offset + b.size), panel.py(b.offset)
+        height = max(y1 - y0, 0.5)
+        # One rectangle per live range; the label goes in the widest.
+        spans = [(panel.px(s), panel.px(e), s, e) for s, e in b.ranges or ((b.start, b.end),)]
+        x0, x1 = max(spans, key=lambda span: span[1] - span[0])[:2]
+        width = max(x1 - x0, 0.5)
+        for sx0, sx1, s, e in spans:
+            out.append(
+                f'<rect class="buffer" data-id={quoteattr(b.id)} data-offset="{b.offset}" '
+                f'data-size="{b.size}" data-start="{s}" data-end="{e}" '
+                f'data-memory="{b.memory}" x="{_n(sx0)}" y="{_n(y0)}" '
+                f'width="{_n(max(sx1 - sx0, 0.5))}" height="{_n(height)}" '
+                f'fill="hsl({hue:.1f},60%,72%)"><title>{escape(tip)}</title></rect>'
+            )
         # Inside its own rectangle, and rectangles of a valid plan never overlap.
         if width >= _text_width(b.id) + 6 and height >= LABEL_HEIGHT:
             labels.append(
@@ -281,6 +287,42 @@ def _barriers(panel: _Panel, plan: Plan, out: list[str]) -> list[str]:
             f'x2="{x}" y2="{_n(panel.y + panel.height)}"><title>{_BARRIER_TIPS[kind]} '
             f"{point}</title></line>"
         )
+    return kinds
+
+
+def _control(panel: _Panel, request: PlanRequest, out: list[str]) -> list[str]:
+    """Shaded bands for the loop bodies and branch arms, under the buffers, each labelled at
+    the top of the plot (a nested one a line lower); returns the kinds drawn."""
+    bands: list[tuple[int, int, str, str, str, str]] = []  # start, end, class, label, attrs, fill
+    for i, loop in enumerate(request.loops):
+        trips = "?" if loop.trips is None else str(loop.trips)
+        attrs = f'data-loop="{i}" data-trips="{trips}"'
+        bands.append((loop.start, loop.end, "loop", f"loop \u00d7{trips}", attrs, _LOOP_FILL))
+    for j, branch in enumerate(request.branches):
+        for k, (s, e) in enumerate(branch.arms):
+            attrs = f'data-branch="{j}" data-arm="{k}"'
+            label = f"branch {j}, arm {k}" if k == 0 else f"arm {k}"
+            bands.append((s, e, "arm", label, attrs, _ARM_FILLS[k % 2]))
+    kinds: list[str] = []
+    out.append('<g class="control">')
+    for s, e, cls, label, attrs, fill in sorted(bands, key=lambda b: (b[0], -b[1])):
+        depth = sum(1 for o in bands if o[0] <= s and e <= o[1] and (o[0], o[1]) != (s, e))
+        x0, x1 = panel.px(s), panel.px(e)
+        out.append(
+            f'<rect class="{cls}" {attrs} data-start="{s}" data-end="{e}" x="{_n(x0)}" '
+            f'y="{_n(panel.y)}" width="{_n(max(x1 - x0, 0.5))}" height="{_n(panel.height)}" '
+            f'fill="{fill}" fill-opacity="0.35"><title>{escape(label)}: points [{s}, {e})'
+            "</title></rect>"
+        )
+        if x1 - x0 >= _text_width(label, NOTE_FONT) + 4:
+            y = panel.y + (depth + 1) * (NOTE_FONT + 2)
+            out.append(
+                f'<text class="band-label" x="{_n(x0 + 3)}" y="{_n(y)}" '
+                f'font-size="{NOTE_FONT}" fill="#555">{escape(label)}</text>'
+            )
+        if cls not in kinds:
+            kinds.append(cls)
+    out.append("</g>")
     return kinds
 
 
@@ -351,6 +393,14 @@ _LEGEND = {  # kind -> (mark, text), in legend order
     "barrier-caller": (
         '<line class="barrier caller" x1="0" y1="-8" x2="0" y2="4"/>',
         "barrier the caller adds",
+    ),
+    "loop": (
+        f'<rect class="loop" x="-8" y="-8" width="16" height="10" fill="{_LOOP_FILL}"/>',
+        "loop body",
+    ),
+    "arm": (
+        f'<rect class="arm" x="-8" y="-8" width="16" height="10" fill="{_ARM_FILLS[0]}"/>',
+        "branch arm",
     ),
     "capacity": ('<line class="capacity" x1="-8" y1="-2" x2="8" y2="-2"/>', "capacity"),
     "lower-bound": ('<line class="lower-bound" x1="-8" y1="-2" x2="8" y2="-2"/>', "lower bound"),

@@ -32,6 +32,7 @@ class Kind(Enum):
     LEAN = "lean"  # few new barriers, aiming at the full plan's arena
     FORWARD = "forward"  # k of the full plan's new barriers (a cap, or the Pareto front)
     EXACT = "exact"  # the exact barrier model
+    ALIAS_MODEL = "alias-model"  # the exact model of pairwise sharing rules (aliases)
 
 
 @dataclass(frozen=True)
@@ -44,12 +45,18 @@ class Route:
     lean: bool  # few enough buffers for the lean barrier search
     forward: bool  # a cap or the Pareto front asks for plans with fewer barriers
     exact: bool  # the exact barrier model applies
+    alias_model: bool = False  # the exact alias model applies (few buffers, fixed barriers)
 
 
 # Shares of the time limit. Planning on the policy's barriers alone takes all of it;
 # with aliases it splits with the merged attempt.
 _ALONE = {Kind.POLICY: Fraction(1)}
 _ALONE_ALIASES = {Kind.POLICY: Fraction(1, 2), Kind.ALIASES: Fraction(1, 2)}
+_ALONE_ALIAS_MODEL = {
+    Kind.POLICY: Fraction(3, 8),
+    Kind.ALIASES: Fraction(3, 8),
+    Kind.ALIAS_MODEL: Fraction(1, 4),
+}
 _INSERT = {
     Kind.LEAN_FIRST: Fraction(1, 16),
     Kind.POLICY: Fraction(3, 8),
@@ -59,15 +66,19 @@ _INSERT = {
     Kind.LEAN: Fraction(1, 16),
     Kind.FORWARD: Fraction(1, 8),  # split between the k asked for
     Kind.EXACT: Fraction(3, 16),  # split between the caps asked for
+    Kind.ALIAS_MODEL: Fraction(1, 16),  # only with aliases and no FORWARD: LEAN_FIRST's share
 }
 
 
 def schedule(route: Route) -> dict[Kind, Fraction]:
     """The attempts that may run on this route, each with its share of the time limit."""
     if not route.inserts:
-        return dict(_ALONE_ALIASES if route.aliases else _ALONE)
+        if route.aliases:
+            return dict(_ALONE_ALIAS_MODEL if route.alias_model else _ALONE_ALIASES)
+        return dict(_ALONE)
     # The lean first try needs no cap, no Pareto front and no aliases: then the forward
-    # and alias attempts never run, and its share is theirs.
+    # and alias attempts never run, and its share is theirs. The exact alias model needs
+    # aliases and no forward attempts, so it never runs with the lean first try either.
     wanted = {
         Kind.LEAN_FIRST: route.lean_first and not (route.aliases or route.forward),
         Kind.POLICY: True,
@@ -77,6 +88,7 @@ def schedule(route: Route) -> dict[Kind, Fraction]:
         Kind.LEAN: route.lean,
         Kind.FORWARD: route.forward,
         Kind.EXACT: route.exact,
+        Kind.ALIAS_MODEL: route.aliases and route.alias_model and not route.forward,
     }
     return {kind: _INSERT[kind] for kind, run in wanted.items() if run}
 

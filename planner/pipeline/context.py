@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import bisect
+import itertools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,7 +22,9 @@ from planner.core.models import Footprint, PlanRequest
 from planner.core.patterns import block_slice
 from planner.solvers.bounds import hazard_bound
 
-__all__ = ["Context", "build_context"]
+__all__ = ["CAP_SETS_MAX", "Context", "build_context", "planned_sizes"]
+
+CAP_SETS_MAX = 256  # barrier sets a cap's bound is the least over; more: the cap is ignored
 
 I64 = npt.NDArray[np.int64]
 
@@ -43,7 +47,9 @@ class Context:
     spare: float  # of each attempt's time share: what the fixed work leaves (0..1)
 
 
-def build_context(req: PlanRequest, heuristics: list[str] | None, spare: float) -> Context:
+def planned_sizes(req: PlanRequest) -> tuple[list[int], list[Footprint]]:
+    """Bytes planned per buffer (request order): declared, or with ``options.shrink`` the
+    per-block footprint; and the footprints that are smaller than the declaration."""
     footprints: list[Footprint] = []
     sizes = [b.size for b in req.buffers]
     if req.options.shrink:
@@ -59,6 +65,11 @@ def build_context(req: PlanRequest, heuristics: list[str] | None, spare: float) 
                         index_base={**part.coefficients, "constant": part.constant},
                     )
                 )
+    return sizes, footprints
+
+
+def build_context(req: PlanRequest, heuristics: list[str] | None, spare: float) -> Context:
+    sizes, footprints = planned_sizes(req)
     shrunk = frozenset(i for i, b in enumerate(req.buffers) if sizes[i] != b.size)
     existing = sorted(set(req.barriers))
     patterned = any(b.accesses for i, b in enumerate(req.buffers) if i not in shrunk)
@@ -103,13 +114,62 @@ def _hazard_bound(
     """``solvers.bounds.hazard_bound`` on the barriers any plan may have; aliases judged
     with the earliest cut-off those barriers allow (every point: no hazard is left). Where
     even ignoring aliases it is no more than ``floor`` (a bound in hand), it is not
-    refined."""
+    refined. Under a cap of new barriers, the least bound over the barrier sets within it
+    (``_capped_bound``)."""
+    cap = req.options.max_new_barriers
+    if req.options.sync == "insert" and cap is not None and cap > 0:
+        capped = _capped_bound(req, g, before, after, owners, shrunk, floor, cap)
+        if capped is not None:
+            return capped
     allowed = sync_barriers(req)
     plain = hazard_bound(g, before, after, allowed, None)  # as if no buffer could alias
     if allowed is None or owners is None or plain.bytes <= floor:
         return plain  # exact, or no more than ``floor``, which the caller keeps
     cut = owners if allowed == owners.barriers else Owners(req, allowed, shrunk)
     return hazard_bound(g, before, after, allowed, cut)
+
+
+def _capped_bound(
+    req: PlanRequest,
+    g: InterferenceGraph,
+    before: I64,
+    after: I64,
+    owners: Owners | None,
+    shrunk: frozenset[int],
+    floor: int,
+    cap: int,
+) -> LowerBound | None:
+    """The least hazard bound over the request's barriers plus ``cap`` new ones; None when
+    there are more than ``CAP_SETS_MAX`` such sets to look at.
+
+    Every plan has its barriers among those sets' (more barriers only lower the bound), and
+    a new barrier matters only through the buffers whose last access it follows: moved down
+    to the first candidate at or after the latest such access it frees them no later, so
+    only those first candidates are tried. Aliases are judged with every candidate a
+    barrier, the most any plan allows."""
+    existing = sorted(set(req.barriers))
+    pool = req.options.barrier_candidates
+    points = range(req.horizon + 1) if pool is None else sorted(set(pool))
+    new = sorted(set(points) - set(existing))
+    tried = sorted(
+        {new[k] for a in np.unique(after).tolist() if (k := bisect.bisect_left(new, a)) < len(new)}
+    )
+    k = min(cap, len(tried))
+    if math.comb(len(tried), k) > CAP_SETS_MAX:
+        return None
+    cut = None if owners is None else Owners(req, sorted(set(existing) | set(new)), shrunk)
+    cache: dict[tuple[int, int], bool] = {}
+    best: LowerBound | None = None
+    for chosen in itertools.combinations(tried, k):
+        barriers = sorted(set(existing) | set(chosen))
+        found = hazard_bound(g, before, after, barriers, None)  # as if no buffer could alias
+        if cut is not None and found.bytes > floor:
+            found = hazard_bound(g, before, after, barriers, cut, cache)
+        if best is None or found.bytes < best.bytes:
+            best = found
+        if best.bytes <= floor:
+            break  # no set can give more than ``floor``, which the caller keeps
+    return best
 
 
 def _late_first_access(start: I64, before: I64, points: list[int] | None) -> bool:

@@ -50,6 +50,7 @@ from planner.pipeline.choice import allowed, choose, frontier, with_best_bound
 from planner.pipeline.context import build_context
 from planner.pipeline.spill import plan_with_spill
 from planner.pipeline.strategies import attempts
+from planner.pipeline.unrolled import plan_unrolled
 from planner.solvers import registry
 from planner.validators import validate_plan
 
@@ -119,6 +120,19 @@ def _plan(
     # then a small request's kernels run as the Python they are written in, with the same
     # results (planner.core._jit), so it needs no compiled code at all.
     small = len(req.buffers) <= INTERPRETED_MAX_BUFFERS
+    if req.has_control_flow:
+        # Loops, branches or several live ranges: planned on the unrolled program.
+        with deadline(max(0.0, limit - fixed), since=began), interpreted(small):
+            unrolled = checked(req, plan_unrolled(req))
+        if not req.options.pareto:
+            return unrolled
+        # One plan: the unrolled route keeps no fewer-barrier attempts.
+        only = ParetoPoint(
+            arena_bytes=unrolled.arena_bytes,
+            new_barriers=len(unrolled.barriers.inserted),
+            plan=unrolled,
+        )
+        return unrolled.model_copy(update={"pareto": [only]})
     with deadline(max(0.0, limit - fixed), since=began), interpreted(small):
         ctx = build_context(req, choice.heuristics, max(0.0, 1.0 - fixed / limit))
         found = attempts(ctx)

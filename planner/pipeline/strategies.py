@@ -8,11 +8,14 @@ clock (see ``planner.pipeline.facade``).
 from __future__ import annotations
 
 from dataclasses import replace
+from fractions import Fraction
 
 from planner.core.clock import expired
 from planner.core.graph import sync_barriers
+from planner.pipeline.aliased import alias_model_applies, exact_aliases
 from planner.pipeline.attempt import Attempt, attempt, protect
 from planner.pipeline.budget import Kind, Route, schedule, share
+from planner.pipeline.choice import choose
 from planner.pipeline.context import Context
 from planner.pipeline.lean import lean_points
 from planner.solvers import registry
@@ -37,6 +40,7 @@ def route(ctx: Context) -> Route:
         lean=len(ctx.req.buffers) <= LEAN_MAX_BUFFERS,
         forward=opts.pareto or opts.max_new_barriers is not None,
         exact=_exact_applies(ctx),
+        alias_model=alias_model_applies(ctx),
     )
 
 
@@ -51,7 +55,7 @@ def attempts(ctx: Context) -> list[Attempt]:
         if ctx.owners is not None and not expired():
             aliases = share(shares, Kind.ALIASES, limit)
             found.append(attempt(ctx, policy, aliases, Kind.ALIASES, merge=True))
-        return found
+        return _with_alias_model(ctx, shares, found)
     floor = _lean_floor(ctx)
     early: Attempt | None = None
     if floor is not None and not expired():
@@ -99,7 +103,22 @@ def attempts(ctx: Context) -> list[Attempt]:
     )
     if Kind.EXACT in shares and not (settled and not req.options.pareto) and not expired():
         found.extend(_exact_barriers(ctx, full, share(shares, Kind.EXACT, limit)))
-    return found
+    return _with_alias_model(ctx, shares, found)
+
+
+def _with_alias_model(
+    ctx: Context, shares: dict[Kind, Fraction], found: list[Attempt]
+) -> list[Attempt]:
+    """``found``, and where the exact alias model applies and the best plan is above the
+    bound, that plan solved (or proved) on the request's own sharing rules."""
+    if Kind.ALIAS_MODEL not in shares or expired():
+        return found
+    best = choose(ctx.req, found)
+    if best.arena <= ctx.bound.bytes or best.barriers.missed:
+        return found
+    seconds = share(shares, Kind.ALIAS_MODEL, ctx.req.options.time_limit)
+    solved = exact_aliases(ctx, best, seconds)
+    return found if solved is None else [*found, solved]
 
 
 def _lean_floor(ctx: Context) -> int | None:

@@ -1,5 +1,6 @@
 """Data types: the request and the plan (docs/design.md, Wire format)."""
 
+from planner.core.models.control import MAX_LOOP_DEPTH, MAX_PATHS, UNKNOWN_TRIPS
 from planner.core.models.plan import (
     Barriers,
     Certificate,
@@ -20,23 +21,30 @@ from planner.core.models.request import (
     MAX_POINT,
     MAX_SIZE,
     Access,
+    Branch,
     Buffer,
+    Loop,
     Options,
     PlanRequest,
 )
 
 __all__ = [
     "DEFAULT_MAX_BUFFERS",
+    "MAX_LOOP_DEPTH",
+    "MAX_PATHS",
     "MAX_POINT",
     "MAX_SIZE",
+    "UNKNOWN_TRIPS",
     "Access",
     "Barriers",
+    "Branch",
     "Buffer",
     "Certificate",
     "Diagnostic",
     "Footprint",
     "GraphStats",
     "Launch",
+    "Loop",
     "Options",
     "ParetoPoint",
     "Placement",

@@ -29,6 +29,10 @@ __all__ = [
 Status = Literal["optimal", "feasible", "infeasible", "unknown"]
 
 
+def _absent(value: object) -> bool:
+    return value is None
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
@@ -76,6 +80,20 @@ class Barriers(_Model):
     required: list[int] = Field(default_factory=list)  # the fewest the plan relies on
     """The fewest barriers (points) the plan relies on; under sync "none", the points the caller
     must synchronize at.
+    """
+    # Only for requests with loops, branches or ranges (absent otherwise, so older plans read
+    # as they did): barrier counts of the kernel as planned, existing and inserted together.
+    static: int | None = Field(default=None, exclude_if=_absent)
+    """Barrier points in the kernel as planned (existing and inserted); only for requests with
+    loops, branches or ranges.
+    """
+    executions: int | None = Field(default=None, exclude_if=_absent)
+    """Barrier executions of one block: each point counts the product of the trips of the loops
+    around it (unknown trips count 1000); only for requests with loops, branches or ranges.
+    """
+    required_executions: int | None = Field(default=None, exclude_if=_absent)
+    """Executions of the required barriers, counted the same way; only for requests with loops,
+    branches or ranges.
     """
 
 

@@ -24,6 +24,7 @@ ViolationCode = Literal[
     "clobbered",  # emulator: a read finds another buffer's stamp on a byte its buffer wrote
     "bad_alias",  # a claimed alias whose shared bytes are not touched by one thread only
     "bad_footprint",  # a footprint that differs from the per-block slice the accesses touch
+    "too_many_paths",  # loops and branches unroll to more executions than a validator checks
 ]
 
 

@@ -15,10 +15,18 @@ import bisect
 import heapq
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from planner.core.dtypes import DTYPES
+from planner.core.models._base import MAX_POINT, MAX_SIZE, Bytes, Errors, Loc, Point, Span
+from planner.core.models.control import (
+    Branch,
+    Loop,
+    check_control,
+    check_ranges_vs_arms,
+    executions_at,
+)
 from planner.core.solver_names import HEURISTICS, METHODS, SOLVER_NAMES
 from planner.core.targets import TARGETS
 
@@ -29,14 +37,14 @@ __all__ = [
     "MAX_SIZE",
     "THREAD_VARS",
     "Access",
+    "Branch",
     "Buffer",
+    "Loop",
     "Options",
     "PlanRequest",
     "SyncPolicy",
 ]
 
-MAX_SIZE = 1 << 40  # bytes; anything larger is a mistake, not a kernel
-MAX_POINT = 1 << 40  # program points
 MAX_ALIGNMENT = 1 << 30  # bytes
 MAX_TIME_LIMIT = 3600.0  # seconds
 DEFAULT_MAX_BUFFERS = 100_000  # overridable with validation context {"max_buffers": n}
@@ -46,29 +54,26 @@ MAX_BLOCK = (1024, 1024, 64)  # CUDA's per-dimension block limits; 1024 threads 
 MAX_GRID = ((1 << 31) - 1, 65535, 65535)
 
 SyncPolicy = Literal["existing", "insert", "none"]
-Point = Annotated[int, Field(ge=0, le=MAX_POINT)]
-Bytes = Annotated[int, Field(ge=1, le=MAX_SIZE)]
-
-Loc = tuple[str | int, ...]
+_Errors = Errors
 
 
-class _Errors:
-    """Collects semantic errors and raises them together as one ValidationError."""
+class _Hull(int):
+    """A buffer's start or end derived from its ranges: the ranges are what is serialized, so
+    a dump reads back (giving ranges and start/end together is an error)."""
 
-    def __init__(self, title: str) -> None:
-        self.title = title
-        self.items: list[InitErrorDetails] = []
+    __slots__ = ()
 
-    def add(self, loc: Loc, type_: str, msg: str, value: Any) -> None:
-        # Braces in user strings must not be read as template fields.
-        safe = msg.replace("{", "{{").replace("}", "}}")
-        self.items.append(
-            InitErrorDetails(type=PydanticCustomError(type_, safe), loc=loc, input=value)
-        )
 
-    def raise_if_any(self) -> None:
-        if self.items:
-            raise ValidationError.from_exception_data(self.title, self.items)
+def _derived(value: int) -> bool:
+    return type(value) is _Hull
+
+
+def _absent(value: object) -> bool:
+    return value is None
+
+
+def _empty(value: list[Any]) -> bool:
+    return not value
 
 
 def _is_power_of_two(n: int) -> bool:
@@ -148,10 +153,14 @@ class Buffer(BaseModel):
     """Unique name of the buffer (1 to 256 characters), echoed in the plan."""
     size: Bytes
     """Size in bytes (at least 1)."""
-    start: Point
-    """First program point of the lifetime (inclusive)."""
-    end: Point
-    """End of the lifetime, exclusive: the buffer is live on [start, end); end > start."""
+    start: Point = Field(exclude_if=_derived)
+    """First program point of the lifetime (inclusive). With ranges: the first range's start
+    (then not given).
+    """
+    end: Point = Field(exclude_if=_derived)
+    """End of the lifetime, exclusive: the buffer is live on [start, end); end > start. With
+    ranges: the last range's end (then not given).
+    """
     alignment: int | None = Field(default=None, ge=1, le=MAX_ALIGNMENT)  # None: the request's
     """Alignment of the offset in bytes, a power of two. Default: the request's alignment."""
     offset: int | None = Field(default=None, ge=0, le=MAX_SIZE)  # pinned by the caller
@@ -162,8 +171,46 @@ class Buffer(BaseModel):
     """
     dtype: str | None = None  # element type for the emitters; None: bytes
     """Element type for the emitted CUDA/MLIR pointers (e.g. "f16"). Default: bytes."""
+    ranges: list[Span] | None = Field(default=None, min_length=1, exclude_if=_absent)
+    """Several live ranges [[s1, e1], [s2, e2], ...] instead of start/end: half-open, non-empty,
+    sorted and disjoint; between them the buffer's bytes hold nothing the kernel needs. Default:
+    the one range [start, end).
+    """
 
     _alignment = field_validator("alignment")(_check_alignment)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _hull_of_ranges(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("ranges") is None:
+            return data
+        if "start" in data or "end" in data:
+            errors = _Errors("Buffer")
+            given = "start" if "start" in data else "end"
+            errors.add(
+                (given,),
+                "ranges_and_start_end",
+                "give either ranges or start/end, not both",
+                data[given],
+            )
+            errors.raise_if_any()
+        ranges = data["ranges"]
+        start, end = 0, 1  # placeholders: malformed ranges are reported on ranges alone
+        if (
+            isinstance(ranges, list)
+            and ranges
+            and all(isinstance(r, list) and len(r) == 2 for r in ranges)
+            and all(type(p) is int for r in ranges for p in r)
+        ):
+            start, end = ranges[0][0], ranges[-1][1]
+        return {**data, "start": start, "end": end}
+
+    @property
+    def lifetimes(self) -> list[tuple[int, int]]:
+        """The live ranges, half-open and sorted: ``ranges``, else ``[(start, end)]``."""
+        if self.ranges is None:
+            return [(self.start, self.end)]
+        return [(s, e) for s, e in self.ranges]
 
     @field_validator("dtype")
     @classmethod
@@ -187,7 +234,9 @@ class Buffer(BaseModel):
                 f"dtype {self.dtype!r}",
                 self.size,
             )
-        if self.end <= self.start:
+        if self.ranges is not None:
+            self._check_ranges(errors)
+        elif self.end <= self.start:
             errors.add(
                 ("end",),
                 "empty_lifetime",
@@ -195,7 +244,16 @@ class Buffer(BaseModel):
                 self.end,
             )
         for k, access in enumerate(self.accesses):
-            if not self.start <= access.at < self.end:
+            if self.ranges is not None:
+                if not any(s <= access.at < e for s, e in self.ranges):
+                    errors.add(
+                        ("accesses", k, "at"),
+                        "access_outside_lifetime",
+                        f"access at point {access.at} is outside every live range "
+                        f"{self.ranges} of buffer {self.id!r}",
+                        access.at,
+                    )
+            elif not self.start <= access.at < self.end:
                 errors.add(
                     ("accesses", k, "at"),
                     "access_outside_lifetime",
@@ -204,7 +262,31 @@ class Buffer(BaseModel):
                     access.at,
                 )
         errors.raise_if_any()
+        if self.ranges is not None:
+            object.__setattr__(self, "start", _Hull(self.start))
+            object.__setattr__(self, "end", _Hull(self.end))
         return self
+
+    def _check_ranges(self, errors: _Errors) -> None:
+        assert self.ranges is not None
+        for k, (s, e) in enumerate(self.ranges):
+            if e <= s:
+                errors.add(
+                    ("ranges", k),
+                    "empty_lifetime",
+                    f"range [{s}, {e}) of buffer {self.id!r} is empty: end must be greater "
+                    "than start",
+                    [s, e],
+                )
+            elif k and s < self.ranges[k - 1][1]:
+                p = self.ranges[k - 1]
+                errors.add(
+                    ("ranges", k),
+                    "ranges_overlap",
+                    f"range [{s}, {e}) of buffer {self.id!r} starts before the previous range "
+                    f"[{p[0]}, {p[1]}) ends; ranges must be sorted and disjoint",
+                    [s, e],
+                )
 
 
 class Options(BaseModel):
@@ -305,12 +387,21 @@ class PlanRequest(BaseModel):
     """Program points where the kernel already has a block-wide barrier (__syncthreads()); each
     runs before the accesses at its point. Default none.
     """
+    loops: list[Loop] = Field(default_factory=list, exclude_if=_empty)
+    """Point ranges that repeat: [{"start", "end", "trips"}], nested or disjoint; a barrier
+    inside a loop runs on every iteration. Default none (straight-line).
+    """
+    branches: list[Branch] = Field(default_factory=list, exclude_if=_empty)
+    """Branches whose arms exclude each other: [{"arms": [[s, e], ...]}]; exactly one arm runs
+    (a block-uniform condition), so buffers in different arms never conflict. Default none.
+    """
     buffers: list[Buffer]  # required: a request without it is a mistake, not an empty kernel
     """The kernel's temporary buffers (required; ids unique)."""
     options: Options = Field(default_factory=Options)
     """How to plan: solver, time limit, sync policy, overflow."""
 
     _alignment = field_validator("alignment")(_check_alignment)
+    _control_flow: bool = PrivateAttr(default=False)
 
     @field_validator("target")
     @classmethod
@@ -356,6 +447,17 @@ class PlanRequest(BaseModel):
             align = max(align, DTYPES[buffer.dtype].bytes)
         return align
 
+    @property
+    def has_control_flow(self) -> bool:
+        """Whether the request uses loops, branches or buffers with several ranges (wire format
+        1.1): such a request is planned on its unrolled program."""
+        return self._control_flow
+
+    def executions_at(self, point: int) -> int:
+        """How many times a barrier at the point runs: the product of the trips of the loops
+        around it (unknown trips count as ``UNKNOWN_TRIPS``)."""
+        return executions_at(self.loops, point)
+
     @model_validator(mode="after")
     def _semantics(self, info: Any) -> PlanRequest:
         errors = _Errors("PlanRequest")
@@ -373,6 +475,11 @@ class PlanRequest(BaseModel):
         self._check_pins(errors)
         self._check_points(errors)
         self._check_accesses(errors)
+        ranged = any(b.ranges is not None for b in self.buffers)
+        if self.loops or self.branches or ranged:
+            if check_control(self.loops, self.branches, errors):
+                check_ranges_vs_arms(self.buffers, self.branches, errors)
+            self._control_flow = True
         errors.raise_if_any()
         return self
 

@@ -1,0 +1,492 @@
+"""The unrolled program of a request with loops, branches or several live ranges: the
+"pieces" model the planner plans on.
+
+Virtual time lays the program out with every loop body twice (once for a loop of one trip;
+nested loops: the inner body twice inside each outer copy); branch arms keep their places,
+one after the other, since they are contiguous point ranges already. Each buffer range
+becomes one *piece* per copy of the innermost loop around it (a range that starts or ends
+inside a deeper loop covers that whole unrolled loop: it is live over the whole body on every
+iteration). Every piece of a buffer shares the buffer's offset. Then, exactly as on a straight line:
+
+- two pieces whose virtual intervals intersect never share a byte (pieces in different arms
+  of one branch copy never intersect: the arms lie one after the other);
+- a piece Y after a piece X on the same bytes needs a barrier at a virtual point ``v`` with
+  ``last_access(X) < v <= first_access(Y)`` that runs on every path from X to Y: one inside
+  an arm that holds neither X nor Y does not count, and X, Y in different arms of one branch
+  copy never run together, so need none;
+- a barrier at an original point runs in every copy of it;
+- the peak of live bytes over virtual points is a lower bound on every path.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from planner.core.errors import RequestError
+from planner.core.models import PlanRequest
+from planner.core.models.control import ArmIndex
+
+__all__ = ["MAX_PIECES", "Hazards", "Piece", "Program", "build_program", "straight_line"]
+
+I64 = npt.NDArray[np.int64]
+
+MAX_PIECES = 1024  # pieces of the unrolled program; hazards are checked over all pairs
+
+Copies = tuple[int, ...]  # copy (0 or 1) of each loop around a point, outermost first
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One buffer range in one copy of the loops around it, in virtual time."""
+
+    buffer: int  # index in the request
+    point: int  # original point where the piece starts (a loop's start when it covers it)
+    start: int  # virtual point, inclusive
+    end: int  # virtual point, exclusive
+    first: int  # virtual point of the first access
+    last: int  # virtual point of the last access
+    arms: dict[tuple[int, Copies], int]  # (branch, copies of its loops) -> arm it lies in
+
+
+@dataclass(frozen=True)
+class BarrierCopy:
+    """One virtual copy of a barrier point, and the arm copies around it."""
+
+    virtual: int
+    point: int  # the original program point
+    arms: tuple[tuple[int, int], ...]  # virtual [start, end) of each arm copy around it
+
+
+@dataclass(frozen=True)
+class Hazards:
+    """Every ordered pair of pieces that may run in sequence (a possible reuse), as arrays:
+    piece ``later[k]`` follows piece ``earlier[k]``; on shared bytes it needs a barrier in
+    ``(after[k], before[k]]`` (virtual) that runs on every path between them."""
+
+    earlier: I64  # piece index
+    later: I64
+    a: I64  # buffer of ``earlier``
+    b: I64  # buffer of ``later``
+    after: I64  # virtual: last access of ``earlier``
+    before: I64  # virtual: first access of ``later``
+    xs: I64  # virtual interval of ``earlier``
+    xe: I64
+    ys: I64  # virtual interval of ``later``
+    ye: I64
+
+    @property
+    def n(self) -> int:
+        return int(self.after.size)
+
+
+@dataclass
+class Program:
+    """The request's unrolled program: pieces, their conflicts and hazards, barrier copies."""
+
+    req: PlanRequest
+    pieces: list[Piece]
+    by_buffer: list[list[int]]  # piece indices of each buffer
+    hazards: Hazards
+    live_pairs: set[tuple[int, int]]  # buffer pairs (i < j) live at one virtual point
+    peak: int  # bytes: most live at one virtual point
+    peak_point: int  # original point of the peak
+    peak_buffers: list[int]
+    _loops: _Loops = field(repr=False)
+    _arms: ArmIndex | None = field(repr=False)
+    _copies: dict[int, list[BarrierCopy]] = field(default_factory=dict, repr=False)
+    _executions: dict[int, int] = field(default_factory=dict, repr=False)
+    _masks: dict[int, npt.NDArray[np.bool_]] = field(default_factory=dict, repr=False)
+    _pools: dict[tuple[int, ...], tuple[list[BarrierCopy], list[int]]] = field(
+        default_factory=dict, repr=False
+    )
+
+    def copies_of(self, point: int) -> list[BarrierCopy]:
+        """Every virtual copy of a barrier at ``point``."""
+        found = self._copies.get(point)
+        if found is None:
+            found = [
+                BarrierCopy(self._loops.position(point, cp), point, self._arm_copies(point, cp))
+                for cp in self._loops.all_copies(point)
+            ]
+            self._copies[point] = found
+        return found
+
+    def _arm_copies(self, point: int, cp: Copies) -> tuple[tuple[int, int], ...]:
+        if self._arms is None:
+            return ()
+        out = []
+        for j, k in self._arms.around(point):
+            s, e = self.req.branches[j].arms[k]
+            depth = self._loops.depth_of_range(s, e)
+            sub = cp[:depth]
+            out.append((self._loops.position(s, sub), self._loops.end_position(e, sub)))
+        return tuple(out)
+
+    def covers(self, barrier: BarrierCopy, k: int) -> bool:
+        """Whether the barrier copy protects hazard ``k``: inside its window and on every
+        path from the earlier piece to the later one (an arm around the barrier holds one of
+        them)."""
+        h = self.hazards
+        if not h.after[k] < barrier.virtual <= h.before[k]:
+            return False
+        xs, xe, ys, ye = int(h.xs[k]), int(h.xe[k]), int(h.ys[k]), int(h.ye[k])
+        return all((s <= xs and xe <= e) or (s <= ys and ye <= e) for s, e in barrier.arms)
+
+    def pool(self, points: list[int]) -> tuple[list[BarrierCopy], list[int]]:
+        """The copies of barriers at ``points`` sorted by virtual point, and those points."""
+        key = tuple(points)
+        found = self._pools.get(key)
+        if found is None:
+            copies = sorted((c for p in points for c in self.copies_of(p)), key=lambda c: c.virtual)
+            found = self._pools[key] = (copies, [c.virtual for c in copies])
+        return found
+
+    def protected_by(self, point: int) -> npt.NDArray[np.bool_]:
+        """Per hazard: whether a barrier at ``point`` (every copy) protects it."""
+        found = self._masks.get(point)
+        if found is None:
+            found = self._masks[point] = self.covered(self.copies_of(point))
+        return found
+
+    def covered(self, copies: list[BarrierCopy]) -> npt.NDArray[np.bool_]:
+        """Per hazard: whether one of the barrier copies protects it."""
+        h = self.hazards
+        mask = np.zeros(h.n, dtype=np.bool_)
+        plain = np.asarray(sorted(c.virtual for c in copies if not c.arms), dtype=np.int64)
+        if plain.size:
+            k = np.searchsorted(plain, h.after, side="right")
+            inside = k < plain.size
+            mask[inside] = plain[k[inside]] <= h.before[inside]
+        for c in copies:
+            if not c.arms:
+                continue
+            m = (h.after < c.virtual) & (c.virtual <= h.before)
+            for s, e in c.arms:
+                m &= ((s <= h.xs) & (h.xe <= e)) | ((s <= h.ys) & (h.ye <= e))
+            mask |= m
+        return mask
+
+    def executions(self, point: int) -> int:
+        """How many times a barrier at the point runs (trips of the loops around it)."""
+        found = self._executions.get(point)
+        if found is None:
+            found = self._executions[point] = self.req.executions_at(point)
+        return found
+
+
+class _Loops:
+    """Loop nesting and the virtual layout: each body repeated twice (once when it runs
+    once)."""
+
+    def __init__(self, req: PlanRequest) -> None:
+        ordered = sorted(req.loops, key=lambda lp: (lp.start, -lp.end))
+        loops = [(lp.start, lp.end) for lp in ordered]
+        self.loops = loops
+        # A loop that runs once is unrolled once; any other loop twice.
+        self.count = [1 if lp.trips == 1 else 2 for lp in ordered]
+        self._chains: dict[int, list[int]] = {}
+        self._positions: dict[tuple[int, Copies], int] = {}
+        self._depths: dict[tuple[int, int], int] = {}
+        self._ends: dict[tuple[int, Copies], int] = {}
+        self.parent: list[int] = []
+        stack: list[int] = []
+        for i, (s, _) in enumerate(loops):
+            while stack and loops[stack[-1]][1] <= s:
+                stack.pop()
+            self.parent.append(stack[-1] if stack else -1)
+            stack.append(i)
+        self.children: dict[int, list[int]] = {}
+        for i, p in enumerate(self.parent):
+            self.children.setdefault(p, []).append(i)
+        self.vlen: dict[int, int] = {}
+        for i in reversed(range(len(loops))):  # children come after their parent
+            s, e = loops[i]
+            self.vlen[i] = (e - s) + sum(self._extra(c) for c in self.children.get(i, ()))
+        # Per region (-1: the program), child loops by start with the extra virtual points
+        # of the children before each.
+        self.starts: dict[int, list[int]] = {}
+        self.extra_before: dict[int, list[int]] = {}
+        for region, kids in self.children.items():
+            self.starts[region] = [loops[c][0] for c in kids]
+            acc = [0]
+            for c in kids:
+                acc.append(acc[-1] + self._extra(c))
+            self.extra_before[region] = acc
+
+    def _extra(self, loop: int) -> int:
+        s, e = self.loops[loop]
+        return self.count[loop] * self.vlen[loop] - (e - s)
+
+    def chain(self, point: int) -> list[int]:
+        """Loops around the point (start <= point < end), outermost first."""
+        found = self._chains.get(point)
+        if found is None:
+            found = self._chains[point] = self._chain(point)
+        return found
+
+    def _chain(self, point: int) -> list[int]:
+        out: list[int] = []
+        region = -1
+        while True:
+            kids = self.children.get(region, [])
+            k = bisect.bisect_right(self.starts.get(region, []), point) - 1
+            if k < 0 or self.loops[kids[k]][1] <= point:
+                return out
+            region = kids[k]
+            out.append(region)
+
+    def depth_of_range(self, start: int, end: int) -> int:
+        """Loops around the whole range [start, end)."""
+        key = (start, end)
+        found = self._depths.get(key)
+        if found is None:
+            found = self._depths[key] = self._depth_of_range(start, end)
+        return found
+
+    def _depth_of_range(self, start: int, end: int) -> int:
+        a, b = self.chain(start), self.chain(end - 1)
+        depth = 0
+        while depth < min(len(a), len(b)) and a[depth] == b[depth]:
+            depth += 1
+        return depth
+
+    def all_copies(self, point: int) -> list[Copies]:
+        return self.copies(self.chain(point))
+
+    def copies(self, chain: list[int]) -> list[Copies]:
+        """Every choice of copies of the loops ``chain``, outermost first."""
+        return list(itertools.product(*(range(self.count[k]) for k in chain)))
+
+    def _offset_in(self, region: int, point: int) -> int:
+        """Virtual offset of ``point`` from the region's start, the point lying in the region
+        and not strictly inside a child loop (a child's start or end is fine)."""
+        base = 0 if region < 0 else self.loops[region][0]
+        starts = self.starts.get(region, [])
+        k = bisect.bisect_right(starts, point) - 1
+        kids = self.children.get(region, [])
+        # Children ending at or before the point are passed whole.
+        while k >= 0 and self.loops[kids[k]][1] > point:
+            k -= 1
+        return (point - base) + self.extra_before.get(region, [0])[k + 1]
+
+    def position(self, point: int, cp: Copies) -> int:
+        """Virtual point of ``point`` in the copies ``cp`` of the loops around it (a prefix:
+        the start of the next deeper loop, for a range that covers it whole)."""
+        key = (point, cp)
+        found = self._positions.get(key)
+        if found is None:
+            found = self._positions[key] = self._position(point, cp)
+        return found
+
+    def _position(self, point: int, cp: Copies) -> int:
+        chain = self.chain(point)
+        v = 0
+        region = -1
+        for depth, loop in enumerate(chain):
+            if depth >= len(cp):
+                # Not in a given copy: the start of the loop (a range covering it whole).
+                return v + self._offset_in(region, self.loops[loop][0])
+            v += self._offset_in(region, self.loops[loop][0]) + cp[depth] * self.vlen[loop]
+            region = loop
+        return v + self._offset_in(region, point)
+
+    def end_position(self, end: int, cp: Copies) -> int:
+        """Virtual exclusive end of a range ending at ``end`` in the copies ``cp`` of the
+        loops around the range: loops deeper than ``cp`` that the end falls in are covered
+        whole (both copies)."""
+        key = (end, cp)
+        found = self._ends.get(key)
+        if found is None:
+            found = self._ends[key] = self._end_position(end, cp)
+        return found
+
+    def _end_position(self, end: int, cp: Copies) -> int:
+        chain = self.chain(end - 1)
+        v = 0
+        region = -1
+        for depth, loop in enumerate(chain):
+            if depth >= len(cp):
+                s = self.loops[loop][0]
+                return v + self._offset_in(region, s) + self.count[loop] * self.vlen[loop]
+            v += self._offset_in(region, self.loops[loop][0]) + cp[depth] * self.vlen[loop]
+            region = loop
+        return v + self._offset_in(region, end - 1) + 1
+
+
+def build_program(req: PlanRequest) -> Program:
+    """The pieces, hazards and live pairs of a request (``req.has_control_flow``); raises
+    RequestError when the unrolled program passes ``MAX_PIECES``."""
+    loops = _Loops(req)
+    arms = ArmIndex(req.branches) if req.branches else None
+    pieces: list[Piece] = []
+    by_buffer: list[list[int]] = []
+    total = 0
+    for b in req.buffers:
+        for s, e in b.lifetimes:
+            total += 1 << loops.depth_of_range(s, e)
+    if total > MAX_PIECES:
+        raise RequestError.field(
+            ("buffers",),
+            f"the unrolled program (every loop body twice) has {total} buffer pieces; the "
+            f"limit is {MAX_PIECES}",
+            "program_too_large",
+            len(req.buffers),
+        )
+    for i, b in enumerate(req.buffers):
+        mine: list[int] = []
+        for s, e in b.lifetimes:
+            depth = loops.depth_of_range(s, e)
+            accesses = [a.at for a in b.accesses if s <= a.at < e]
+            arm_chain = [] if arms is None else _arms_around(arms, req, s, e)
+            for cp in loops.copies(loops.chain(s)[:depth]):
+                vs, ve = loops.position(s, cp), loops.end_position(e, cp)
+                if accesses:
+                    seen = [
+                        loops.position(p, cp + extra)
+                        for p in set(accesses)
+                        for extra in loops.copies(loops.chain(p)[depth:])
+                    ]
+                    first, last = min(seen), max(seen)
+                else:
+                    first, last = vs, ve - 1
+                keys = {
+                    (j, cp[: loops.depth_of_range(*req.branches[j].arms[k])]): k
+                    for j, k in arm_chain
+                }
+                mine.append(len(pieces))
+                origin = s if len(loops.chain(s)) == depth else _loop_start(loops, s, depth)
+                pieces.append(Piece(i, origin, vs, ve, first, last, keys))
+        _check_own_pieces(req, i, [pieces[k] for k in mine])
+        by_buffer.append(mine)
+    hazards, live = _pairs(pieces)
+    peak, at, live_at = _peak(req, pieces)
+    return Program(
+        req=req,
+        pieces=pieces,
+        by_buffer=by_buffer,
+        hazards=hazards,
+        live_pairs=live,
+        peak=peak,
+        peak_point=at,
+        peak_buffers=live_at,
+        _loops=loops,
+        _arms=arms,
+    )
+
+
+def _check_own_pieces(req: PlanRequest, index: int, mine: list[Piece]) -> None:
+    """Two ranges of one buffer live at once (each grown over a loop it enters or leaves)
+    cannot share the buffer's one offset: a request error."""
+    spans = sorted((p.start, p.end) for p in mine)
+    for (_, e1), (s2, _) in itertools.pairwise(spans):
+        if s2 < e1:
+            b = req.buffers[index]
+            raise RequestError.field(
+                ("buffers", index, "ranges"),
+                f"two live ranges of buffer {b.id!r} ({b.lifetimes}) are live at once: a "
+                "range that starts or ends inside a loop is live over the whole loop body, "
+                "so it meets the other range there",
+                "ranges_overlap",
+                [list(r) for r in b.lifetimes],
+            )
+
+
+def _arms_around(arms: ArmIndex, req: PlanRequest, start: int, end: int) -> list[tuple[int, int]]:
+    """Arms that hold the whole range [start, end)."""
+    return [
+        (j, k)
+        for j, k in arms.around(start)
+        if req.branches[j].arms[k][0] <= start and end <= req.branches[j].arms[k][1]
+    ]
+
+
+def _exclusive(x: Piece, y: Piece) -> bool:
+    """Whether the pieces lie in different arms of one branch copy (never both run)."""
+    ax, ay = x.arms, y.arms
+    if len(ay) < len(ax):
+        ax, ay = ay, ax
+    return any(ay.get(key, arm) != arm for key, arm in ax.items())
+
+
+def _pairs(pieces: list[Piece]) -> tuple[Hazards, set[tuple[int, int]]]:
+    """Every ordered pair of pieces in sequence (not in different arms of one branch copy),
+    and the buffer pairs whose pieces intersect."""
+    start = np.asarray([p.start for p in pieces], dtype=np.int64)
+    end = np.asarray([p.end for p in pieces], dtype=np.int64)
+    first = np.asarray([p.first for p in pieces], dtype=np.int64)
+    last = np.asarray([p.last for p in pieces], dtype=np.int64)
+    buf = np.asarray([p.buffer for p in pieces], dtype=np.int64)
+    seq = start[None, :] >= end[:, None]  # row before column
+    x, y = np.nonzero(seq)
+    armed = np.asarray([bool(p.arms) for p in pieces], dtype=np.bool_)
+    both = np.flatnonzero(armed[x] & armed[y]) if pieces else np.zeros(0, dtype=np.int64)
+    if both.size:
+        keep = np.ones(x.size, dtype=np.bool_)
+        for k in both.tolist():
+            keep[k] = not _exclusive(pieces[int(x[k])], pieces[int(y[k])])
+        x, y = x[keep], y[keep]
+    meet = (start[None, :] < end[:, None]) & (start[:, None] < end[None, :])
+    u, v = np.nonzero(np.triu(meet, 1))
+    a, b = buf[u], buf[v]
+    other = a != b
+    live = set(zip(np.minimum(a, b)[other].tolist(), np.maximum(a, b)[other].tolist(), strict=True))
+    hazards = Hazards(
+        earlier=x.astype(np.int64),
+        later=y.astype(np.int64),
+        a=buf[x],
+        b=buf[y],
+        after=last[x],
+        before=first[y],
+        xs=start[x],
+        xe=end[x],
+        ys=start[y],
+        ye=end[y],
+    )
+    return hazards, live
+
+
+def _peak(req: PlanRequest, pieces: list[Piece]) -> tuple[int, int, list[int]]:
+    """Most bytes live at one virtual point, the original point of its copy, and the buffers
+    live there."""
+    events = sorted(
+        [(p.end, -req.buffers[p.buffer].size, k) for k, p in enumerate(pieces)]
+        + [(p.start, req.buffers[p.buffer].size, k) for k, p in enumerate(pieces)]
+    )
+    best, at, live = 0, -1, 0
+    for _, delta, k in events:
+        live += delta
+        if live > best:
+            best, at = live, k
+    if at < 0:
+        return 0, 0, []
+    v = pieces[at].start
+    buffers = sorted({p.buffer for p in pieces if p.start <= v < p.end})
+    return best, pieces[at].point, buffers
+
+
+def _loop_start(loops: _Loops, point: int, depth: int) -> int:
+    """Start of the loop at ``depth`` around the point (the loop a piece covers whole)."""
+    return loops.loops[loops.chain(point)[depth]][0]
+
+
+def straight_line(req: PlanRequest) -> PlanRequest:
+    """The same kernel as version 1 can say it, for comparison: each buffer live on the hull
+    of its ranges grown over every loop it touches (a straight line cannot repeat, so a
+    buffer used in a loop body holds its bytes for the whole loop), arms one after the other
+    (not exclusive), no loops, branches or ranges."""
+    data = req.model_dump()
+    buffers = []
+    for b in req.buffers:
+        s, e = b.start, b.end
+        for lp in req.loops:
+            if lp.start < e and s < lp.end:
+                s, e = min(s, lp.start), max(e, lp.end)
+        item = {k: v for k, v in b.model_dump().items() if k != "ranges"}
+        buffers.append({**item, "start": s, "end": e})
+    data.update(buffers=buffers, loops=[], branches=[])
+    return PlanRequest.model_validate(data)

@@ -1,0 +1,495 @@
+"""Plans for requests with loops, branches or several live ranges, on their unrolled program
+(``planner.core.program``).
+
+The conflict graph is explicit: buffers whose pieces are live at one virtual point, and,
+where no barrier can be relied on, buffers whose pieces follow each other. The greedy fits
+(``solvers.edges``) place it, CP-SAT on the pairs closes a gap on small requests, and the
+barriers come last, chosen greedily: for each reuse by its latest allowed point, among the
+points its window allows the one run fewest times (a point outside a loop before one inside
+it), every copy of a chosen point protecting what it covers. The objective under "insert" is
+the arena first, then the barrier executions.
+
+What this route does not do: thread-local aliasing (every reuse needs a barrier), the
+skyline heuristics, the interval-model exact methods (they plan straight-line lifetimes;
+a request naming one gets the fits and CP-SAT on the pairs, with a diagnostic).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, replace
+
+import numpy as np
+import numpy.typing as npt
+
+from planner.core.errors import RequestError
+from planner.core.io import request_sha256
+from planner.core.models import (
+    Barriers,
+    Certificate,
+    Diagnostic,
+    Footprint,
+    GraphStats,
+    Launch,
+    Placement,
+    Plan,
+    PlanRequest,
+    SolverAttempt,
+    SolverInfo,
+    Status,
+)
+from planner.core.program import Program, build_program
+from planner.core.targets import launch_figures
+from planner.pipeline.assembly import naive_bytes
+from planner.pipeline.context import planned_sizes
+from planner.solvers.edges import EDGE_HEURISTICS, EXACT_MAX_BUFFERS, ExplicitGraph, exact_pairs
+from planner.solvers.edges import fits as greedy_fits
+
+__all__ = ["plan_unrolled"]
+
+I64 = npt.NDArray[np.int64]
+EXACT_SHARE = 0.5  # of the time limit: CP-SAT on the pairs, when greedy leaves a gap
+# Seconds per hazard (ordered pair of pieces in sequence) of the work every plan needs,
+# measured on a busy 2-core machine (1020 pieces, 500 000 hazards: 2-3 s), rounded up.
+SECONDS_PER_HAZARD = 6e-6
+LEAN_HEURISTICS = ["size/best-fit", "length/best-fit"]  # the plan on fewer barriers, uncapped
+
+
+@dataclass(frozen=True)
+class _Placed:
+    """One placement and the barriers that make it safe."""
+
+    name: str
+    offsets: I64
+    arena: int
+    tried: list[tuple[str, int]]
+    optimal: bool  # proved by CP-SAT
+    inserted: list[int]
+    required: list[int]
+    edges: I64  # conflicting buffer pairs (i, j), i < j, it was placed on
+
+
+Mask = npt.NDArray[np.bool_]
+
+
+def _stab(prog: Program, need: Mask, allowed: list[int], base: list[int]) -> list[int]:
+    """New points (sorted) from ``allowed`` that, with ``base``, protect every hazard of
+    ``need`` that some allowed point can. Greedy by the window's end: of the points with a
+    copy that covers the hazard, the one run fewest times, then the one whose copies cover
+    the most hazards still open, then the one inside fewest arms, then the latest."""
+    h = prog.hazards
+    open_ = need.copy()
+    for p in base:
+        open_ &= ~prog.protected_by(p)
+    pool, keys = prog.pool(allowed)
+    new: list[int] = []
+    order = np.lexsort((h.after, h.before))
+    for k in order[open_[order]].tolist():
+        if not open_[k]:
+            continue
+        lo = bisect.bisect_right(keys, int(h.after[k]))
+        hi = bisect.bisect_right(keys, int(h.before[k]))
+        fits = [c for c in pool[lo:hi] if prog.covers(c, k)]
+        if not fits:
+            open_[k] = False  # no allowed point protects it: the caller made it a conflict
+            continue
+        cheapest = min(prog.executions(c.point) for c in fits)
+        fits = [c for c in fits if prog.executions(c.point) == cheapest]
+        gains = {c.point: open_ & prog.protected_by(c.point) for c in fits}
+        if len(gains) > 1:
+            fits.sort(key=lambda c: (-int(gains[c.point].sum()), len(c.arms), -c.virtual))
+        else:
+            fits.sort(key=lambda c: (len(c.arms), -c.virtual))
+        best = fits[0].point
+        new.append(best)
+        open_ &= ~gains[best]
+    return sorted(set(new))
+
+
+def _events(req: PlanRequest) -> list[int]:
+    """Points where a barrier can make a difference: range bounds, accesses, loop and arm
+    bounds, the request's barriers."""
+    points: set[int] = set(req.barriers)
+    for b in req.buffers:
+        for s, e in b.lifetimes:
+            points.update((s, e))
+        points.update(a.at for a in b.accesses)
+    for lp in req.loops:
+        points.update((lp.start, lp.end))
+    for br in req.branches:
+        for s, e in br.arms:
+            points.update((s, e))
+    return sorted(points)
+
+
+def _unprotected(prog: Program, points: list[int]) -> tuple[set[tuple[int, int]], list[int]]:
+    """Buffer pairs that may not share bytes since no barrier at ``points`` protects a reuse
+    between them, and the unprotected reuses of a buffer's own bytes (hazard indices)."""
+    h = prog.hazards
+    open_ = ~prog.covered(prog.pool(sorted(set(points)))[0])
+    own = np.flatnonzero(open_ & (h.a == h.b)).tolist()
+    other = open_ & (h.a != h.b)
+    lo, hi = np.minimum(h.a, h.b)[other], np.maximum(h.a, h.b)[other]
+    return set(zip(lo.tolist(), hi.tolist(), strict=True)), own
+
+
+def _sharing(prog: Program, offsets: I64, sizes: list[int]) -> Mask:
+    """Per hazard: whether its pieces share a byte under the placement (a buffer's pieces
+    always do)."""
+    h = prog.hazards
+    size = np.asarray(sizes, dtype=np.int64)
+    lo, hi = offsets, offsets + size
+    shared: Mask = ((lo[h.a] < hi[h.b]) & (lo[h.b] < hi[h.a])) | (h.a == h.b)
+    return shared
+
+
+def _own_race(
+    req: PlanRequest, prog: Program, k: int, where: tuple[str, ...] | None
+) -> RequestError:
+    """A buffer reuses its own bytes with no allowed barrier between (``where``: the field
+    that allows barriers; None: the buffer itself)."""
+    h = prog.hazards
+    x, y = prog.pieces[int(h.earlier[k])], prog.pieces[int(h.later[k])]
+    b = req.buffers[x.buffer]
+    how = "its next live range" if x.point != y.point else "the next iteration of its loop"
+    return RequestError.field(
+        where or ("buffers", x.buffer),
+        f"buffer {b.id!r} reuses its own bytes in {how} (from point {x.point} to point "
+        f"{y.point}) and no allowed barrier point lies between its last access and the next "
+        "first access on every path (a barrier inside an arm runs on that arm's path only); "
+        "add a barrier there, or plan with sync 'insert' or 'none'",
+        "unprotected_reuse",
+        b.id,
+    )
+
+
+def plan_unrolled(req: PlanRequest) -> Plan:
+    """The plan of a request with loops, branches or ranges (``req.has_control_flow``)."""
+    prog = build_program(req)
+    needed = SECONDS_PER_HAZARD * prog.hazards.n
+    if needed > req.options.time_limit:
+        # Refused at once rather than planned past the limit (the straight-line rule).
+        raise RequestError.field(
+            ("options", "time_limit"),
+            f"the unrolled program has {prog.hazards.n} ordered pairs of buffer pieces to "
+            f"check, about {needed:.3g} s of work; the time limit is "
+            f"{req.options.time_limit:g} s",
+            "time_limit_too_small",
+            req.options.time_limit,
+        )
+    sizes, footprints = planned_sizes(req)
+    notes: list[Diagnostic] = []
+    heuristics = _heuristics(req, notes)
+    bound = prog.peak if sizes == [b.size for b in req.buffers] else _peak(prog, sizes)
+    existing = sorted(set(req.barriers))
+    opts = req.options
+    sync = opts.sync
+    if sync == "insert" and opts.max_new_barriers == 0:
+        sync = "existing"
+    events = _events(req)
+    live = prog.live_pairs
+    if sync == "none":
+        # The caller synchronizes: the request's barriers count, the rest are listed.
+        never, own = _unprotected(prog, events)
+        if own:
+            raise _own_race(req, prog, own[0], None)
+        placed = _place(req, prog, sizes, live | never, bound, heuristics)
+        shared = _sharing(prog, placed.offsets, sizes)
+        new = _stab(prog, shared, sorted(set(events) - set(existing)), existing)
+        chosen = replace(placed, required=_stab(prog, shared, sorted({*existing, *new}), []))
+    elif sync == "existing":
+        pairs, own = _unprotected(prog, existing)
+        if own:
+            raise _own_race(req, prog, own[0], ("barriers",))
+        chosen = _finish(req, prog, sizes, live | pairs, bound, heuristics, existing, [], [])
+    else:
+        allowed = (
+            events if opts.barrier_candidates is None else sorted(set(opts.barrier_candidates))
+        )
+        allowed = sorted(set(allowed) - set(existing))
+        # Reuses no allowed point protects (candidates; or a later buffer whose first point
+        # opens an arm it covers whole, so the barrier before it would be in that arm only).
+        never, own = _unprotected(prog, [*existing, *allowed])
+        if own:
+            where = None if opts.barrier_candidates is None else ("options", "barrier_candidates")
+            raise _own_race(req, prog, own[0], where)
+        # Barriers a buffer's own reuses need whatever the placement: fewest, then cheapest.
+        h = prog.hazards
+        mandatory = _stab(prog, h.a == h.b, allowed, existing)
+        cap = opts.max_new_barriers
+        if cap is not None and len(mandatory) > cap:
+            raise RequestError.field(
+                ("options", "max_new_barriers"),
+                f"the program needs at least {len(mandatory)} new barriers for buffers that "
+                f"reuse their own bytes (at points {mandatory}); max_new_barriers is {cap}",
+                "too_few_barriers",
+                cap,
+            )
+        full = _finish(req, prog, sizes, live | never, bound, heuristics, existing, allowed, [])
+        chosen = full
+        if set(full.inserted) <= set(mandatory):
+            return _result(req, prog, sizes, footprints, full, bound, notes)
+        # The plan on the existing and the mandatory barriers, the fewest new ones: chosen at
+        # the full plan's arena, and the fallback under the cap. Its barriers are chosen only
+        # when it is: usually it needs more bytes (quickly seen with two fits).
+        fewer, _ = _unprotected(prog, [*existing, *mandatory])
+        capped = cap is not None and len(full.inserted) > cap
+        quick = heuristics if heuristics is not None or capped else LEAN_HEURISTICS
+        placed = _place(req, prog, sizes, live | fewer, full.arena, quick, exact=False)
+        if capped or placed.arena <= full.arena:
+            lean = _protect(prog, sizes, placed, existing, allowed, mandatory)
+            if capped or _cost(req, lean) < _cost(req, full):
+                chosen = lean
+    return _result(req, prog, sizes, footprints, chosen, bound, notes)
+
+
+def _result(
+    req: PlanRequest,
+    prog: Program,
+    sizes: list[int],
+    footprints: list[Footprint],
+    chosen: _Placed,
+    bound: int,
+    notes: list[Diagnostic],
+) -> Plan:
+    plan = _assemble(req, prog, sizes, footprints, chosen, bound, notes)
+    if req.options.overflow == "spill" and plan.status in ("infeasible", "unknown"):
+        raise RequestError.field(
+            ("options", "overflow"),
+            f"the plan needs {plan.arena_bytes} bytes over the capacity of {plan.capacity}, and "
+            "overflow 'spill' is not supported with loops, branches or ranges yet",
+            "unsupported_with_control_flow",
+            "spill",
+        )
+    return plan
+
+
+def _cost(req: PlanRequest, p: _Placed) -> tuple[int, int]:
+    return sum(req.executions_at(x) for x in p.inserted), len(p.inserted)
+
+
+def _finish(
+    req: PlanRequest,
+    prog: Program,
+    sizes: list[int],
+    edges: set[tuple[int, int]],
+    bound: int,
+    heuristics: list[str] | None,
+    existing: list[int],
+    allowed: list[int],
+    kept: list[int],
+    *,
+    exact: bool = True,
+) -> _Placed:
+    """Place on ``edges``, then choose the new barriers (``kept``, and more from
+    ``allowed``) and the ones the placement relies on. ``bound``: an arena nothing below is
+    needed (greedy stops there); ``exact``: CP-SAT may close the gap to it."""
+    placed = _place(req, prog, sizes, edges, bound, heuristics, exact)
+    return _protect(prog, sizes, placed, existing, allowed, kept)
+
+
+def _protect(
+    prog: Program,
+    sizes: list[int],
+    placed: _Placed,
+    existing: list[int],
+    allowed: list[int],
+    kept: list[int],
+) -> _Placed:
+    """The placement with its new barriers (``kept``, and more from ``allowed``) and the
+    barriers it relies on."""
+    shared = _sharing(prog, placed.offsets, sizes)
+    more = _stab(prog, shared, allowed, [*existing, *kept])
+    inserted = sorted(set(kept) | set(more))
+    required = _stab(prog, shared, sorted(set(existing) | set(inserted)), [])
+    return replace(placed, inserted=inserted, required=required)
+
+
+def _graph(
+    req: PlanRequest, prog: Program, sizes: list[int], edges: set[tuple[int, int]]
+) -> ExplicitGraph:
+    n = len(req.buffers)
+    first = [min((prog.pieces[k].start for k in ks), default=0) for ks in prog.by_buffer]
+    length = [sum(prog.pieces[k].end - prog.pieces[k].start for k in ks) for ks in prog.by_buffer]
+    return ExplicitGraph(
+        size=np.asarray(sizes, dtype=np.int64),
+        alignment=np.fromiter((req.alignment_of(b) for b in req.buffers), dtype=np.int64, count=n),
+        pinned=np.fromiter(
+            (-1 if b.offset is None else b.offset for b in req.buffers), dtype=np.int64, count=n
+        ),
+        start=np.asarray(first, dtype=np.int64),
+        length=np.asarray(length, dtype=np.int64),
+        edges=edges,
+    )
+
+
+def _place(
+    req: PlanRequest,
+    prog: Program,
+    sizes: list[int],
+    edges: set[tuple[int, int]],
+    bound: int,
+    heuristics: list[str] | None,
+    exact: bool = True,
+) -> _Placed:
+    g = _graph(req, prog, sizes, edges)
+    found = greedy_fits(g, heuristics, bound)
+    offsets, arena, name, tried, optimal = (
+        found.offsets,
+        found.arena_bytes,
+        found.name,
+        list(found.tried),
+        found.arena_bytes <= bound,
+    )
+    wants_exact = exact and req.options.solver in ("auto", "exact", "search", "cpsat")
+    if not optimal and wants_exact and 0 < g.n <= EXACT_MAX_BUFFERS:
+        solved = exact_pairs(
+            g, lower_bound=bound, hint=offsets, time_limit=EXACT_SHARE * req.options.time_limit
+        )
+        if solved is not None:
+            x_offsets, x_arena, proved = solved
+            tried.append(("exact:cpsat-pairs", min(arena, x_arena)))
+            if x_arena < arena:
+                offsets, arena, name = x_offsets, x_arena, "exact:cpsat-pairs"
+            optimal = proved and x_arena <= arena
+    return _Placed(name, offsets, arena, tried, optimal, [], [], g.pairs)
+
+
+def _heuristics(req: PlanRequest, notes: list[Diagnostic]) -> list[str] | None:
+    """The fits a solver name asks for; names this route cannot run get the default fits
+    and a diagnostic."""
+    name = req.options.solver.removeprefix("greedy:")
+    if name in EDGE_HEURISTICS:
+        return [name]
+    if name in ("auto", "greedy", "exact", "cpsat"):
+        return None
+    notes.append(
+        Diagnostic(
+            level="warning",
+            code="solver_not_applicable",
+            message=f"solver {req.options.solver!r} plans straight-line lifetimes; this "
+            "request's loops, branches or ranges were planned by the fits on the unrolled "
+            "program's conflict graph" + (" and CP-SAT on its pairs" if name == "search" else ""),
+        )
+    )
+    return None
+
+
+def _peak(prog: Program, sizes: list[int]) -> int:
+    events = sorted(
+        [(p.end, -sizes[p.buffer]) for p in prog.pieces]
+        + [(p.start, sizes[p.buffer]) for p in prog.pieces]
+    )
+    best = live = 0
+    for _, d in events:
+        live += d
+        best = max(best, live)
+    return best
+
+
+def _components(n: int, edges: I64) -> int:
+    parent = list(range(n))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in edges.tolist():
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    return len({find(x) for x in range(n)})
+
+
+def _assemble(
+    req: PlanRequest,
+    prog: Program,
+    sizes: list[int],
+    footprints: list[Footprint],
+    chosen: _Placed,
+    bound: int,
+    notes: list[Diagnostic],
+) -> Plan:
+    capacity = req.effective_capacity
+    arena = chosen.arena
+    proved = chosen.optimal or arena <= bound
+    best_bound = arena if chosen.optimal else bound
+    status: Status
+    if capacity is not None and best_bound > capacity:
+        status = "infeasible"
+    elif capacity is not None and arena > capacity:
+        status = "unknown"
+    else:
+        status = "optimal" if proved else "feasible"
+    certificate = None
+    if status == "infeasible":
+        assert capacity is not None
+        certificate = Certificate(
+            reason="lower_bound",
+            capacity=capacity,
+            live_bytes=bound,
+            point=prog.peak_point,
+            buffers=[req.buffers[i].id for i in prog.peak_buffers],
+        )
+        if bound <= capacity:  # proved by CP-SAT on the pairs: all buffers together
+            certificate = Certificate(
+                reason="infeasible_subset",
+                capacity=capacity,
+                live_bytes=best_bound,
+                buffers=[b.id for b in req.buffers],
+            )
+    existing = sorted(set(req.barriers))
+    points = sorted(set(existing) | set(chosen.inserted))
+    naive = naive_bytes(req)
+    gap = (arena - best_bound) / best_bound if best_bound else 0.0
+    live_edges = len(prog.live_pairs)
+    notes = [
+        *notes,
+        Diagnostic(
+            level="info",
+            code="unrolled_program",
+            message=f"planned on the unrolled program: {len(prog.pieces)} pieces of "
+            f"{len(req.buffers)} buffers, {len(req.loops)} loops, {len(req.branches)} branches; "
+            f"{len(points)} barrier points run {sum(req.executions_at(p) for p in points)} times",
+        ),
+    ]
+    return Plan(
+        name=req.name,
+        status=status,
+        arena_bytes=arena,
+        lower_bound=bound,
+        naive_bytes=naive,
+        capacity=capacity,
+        placements=[
+            Placement(id=b.id, offset=int(off), size=size, memory="shared")
+            for b, off, size in zip(req.buffers, chosen.offsets.tolist(), sizes, strict=True)
+        ],
+        barriers=Barriers(
+            existing=existing,
+            inserted=chosen.inserted,
+            required=chosen.required,
+            static=len(points),
+            executions=sum(req.executions_at(p) for p in points),
+            required_executions=sum(req.executions_at(p) for p in chosen.required),
+        ),
+        footprints=footprints,
+        launch=Launch(**launch_figures(req.target, arena, naive)),
+        solver=SolverInfo(
+            name=chosen.name,
+            proved_optimal=proved,
+            bound=best_bound,
+            gap=round(gap, 6),
+            tried=[SolverAttempt(name=m, arena_bytes=a) for m, a in chosen.tried],
+        ),
+        graph=GraphStats(
+            buffers=len(req.buffers),
+            live_edges=live_edges,
+            hazard_edges=len(chosen.edges) - live_edges,
+            components=_components(len(req.buffers), chosen.edges),
+        ),
+        diagnostics=notes,
+        certificate=certificate,
+        request_sha256=request_sha256(req),
+    )
