@@ -29,7 +29,6 @@ import numpy.typing as npt
 
 from planner.core.access import OwnerMap, byte_owners, owners_agree
 from planner.core.patterns import block_slice
-from planner.validators.static_paths import PathCheck
 from planner.validators.sweep import Collector, Columns, Extent, ReportFullError, sweep
 
 if TYPE_CHECKING:
@@ -144,6 +143,8 @@ def validate_plan(
         _check_arena(request, plan, out)
         runtime_barriers = _check_barriers(request, plan, out)
         if request.has_control_flow:
+            from planner.validators.static_paths import PathCheck  # loops, branches, ranges
+
             paths = PathCheck(request, plan, runtime_barriers, set(_shrunk(request)), out)
             listed = list(extents)
             paths.check_claims(listed)

@@ -50,7 +50,6 @@ from planner.pipeline.choice import allowed, choose, frontier, with_best_bound
 from planner.pipeline.context import build_context
 from planner.pipeline.spill import plan_with_spill
 from planner.pipeline.strategies import attempts
-from planner.pipeline.unrolled import plan_unrolled
 from planner.solvers import registry
 from planner.validators import validate_plan
 
@@ -121,7 +120,10 @@ def _plan(
     # results (planner.core._jit), so it needs no compiled code at all.
     small = len(req.buffers) <= INTERPRETED_MAX_BUFFERS
     if req.has_control_flow:
-        # Loops, branches or several live ranges: planned on the unrolled program.
+        # Loops, branches or several live ranges: planned on the unrolled program (its
+        # modules load with the first such request).
+        from planner.pipeline.unrolled import plan_unrolled
+
         with deadline(max(0.0, limit - fixed), since=began), interpreted(small):
             unrolled = checked(req, plan_unrolled(req))
         if not req.options.pareto:
