@@ -19,6 +19,7 @@ integers, so it is an implementation of the semantics independent of the planner
 from __future__ import annotations
 
 import bisect
+import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -131,22 +132,11 @@ class Execution:
     def pieces(self, start: int, end: int) -> list[Piece]:
         """The pieces of the range ``[start, end)`` in this execution (none when it lies in an
         arm not taken)."""
-        inside = [
-            i for i, (s, e, _) in enumerate(self.flow.loops) if s <= start and end <= e
-        ]  # loops wholly containing the range: one piece per copy of them
-        crossed = [
-            i
-            for i, (s, e, trips) in enumerate(self.flow.loops)
-            if s < end
-            and start < e
-            and not (s <= start and end <= e)
-            and not (start <= s and e <= end)
-            and trips != 1
-        ]  # loops the range enters or leaves: live over all their copies (one trip: none)
+        inside, crossed = _loops_around(self.flow, start, end)
         groups: dict[Copy, list[int]] = {}
         for s in self.segments:
             if s.lo < end and start < s.hi:
-                key = tuple(c for c in s.copy if c[0] in inside)
+                key = tuple(c for c in s.copy if c[0] in inside) if inside else ()
                 lo = s.at + max(s.lo, start) - s.lo
                 hi = s.at + min(s.hi, end) - s.lo
                 span = groups.setdefault(key, [lo, hi])
@@ -154,12 +144,32 @@ class Execution:
         if crossed:
             for s in self.segments:
                 if any(c[0] in crossed for c in s.copy):
-                    key = tuple(c for c in s.copy if c[0] in inside)
+                    key = tuple(c for c in s.copy if c[0] in inside) if inside else ()
                     if key in groups:
                         span = groups[key]
                         span[0] = min(span[0], s.at)
                         span[1] = max(span[1], s.at + s.hi - s.lo)
         return [Piece(lo, hi, key, tuple(crossed)) for key, (lo, hi) in sorted(groups.items())]
+
+
+@functools.lru_cache(maxsize=4096)
+def _loops_around(
+    flow: ControlFlow, start: int, end: int
+) -> tuple[frozenset[int], tuple[int, ...]]:
+    """The loops wholly containing the range ``[start, end)`` (one piece per copy of them),
+    and the loops it enters or leaves, in order (live over all their copies; a loop of one
+    trip: none)."""
+    inside = frozenset(i for i, (s, e, _) in enumerate(flow.loops) if s <= start and end <= e)
+    crossed = tuple(
+        i
+        for i, (s, e, trips) in enumerate(flow.loops)
+        if s < end
+        and start < e
+        and not (s <= start and end <= e)
+        and not (start <= s and e <= end)
+        and trips != 1
+    )
+    return inside, crossed
 
 
 def executions(flow: ControlFlow, horizon: int) -> Iterator[Execution]:

@@ -162,11 +162,18 @@ class Program:
             k = np.searchsorted(plain, h.after, side="right")
             inside = k < plain.size
             mask[inside] = plain[k[inside]] <= h.before[inside]
+        # Copies inside arms, grouped by their arm copies: a hazard is covered by the group
+        # when one copy lies in its window and each arm holds one of its pieces.
+        groups: dict[tuple[tuple[int, int], ...], list[int]] = {}
         for c in copies:
-            if not c.arms:
-                continue
-            m = (h.after < c.virtual) & (c.virtual <= h.before)
-            for s, e in c.arms:
+            if c.arms:
+                groups.setdefault(c.arms, []).append(c.virtual)
+        for arms, virtuals in groups.items():
+            at = np.asarray(sorted(virtuals), dtype=np.int64)
+            k = np.searchsorted(at, h.after, side="right")
+            m = k < at.size
+            m[m] = at[k[m]] <= h.before[m]
+            for s, e in arms:
                 m &= ((s <= h.xs) & (h.xe <= e)) | ((s <= h.ys) & (h.ye <= e))
             mask |= m
         return mask
@@ -382,6 +389,8 @@ def build_program(req: PlanRequest) -> Program:
 def _check_own_pieces(req: PlanRequest, index: int, mine: list[Piece]) -> None:
     """Two ranges of one buffer live at once (each grown over a loop it enters or leaves)
     cannot share the buffer's one offset: a request error."""
+    if len(mine) < 2:
+        return
     spans = sorted((p.start, p.end) for p in mine)
     for (_, e1), (s2, _) in itertools.pairwise(spans):
         if s2 < e1:
@@ -405,9 +414,9 @@ def _arms_around(arms: ArmIndex, req: PlanRequest, start: int, end: int) -> list
     ]
 
 
-def _exclusive(x: Piece, y: Piece) -> bool:
-    """Whether the pieces lie in different arms of one branch copy (never both run)."""
-    ax, ay = x.arms, y.arms
+def _exclusive_arms(ax: dict[tuple[int, Copies], int], ay: dict[tuple[int, Copies], int]) -> bool:
+    """Whether pieces in the arms ``ax`` and ``ay`` lie in different arms of one branch copy
+    (never both run)."""
     if len(ay) < len(ax):
         ax, ay = ay, ax
     return any(ay.get(key, arm) != arm for key, arm in ax.items())
@@ -423,12 +432,17 @@ def _pairs(pieces: list[Piece]) -> tuple[Hazards, set[tuple[int, int]]]:
     buf = np.asarray([p.buffer for p in pieces], dtype=np.int64)
     seq = start[None, :] >= end[:, None]  # row before column
     x, y = np.nonzero(seq)
-    armed = np.asarray([bool(p.arms) for p in pieces], dtype=np.bool_)
-    both = np.flatnonzero(armed[x] & armed[y]) if pieces else np.zeros(0, dtype=np.int64)
-    if both.size:
-        keep = np.ones(x.size, dtype=np.bool_)
-        for k in both.tolist():
-            keep[k] = not _exclusive(pieces[int(x[k])], pieces[int(y[k])])
+    # Pieces with the same arms are exclusive with the same pieces: judged once per pair of
+    # distinct arm maps (few), then looked up per pair of pieces.
+    kinds: dict[tuple[tuple[tuple[int, Copies], int], ...], int] = {}
+    kind = np.asarray(
+        [kinds.setdefault(tuple(sorted(p.arms.items())), len(kinds)) for p in pieces],
+        dtype=np.int64,
+    )
+    if len(kinds) > 1:
+        maps = [dict(key) for key in kinds]
+        apart = np.asarray([[_exclusive_arms(u, v) for v in maps] for u in maps], dtype=np.bool_)
+        keep = ~apart[kind[x], kind[y]]
         x, y = x[keep], y[keep]
     meet = (start[None, :] < end[:, None]) & (start[:, None] < end[None, :])
     u, v = np.nonzero(np.triu(meet, 1))
