@@ -137,10 +137,14 @@ class Execution:
         for s in self.segments:
             if s.lo < end and start < s.hi:
                 key = tuple(c for c in s.copy if c[0] in inside) if inside else ()
-                lo = s.at + max(s.lo, start) - s.lo
-                hi = s.at + min(s.hi, end) - s.lo
-                span = groups.setdefault(key, [lo, hi])
-                span[0], span[1] = min(span[0], lo), max(span[1], hi)
+                lo = s.at + (start - s.lo if start > s.lo else 0)
+                hi = s.at + ((end if end < s.hi else s.hi) - s.lo)
+                span = groups.get(key)
+                if span is None:
+                    groups[key] = [lo, hi]
+                else:
+                    span[0] = lo if lo < span[0] else span[0]
+                    span[1] = hi if hi > span[1] else span[1]
         if crossed:
             for s in self.segments:
                 if any(c[0] in crossed for c in s.copy):

@@ -36,6 +36,7 @@ __all__ = ["MAX_PIECES", "Hazards", "Piece", "Program", "build_program", "straig
 I64 = npt.NDArray[np.int64]
 
 MAX_PIECES = 1024  # pieces of the unrolled program; hazards are checked over all pairs
+PRIME_CELLS = 1 << 22  # (barrier copy, hazard) cells judged at once
 
 Copies = tuple[int, ...]  # copy (0 or 1) of each loop around a point, outermost first
 
@@ -152,6 +153,48 @@ class Program:
         if found is None:
             found = self._masks[point] = self.covered(self.copies_of(point))
         return found
+
+    def protected_by_any(self, points: list[int]) -> npt.NDArray[np.bool_]:
+        """Per hazard: whether a barrier at one of ``points`` protects it."""
+        self.prime(points)
+        mask = np.zeros(self.hazards.n, dtype=np.bool_)
+        for p in set(points):
+            mask |= self._masks[p]
+        return mask
+
+    def prime(self, points: list[int]) -> None:
+        """Computes ``protected_by`` of the points at once: one row per barrier copy, in
+        blocks of at most ``PRIME_CELLS`` cells."""
+        h = self.hazards
+        todo = sorted({p for p in points if p not in self._masks})
+        if not todo:
+            return
+        per_block = max(1, PRIME_CELLS // max(h.n, 1))
+        held: dict[tuple[tuple[int, int], ...], npt.NDArray[np.bool_]] = {}
+        k = 0
+        while k < len(todo):
+            block: list[int] = []
+            copies: list[BarrierCopy] = []
+            while k < len(todo) and (not block or len(copies) < per_block):
+                block.append(todo[k])
+                copies.extend(self.copies_of(todo[k]))
+                k += 1
+            v = np.asarray([c.virtual for c in copies], dtype=np.int64)[:, None]
+            rows = (h.after[None, :] < v) & (v <= h.before[None, :])
+            for i, c in enumerate(copies):
+                if c.arms:
+                    cond = held.get(c.arms)
+                    if cond is None:
+                        cond = np.ones(h.n, dtype=np.bool_)
+                        for s, e in c.arms:
+                            cond &= ((s <= h.xs) & (h.xe <= e)) | ((s <= h.ys) & (h.ye <= e))
+                        held[c.arms] = cond
+                    rows[i] &= cond
+            at = 0
+            for p in block:
+                n = len(self.copies_of(p))
+                self._masks[p] = rows[at : at + n].any(axis=0)
+                at += n
 
     def covered(self, copies: list[BarrierCopy]) -> npt.NDArray[np.bool_]:
         """Per hazard: whether one of the barrier copies protects it."""

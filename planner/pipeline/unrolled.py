@@ -78,9 +78,8 @@ def _stab(prog: Program, need: Mask, allowed: list[int], base: list[int]) -> lis
     copy that covers the hazard, the one run fewest times, then the one whose copies cover
     the most hazards still open, then the one inside fewest arms, then the latest."""
     h = prog.hazards
-    open_ = need.copy()
-    for p in base:
-        open_ &= ~prog.protected_by(p)
+    prog.prime([*allowed, *base])
+    open_ = need & ~prog.protected_by_any(base)
     pool, keys = prog.pool(allowed)
     new: list[int] = []
     order = np.lexsort((h.after, h.before))
@@ -126,7 +125,7 @@ def _unprotected(prog: Program, points: list[int]) -> tuple[set[tuple[int, int]]
     """Buffer pairs that may not share bytes since no barrier at ``points`` protects a reuse
     between them, and the unprotected reuses of a buffer's own bytes (hazard indices)."""
     h = prog.hazards
-    open_ = ~prog.covered(prog.pool(sorted(set(points)))[0])
+    open_ = ~prog.protected_by_any(points)
     own = np.flatnonzero(open_ & (h.a == h.b)).tolist()
     other = open_ & (h.a != h.b)
     lo, hi = np.minimum(h.a, h.b)[other], np.maximum(h.a, h.b)[other]
