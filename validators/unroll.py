@@ -19,7 +19,6 @@ integers, so it is an implementation of the semantics independent of the planner
 from __future__ import annotations
 
 import bisect
-import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -52,6 +51,31 @@ class ControlFlow:
 
     loops: tuple[tuple[int, int, int | None], ...] = ()
     branches: tuple[tuple[tuple[int, int], ...], ...] = ()
+    # (start, end) -> ``loops_around`` of the range, filled on first use
+    around: dict[tuple[int, int], tuple[frozenset[int], tuple[int, ...]]] = field(
+        default_factory=dict, compare=False, hash=False, repr=False
+    )
+
+    def loops_around(self, start: int, end: int) -> tuple[frozenset[int], tuple[int, ...]]:
+        """The loops wholly containing the range ``[start, end)`` (one piece per copy of
+        them), and the loops it enters or leaves, in order (live over all their copies; a
+        loop of one trip: none)."""
+        found = self.around.get((start, end))
+        if found is None:
+            inside = frozenset(
+                i for i, (s, e, _) in enumerate(self.loops) if s <= start and end <= e
+            )
+            crossed = tuple(
+                i
+                for i, (s, e, trips) in enumerate(self.loops)
+                if s < end
+                and start < e
+                and not (s <= start and end <= e)
+                and not (start <= s and e <= end)
+                and trips != 1
+            )
+            found = self.around[start, end] = (inside, crossed)
+        return found
 
     @property
     def straight(self) -> bool:
@@ -132,7 +156,7 @@ class Execution:
     def pieces(self, start: int, end: int) -> list[Piece]:
         """The pieces of the range ``[start, end)`` in this execution (none when it lies in an
         arm not taken)."""
-        inside, crossed = _loops_around(self.flow, start, end)
+        inside, crossed = self.flow.loops_around(start, end)
         groups: dict[Copy, list[int]] = {}
         for s in self.segments:
             if s.lo < end and start < s.hi:
@@ -154,26 +178,6 @@ class Execution:
                         span[0] = min(span[0], s.at)
                         span[1] = max(span[1], s.at + s.hi - s.lo)
         return [Piece(lo, hi, key, tuple(crossed)) for key, (lo, hi) in sorted(groups.items())]
-
-
-@functools.lru_cache(maxsize=4096)
-def _loops_around(
-    flow: ControlFlow, start: int, end: int
-) -> tuple[frozenset[int], tuple[int, ...]]:
-    """The loops wholly containing the range ``[start, end)`` (one piece per copy of them),
-    and the loops it enters or leaves, in order (live over all their copies; a loop of one
-    trip: none)."""
-    inside = frozenset(i for i, (s, e, _) in enumerate(flow.loops) if s <= start and end <= e)
-    crossed = tuple(
-        i
-        for i, (s, e, trips) in enumerate(flow.loops)
-        if s < end
-        and start < e
-        and not (s <= start and end <= e)
-        and not (start <= s and e <= end)
-        and trips != 1
-    )
-    return inside, crossed
 
 
 def executions(flow: ControlFlow, horizon: int) -> Iterator[Execution]:
