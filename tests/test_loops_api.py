@@ -198,7 +198,8 @@ CASES: list[tuple[str, dict[str, Any], list[Any], str, str]] = [
         {"buffers": _buffers({"id": "v", "size": 8, "ranges": [[0, 3], [5, 7]]})},
         ["body", "buffers", 4, "ranges"],
         "ranges_overlap",
-        "whole loop body",
+        "ranges [0, 3) and [5, 7) of buffer 'v' are live at once: a range that enters or "
+        "leaves loops.0 [2, 6)",
     ),
     (
         "unprotected_reuse",
