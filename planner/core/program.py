@@ -63,6 +63,29 @@ class BarrierCopy:
     arms: tuple[tuple[int, int], ...]  # virtual [start, end) of each arm copy around it
 
 
+@dataclass
+class BranchCopy:
+    """One copy of a branch in virtual time: its arm copies, their original first points,
+    the arm copies around it and those of the branches inside it."""
+
+    arms: tuple[tuple[int, int], ...]
+    points: tuple[int, ...]
+    outer: tuple[tuple[int, int], ...] = ()
+    inner: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def start(self) -> int:
+        return self.arms[0][0]
+
+    @property
+    def end(self) -> int:
+        return self.arms[-1][1]
+
+    def nested(self, v: int, arm: tuple[int, int]) -> bool:
+        """Whether virtual point ``v`` of ``arm`` lies in an arm of a branch inside it."""
+        return any(arm[0] <= s and e <= arm[1] and s <= v < e for s, e in self.inner)
+
+
 @dataclass(frozen=True)
 class Hazards:
     """Every ordered pair of pieces that may run in sequence (a possible reuse), as arrays:
@@ -105,6 +128,7 @@ class Program:
     _pools: dict[tuple[int, ...], tuple[list[BarrierCopy], list[int]]] = field(
         default_factory=dict, repr=False
     )
+    _branches: list[BranchCopy] | None = field(default=None, repr=False)
 
     def copies_of(self, point: int) -> list[BarrierCopy]:
         """Every virtual copy of a barrier at ``point``."""
@@ -162,6 +186,82 @@ class Program:
             mask |= self._masks[p]
         return mask
 
+    def protected(self, points: list[int]) -> npt.NDArray[np.bool_]:
+        """Per hazard: whether barriers at ``points`` protect it on every path, one point
+        alone (``protected_by``) or one point in every arm of a branch (``by_every_arm``)."""
+        return self.protected_by_any(points) | self.by_every_arm(points)
+
+    def by_every_arm(self, points: list[int]) -> npt.NDArray[np.bool_]:
+        """Per hazard: whether a branch copy that every path from the earlier piece to the
+        later one runs has a barrier at ``points`` directly in each arm (no deeper branch
+        around it) within the window. The earlier piece's last access lies before the
+        branch; when the later piece's first access lies inside the branch (it covers the
+        branch from its first point: on the path of an arm its first access may be that
+        arm's first point) each arm needs its barrier at its first point."""
+        h = self.hazards
+        mask = np.zeros(h.n, dtype=np.bool_)
+        if not self.req.branches or not points:
+            return mask
+        virtuals = {v for c in self.pool(sorted(set(points)))[0] for v in (c.virtual,)}
+        for b in self.branch_copies():
+            starts = [a[0] for a in b.arms]
+            inside = [
+                [v for v in virtuals if s <= v < e and not b.nested(v, (s, e))] for s, e in b.arms
+            ]
+            if not all(inside):
+                continue
+            at_start = all(s in vs for s, vs in zip(starts, inside, strict=True))
+            m = h.after < b.start
+            for s, e in b.outer:
+                m &= ((s <= h.xs) & (h.xe <= e)) | ((s <= h.ys) & (h.ye <= e))
+            reach = h.before >= b.end
+            if at_start:
+                reach |= h.before >= b.start
+            mask |= m & reach
+        return mask
+
+    def every_arm_points(self, k: int, allowed: set[int]) -> list[int] | None:
+        """Points from ``allowed`` that protect hazard ``k`` through ``by_every_arm``: the
+        first point of each arm of the latest branch copy that can, or None."""
+        h = self.hazards
+        after, before = int(h.after[k]), int(h.before[k])
+        xs, xe, ys, ye = int(h.xs[k]), int(h.xe[k]), int(h.ys[k]), int(h.ye[k])
+        for b in reversed(self.branch_copies()):
+            if not (after < b.start <= before) or not all(p in allowed for p in b.points):
+                continue
+            if all((s <= xs and xe <= e) or (s <= ys and ye <= e) for s, e in b.outer):
+                return list(b.points)
+        return None
+
+    def branch_copies(self) -> list[BranchCopy]:
+        """Every copy of every branch in virtual time, by start."""
+        if self._branches is None:
+            loops = self._loops
+            found: list[BranchCopy] = []
+            for br in self.req.branches:
+                depth = loops.depth_of_range(br.start, br.end)
+                for cp in loops.copies(loops.chain(br.start)[:depth]):
+                    arms = tuple(
+                        (loops.position(s, cp), loops.end_position(e, cp)) for s, e in br.arms
+                    )
+                    found.append(BranchCopy(arms, tuple(s for s, _ in br.arms)))
+            for b in found:
+                b.outer = tuple(
+                    a
+                    for o in found
+                    if o is not b
+                    for a in o.arms
+                    if a[0] <= b.start and b.end <= a[1]
+                )
+                b.inner = tuple(
+                    a
+                    for o in found
+                    if o is not b and b.start <= o.start and o.end <= b.end
+                    for a in o.arms
+                )
+            self._branches = sorted(found, key=lambda b: (b.start, -b.end))
+        return self._branches
+
     def prime(self, points: list[int]) -> None:
         """Computes ``protected_by`` of the points at once: one row per barrier copy, in
         blocks of at most ``PRIME_CELLS`` cells."""
@@ -193,7 +293,7 @@ class Program:
             at = 0
             for p in block:
                 n = len(self.copies_of(p))
-                self._masks[p] = rows[at : at + n].any(axis=0)
+                self._masks[p] = np.any(rows[at : at + n], axis=0, keepdims=False).astype(np.bool_)
                 at += n
 
     def covered(self, copies: list[BarrierCopy]) -> npt.NDArray[np.bool_]:

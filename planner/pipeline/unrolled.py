@@ -79,7 +79,8 @@ def _stab(prog: Program, need: Mask, allowed: list[int], base: list[int]) -> lis
     the most hazards still open, then the one inside fewest arms, then the latest."""
     h = prog.hazards
     prog.prime([*allowed, *base])
-    open_ = need & ~prog.protected_by_any(base)
+    open_ = need & ~prog.protected(base)
+    choices = set(allowed) | set(base)
     pool, keys = prog.pool(allowed)
     new: list[int] = []
     order = np.lexsort((h.after, h.before))
@@ -90,7 +91,13 @@ def _stab(prog: Program, need: Mask, allowed: list[int], base: list[int]) -> lis
         hi = bisect.bisect_right(keys, int(h.before[k]))
         fits = [c for c in pool[lo:hi] if prog.covers(c, k)]
         if not fits:
-            open_[k] = False  # no allowed point protects it: the caller made it a conflict
+            # One point in every arm of a branch on the way, or none: then the caller made
+            # the pair a conflict.
+            arms = prog.every_arm_points(k, choices)
+            if arms is not None:
+                new.extend(arms)
+                open_ &= ~prog.protected(sorted({*base, *new}))
+            open_[k] = False
             continue
         cheapest = min(prog.executions(c.point) for c in fits)
         fits = [c for c in fits if prog.executions(c.point) == cheapest]
@@ -125,7 +132,7 @@ def _unprotected(prog: Program, points: list[int]) -> tuple[set[tuple[int, int]]
     """Buffer pairs that may not share bytes since no barrier at ``points`` protects a reuse
     between them, and the unprotected reuses of a buffer's own bytes (hazard indices)."""
     h = prog.hazards
-    open_ = ~prog.protected_by_any(points)
+    open_ = ~prog.protected(points)
     own = np.flatnonzero(open_ & (h.a == h.b)).tolist()
     other = open_ & (h.a != h.b)
     lo, hi = np.minimum(h.a, h.b)[other], np.maximum(h.a, h.b)[other]
