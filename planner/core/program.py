@@ -262,6 +262,57 @@ class Program:
             self._branches = sorted(found, key=lambda b: (b.start, -b.end))
         return self._branches
 
+    def barrier_peak(self, sizes: list[int], points: list[int]) -> tuple[int, int, list[int]]:
+        """Most bytes held at one virtual point when barriers run at ``points`` only, the
+        original point of its copy and the buffers held there: a lower bound on every plan
+        under those barriers.
+
+        A piece of a buffer without accesses holds its bytes from its start until the first
+        barrier copy after its end (any copy, even inside an arm: it may stop early, never
+        late) and never past the end of an arm copy around it (the other arms are other
+        paths). A piece whose accesses are known holds them from its first access to its
+        last. Pieces held at one virtual point then conflict pairwise on the path through
+        it: live together, or a reuse with no barrier between the one's last access and the
+        other's first."""
+        if not self.pieces:
+            return 0, 0, []
+        barriers = sorted({c.virtual for c in self.pool(sorted(set(points)))[0]})
+        horizon = max(p.end for p in self.pieces)
+        arms = [a for b in self.branch_copies() for a in b.arms]
+        held: list[tuple[int, int]] = []
+        for p in self.pieces:
+            if self.req.buffers[p.buffer].accesses:
+                held.append((p.first, p.last + 1))
+                continue
+            k = bisect.bisect_right(barriers, p.last)
+            end = barriers[k] if k < len(barriers) else horizon
+            for s, e in arms:
+                if s <= p.start and p.end <= e:
+                    end = min(end, e)
+            held.append((p.start, max(end, p.end)))
+        events = sorted(
+            [
+                (e, -sizes[p.buffer], k)
+                for k, (p, (_, e)) in enumerate(zip(self.pieces, held, strict=True))
+            ]
+            + [
+                (s, sizes[p.buffer], k)
+                for k, (p, (s, _)) in enumerate(zip(self.pieces, held, strict=True))
+            ]
+        )
+        best, at, live = 0, -1, 0
+        for _, delta, k in events:
+            live += delta
+            if live > best:
+                best, at = live, k
+        if at < 0:
+            return 0, 0, []
+        v = held[at][0]
+        buffers = sorted(
+            {p.buffer for p, (s, e) in zip(self.pieces, held, strict=True) if s <= v < e}
+        )
+        return best, self.pieces[at].point, buffers
+
     def prime(self, points: list[int]) -> None:
         """Computes ``protected_by`` of the points at once: one row per barrier copy, in
         blocks of at most ``PRIME_CELLS`` cells."""

@@ -187,6 +187,7 @@ def plan_unrolled(req: PlanRequest) -> Plan:
     notes: list[Diagnostic] = []
     heuristics = _heuristics(req, notes)
     bound = prog.peak if sizes == [b.size for b in req.buffers] else _peak(prog, sizes)
+    peak_at = (prog.peak_point, prog.peak_buffers)  # where ``bound`` is reached
     existing = sorted(set(req.barriers))
     opts = req.options
     sync = opts.sync
@@ -207,6 +208,10 @@ def plan_unrolled(req: PlanRequest) -> Plan:
         pairs, own = _unprotected(prog, existing)
         if own:
             raise _own_race(req, prog, own[0], ("barriers",))
+        # No barrier can be added: each piece holds its bytes until the next one.
+        held = prog.barrier_peak(sizes, existing)
+        if held[0] > bound:
+            bound, peak_at = held[0], (held[1], held[2])
         chosen = _finish(req, prog, sizes, live | pairs, bound, heuristics, existing, [], [])
     else:
         allowed = (
@@ -234,7 +239,7 @@ def plan_unrolled(req: PlanRequest) -> Plan:
         full = _finish(req, prog, sizes, live | never, bound, heuristics, existing, allowed, [])
         chosen = full
         if set(full.inserted) <= set(mandatory):
-            return _result(req, prog, sizes, footprints, full, bound, notes)
+            return _result(req, prog, sizes, footprints, full, (bound, *peak_at), notes)
         # The plan on the existing and the mandatory barriers, the fewest new ones: chosen at
         # the full plan's arena, and the fallback under the cap. Its barriers are chosen only
         # when it is: usually it needs more bytes (quickly seen with two fits).
@@ -246,7 +251,10 @@ def plan_unrolled(req: PlanRequest) -> Plan:
             lean = _protect(prog, sizes, placed, existing, allowed, mandatory)
             if capped or _cost(req, lean) < _cost(req, full):
                 chosen = lean
-    return _result(req, prog, sizes, footprints, chosen, bound, notes)
+    return _result(req, prog, sizes, footprints, chosen, (bound, *peak_at), notes)
+
+
+Bound = tuple[int, int, list[int]]  # bytes, the point where they are held, the buffers there
 
 
 def _result(
@@ -255,10 +263,10 @@ def _result(
     sizes: list[int],
     footprints: list[Footprint],
     chosen: _Placed,
-    bound: int,
+    bound: Bound,
     notes: list[Diagnostic],
 ) -> Plan:
-    plan = _assemble(req, prog, sizes, footprints, chosen, bound, notes)
+    plan = _assemble(req, sizes, footprints, chosen, bound, notes, prog)
     if req.options.overflow == "spill" and plan.status in ("infeasible", "unknown"):
         raise RequestError.field(
             ("options", "overflow"),
@@ -411,13 +419,14 @@ def _components(n: int, edges: I64) -> int:
 
 def _assemble(
     req: PlanRequest,
-    prog: Program,
     sizes: list[int],
     footprints: list[Footprint],
     chosen: _Placed,
-    bound: int,
+    peak: Bound,
     notes: list[Diagnostic],
+    prog: Program,
 ) -> Plan:
+    bound, peak_point, peak_buffers = peak
     capacity = req.effective_capacity
     arena = chosen.arena
     proved = chosen.optimal or arena <= bound
@@ -436,8 +445,8 @@ def _assemble(
             reason="lower_bound",
             capacity=capacity,
             live_bytes=bound,
-            point=prog.peak_point,
-            buffers=[req.buffers[i].id for i in prog.peak_buffers],
+            point=peak_point,
+            buffers=[req.buffers[i].id for i in peak_buffers],
         )
         if bound <= capacity:  # proved by CP-SAT on the pairs: all buffers together
             certificate = Certificate(
