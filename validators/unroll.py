@@ -121,9 +121,12 @@ class Execution:
     flow: ControlFlow
     segments: tuple[Segment, ...]
     starts: tuple[int, ...] = field(init=False, repr=False, compare=False)  # unrolled, sorted
+    # (lo, hi, at) of each segment, for the lookups that run per buffer range
+    spans: tuple[tuple[int, int, int], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "starts", tuple(s.at for s in self.segments))
+        object.__setattr__(self, "spans", tuple((s.lo, s.hi, s.at) for s in self.segments))
 
     @property
     def length(self) -> int:
@@ -157,6 +160,15 @@ class Execution:
         """The pieces of the range ``[start, end)`` in this execution (none when it lies in an
         arm not taken)."""
         inside, crossed = self.flow.loops_around(start, end)
+        if not inside and not crossed:
+            # Outside every loop: one piece, the hull of the segments it meets.
+            first = last = -1
+            for lo, hi, at in self.spans:
+                if lo < end and start < hi:
+                    if first < 0:
+                        first = at + (start - lo if start > lo else 0)
+                    last = at + ((end if end < hi else hi) - lo)
+            return [] if first < 0 else [Piece(first, last, (), ())]
         groups: dict[Copy, list[int]] = {}
         for s in self.segments:
             if s.lo < end and start < s.hi:

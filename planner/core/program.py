@@ -181,10 +181,10 @@ class Program:
     def protected_by_any(self, points: list[int]) -> npt.NDArray[np.bool_]:
         """Per hazard: whether a barrier at one of ``points`` protects it."""
         self.prime(points)
-        mask = np.zeros(self.hazards.n, dtype=np.bool_)
-        for p in set(points):
-            mask |= self._masks[p]
-        return mask
+        if not points:
+            return np.zeros(self.hazards.n, dtype=np.bool_)
+        masks = [self._masks[p] for p in set(points)]
+        return np.logical_or.reduce(masks, axis=0) if len(masks) > 1 else masks[0].copy()
 
     def protected(self, points: list[int]) -> npt.NDArray[np.bool_]:
         """Per hazard: whether barriers at ``points`` protect it on every path, one point
@@ -332,19 +332,22 @@ class Program:
                 k += 1
             v = np.asarray([c.virtual for c in copies], dtype=np.int64)[:, None]
             rows = (h.after[None, :] < v) & (v <= h.before[None, :])
+            by_arms: dict[tuple[tuple[int, int], ...], list[int]] = {}
             for i, c in enumerate(copies):
                 if c.arms:
-                    cond = held.get(c.arms)
-                    if cond is None:
-                        cond = np.ones(h.n, dtype=np.bool_)
-                        for s, e in c.arms:
-                            cond &= ((s <= h.xs) & (h.xe <= e)) | ((s <= h.ys) & (h.ye <= e))
-                        held[c.arms] = cond
-                    rows[i] &= cond
+                    by_arms.setdefault(c.arms, []).append(i)
+            for arms, idx in by_arms.items():
+                cond = held.get(arms)
+                if cond is None:
+                    cond = np.ones(h.n, dtype=np.bool_)
+                    for s, e in arms:
+                        cond &= ((s <= h.xs) & (h.xe <= e)) | ((s <= h.ys) & (h.ye <= e))
+                    held[arms] = cond
+                rows[idx] &= cond
             at = 0
             for p in block:
                 n = len(self.copies_of(p))
-                self._masks[p] = np.any(rows[at : at + n], axis=0, keepdims=False).astype(np.bool_)
+                self._masks[p] = rows[at] if n == 1 else np.logical_or.reduce(rows[at : at + n])
                 at += n
 
     def covered(self, copies: list[BarrierCopy]) -> npt.NDArray[np.bool_]:
