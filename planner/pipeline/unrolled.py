@@ -402,19 +402,20 @@ def _peak(prog: Program, sizes: list[int]) -> int:
 
 
 def _components(n: int, edges: I64) -> int:
-    parent = list(range(n))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in edges.tolist():
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    return len({find(x) for x in range(n)})
+    """Connected components of the graph on ``n`` buffers: labels spread as minima along
+    the edges, with pointer jumping, until they settle."""
+    labels = np.arange(n, dtype=np.int64)
+    if edges.size:
+        a, b = edges[:, 0], edges[:, 1]
+        while True:
+            spread = labels.copy()
+            np.minimum.at(spread, a, labels[b])
+            np.minimum.at(spread, b, labels[a])
+            spread = spread[spread]
+            if np.array_equal(spread, labels):
+                break
+            labels = spread
+    return int(np.unique(labels).size)
 
 
 def _assemble(
