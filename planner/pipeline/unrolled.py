@@ -266,16 +266,7 @@ def _result(
     bound: Bound,
     notes: list[Diagnostic],
 ) -> Plan:
-    plan = _assemble(req, sizes, footprints, chosen, bound, notes, prog)
-    if req.options.overflow == "spill" and plan.status in ("infeasible", "unknown"):
-        raise RequestError.field(
-            ("options", "overflow"),
-            f"the plan needs {plan.arena_bytes} bytes over the capacity of {plan.capacity}, and "
-            "overflow 'spill' is not supported with loops, branches or ranges yet",
-            "unsupported_with_control_flow",
-            "spill",
-        )
-    return plan
+    return _assemble(req, sizes, footprints, chosen, bound, notes, prog)
 
 
 def _cost(req: PlanRequest, p: _Placed) -> tuple[int, int]:
