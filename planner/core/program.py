@@ -65,11 +65,10 @@ class BarrierCopy:
 
 @dataclass
 class BranchCopy:
-    """One copy of a branch in virtual time: its arm copies, their original first points,
-    the arm copies around it and those of the branches inside it."""
+    """One copy of a branch in virtual time: its arm copies, the arm copies around it and
+    those of the branches inside it."""
 
     arms: tuple[tuple[int, int], ...]
-    points: tuple[int, ...]
     outer: tuple[tuple[int, int], ...] = ()
     inner: tuple[tuple[int, int], ...] = ()
 
@@ -202,7 +201,7 @@ class Program:
         mask = np.zeros(h.n, dtype=np.bool_)
         if not self.req.branches or not points:
             return mask
-        virtuals = {v for c in self.pool(sorted(set(points)))[0] for v in (c.virtual,)}
+        virtuals = {c.virtual for c in self.pool(sorted(set(points)))[0]}
         for b in self.branch_copies():
             starts = [a[0] for a in b.arms]
             inside = [
@@ -221,16 +220,32 @@ class Program:
         return mask
 
     def every_arm_points(self, k: int, allowed: set[int]) -> list[int] | None:
-        """Points from ``allowed`` that protect hazard ``k`` through ``by_every_arm``: the
-        first point of each arm of the latest branch copy that can, or None."""
+        """Points from ``allowed`` that protect hazard ``k`` through ``by_every_arm``, one
+        per arm of the latest branch copy that can (in each arm the one run fewest times,
+        then the latest; the arm's first point when the later piece's first access lies
+        inside the branch), or None."""
         h = self.hazards
         after, before = int(h.after[k]), int(h.before[k])
         xs, xe, ys, ye = int(h.xs[k]), int(h.xe[k]), int(h.ys[k]), int(h.ye[k])
+        copies = self.pool(sorted(allowed))[0]
         for b in reversed(self.branch_copies()):
-            if not (after < b.start <= before) or not all(p in allowed for p in b.points):
+            if not (after < b.start <= before):
                 continue
-            if all((s <= xs and xe <= e) or (s <= ys and ye <= e) for s, e in b.outer):
-                return list(b.points)
+            if not all((s <= xs and xe <= e) or (s <= ys and ye <= e) for s, e in b.outer):
+                continue
+            chosen: list[int] = []
+            for s, e in b.arms:
+                last = e if before >= b.end else s + 1  # inside the branch: the first point
+                fits = [
+                    c for c in copies if s <= c.virtual < last and not b.nested(c.virtual, (s, e))
+                ]
+                if not fits:
+                    break
+                best = min(fits, key=lambda c: (self.executions(c.point), -c.virtual))
+                chosen.append(best.point)
+            else:
+                if self.by_every_arm(chosen)[k]:
+                    return sorted(set(chosen))
         return None
 
     def branch_copies(self) -> list[BranchCopy]:
@@ -244,7 +259,7 @@ class Program:
                     arms = tuple(
                         (loops.position(s, cp), loops.end_position(e, cp)) for s, e in br.arms
                     )
-                    found.append(BranchCopy(arms, tuple(s for s, _ in br.arms)))
+                    found.append(BranchCopy(arms))
             for b in found:
                 b.outer = tuple(
                     a
