@@ -12,6 +12,7 @@ several live ranges, whose conflicts are no interval graph.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from typing import Any
 
@@ -50,7 +51,10 @@ class ExplicitGraph:
         self.length = length  # virtual points live (orderings only)
         n = int(size.size)
         self.n = n
-        given = np.asarray(list(edges), dtype=np.int64).reshape(-1, 2)
+        listed = edges if isinstance(edges, (set, list)) else list(edges)
+        given = np.fromiter(
+            itertools.chain.from_iterable(listed), dtype=np.int64, count=2 * len(listed)
+        ).reshape(-1, 2)
         lo, hi = np.minimum(given[:, 0], given[:, 1]), np.maximum(given[:, 0], given[:, 1])
         codes = np.unique(lo * max(n, 1) + hi)
         pairs = np.stack([codes // max(n, 1), codes % max(n, 1)], axis=1)

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 import planner
 from planner.api import create_app
 from planner.api.settings import Settings
+from planner.core.io import parse_request
 from planner.core.models import Plan
 
 
@@ -198,7 +199,8 @@ CASES: list[tuple[str, dict[str, Any], list[Any], str, str]] = [
         {"buffers": _buffers({"id": "v", "size": 8, "ranges": [[0, 3], [5, 7]]})},
         ["body", "buffers", 4, "ranges"],
         "ranges_overlap",
-        "whole loop body",
+        "ranges [0, 3) and [5, 7) of buffer 'v' are live at once: a range that enters or "
+        "leaves loops.0 [2, 6)",
     ),
     (
         "unprotected_reuse",
@@ -219,13 +221,6 @@ CASES: list[tuple[str, dict[str, Any], list[Any], str, str]] = [
         "too_few_barriers",
         "max_new_barriers is 1",
     ),
-    (
-        "spill_unsupported",
-        {"capacity": 64, "options": {"overflow": "spill"}},
-        ["body", "options", "overflow"],
-        "unsupported_with_control_flow",
-        "spill",
-    ),
 ]
 
 
@@ -239,3 +234,13 @@ def test_rejects(
     assert error["loc"] == loc, name
     assert error["type"] == kind
     assert fragment in error["msg"]
+
+
+def test_spills_a_loop_request_over_capacity(client: TestClient) -> None:
+    body = _request(capacity=64, options={"sync": "insert", "overflow": "spill"})
+    response = client.post("/plan", json=body)
+    assert response.status_code == 200, response.text
+    plan = Plan.model_validate(response.json())
+    assert plan.spilled == ["w"]
+    assert plan.arena_bytes <= 64
+    assert planner.validate(parse_request(body), plan).valid

@@ -38,7 +38,12 @@ def test_random_programs_are_safe_on_every_execution() -> None:
         assert planner.validate(req, plan).valid, data
         problems, peak = check(req, plan)
         assert not problems, (data, plan.barriers, problems[:3])
-        assert plan.lower_bound <= peak, data  # a bound no execution refutes
-        assert plan.lower_bound == peak, data  # and the peak of the worst execution
+        if req.options.sync == "existing":
+            # Each piece held until the next barrier: checked against the best arena in
+            # test_loops_bound.
+            assert peak <= plan.lower_bound, data
+        else:
+            assert plan.lower_bound <= peak, data  # a bound no execution refutes
+            assert plan.lower_bound == peak, data  # and the peak of the worst execution
         assert plan.arena_bytes >= plan.lower_bound
     assert planned >= SEEDS // 2

@@ -139,34 +139,39 @@ class PathCheck:
     def sweep(self, extents: list[Extent]) -> None:
         """The straight-line sweep of ``extents`` (one per buffer, as placed) in every
         execution."""
+        if not extents:
+            return  # nothing placed: no pair to judge
+        ranges = [
+            (e, part, s, end, sorted({a.at for a in buffer.accesses if s <= a.at < end}))
+            for e in extents
+            for buffer in (self.request.buffers[e.buffer],)
+            for part, (s, end) in enumerate(buffer.lifetimes)
+        ]
         for ex in self.executions:
             pieces: list[Extent] = []
             copies: dict[tuple[int, int, int], Copy] = {}
             stretched = self.stretched
-            for e in extents:
-                buffer = self.request.buffers[e.buffer]
-                for part, (s, end) in enumerate(buffer.lifetimes):
-                    points = [a.at for a in buffer.accesses if s <= a.at < end]
-                    occurrences = ex.occurrences(points) if points else []
-                    for piece in ex.pieces(s, end):
-                        touched = [u for u in occurrences if piece.start <= u < piece.end]
-                        first = min(touched, default=piece.start)
-                        last = max(touched, default=piece.end - 1)
-                        pieces.append(
-                            Extent(
-                                e.id,
-                                e.lo,
-                                e.hi,
-                                piece.start,
-                                piece.end,
-                                e.buffer,
-                                first,
-                                last,
-                                part,
-                            )
+            for e, part, s, end, points in ranges:
+                occurrences = ex.occurrences(points) if points else []
+                for piece in ex.pieces(s, end):
+                    touched = [u for u in occurrences if piece.start <= u < piece.end]
+                    first = min(touched, default=piece.start)
+                    last = max(touched, default=piece.end - 1)
+                    pieces.append(
+                        Extent(
+                            e.id,
+                            e.lo,
+                            e.hi,
+                            piece.start,
+                            piece.end,
+                            e.buffer,
+                            first,
+                            last,
+                            part,
                         )
-                        copies[e.buffer, part, piece.start] = piece.copy
-                        stretched[e.buffer, part] = piece.stretched
+                    )
+                    copies[e.buffer, part, piece.start] = piece.copy
+                    stretched[e.buffer, part] = piece.stretched
             barriers = ex.occurrences(self.barriers)
             sweep(pieces, barriers, self.aliases, self.out, _Reporter(self, ex, copies))
 

@@ -44,6 +44,21 @@ I64 = npt.NDArray[np.int64]
 Columns = tuple[I64, I64, I64, I64, I64]  # lo, hi, start, end, last access
 # Where a buffer is during the sweep.
 _OUT, _DISJOINT, _MISPLACED = 0, 1, 2
+SMALL_SWEEP = 1024  # extents up to which a plain sorted list beats a chunked one
+
+
+class _SmallSorted(list[tuple[int, ...]]):
+    """A plain sorted list with the few ``SortedList`` methods the sweep uses (entries are
+    unique): faster for a few hundred entries."""
+
+    def add(self, item: tuple[int, ...]) -> None:
+        bisect.insort(self, item)
+
+    def remove(self, item: tuple[int, ...]) -> None:
+        del self[bisect.bisect_left(self, item)]
+
+    def bisect_left(self, item: tuple[int, ...]) -> int:
+        return bisect.bisect_left(self, item)
 
 
 class Extent(NamedTuple):
@@ -132,7 +147,7 @@ def sweep(
 
     # Disjoint extents sorted by offset, (lo, hi, index): los and his increase together. A
     # sorted list of chunks keeps inserts and removals logarithmic at 100 000 extents.
-    placed = SortedList()
+    placed: SortedList | _SmallSorted = SortedList() if n > SMALL_SWEEP else _SmallSorted()
     misplaced: list[int] = []
     where = [_OUT] * n
     r = 0

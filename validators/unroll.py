@@ -51,6 +51,31 @@ class ControlFlow:
 
     loops: tuple[tuple[int, int, int | None], ...] = ()
     branches: tuple[tuple[tuple[int, int], ...], ...] = ()
+    # (start, end) -> ``loops_around`` of the range, filled on first use
+    around: dict[tuple[int, int], tuple[frozenset[int], tuple[int, ...]]] = field(
+        default_factory=dict, compare=False, hash=False, repr=False
+    )
+
+    def loops_around(self, start: int, end: int) -> tuple[frozenset[int], tuple[int, ...]]:
+        """The loops wholly containing the range ``[start, end)`` (one piece per copy of
+        them), and the loops it enters or leaves, in order (live over all their copies; a
+        loop of one trip: none)."""
+        found = self.around.get((start, end))
+        if found is None:
+            inside = frozenset(
+                i for i, (s, e, _) in enumerate(self.loops) if s <= start and end <= e
+            )
+            crossed = tuple(
+                i
+                for i, (s, e, trips) in enumerate(self.loops)
+                if s < end
+                and start < e
+                and not (s <= start and end <= e)
+                and not (start <= s and e <= end)
+                and trips != 1
+            )
+            found = self.around[start, end] = (inside, crossed)
+        return found
 
     @property
     def straight(self) -> bool:
@@ -96,9 +121,12 @@ class Execution:
     flow: ControlFlow
     segments: tuple[Segment, ...]
     starts: tuple[int, ...] = field(init=False, repr=False, compare=False)  # unrolled, sorted
+    # (lo, hi, at) of each segment, for the lookups that run per buffer range
+    spans: tuple[tuple[int, int, int], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "starts", tuple(s.at for s in self.segments))
+        object.__setattr__(self, "spans", tuple((s.lo, s.hi, s.at) for s in self.segments))
 
     @property
     def length(self) -> int:
@@ -131,30 +159,32 @@ class Execution:
     def pieces(self, start: int, end: int) -> list[Piece]:
         """The pieces of the range ``[start, end)`` in this execution (none when it lies in an
         arm not taken)."""
-        inside = [
-            i for i, (s, e, _) in enumerate(self.flow.loops) if s <= start and end <= e
-        ]  # loops wholly containing the range: one piece per copy of them
-        crossed = [
-            i
-            for i, (s, e, trips) in enumerate(self.flow.loops)
-            if s < end
-            and start < e
-            and not (s <= start and end <= e)
-            and not (start <= s and e <= end)
-            and trips != 1
-        ]  # loops the range enters or leaves: live over all their copies (one trip: none)
+        inside, crossed = self.flow.loops_around(start, end)
+        if not inside and not crossed:
+            # Outside every loop: one piece, the hull of the segments it meets.
+            first = last = -1
+            for lo, hi, at in self.spans:
+                if lo < end and start < hi:
+                    if first < 0:
+                        first = at + (start - lo if start > lo else 0)
+                    last = at + ((end if end < hi else hi) - lo)
+            return [] if first < 0 else [Piece(first, last, (), ())]
         groups: dict[Copy, list[int]] = {}
         for s in self.segments:
             if s.lo < end and start < s.hi:
-                key = tuple(c for c in s.copy if c[0] in inside)
-                lo = s.at + max(s.lo, start) - s.lo
-                hi = s.at + min(s.hi, end) - s.lo
-                span = groups.setdefault(key, [lo, hi])
-                span[0], span[1] = min(span[0], lo), max(span[1], hi)
+                key = tuple(c for c in s.copy if c[0] in inside) if inside else ()
+                lo = s.at + (start - s.lo if start > s.lo else 0)
+                hi = s.at + ((end if end < s.hi else s.hi) - s.lo)
+                span = groups.get(key)
+                if span is None:
+                    groups[key] = [lo, hi]
+                else:
+                    span[0] = lo if lo < span[0] else span[0]
+                    span[1] = hi if hi > span[1] else span[1]
         if crossed:
             for s in self.segments:
                 if any(c[0] in crossed for c in s.copy):
-                    key = tuple(c for c in s.copy if c[0] in inside)
+                    key = tuple(c for c in s.copy if c[0] in inside) if inside else ()
                     if key in groups:
                         span = groups[key]
                         span[0] = min(span[0], s.at)

@@ -36,6 +36,7 @@ __all__ = ["MAX_PIECES", "Hazards", "Piece", "Program", "build_program", "straig
 I64 = npt.NDArray[np.int64]
 
 MAX_PIECES = 1024  # pieces of the unrolled program; hazards are checked over all pairs
+PRIME_CELLS = 1 << 22  # (barrier copy, hazard) cells judged at once
 
 Copies = tuple[int, ...]  # copy (0 or 1) of each loop around a point, outermost first
 
@@ -60,6 +61,28 @@ class BarrierCopy:
     virtual: int
     point: int  # the original program point
     arms: tuple[tuple[int, int], ...]  # virtual [start, end) of each arm copy around it
+
+
+@dataclass
+class BranchCopy:
+    """One copy of a branch in virtual time: its arm copies, the arm copies around it and
+    those of the branches inside it."""
+
+    arms: tuple[tuple[int, int], ...]
+    outer: tuple[tuple[int, int], ...] = ()
+    inner: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def start(self) -> int:
+        return self.arms[0][0]
+
+    @property
+    def end(self) -> int:
+        return self.arms[-1][1]
+
+    def nested(self, v: int, arm: tuple[int, int]) -> bool:
+        """Whether virtual point ``v`` of ``arm`` lies in an arm of a branch inside it."""
+        return any(arm[0] <= s and e <= arm[1] and s <= v < e for s, e in self.inner)
 
 
 @dataclass(frozen=True)
@@ -104,6 +127,7 @@ class Program:
     _pools: dict[tuple[int, ...], tuple[list[BarrierCopy], list[int]]] = field(
         default_factory=dict, repr=False
     )
+    _branches: list[BranchCopy] | None = field(default=None, repr=False)
 
     def copies_of(self, point: int) -> list[BarrierCopy]:
         """Every virtual copy of a barrier at ``point``."""
@@ -153,6 +177,194 @@ class Program:
             found = self._masks[point] = self.covered(self.copies_of(point))
         return found
 
+    def protected_by_any(self, points: list[int]) -> npt.NDArray[np.bool_]:
+        """Per hazard: whether a barrier at one of ``points`` protects it."""
+        self.prime(points)
+        if not points:
+            return np.zeros(self.hazards.n, dtype=np.bool_)
+        masks = [self._masks[p] for p in set(points)]
+        return np.logical_or.reduce(masks, axis=0) if len(masks) > 1 else masks[0].copy()
+
+    def protected(self, points: list[int]) -> npt.NDArray[np.bool_]:
+        """Per hazard: whether barriers at ``points`` protect it on every path, one point
+        alone (``protected_by``) or one point in every arm of a branch (``by_every_arm``)."""
+        return self.protected_by_any(points) | self.by_every_arm(points)
+
+    def by_every_arm(self, points: list[int]) -> npt.NDArray[np.bool_]:
+        """Per hazard: whether a branch copy that every path from the earlier piece to the
+        later one runs has a barrier at ``points`` directly in each arm (no deeper branch
+        around it) within the window. The earlier piece's last access lies before the
+        branch; when the later piece's first access lies inside the branch (it covers the
+        branch from its first point: on the path of an arm its first access may be that
+        arm's first point) each arm needs its barrier at its first point."""
+        h = self.hazards
+        mask = np.zeros(h.n, dtype=np.bool_)
+        if not self.req.branches or not points:
+            return mask
+        virtuals = {c.virtual for c in self.pool(sorted(set(points)))[0]}
+        for b in self.branch_copies():
+            starts = [a[0] for a in b.arms]
+            inside = [
+                [v for v in virtuals if s <= v < e and not b.nested(v, (s, e))] for s, e in b.arms
+            ]
+            if not all(inside):
+                continue
+            at_start = all(s in vs for s, vs in zip(starts, inside, strict=True))
+            m = h.after < b.start
+            for s, e in b.outer:
+                m &= ((s <= h.xs) & (h.xe <= e)) | ((s <= h.ys) & (h.ye <= e))
+            reach = h.before >= b.end
+            if at_start:
+                reach |= h.before >= b.start
+            mask |= m & reach
+        return mask
+
+    def every_arm_points(self, k: int, allowed: set[int]) -> list[int] | None:
+        """Points from ``allowed`` that protect hazard ``k`` through ``by_every_arm``, one
+        per arm of the latest branch copy that can (in each arm the one run fewest times,
+        then the latest; the arm's first point when the later piece's first access lies
+        inside the branch), or None."""
+        h = self.hazards
+        after, before = int(h.after[k]), int(h.before[k])
+        xs, xe, ys, ye = int(h.xs[k]), int(h.xe[k]), int(h.ys[k]), int(h.ye[k])
+        copies = self.pool(sorted(allowed))[0]
+        for b in reversed(self.branch_copies()):
+            if not (after < b.start <= before):
+                continue
+            if not all((s <= xs and xe <= e) or (s <= ys and ye <= e) for s, e in b.outer):
+                continue
+            chosen: list[int] = []
+            for s, e in b.arms:
+                last = e if before >= b.end else s + 1  # inside the branch: the first point
+                fits = [
+                    c for c in copies if s <= c.virtual < last and not b.nested(c.virtual, (s, e))
+                ]
+                if not fits:
+                    break
+                best = min(fits, key=lambda c: (self.executions(c.point), -c.virtual))
+                chosen.append(best.point)
+            else:
+                if self.by_every_arm(chosen)[k]:
+                    return sorted(set(chosen))
+        return None
+
+    def branch_copies(self) -> list[BranchCopy]:
+        """Every copy of every branch in virtual time, by start."""
+        if self._branches is None:
+            loops = self._loops
+            found: list[BranchCopy] = []
+            for br in self.req.branches:
+                depth = loops.depth_of_range(br.start, br.end)
+                for cp in loops.copies(loops.chain(br.start)[:depth]):
+                    arms = tuple(
+                        (loops.position(s, cp), loops.end_position(e, cp)) for s, e in br.arms
+                    )
+                    found.append(BranchCopy(arms))
+            for b in found:
+                b.outer = tuple(
+                    a
+                    for o in found
+                    if o is not b
+                    for a in o.arms
+                    if a[0] <= b.start and b.end <= a[1]
+                )
+                b.inner = tuple(
+                    a
+                    for o in found
+                    if o is not b and b.start <= o.start and o.end <= b.end
+                    for a in o.arms
+                )
+            self._branches = sorted(found, key=lambda b: (b.start, -b.end))
+        return self._branches
+
+    def barrier_peak(self, sizes: list[int], points: list[int]) -> tuple[int, int, list[int]]:
+        """Most bytes held at one virtual point when barriers run at ``points`` only, the
+        original point of its copy and the buffers held there: a lower bound on every plan
+        under those barriers.
+
+        A piece of a buffer without accesses holds its bytes from its start until the first
+        barrier copy after its end (any copy, even inside an arm: it may stop early, never
+        late) and never past the end of an arm copy around it (the other arms are other
+        paths). A piece whose accesses are known holds them from its first access to its
+        last. Pieces held at one virtual point then conflict pairwise on the path through
+        it: live together, or a reuse with no barrier between the one's last access and the
+        other's first."""
+        if not self.pieces:
+            return 0, 0, []
+        barriers = sorted({c.virtual for c in self.pool(sorted(set(points)))[0]})
+        horizon = max(p.end for p in self.pieces)
+        arms = [a for b in self.branch_copies() for a in b.arms]
+        held: list[tuple[int, int]] = []
+        for p in self.pieces:
+            if self.req.buffers[p.buffer].accesses:
+                held.append((p.first, p.last + 1))
+                continue
+            k = bisect.bisect_right(barriers, p.last)
+            end = barriers[k] if k < len(barriers) else horizon
+            for s, e in arms:
+                if s <= p.start and p.end <= e:
+                    end = min(end, e)
+            held.append((p.start, max(end, p.end)))
+        events = sorted(
+            [
+                (e, -sizes[p.buffer], k)
+                for k, (p, (_, e)) in enumerate(zip(self.pieces, held, strict=True))
+            ]
+            + [
+                (s, sizes[p.buffer], k)
+                for k, (p, (s, _)) in enumerate(zip(self.pieces, held, strict=True))
+            ]
+        )
+        best, at, live = 0, -1, 0
+        for _, delta, k in events:
+            live += delta
+            if live > best:
+                best, at = live, k
+        if at < 0:
+            return 0, 0, []
+        v = held[at][0]
+        buffers = sorted(
+            {p.buffer for p, (s, e) in zip(self.pieces, held, strict=True) if s <= v < e}
+        )
+        return best, self.pieces[at].point, buffers
+
+    def prime(self, points: list[int]) -> None:
+        """Computes ``protected_by`` of the points at once: one row per barrier copy, in
+        blocks of at most ``PRIME_CELLS`` cells."""
+        h = self.hazards
+        todo = sorted({p for p in points if p not in self._masks})
+        if not todo:
+            return
+        per_block = max(1, PRIME_CELLS // max(h.n, 1))
+        held: dict[tuple[tuple[int, int], ...], npt.NDArray[np.bool_]] = {}
+        k = 0
+        while k < len(todo):
+            block: list[int] = []
+            copies: list[BarrierCopy] = []
+            while k < len(todo) and (not block or len(copies) < per_block):
+                block.append(todo[k])
+                copies.extend(self.copies_of(todo[k]))
+                k += 1
+            v = np.asarray([c.virtual for c in copies], dtype=np.int64)[:, None]
+            rows = (h.after[None, :] < v) & (v <= h.before[None, :])
+            by_arms: dict[tuple[tuple[int, int], ...], list[int]] = {}
+            for i, c in enumerate(copies):
+                if c.arms:
+                    by_arms.setdefault(c.arms, []).append(i)
+            for arms, idx in by_arms.items():
+                cond = held.get(arms)
+                if cond is None:
+                    cond = np.ones(h.n, dtype=np.bool_)
+                    for s, e in arms:
+                        cond &= ((s <= h.xs) & (h.xe <= e)) | ((s <= h.ys) & (h.ye <= e))
+                    held[arms] = cond
+                rows[idx] &= cond
+            at = 0
+            for p in block:
+                n = len(self.copies_of(p))
+                self._masks[p] = rows[at] if n == 1 else np.logical_or.reduce(rows[at : at + n])
+                at += n
+
     def covered(self, copies: list[BarrierCopy]) -> npt.NDArray[np.bool_]:
         """Per hazard: whether one of the barrier copies protects it."""
         h = self.hazards
@@ -162,11 +374,18 @@ class Program:
             k = np.searchsorted(plain, h.after, side="right")
             inside = k < plain.size
             mask[inside] = plain[k[inside]] <= h.before[inside]
+        # Copies inside arms, grouped by their arm copies: a hazard is covered by the group
+        # when one copy lies in its window and each arm holds one of its pieces.
+        groups: dict[tuple[tuple[int, int], ...], list[int]] = {}
         for c in copies:
-            if not c.arms:
-                continue
-            m = (h.after < c.virtual) & (c.virtual <= h.before)
-            for s, e in c.arms:
+            if c.arms:
+                groups.setdefault(c.arms, []).append(c.virtual)
+        for arms, virtuals in groups.items():
+            at = np.asarray(sorted(virtuals), dtype=np.int64)
+            k = np.searchsorted(at, h.after, side="right")
+            m = k < at.size
+            m[m] = at[k[m]] <= h.before[m]
+            for s, e in arms:
                 m &= ((s <= h.xs) & (h.xe <= e)) | ((s <= h.ys) & (h.ye <= e))
             mask |= m
         return mask
@@ -382,6 +601,8 @@ def build_program(req: PlanRequest) -> Program:
 def _check_own_pieces(req: PlanRequest, index: int, mine: list[Piece]) -> None:
     """Two ranges of one buffer live at once (each grown over a loop it enters or leaves)
     cannot share the buffer's one offset: a request error."""
+    if len(mine) < 2:
+        return
     spans = sorted((p.start, p.end) for p in mine)
     for (_, e1), (s2, _) in itertools.pairwise(spans):
         if s2 < e1:
@@ -405,9 +626,9 @@ def _arms_around(arms: ArmIndex, req: PlanRequest, start: int, end: int) -> list
     ]
 
 
-def _exclusive(x: Piece, y: Piece) -> bool:
-    """Whether the pieces lie in different arms of one branch copy (never both run)."""
-    ax, ay = x.arms, y.arms
+def _exclusive_arms(ax: dict[tuple[int, Copies], int], ay: dict[tuple[int, Copies], int]) -> bool:
+    """Whether pieces in the arms ``ax`` and ``ay`` lie in different arms of one branch copy
+    (never both run)."""
     if len(ay) < len(ax):
         ax, ay = ay, ax
     return any(ay.get(key, arm) != arm for key, arm in ax.items())
@@ -423,12 +644,17 @@ def _pairs(pieces: list[Piece]) -> tuple[Hazards, set[tuple[int, int]]]:
     buf = np.asarray([p.buffer for p in pieces], dtype=np.int64)
     seq = start[None, :] >= end[:, None]  # row before column
     x, y = np.nonzero(seq)
-    armed = np.asarray([bool(p.arms) for p in pieces], dtype=np.bool_)
-    both = np.flatnonzero(armed[x] & armed[y]) if pieces else np.zeros(0, dtype=np.int64)
-    if both.size:
-        keep = np.ones(x.size, dtype=np.bool_)
-        for k in both.tolist():
-            keep[k] = not _exclusive(pieces[int(x[k])], pieces[int(y[k])])
+    # Pieces with the same arms are exclusive with the same pieces: judged once per pair of
+    # distinct arm maps (few), then looked up per pair of pieces.
+    kinds: dict[tuple[tuple[tuple[int, Copies], int], ...], int] = {}
+    kind = np.asarray(
+        [kinds.setdefault(tuple(sorted(p.arms.items())), len(kinds)) for p in pieces],
+        dtype=np.int64,
+    )
+    if len(kinds) > 1:
+        maps = [dict(key) for key in kinds]
+        apart = np.asarray([[_exclusive_arms(u, v) for v in maps] for u in maps], dtype=np.bool_)
+        keep = ~apart[kind[x], kind[y]]
         x, y = x[keep], y[keep]
     meet = (start[None, :] < end[:, None]) & (start[:, None] < end[None, :])
     u, v = np.nonzero(np.triu(meet, 1))

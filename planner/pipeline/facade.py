@@ -126,6 +126,8 @@ def _plan(
 
         with deadline(max(0.0, limit - fixed), since=began), interpreted(small):
             unrolled = checked(req, plan_unrolled(req))
+        if req.options.overflow == "spill" and unrolled.status in ("infeasible", "unknown"):
+            unrolled = checked(req, plan_with_spill(req, unrolled, plan))
         if not req.options.pareto:
             return unrolled
         # One plan: the unrolled route keeps no fewer-barrier attempts.

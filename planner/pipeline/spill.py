@@ -18,6 +18,7 @@ import numpy as np
 
 from planner.core.graph import build_graph
 from planner.core.models import Barriers, Diagnostic, Launch, Plan, PlanRequest
+from planner.core.program import build_program
 from planner.core.targets import launch_figures
 
 __all__ = ["SpillChoice", "choose_spill", "plan_with_spill", "spill_costs"]
@@ -59,14 +60,17 @@ def choose_spill(
     capacity: int,
     *,
     node_limit: int = NODE_LIMIT,
+    owner: Sequence[int] | None = None,
 ) -> SpillChoice | None:
     """The cheapest set of spillable buffers whose removal keeps the live bytes within
     ``capacity`` at every point (lifetimes half-open ``[start, end)``); None when even
     spilling every spillable buffer is not enough. Ties go to the set found first, in a
-    deterministic order."""
+    deterministic order. With ``owner``, ``start`` and ``end`` are intervals (pieces) of
+    the buffers ``owner`` names, a buffer's intervals never live at one point."""
     lo = np.asarray(start, dtype=np.int64)
     hi = np.asarray(end, dtype=np.int64)
-    sz = np.asarray(size, dtype=np.int64)
+    own = np.arange(lo.size) if owner is None else np.asarray(owner, dtype=np.int64)
+    sz = np.asarray(size, dtype=np.int64)[own]
     points = np.unique(lo)
     # Live bytes at p: sizes started at or before p, less those ended at or before p.
     by_start, by_end = np.argsort(lo, kind="stable"), np.argsort(hi, kind="stable")
@@ -83,7 +87,7 @@ def choose_spill(
     # cover[j]: spillable buffers live at the j-th overloaded point, cheapest per byte first.
     cover = []
     for p in points[over].tolist():
-        live = np.flatnonzero((lo <= p) & (hi > p)).tolist()
+        live = own[np.flatnonzero((lo <= p) & (hi > p))].tolist()
         cover.append(
             sorted(
                 (i for i in live if spillable[i]),
@@ -206,17 +210,30 @@ def plan_with_spill(request: PlanRequest, base: Plan, plan_fn: PlanFn) -> Plan:
     """
     capacity = request.effective_capacity
     assert capacity is not None
-    graph = build_graph(request)
     costs = spill_costs(request)
     spillable = [b.offset is None for b in request.buffers]
-    choice = choose_spill(
-        graph.start.tolist(),
-        graph.occupied_end.tolist(),
-        graph.size.tolist(),
-        costs,
-        spillable,
-        capacity,
-    )
+    if request.has_control_flow:
+        # The pieces of the unrolled program: a buffer is live at each of its pieces.
+        prog = build_program(request)
+        choice = choose_spill(
+            [p.start for p in prog.pieces],
+            [p.end for p in prog.pieces],
+            [b.size for b in request.buffers],
+            costs,
+            spillable,
+            capacity,
+            owner=[p.buffer for p in prog.pieces],
+        )
+    else:
+        graph = build_graph(request)
+        choice = choose_spill(
+            graph.start.tolist(),
+            graph.occupied_end.tolist(),
+            graph.size.tolist(),
+            costs,
+            spillable,
+            capacity,
+        )
     if choice is None:
         return _cannot_spill(base, capacity)
     spilled = set(choice.spilled)
@@ -269,7 +286,12 @@ def _subrequest(
     if not keep and opts.sync != "none":
         assert inserted is not None
         barriers = sorted(set(barriers) | set(inserted.inserted))
-        update.update(sync="existing", barrier_candidates=None, max_new_barriers=None)
+        if request.has_control_flow and opts.sync == "insert":
+            # A spilled buffer in a loop body reuses its own bytes across the back edge: the
+            # workspace may need barriers the shared plan did not (counted in the plan).
+            update.update(max_new_barriers=None)
+        else:
+            update.update(sync="existing", barrier_candidates=None, max_new_barriers=None)
     elif opts.barrier_candidates is not None:
         update["barrier_candidates"] = [p for p in opts.barrier_candidates if p <= horizon]
     # A subset of a valid request, with barriers past its last point dropped (they bound no
@@ -315,6 +337,15 @@ def _merge(
         f"{how} that brings the live bytes within it{why}: {_names(ids)}",
     )
     required = sorted(set(shared.barriers.required) | set(workspace.barriers.required))
+    inserted = sorted(set(shared.barriers.inserted) | set(workspace.barriers.inserted))
+    counts: dict[str, int] = {}
+    if request.has_control_flow:
+        points = set(base.barriers.existing) | set(inserted)
+        counts = {
+            "static": len(points),
+            "executions": sum(request.executions_at(p) for p in points),
+            "required_executions": sum(request.executions_at(p) for p in required),
+        }
     return base.model_copy(
         update={
             "status": shared.status,
@@ -323,8 +354,9 @@ def _merge(
             "placements": [where[b.id] for b in request.buffers],
             "barriers": Barriers(
                 existing=base.barriers.existing,
-                inserted=shared.barriers.inserted,
+                inserted=inserted,
                 required=required,
+                **counts,
             ),
             "spilled": ids,
             "global_bytes": workspace.arena_bytes,

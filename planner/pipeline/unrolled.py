@@ -78,9 +78,9 @@ def _stab(prog: Program, need: Mask, allowed: list[int], base: list[int]) -> lis
     copy that covers the hazard, the one run fewest times, then the one whose copies cover
     the most hazards still open, then the one inside fewest arms, then the latest."""
     h = prog.hazards
-    open_ = need.copy()
-    for p in base:
-        open_ &= ~prog.protected_by(p)
+    prog.prime([*allowed, *base])
+    open_ = need & ~prog.protected(base)
+    choices = set(allowed) | set(base)
     pool, keys = prog.pool(allowed)
     new: list[int] = []
     order = np.lexsort((h.after, h.before))
@@ -91,7 +91,13 @@ def _stab(prog: Program, need: Mask, allowed: list[int], base: list[int]) -> lis
         hi = bisect.bisect_right(keys, int(h.before[k]))
         fits = [c for c in pool[lo:hi] if prog.covers(c, k)]
         if not fits:
-            open_[k] = False  # no allowed point protects it: the caller made it a conflict
+            # One point in every arm of a branch on the way, or none: then the caller made
+            # the pair a conflict.
+            arms = prog.every_arm_points(k, choices)
+            if arms is not None:
+                new.extend(arms)
+                open_ &= ~prog.protected(sorted({*base, *new}))
+            open_[k] = False
             continue
         cheapest = min(prog.executions(c.point) for c in fits)
         fits = [c for c in fits if prog.executions(c.point) == cheapest]
@@ -126,7 +132,7 @@ def _unprotected(prog: Program, points: list[int]) -> tuple[set[tuple[int, int]]
     """Buffer pairs that may not share bytes since no barrier at ``points`` protects a reuse
     between them, and the unprotected reuses of a buffer's own bytes (hazard indices)."""
     h = prog.hazards
-    open_ = ~prog.covered(prog.pool(sorted(set(points)))[0])
+    open_ = ~prog.protected(points)
     own = np.flatnonzero(open_ & (h.a == h.b)).tolist()
     other = open_ & (h.a != h.b)
     lo, hi = np.minimum(h.a, h.b)[other], np.maximum(h.a, h.b)[other]
@@ -181,6 +187,7 @@ def plan_unrolled(req: PlanRequest) -> Plan:
     notes: list[Diagnostic] = []
     heuristics = _heuristics(req, notes)
     bound = prog.peak if sizes == [b.size for b in req.buffers] else _peak(prog, sizes)
+    peak_at = (prog.peak_point, prog.peak_buffers)  # where ``bound`` is reached
     existing = sorted(set(req.barriers))
     opts = req.options
     sync = opts.sync
@@ -201,6 +208,10 @@ def plan_unrolled(req: PlanRequest) -> Plan:
         pairs, own = _unprotected(prog, existing)
         if own:
             raise _own_race(req, prog, own[0], ("barriers",))
+        # No barrier can be added: each piece holds its bytes until the next one.
+        held = prog.barrier_peak(sizes, existing)
+        if held[0] > bound:
+            bound, peak_at = held[0], (held[1], held[2])
         chosen = _finish(req, prog, sizes, live | pairs, bound, heuristics, existing, [], [])
     else:
         allowed = (
@@ -228,7 +239,7 @@ def plan_unrolled(req: PlanRequest) -> Plan:
         full = _finish(req, prog, sizes, live | never, bound, heuristics, existing, allowed, [])
         chosen = full
         if set(full.inserted) <= set(mandatory):
-            return _result(req, prog, sizes, footprints, full, bound, notes)
+            return _result(req, prog, sizes, footprints, full, (bound, *peak_at), notes)
         # The plan on the existing and the mandatory barriers, the fewest new ones: chosen at
         # the full plan's arena, and the fallback under the cap. Its barriers are chosen only
         # when it is: usually it needs more bytes (quickly seen with two fits).
@@ -240,7 +251,10 @@ def plan_unrolled(req: PlanRequest) -> Plan:
             lean = _protect(prog, sizes, placed, existing, allowed, mandatory)
             if capped or _cost(req, lean) < _cost(req, full):
                 chosen = lean
-    return _result(req, prog, sizes, footprints, chosen, bound, notes)
+    return _result(req, prog, sizes, footprints, chosen, (bound, *peak_at), notes)
+
+
+Bound = tuple[int, int, list[int]]  # bytes, the point where they are held, the buffers there
 
 
 def _result(
@@ -249,19 +263,10 @@ def _result(
     sizes: list[int],
     footprints: list[Footprint],
     chosen: _Placed,
-    bound: int,
+    bound: Bound,
     notes: list[Diagnostic],
 ) -> Plan:
-    plan = _assemble(req, prog, sizes, footprints, chosen, bound, notes)
-    if req.options.overflow == "spill" and plan.status in ("infeasible", "unknown"):
-        raise RequestError.field(
-            ("options", "overflow"),
-            f"the plan needs {plan.arena_bytes} bytes over the capacity of {plan.capacity}, and "
-            "overflow 'spill' is not supported with loops, branches or ranges yet",
-            "unsupported_with_control_flow",
-            "spill",
-        )
-    return plan
+    return _assemble(req, sizes, footprints, chosen, bound, notes, prog)
 
 
 def _cost(req: PlanRequest, p: _Placed) -> tuple[int, int]:
@@ -388,30 +393,32 @@ def _peak(prog: Program, sizes: list[int]) -> int:
 
 
 def _components(n: int, edges: I64) -> int:
-    parent = list(range(n))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in edges.tolist():
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    return len({find(x) for x in range(n)})
+    """Connected components of the graph on ``n`` buffers: labels spread as minima along
+    the edges, with pointer jumping, until they settle."""
+    labels = np.arange(n, dtype=np.int64)
+    if edges.size:
+        a, b = edges[:, 0], edges[:, 1]
+        while True:
+            spread = labels.copy()
+            np.minimum.at(spread, a, labels[b])
+            np.minimum.at(spread, b, labels[a])
+            spread = spread[spread]
+            if np.array_equal(spread, labels):
+                break
+            labels = spread
+    return int(np.unique(labels).size)
 
 
 def _assemble(
     req: PlanRequest,
-    prog: Program,
     sizes: list[int],
     footprints: list[Footprint],
     chosen: _Placed,
-    bound: int,
+    peak: Bound,
     notes: list[Diagnostic],
+    prog: Program,
 ) -> Plan:
+    bound, peak_point, peak_buffers = peak
     capacity = req.effective_capacity
     arena = chosen.arena
     proved = chosen.optimal or arena <= bound
@@ -430,8 +437,8 @@ def _assemble(
             reason="lower_bound",
             capacity=capacity,
             live_bytes=bound,
-            point=prog.peak_point,
-            buffers=[req.buffers[i].id for i in prog.peak_buffers],
+            point=peak_point,
+            buffers=[req.buffers[i].id for i in peak_buffers],
         )
         if bound <= capacity:  # proved by CP-SAT on the pairs: all buffers together
             certificate = Certificate(

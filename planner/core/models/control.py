@@ -32,7 +32,10 @@ __all__ = [
     "Branch",
     "Loop",
     "check_control",
+    "check_ranges_vs_arms",
+    "check_ranges_vs_loops",
     "executions_at",
+    "stretched",
 ]
 
 UNKNOWN_TRIPS = 1000  # iterations a loop of unknown trip count is charged for
@@ -332,6 +335,59 @@ def check_ranges_vs_arms(
                 "contains the whole branch, or misses it",
                 [s, e],
             )
+
+
+def stretched(start: int, end: int, loops: Sequence[Loop]) -> tuple[int, int, list[int]]:
+    """The range ``[start, end)`` as live in the unrolled program: grown over every loop it
+    enters or leaves (live over the whole body on every iteration), and those loops."""
+    lo, hi = start, end
+    over: list[int] = []
+    grown = True
+    while grown:
+        grown = False
+        for j, lp in enumerate(loops):
+            if j not in over and _partial(lo, hi, lp.start, lp.end):
+                over.append(j)
+                lo, hi = min(lo, lp.start), max(hi, lp.end)
+                grown = True
+    return lo, hi, sorted(over)
+
+
+def check_ranges_vs_loops(buffers: Sequence[Buffer], loops: Sequence[Loop], errors: Errors) -> None:
+    """No two ranges of one buffer are live at once once each is grown over the loops it
+    enters or leaves (they share the buffer's one offset)."""
+    if not loops:
+        return
+    for i, b in enumerate(buffers):
+        if b.ranges is None or len(b.ranges) < 2:
+            continue
+        grown = [stretched(s, e, loops) for s, e in b.lifetimes]
+        clash = next(
+            (
+                (k, m)
+                for m in range(len(grown))
+                for k in range(m)
+                if grown[k][0] < grown[m][1] and grown[m][0] < grown[k][1]
+            ),
+            None,
+        )
+        if clash is None:
+            continue
+        k, m = clash
+        lo, hi = max(grown[k][0], grown[m][0]), min(grown[k][1], grown[m][1])
+        loop = min(
+            j for j in {*grown[k][2], *grown[m][2]} if loops[j].start < hi and lo < loops[j].end
+        )
+        lp = loops[loop]
+        (s1, e1), (s2, e2) = b.lifetimes[k], b.lifetimes[m]
+        errors.add(
+            ("buffers", i, "ranges"),
+            "ranges_overlap",
+            f"ranges {_show(s1, e1)} and {_show(s2, e2)} of buffer {b.id!r} are live at once: "
+            f"a range that enters or leaves loops.{loop} {_show(lp.start, lp.end)} is live over "
+            "the whole loop body on every iteration; keep the ranges apart, or merge them",
+            [list(r) for r in b.lifetimes],
+        )
 
 
 class ArmIndex:

@@ -25,6 +25,7 @@ from planner.core.models.control import (
     Loop,
     check_control,
     check_ranges_vs_arms,
+    check_ranges_vs_loops,
     executions_at,
 )
 from planner.core.solver_names import HEURISTICS, METHODS, SOLVER_NAMES
@@ -479,6 +480,7 @@ class PlanRequest(BaseModel):
         if self.loops or self.branches or ranged:
             if check_control(self.loops, self.branches, errors):
                 check_ranges_vs_arms(self.buffers, self.branches, errors)
+                check_ranges_vs_loops(self.buffers, self.loops, errors)
             self._control_flow = True
         errors.raise_if_any()
         return self
