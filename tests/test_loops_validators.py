@@ -304,12 +304,12 @@ def test_requests_without_the_new_fields_never_take_the_loop_path(
 ) -> None:
     """The straight-line path is the one run for every request without loops, branches or
     ranges: the loop path, made to fail, is never reached."""
-    from planner.validators import static
+    from planner.validators import static_paths
 
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("the loop path ran for a straight request")
 
-    monkeypatch.setattr(static, "PathCheck", refuse)
+    monkeypatch.setattr(static_paths, "PathCheck", refuse)
     req = request({"buffers": TWO, "barriers": [3]})
     assert validate_plan(req, plan_at(req, {"x": 0, "y": 0})).valid
     assert [v.code for v in validate_plan(req, plan_at(req, {"x": 0, "y": 128})).violations] == []
