@@ -65,26 +65,34 @@ def place(
             sorted_idx = np.sort(key[:m]) & mask
         else:
             sorted_idx = np.argsort(lo[:m], kind="mergesort")
-        top = 0  # highest byte covered by the neighbours seen so far
-        best = -1
-        best_gap = np.iinfo(np.int64).max
-        for t in range(m):
-            k = sorted_idx[t]
-            cand = (top + a - 1) // a * a
-            if cand + s <= lo[k]:
-                gap = lo[k] - top
-                if not best_fit:
-                    best = cand
-                    break
-                if gap < best_gap:
-                    best_gap = gap
-                    best = cand
-            if up[k] > top:
-                top = up[k]
-        if best < 0:
-            best = (top + a - 1) // a * a
-        offset[b] = best
+        offset[b] = fit(lo, up, sorted_idx, m, a, s, best_fit)
     return offset
+
+
+@njit(small=True)
+def fit(lo: I64, up: I64, sorted_idx: I64, m: int, a: int, s: int, best_fit: bool) -> int:
+    """The offset of a buffer of ``s`` bytes aligned to ``a`` among ``m`` placed neighbours
+    ``[lo, up)``, visited in ``sorted_idx`` order (by their lowest byte): the first gap that
+    fits, or with ``best_fit`` the smallest; above them all when none fits."""
+    top = 0  # highest byte covered by the neighbours seen so far
+    best = -1
+    best_gap = np.iinfo(np.int64).max
+    for t in range(m):
+        k = sorted_idx[t]
+        cand = (top + a - 1) // a * a
+        if cand + s <= lo[k]:
+            gap = lo[k] - top
+            if not best_fit:
+                best = cand
+                break
+            if gap < best_gap:
+                best_gap = gap
+                best = cand
+        if up[k] > top:
+            top = up[k]
+    if best < 0:
+        best = (top + a - 1) // a * a
+    return best
 
 
 @njit(small=True)

@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core._jit import njit
+from planner.solvers._place import fit
 
 I64 = npt.NDArray[np.int64]
 _FIRST_CAPACITY = 4  # runs a list holds before it first grows
@@ -280,26 +281,7 @@ def place_tree(
                 sorted_idx = np.sort(key[:m]) & mask
             else:
                 sorted_idx = np.argsort(lo_buf[:m], kind="mergesort")
-            a = alignment[b]
-            s_b = size[b]
-            top = 0
-            best = -1
-            best_gap = np.iinfo(np.int64).max
-            for t in range(m):
-                k = sorted_idx[t]
-                cand = (top + a - 1) // a * a
-                if cand + s_b <= lo_buf[k]:
-                    gap = lo_buf[k] - top
-                    if not best_fit:
-                        best = cand
-                        break
-                    if gap < best_gap:
-                        best_gap = gap
-                        best = cand
-                if hi_buf[k] > top:
-                    top = hi_buf[k]
-            if best < 0:
-                best = (top + a - 1) // a * a
+            best = fit(lo_buf, hi_buf, sorted_idx, m, alignment[b], size[b], best_fit)
         offset[b] = best
         lo_b = best
         hi_b = best + size[b]

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeVar
 
@@ -527,21 +527,15 @@ def _arm_overlap(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
                     bs <= branch.start and branch.end <= be for bs, be in b.lifetimes
                 ):
                     pairs.append((a, b, (s, e)))
-    for a, b, (s, e) in _shuffled(rng, pairs):
-        offset = _slide(request, a, shared[b.id].offset)
-        if offset is None:
-            continue
-        return Fault(
-            "arm_overlap",
-            request,
-            _moved(plan, a.id, offset),
-            (b.id, a.id),
-            f"slid {a.id!r} (live [{s}, {e}) in a branch arm) to offset {offset}, over "
-            f"{b.id!r} at [{shared[b.id].offset}, {shared[b.id].offset + b.size}), live "
-            "across the whole branch",
-            s,
+
+    def say(a: Buffer, b: Buffer, span: tuple[int, int], offset: int) -> str:
+        at = shared[b.id].offset
+        return (
+            f"slid {a.id!r} (live [{span[0]}, {span[1]}) in a branch arm) to offset {offset}, "
+            f"over {b.id!r} at [{at}, {at + b.size}), live across the whole branch"
         )
-    return None
+
+    return _slid_over(request, plan, rng, "arm_overlap", pairs, say)
 
 
 def _range_overlap(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
@@ -564,18 +558,38 @@ def _range_overlap(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
                 if any(meets(span, r) and not _exclusive(request, span, r) for r in a.lifetimes):
                     pairs.append((a, b, span))
                     break
-    for a, b, (s, e) in _shuffled(rng, pairs):
-        offset = _slide(request, b, shared[a.id].offset)
+
+    def say(b: Buffer, a: Buffer, span: tuple[int, int], offset: int) -> str:
+        return (
+            f"slid {b.id!r} to offset {offset}, over {a.id!r}, live during {b.id!r}'s range "
+            f"[{span[0]}, {span[1]})"
+        )
+
+    return _slid_over(request, plan, rng, "range_overlap", [(b, a, r) for a, b, r in pairs], say)
+
+
+def _slid_over(
+    request: PlanRequest,
+    plan: Plan,
+    rng: Rng,
+    kind: FaultKind,
+    moves: list[tuple[Buffer, Buffer, tuple[int, int]]],
+    say: Callable[[Buffer, Buffer, tuple[int, int], int], str],
+) -> Fault | None:
+    """The first of ``moves`` (moving buffer, buffer it slides over, the span they meet in),
+    in seeded random order, whose buffer can be slid onto the other's offset."""
+    shared = _shared(plan)
+    for moving, under, span in _shuffled(rng, moves):
+        offset = _slide(request, moving, shared[under.id].offset)
         if offset is None:
             continue
         return Fault(
-            "range_overlap",
+            kind,
             request,
-            _moved(plan, b.id, offset),
-            (a.id, b.id),
-            f"slid {b.id!r} to offset {offset}, over {a.id!r}, live during {b.id!r}'s range "
-            f"[{s}, {e})",
-            s,
+            _moved(plan, moving.id, offset),
+            (under.id, moving.id),
+            say(moving, under, span, offset),
+            span[0],
         )
     return None
 
