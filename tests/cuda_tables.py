@@ -1,10 +1,14 @@
 """Reading the CUDA harness's table back by its documented layout, and checking that it runs
-exactly the accesses of the kernel program it encodes (for the harness tests)."""
+exactly the accesses of the kernel program it encodes (for the harness tests); the mark of
+the tests that launch it on a device."""
 
 from __future__ import annotations
 
 import itertools
 
+import pytest
+
+from planner.validators.cuda import gpu_available
 from planner.validators.cuda_kernel import (
     ACCESS_WORDS,
     HEADER_WORDS,
@@ -14,7 +18,10 @@ from planner.validators.cuda_kernel import (
 )
 from planner.validators.program import AffineAccess, KernelProgram
 
-__all__ = ["check_table", "decode"]
+__all__ = ["check_table", "decode", "requires_gpu"]
+
+# A launch needs CuPy and a CUDA device; without them the test says so and skips.
+requires_gpu = pytest.mark.skipif(not gpu_available(), reason="CuPy or a CUDA device is missing")
 
 VARS = ("threadIdx.x", "threadIdx.y", "threadIdx.z", "blockIdx.x", "blockIdx.y", "blockIdx.z")
 

@@ -47,7 +47,7 @@ from planner.validators.program import (
     build_program,
 )
 
-from .cuda_tables import check_table, decode
+from .cuda_tables import check_table, decode, requires_gpu
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "cuda"
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,7 +55,6 @@ EXAMPLES = ROOT / "examples"
 KERNEL = ROOT / "validators" / "kernel.cu"
 NVCC = shutil.which("nvcc")
 requires_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
-requires_gpu = pytest.mark.skipif(not gpu_available(), reason="CuPy or a CUDA device is missing")
 
 TX, TY = "threadIdx.x", "threadIdx.y"
 

@@ -17,7 +17,6 @@ from planner.validators.cuda import (
     GpuOptions,
     GpuReport,
     check_plan,
-    gpu_available,
     program_from_json,
     program_to_json,
 )
@@ -26,10 +25,9 @@ from planner.validators.faults import plant_fault
 from planner.validators.interpreter import build_programs
 
 from .control_flow import OFFSETS, PROGRAM, planned_by_hand
-from .cuda_tables import check_table, decode
+from .cuda_tables import check_table, decode, requires_gpu
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "cuda"
-requires_gpu = pytest.mark.skipif(not gpu_available(), reason="CuPy or a CUDA device is missing")
 
 
 def test_every_path_encodes_and_its_table_runs_its_accesses() -> None:

@@ -93,6 +93,7 @@ def test_every_plan_with_loops_and_ranges_is_safe(data: dict[str, Any]) -> None:
 @given(request_dicts(max_buffers=8))
 def test_empty_loops_and_branches_change_nothing(data: dict[str, Any]) -> None:
     plain = planner.plan(data)
+    assert planner.validate(data, plain).valid
     explicit = planner.plan({**data, "loops": [], "branches": []})
     assert explicit.model_dump_json() == plain.model_dump_json()
     assert plain.barriers.executions is None

@@ -69,6 +69,7 @@ def test_random_loop_requests_spill_safely() -> None:
             roomy = planner.plan(parse_request(data))
         except RequestError:
             continue
+        assert planner.validate(data, roomy).valid
         if not parse_request(data).has_control_flow or roomy.arena_bytes < 16:
             continue
         data["capacity"] = roomy.arena_bytes * 2 // 3 // 8 * 8

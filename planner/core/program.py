@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,7 +32,15 @@ from planner.core.errors import RequestError
 from planner.core.models import PlanRequest
 from planner.core.models.control import ArmIndex
 
-__all__ = ["MAX_PIECES", "Hazards", "Piece", "Program", "build_program", "straight_line"]
+__all__ = [
+    "MAX_PIECES",
+    "Hazards",
+    "Piece",
+    "Program",
+    "build_program",
+    "held_peak",
+    "straight_line",
+]
 
 I64 = npt.NDArray[np.int64]
 
@@ -305,28 +314,7 @@ class Program:
                 if s <= p.start and p.end <= e:
                     end = min(end, e)
             held.append((p.start, max(end, p.end)))
-        events = sorted(
-            [
-                (e, -sizes[p.buffer], k)
-                for k, (p, (_, e)) in enumerate(zip(self.pieces, held, strict=True))
-            ]
-            + [
-                (s, sizes[p.buffer], k)
-                for k, (p, (s, _)) in enumerate(zip(self.pieces, held, strict=True))
-            ]
-        )
-        best, at, live = 0, -1, 0
-        for _, delta, k in events:
-            live += delta
-            if live > best:
-                best, at = live, k
-        if at < 0:
-            return 0, 0, []
-        v = held[at][0]
-        buffers = sorted(
-            {p.buffer for p, (s, e) in zip(self.pieces, held, strict=True) if s <= v < e}
-        )
-        return best, self.pieces[at].point, buffers
+        return held_peak(self.pieces, held, sizes)
 
     def prime(self, points: list[int]) -> None:
         """Computes ``protected_by`` of the points at once: one row per barrier copy, in
@@ -583,7 +571,9 @@ def build_program(req: PlanRequest) -> Program:
         _check_own_pieces(req, i, [pieces[k] for k in mine])
         by_buffer.append(mine)
     hazards, live = _pairs(pieces)
-    peak, at, live_at = _peak(req, pieces)
+    peak, at, live_at = held_peak(
+        pieces, [(p.start, p.end) for p in pieces], [b.size for b in req.buffers]
+    )
     return Program(
         req=req,
         pieces=pieces,
@@ -676,12 +666,15 @@ def _pairs(pieces: list[Piece]) -> tuple[Hazards, set[tuple[int, int]]]:
     return hazards, live
 
 
-def _peak(req: PlanRequest, pieces: list[Piece]) -> tuple[int, int, list[int]]:
-    """Most bytes live at one virtual point, the original point of its copy, and the buffers
-    live there."""
+def held_peak(
+    pieces: Sequence[Piece], held: Sequence[tuple[int, int]], sizes: Sequence[int]
+) -> tuple[int, int, list[int]]:
+    """Most bytes held at one virtual point when piece ``k`` holds its buffer's ``sizes``
+    bytes over ``held[k]`` (half-open): the bytes, the original point of that copy, and the
+    buffers held there."""
     events = sorted(
-        [(p.end, -req.buffers[p.buffer].size, k) for k, p in enumerate(pieces)]
-        + [(p.start, req.buffers[p.buffer].size, k) for k, p in enumerate(pieces)]
+        [(e, -sizes[p.buffer], k) for k, (p, (_, e)) in enumerate(zip(pieces, held, strict=True))]
+        + [(s, sizes[p.buffer], k) for k, (p, (s, _)) in enumerate(zip(pieces, held, strict=True))]
     )
     best, at, live = 0, -1, 0
     for _, delta, k in events:
@@ -690,8 +683,8 @@ def _peak(req: PlanRequest, pieces: list[Piece]) -> tuple[int, int, list[int]]:
             best, at = live, k
     if at < 0:
         return 0, 0, []
-    v = pieces[at].start
-    buffers = sorted({p.buffer for p in pieces if p.start <= v < p.end})
+    v = held[at][0]
+    buffers = sorted({p.buffer for p, (s, e) in zip(pieces, held, strict=True) if s <= v < e})
     return best, pieces[at].point, buffers
 
 

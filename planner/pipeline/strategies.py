@@ -30,13 +30,13 @@ LEAN_MAX_BUFFERS = 128  # greedy barrier points: candidates x buffers work per p
 PARETO_STEPS = 8  # intermediate plans per method on the Pareto front
 
 
-def route(ctx: Context) -> Route:
-    """Which attempts may run on this request."""
+def route(ctx: Context, floor: int | None) -> Route:
+    """Which attempts may run on this request (``floor``: its ``_lean_floor``)."""
     opts = ctx.req.options
     return Route(
         inserts=opts.sync == "insert" and opts.max_new_barriers != 0,
         aliases=ctx.owners is not None,
-        lean_first=_lean_floor(ctx) is not None,
+        lean_first=floor is not None,
         lean=len(ctx.req.buffers) <= LEAN_MAX_BUFFERS,
         forward=opts.pareto or opts.max_new_barriers is not None,
         exact=_exact_applies(ctx),
@@ -48,7 +48,8 @@ def attempts(ctx: Context) -> list[Attempt]:
     """Placements to choose from: the policy's, and under "insert" fewer-barrier ones."""
     req = ctx.req
     limit = req.options.time_limit
-    shares = schedule(route(ctx))
+    floor = _lean_floor(ctx)
+    shares = schedule(route(ctx, floor))
     policy = sync_barriers(req)
     if Kind.EXISTING not in shares:  # no barrier may be inserted: the policy's plans only
         found = [attempt(ctx, policy, share(shares, Kind.POLICY, limit), Kind.POLICY)]
@@ -56,7 +57,6 @@ def attempts(ctx: Context) -> list[Attempt]:
             aliases = share(shares, Kind.ALIASES, limit)
             found.append(attempt(ctx, policy, aliases, Kind.ALIASES, merge=True))
         return _with_alias_model(ctx, shares, found)
-    floor = _lean_floor(ctx)
     early: Attempt | None = None
     if floor is not None and not expired():
         # Few barriers at the bound: when that plan exists nothing beats it, and the full

@@ -38,7 +38,7 @@ from planner.core.models import (
     SolverInfo,
     Status,
 )
-from planner.core.program import Program, build_program
+from planner.core.program import Program, build_program, held_peak
 from planner.core.targets import launch_figures
 from planner.pipeline.assembly import naive_bytes
 from planner.pipeline.context import planned_sizes
@@ -186,7 +186,11 @@ def plan_unrolled(req: PlanRequest) -> Plan:
     sizes, footprints = planned_sizes(req)
     notes: list[Diagnostic] = []
     heuristics = _heuristics(req, notes)
-    bound = prog.peak if sizes == [b.size for b in req.buffers] else _peak(prog, sizes)
+    bound = (
+        prog.peak
+        if sizes == [b.size for b in req.buffers]
+        else held_peak(prog.pieces, [(p.start, p.end) for p in prog.pieces], sizes)[0]
+    )
     peak_at = (prog.peak_point, prog.peak_buffers)  # where ``bound`` is reached
     existing = sorted(set(req.barriers))
     opts = req.options
@@ -378,18 +382,6 @@ def _heuristics(req: PlanRequest, notes: list[Diagnostic]) -> list[str] | None:
         )
     )
     return None
-
-
-def _peak(prog: Program, sizes: list[int]) -> int:
-    events = sorted(
-        [(p.end, -sizes[p.buffer]) for p in prog.pieces]
-        + [(p.start, sizes[p.buffer]) for p in prog.pieces]
-    )
-    best = live = 0
-    for _, d in events:
-        live += d
-        best = max(best, live)
-    return best
 
 
 def _components(n: int, edges: I64) -> int:
