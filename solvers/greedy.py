@@ -31,6 +31,7 @@ offset with no barrier between them.
 
 from __future__ import annotations
 
+import contextvars
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -338,11 +339,13 @@ def _workers(g: InterferenceGraph, tasks: int, least: int = PARALLEL_MIN_BUFFERS
 
 
 def _map(func: Callable[[T], R], items: list[T], workers: int) -> list[R]:
-    """``[func(x) for x in items]``, on ``workers`` threads when more than one."""
+    """``[func(x) for x in items]``, on ``workers`` threads when more than one, each in the
+    caller's context (its deadline: a kernel loading on a thread pauses it)."""
     if workers <= 1:
         return [func(x) for x in items]
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(func, items))
+        contexts = [contextvars.copy_context() for _ in items]  # the caller's, one per task
+        return list(pool.map(lambda c, x: c.run(func, x), contexts, items))
 
 
 def default_heuristics(g: InterferenceGraph) -> list[str]:

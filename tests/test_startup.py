@@ -88,3 +88,32 @@ def test_first_plans_of_a_fresh_process_match_the_fixture() -> None:
     report = json.loads(out.strip().splitlines()[-1])
     assert report["checked"] > 250
     assert report["changed"] == []
+
+
+@pytest.mark.slow
+def test_kernels_first_loaded_on_worker_threads_do_not_cut_the_first_plan() -> None:
+    # 3 000 buffers: the greedy portfolio runs on threads, where kernels load for the first
+    # time; the time they take to load (made long here: a first compile) must be paused on
+    # the request's deadline there too, or the first plan stops short of later ones.
+    out = _run(
+        """
+        import json, threading, time
+        import planner
+        from planner.core import _jit, clock
+        from planner.generate import random_request
+        load = _jit.Kernel.load
+        def slow_load(self):
+            if self._compiled is None and threading.current_thread() is not threading.main_thread():
+                with clock.paused():
+                    time.sleep(1.0)
+            return load(self)
+        _jit.Kernel.load = slow_load
+        request = random_request(3000, overlap=0.02, seed=11, sync="insert").model_dump()
+        request["options"]["time_limit"] = 2.0
+        plans = [planner.plan(request) for _ in range(2)]
+        assert planner.validate(request, plans[0]).valid
+        print(json.dumps([p.model_dump_json() for p in plans]))
+        """
+    )
+    first, later = json.loads(out.strip().splitlines()[-1])
+    assert first == later

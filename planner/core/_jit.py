@@ -82,17 +82,22 @@ class Kernel:
         self.py_func = func
         self.small = small
         self._compiled: Callable[..., Any] | None = None
+        self._called = False  # a compiled call has run (and paid the loading)
         functools.update_wrapper(self, func)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         compiled = self._compiled
-        if compiled is not None:
+        if compiled is not None and self._called:
             return compiled(*args, **kwargs)
-        if self.small and _INTERPRET.get() and not _COMPILED.get():
+        if compiled is None and self.small and _INTERPRET.get() and not _COMPILED.get():
             return self.py_func(*args, **kwargs)
+        # The first call loads (or compiles) the machine code, also when another kernel that
+        # calls this one has made its dispatcher already.
         compiled = self.load()
-        with paused():  # the first call loads (or compiles) the machine code
-            return compiled(*args, **kwargs)
+        with paused():
+            result = compiled(*args, **kwargs)
+        self._called = True
+        return result
 
     def load(self) -> Callable[..., Any]:
         """The compiled function, loaded (or compiled) now if it is not yet, with the

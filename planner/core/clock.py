@@ -18,7 +18,18 @@ from contextvars import ContextVar
 
 __all__ = ["deadline", "expired", "now", "paused", "wall_limit"]
 
-_DEADLINE: ContextVar[float | None] = ContextVar("planner_deadline", default=None)
+
+class _Deadline:
+    """The request's deadline, one object shared by every thread that runs in the request's
+    context, so that time paused in any of them moves it for all."""
+
+    __slots__ = ("end",)
+
+    def __init__(self, end: float) -> None:
+        self.end = end
+
+
+_DEADLINE: ContextVar[_Deadline | None] = ContextVar("planner_deadline", default=None)
 
 
 def now() -> float:
@@ -30,7 +41,7 @@ def now() -> float:
 def deadline(seconds: float, *, since: float | None = None) -> Iterator[None]:
     """Within the block, exact methods stop by the clock only ``seconds`` from now (or from
     ``since``, a reading of ``now()``)."""
-    token = _DEADLINE.set((now() if since is None else since) + seconds)
+    token = _DEADLINE.set(_Deadline((now() if since is None else since) + seconds))
     try:
         yield
     finally:
@@ -43,7 +54,7 @@ def wall_limit(share: float) -> float:
     end = _DEADLINE.get()
     if end is None:
         return share
-    return max(0.0, end - now())
+    return max(0.0, end.end - now())
 
 
 def expired() -> bool:
@@ -51,17 +62,18 @@ def expired() -> bool:
     heuristics, exact methods, fewer-barrier attempts) is skipped once it has: only a machine
     slower than the cost model assumes gets there (the ``planner.pipeline`` docstring)."""
     end = _DEADLINE.get()
-    return end is not None and now() >= end
+    return end is not None and now() >= end.end
 
 
 @contextmanager
 def paused() -> Iterator[None]:
     """The time spent in the block does not count against the request's deadline (loading
-    compiled code once per process, which a later request would not pay)."""
+    compiled code once per process, which a later request would not pay), in whichever of
+    the request's threads it is spent."""
     began = now()
     try:
         yield
     finally:
         end = _DEADLINE.get()
         if end is not None:
-            _DEADLINE.set(end + now() - began)
+            end.end += now() - began
