@@ -30,6 +30,25 @@ WARM_UP: list[dict[str, Any]] = [
     }
     for solver, sync in (("search", "existing"), ("cpsat", "insert"))
 ]
+# Large enough for what only large requests run: neighbour lists, the portfolio on threads,
+# the static check's compiled pre-sweep. Staggered lifetimes, a few sizes and alignments.
+LARGE_WARM_UP_BUFFERS = 2048
+WARM_UP.append(
+    {
+        "name": "warm-up-large",
+        "options": {"solver": "greedy", "time_limit": 10.0, "sync": "insert"},
+        "buffers": [
+            {
+                "id": f"b{i}",
+                "size": 16 * (1 + i % 7),
+                "start": i // 4,
+                "end": i // 4 + 2 + i % 5,
+                "alignment": 1 << (i % 3) * 2,
+            }
+            for i in range(LARGE_WARM_UP_BUFFERS)
+        ],
+    }
+)
 
 
 def warm_up_requests() -> list[dict[str, Any]]:
