@@ -61,6 +61,7 @@ class Piece:
     first: int  # virtual point of the first access
     last: int  # virtual point of the last access
     arms: dict[tuple[int, Copies], int]  # (branch, copies of its loops) -> arm it lies in
+    part: int = 0  # index of the range in the buffer's ``lifetimes``
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,8 @@ class Hazards:
     later: I64
     a: I64  # buffer of ``earlier``
     b: I64  # buffer of ``later``
+    pa: I64  # range (index in ``lifetimes``) of ``earlier``
+    pb: I64  # range of ``later``
     after: I64  # virtual: last access of ``earlier``
     before: I64  # virtual: first access of ``later``
     xs: I64  # virtual interval of ``earlier``
@@ -546,7 +549,7 @@ def build_program(req: PlanRequest) -> Program:
         )
     for i, b in enumerate(req.buffers):
         mine: list[int] = []
-        for s, e in b.lifetimes:
+        for part, (s, e) in enumerate(b.lifetimes):
             depth = loops.depth_of_range(s, e)
             accesses = [a.at for a in b.accesses if s <= a.at < e]
             arm_chain = [] if arms is None else _arms_around(arms, req, s, e)
@@ -567,7 +570,7 @@ def build_program(req: PlanRequest) -> Program:
                 }
                 mine.append(len(pieces))
                 origin = s if len(loops.chain(s)) == depth else _loop_start(loops, s, depth)
-                pieces.append(Piece(i, origin, vs, ve, first, last, keys))
+                pieces.append(Piece(i, origin, vs, ve, first, last, keys, part))
         _check_own_pieces(req, i, [pieces[k] for k in mine])
         by_buffer.append(mine)
     hazards, live = _pairs(pieces)
@@ -632,6 +635,7 @@ def _pairs(pieces: list[Piece]) -> tuple[Hazards, set[tuple[int, int]]]:
     first = np.asarray([p.first for p in pieces], dtype=np.int64)
     last = np.asarray([p.last for p in pieces], dtype=np.int64)
     buf = np.asarray([p.buffer for p in pieces], dtype=np.int64)
+    part = np.asarray([p.part for p in pieces], dtype=np.int64)
     seq = start[None, :] >= end[:, None]  # row before column
     x, y = np.nonzero(seq)
     # Pieces with the same arms are exclusive with the same pieces: judged once per pair of
@@ -656,6 +660,8 @@ def _pairs(pieces: list[Piece]) -> tuple[Hazards, set[tuple[int, int]]]:
         later=y.astype(np.int64),
         a=buf[x],
         b=buf[y],
+        pa=part[x],
+        pb=part[y],
         after=last[x],
         before=first[y],
         xs=start[x],

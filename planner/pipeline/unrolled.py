@@ -42,6 +42,7 @@ from planner.core.program import Program, build_program, held_peak
 from planner.core.targets import launch_figures
 from planner.pipeline.assembly import naive_bytes
 from planner.pipeline.context import planned_sizes
+from planner.pipeline.unrolled_aliases import PieceAliases
 from planner.solvers.edges import EDGE_HEURISTICS, EXACT_MAX_BUFFERS, ExplicitGraph, exact_pairs
 from planner.solvers.edges import fits as greedy_fits
 
@@ -67,6 +68,7 @@ class _Placed:
     inserted: list[int]
     required: list[int]
     edges: I64  # conflicting buffer pairs (i, j), i < j, it was placed on
+    aliases: tuple[tuple[int, int], ...] = ()  # (earlier, later) reusing with no barrier
 
 
 Mask = npt.NDArray[np.bool_]
@@ -128,15 +130,27 @@ def _events(req: PlanRequest) -> list[int]:
     return sorted(points)
 
 
-def _unprotected(prog: Program, points: list[int]) -> tuple[set[tuple[int, int]], list[int]]:
+def _unprotected(
+    prog: Program, points: list[int], aliases: PieceAliases
+) -> tuple[set[tuple[int, int]], list[int]]:
     """Buffer pairs that may not share bytes since no barrier at ``points`` protects a reuse
-    between them, and the unprotected reuses of a buffer's own bytes (hazard indices)."""
+    between them and rule (b) does not hold for it at one offset, and the unprotected reuses
+    of a buffer's own bytes that rule (b) does not let go (hazard indices). Pairs whose open
+    reuses all alias at one offset are left free: the placement is checked afterwards
+    (``_place``)."""
     h = prog.hazards
     open_ = ~prog.protected(points)
+    if aliases.active:
+        open_ &= ~aliases.same_offset()
     own = np.flatnonzero(open_ & (h.a == h.b)).tolist()
-    other = open_ & (h.a != h.b)
-    lo, hi = np.minimum(h.a, h.b)[other], np.maximum(h.a, h.b)[other]
-    return set(zip(lo.tolist(), hi.tolist(), strict=True)), own
+    return _pairs_of(prog, open_ & (h.a != h.b)), own
+
+
+def _pairs_of(prog: Program, mask: Mask) -> set[tuple[int, int]]:
+    """The buffer pairs (i < j) of the hazards in ``mask``."""
+    h = prog.hazards
+    lo, hi = np.minimum(h.a, h.b)[mask], np.maximum(h.a, h.b)[mask]
+    return set(zip(lo.tolist(), hi.tolist(), strict=True))
 
 
 def _sharing(prog: Program, offsets: I64, sizes: list[int]) -> Mask:
@@ -199,24 +213,30 @@ def plan_unrolled(req: PlanRequest) -> Plan:
         sync = "existing"
     events = _events(req)
     live = prog.live_pairs
+    al = PieceAliases(req, prog, sizes)
     if sync == "none":
         # The caller synchronizes: the request's barriers count, the rest are listed.
-        never, own = _unprotected(prog, events)
+        never, own = _unprotected(prog, events, al)
         if own:
             raise _own_race(req, prog, own[0], None)
-        placed = _place(req, prog, sizes, live | never, bound, heuristics)
-        shared = _sharing(prog, placed.offsets, sizes)
+        placed = _place(req, prog, sizes, live | never, bound, heuristics, (al, events))
+        shared = _needs_barrier(prog, al, placed.offsets, sizes)
         new = _stab(prog, shared, sorted(set(events) - set(existing)), existing)
-        chosen = replace(placed, required=_stab(prog, shared, sorted({*existing, *new}), []))
+        required = _stab(prog, shared, sorted({*existing, *new}), [])
+        chosen = replace(
+            placed,
+            required=required,
+            aliases=_aliased(prog, al, placed.offsets, sizes, sorted({*existing, *required})),
+        )
     elif sync == "existing":
-        pairs, own = _unprotected(prog, existing)
+        pairs, own = _unprotected(prog, existing, al)
         if own:
             raise _own_race(req, prog, own[0], ("barriers",))
         # No barrier can be added: each piece holds its bytes until the next one.
         held = prog.barrier_peak(sizes, existing)
         if held[0] > bound:
             bound, peak_at = held[0], (held[1], held[2])
-        chosen = _finish(req, prog, sizes, live | pairs, bound, heuristics, existing, [], [])
+        chosen = _finish(req, prog, sizes, live | pairs, bound, heuristics, existing, [], [], al)
     else:
         allowed = (
             events if opts.barrier_candidates is None else sorted(set(opts.barrier_candidates))
@@ -224,13 +244,16 @@ def plan_unrolled(req: PlanRequest) -> Plan:
         allowed = sorted(set(allowed) - set(existing))
         # Reuses no allowed point protects (candidates; or a later buffer whose first point
         # opens an arm it covers whole, so the barrier before it would be in that arm only).
-        never, own = _unprotected(prog, [*existing, *allowed])
+        never, own = _unprotected(prog, [*existing, *allowed], al)
         if own:
             where = None if opts.barrier_candidates is None else ("options", "barrier_candidates")
             raise _own_race(req, prog, own[0], where)
         # Barriers a buffer's own reuses need whatever the placement: fewest, then cheapest.
         h = prog.hazards
-        mandatory = _stab(prog, h.a == h.b, allowed, existing)
+        own_reuse = h.a == h.b
+        if al.active:
+            own_reuse &= ~al.same_offset()
+        mandatory = _stab(prog, own_reuse, allowed, existing)
         cap = opts.max_new_barriers
         if cap is not None and len(mandatory) > cap:
             raise RequestError.field(
@@ -240,19 +263,20 @@ def plan_unrolled(req: PlanRequest) -> Plan:
                 "too_few_barriers",
                 cap,
             )
-        full = _finish(req, prog, sizes, live | never, bound, heuristics, existing, allowed, [])
+        full = _finish(req, prog, sizes, live | never, bound, heuristics, existing, allowed, [], al)
         chosen = full
         if set(full.inserted) <= set(mandatory):
             return _result(req, prog, sizes, footprints, full, (bound, *peak_at), notes)
         # The plan on the existing and the mandatory barriers, the fewest new ones: chosen at
         # the full plan's arena, and the fallback under the cap. Its barriers are chosen only
         # when it is: usually it needs more bytes (quickly seen with two fits).
-        fewer, _ = _unprotected(prog, [*existing, *mandatory])
+        fewer, _ = _unprotected(prog, [*existing, *mandatory], al)
         capped = cap is not None and len(full.inserted) > cap
         quick = heuristics if heuristics is not None or capped else LEAN_HEURISTICS
-        placed = _place(req, prog, sizes, live | fewer, full.arena, quick, exact=False)
+        reach = (al, [*existing, *mandatory])
+        placed = _place(req, prog, sizes, live | fewer, full.arena, quick, reach, exact=False)
         if capped or placed.arena <= full.arena:
-            lean = _protect(prog, sizes, placed, existing, allowed, mandatory)
+            lean = _protect(prog, sizes, placed, existing, allowed, mandatory, al)
             if capped or _cost(req, lean) < _cost(req, full):
                 chosen = lean
     return _result(req, prog, sizes, footprints, chosen, (bound, *peak_at), notes)
@@ -287,14 +311,16 @@ def _finish(
     existing: list[int],
     allowed: list[int],
     kept: list[int],
+    al: PieceAliases,
     *,
     exact: bool = True,
 ) -> _Placed:
     """Place on ``edges``, then choose the new barriers (``kept``, and more from
     ``allowed``) and the ones the placement relies on. ``bound``: an arena nothing below is
     needed (greedy stops there); ``exact``: CP-SAT may close the gap to it."""
-    placed = _place(req, prog, sizes, edges, bound, heuristics, exact)
-    return _protect(prog, sizes, placed, existing, allowed, kept)
+    reach = (al, sorted({*existing, *allowed, *kept}))
+    placed = _place(req, prog, sizes, edges, bound, heuristics, reach, exact)
+    return _protect(prog, sizes, placed, existing, allowed, kept, al)
 
 
 def _protect(
@@ -304,14 +330,38 @@ def _protect(
     existing: list[int],
     allowed: list[int],
     kept: list[int],
+    al: PieceAliases,
 ) -> _Placed:
-    """The placement with its new barriers (``kept``, and more from ``allowed``) and the
-    barriers it relies on."""
-    shared = _sharing(prog, placed.offsets, sizes)
+    """The placement with its new barriers (``kept``, and more from ``allowed``), the
+    barriers it relies on and the reuses rule (b) lets go without one."""
+    shared = _needs_barrier(prog, al, placed.offsets, sizes)
     more = _stab(prog, shared, allowed, [*existing, *kept])
     inserted = sorted(set(kept) | set(more))
-    required = _stab(prog, shared, sorted(set(existing) | set(inserted)), [])
-    return replace(placed, inserted=inserted, required=required)
+    runtime = sorted(set(existing) | set(inserted))
+    required = _stab(prog, shared, runtime, [])
+    aliases = _aliased(prog, al, placed.offsets, sizes, runtime)
+    return replace(placed, inserted=inserted, required=required, aliases=aliases)
+
+
+def _needs_barrier(prog: Program, al: PieceAliases, offsets: I64, sizes: list[int]) -> Mask:
+    """Per hazard: its pieces share a byte under the placement and rule (b) does not hold."""
+    shared = _sharing(prog, offsets, sizes)
+    if al.active:
+        shared &= ~al.holds(shared, offsets)
+    return shared
+
+
+def _aliased(
+    prog: Program, al: PieceAliases, offsets: I64, sizes: list[int], runtime: list[int]
+) -> tuple[tuple[int, int], ...]:
+    """Pairs of distinct buffers (earlier, later) with a reuse that shares bytes, that no
+    barrier at ``runtime`` protects and that rule (b) lets go: the plan's ``aliases``."""
+    if not al.active:
+        return ()
+    h = prog.hazards
+    shared = _sharing(prog, offsets, sizes) & (h.a != h.b) & ~prog.protected(runtime)
+    held = al.holds(shared, offsets) & shared
+    return tuple(sorted(set(zip(h.a[held].tolist(), h.b[held].tolist(), strict=True))))
 
 
 def _graph(
@@ -333,6 +383,36 @@ def _graph(
 
 
 def _place(
+    req: PlanRequest,
+    prog: Program,
+    sizes: list[int],
+    edges: set[tuple[int, int]],
+    bound: int,
+    heuristics: list[str] | None,
+    reach: tuple[PieceAliases, list[int]],
+    exact: bool = True,
+) -> _Placed:
+    """Place on ``edges``. Pairs left free only since rule (b) holds at one offset
+    (``reach``: the aliases and the barrier points that may run) are checked at the
+    placement: where their reuse shares bytes at another shift, breaks the rule and no
+    barrier at those points can protect it, they become conflicts and the buffers are placed
+    again."""
+    al, points = reach
+    placed = _place_once(req, prog, sizes, edges, bound, heuristics, exact)
+    if not al.active:
+        return placed
+    h = prog.hazards
+    open_ = ~prog.protected(points) & (h.a != h.b)
+    while True:
+        shared = _sharing(prog, placed.offsets, sizes) & open_
+        bad = _pairs_of(prog, shared & ~al.holds(shared, placed.offsets)) - edges
+        if not bad:  # (pinned buffers stay where they are: the static check judges them)
+            return placed
+        edges = edges | bad
+        placed = _place_once(req, prog, sizes, edges, bound, heuristics, exact)
+
+
+def _place_once(
     req: PlanRequest,
     prog: Program,
     sizes: list[int],
@@ -488,6 +568,7 @@ def _assemble(
             hazard_edges=len(chosen.edges) - live_edges,
             components=_components(len(req.buffers), chosen.edges),
         ),
+        aliases=[[req.buffers[a].id, req.buffers[b].id] for a, b in chosen.aliases],
         diagnostics=notes,
         certificate=certificate,
         request_sha256=request_sha256(req),
