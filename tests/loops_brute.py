@@ -151,6 +151,41 @@ def check(req: PlanRequest, plan: Plan) -> tuple[list[str], int]:
     return problems, peak
 
 
+def reuse_windows(req: PlanRequest, plan: Plan) -> list[frozenset[int]]:
+    """Per execution, per reuse of shared bytes (a piece after another on the same bytes): the
+    original points a barrier at which would run between the earlier piece's last access and
+    the later one's first access in that execution."""
+    horizon = max(
+        [b.end for b in req.buffers]
+        + [lp.end for lp in req.loops]
+        + [br.end for br in req.branches]
+    )
+    offsets = {p.id: (p.offset, p.offset + p.size) for p in plan.placements}
+    found: set[frozenset[int]] = set()
+    for trace in _executions(req, 0, horizon):
+        inst = _instances(req, trace)
+        for x, y in itertools.permutations(inst, 2):
+            (lx, hx), (ly, hy) = (
+                offsets[req.buffers[x.buffer].id],
+                offsets[req.buffers[y.buffer].id],
+            )
+            if lx < hy and ly < hx and x.last_step < y.first_step:
+                found.add(
+                    frozenset(trace[t][0] for t in range(x.last_access + 1, y.first_access + 1))
+                )
+    return sorted(found, key=sorted)
+
+
+def runs(req: PlanRequest, point: int) -> int:
+    """How many times a barrier at the point runs: the trips of the loops around it
+    multiplied (unknown: 1000)."""
+    out = 1
+    for lp in req.loops:
+        if lp.start <= point < lp.end:
+            out *= 1000 if lp.trips is None else lp.trips
+    return out
+
+
 def random_request(rng: random.Random) -> dict[str, Any]:
     """A small random program that the model accepts: nested or disjoint loops, branches
     inside or around them, buffers with one or two ranges that respect the arms."""

@@ -9,14 +9,14 @@ points its window allows the one run fewest times (a point outside a loop before
 it), every copy of a chosen point protecting what it covers. The objective under "insert" is
 the arena first, then the barrier executions.
 
-What this route does not do: thread-local aliasing (every reuse needs a barrier), the
-skyline heuristics, the interval-model exact methods (they plan straight-line lifetimes;
-a request naming one gets the fits and CP-SAT on the pairs, with a diagnostic).
+What this route does not do: the alias chains of the straight-line portfolio (a pair that
+aliases only at one offset is left free and checked at the placement), the skyline
+heuristics, the interval-model exact methods (they plan straight-line lifetimes; a request
+naming one gets the fits and CP-SAT on the pairs, with a diagnostic).
 """
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -43,6 +43,7 @@ from planner.core.targets import launch_figures
 from planner.pipeline.assembly import naive_bytes
 from planner.pipeline.context import planned_sizes
 from planner.pipeline.unrolled_aliases import PieceAliases
+from planner.pipeline.unrolled_stab import SEARCH_NODES, Choice, choose
 from planner.solvers.edges import EDGE_HEURISTICS, EXACT_MAX_BUFFERS, ExplicitGraph, exact_pairs
 from planner.solvers.edges import fits as greedy_fits
 
@@ -69,59 +70,22 @@ class _Placed:
     required: list[int]
     edges: I64  # conflicting buffer pairs (i, j), i < j, it was placed on
     aliases: tuple[tuple[int, int], ...] = ()  # (earlier, later) reusing with no barrier
+    unproved: tuple[Choice, ...] = ()  # barrier choices not proved the cheapest
 
 
 Mask = npt.NDArray[np.bool_]
 
 
-def _stab(prog: Program, need: Mask, allowed: list[int], base: list[int]) -> list[int]:
-    """New points (sorted) from ``allowed`` that, with ``base``, protect every hazard of
-    ``need`` that some allowed point can. Greedy by the window's end: of the points with a
-    copy that covers the hazard, the one run fewest times, then the one whose copies cover
-    the most hazards still open, then the one inside fewest arms, then the latest."""
-    h = prog.hazards
-    prog.prime([*allowed, *base])
-    open_ = need & ~prog.protected(base)
-    choices = set(allowed) | set(base)
-    pool, keys = prog.pool(allowed)
-    new: list[int] = []
-    order = np.lexsort((h.after, h.before))
-    for k in order[open_[order]].tolist():
-        if not open_[k]:
-            continue
-        lo = bisect.bisect_right(keys, int(h.after[k]))
-        hi = bisect.bisect_right(keys, int(h.before[k]))
-        fits = [c for c in pool[lo:hi] if prog.covers(c, k)]
-        if not fits:
-            # One point in every arm of a branch on the way, or none: then the caller made
-            # the pair a conflict.
-            arms = prog.every_arm_points(k, choices)
-            if arms is not None:
-                new.extend(arms)
-                open_ &= ~prog.protected(sorted({*base, *new}))
-            open_[k] = False
-            continue
-        cheapest = min(prog.executions(c.point) for c in fits)
-        fits = [c for c in fits if prog.executions(c.point) == cheapest]
-        gains = {c.point: open_ & prog.protected_by(c.point) for c in fits}
-        if len(gains) > 1:
-            fits.sort(key=lambda c: (-int(gains[c.point].sum()), len(c.arms), -c.virtual))
-        else:
-            fits.sort(key=lambda c: (len(c.arms), -c.virtual))
-        best = fits[0].point
-        new.append(best)
-        open_ &= ~gains[best]
-    return sorted(set(new))
-
-
 def _events(req: PlanRequest) -> list[int]:
-    """Points where a barrier can make a difference: range bounds, accesses, loop and arm
-    bounds, the request's barriers."""
+    """Points where a barrier can make a difference: range bounds, accesses and the points
+    right after them (a barrier there runs in the loops and arms of the access, where a later
+    bound may open a loop), loop and arm bounds, the request's barriers."""
     points: set[int] = set(req.barriers)
     for b in req.buffers:
         for s, e in b.lifetimes:
             points.update((s, e))
-        points.update(a.at for a in b.accesses)
+        for a in b.accesses:
+            points.update((a.at, a.at + 1))
     for lp in req.loops:
         points.update((lp.start, lp.end))
     for br in req.branches:
@@ -221,12 +185,15 @@ def plan_unrolled(req: PlanRequest) -> Plan:
             raise _own_race(req, prog, own[0], None)
         placed = _place(req, prog, sizes, live | never, bound, heuristics, (al, events))
         shared = _needs_barrier(prog, al, placed.offsets, sizes)
-        new = _stab(prog, shared, sorted(set(events) - set(existing)), existing)
-        required = _stab(prog, shared, sorted({*existing, *new}), [])
+        new = choose(prog, shared, sorted(set(events) - set(existing)), existing)
+        required = choose(prog, shared, sorted({*existing, *new.points}), [])
         chosen = replace(
             placed,
-            required=required,
-            aliases=_aliased(prog, al, placed.offsets, sizes, sorted({*existing, *required})),
+            required=required.points,
+            aliases=_aliased(
+                prog, al, placed.offsets, sizes, sorted({*existing, *required.points})
+            ),
+            unproved=tuple(c for c in (new, required) if not c.proved),
         )
     elif sync == "existing":
         pairs, own = _unprotected(prog, existing, al)
@@ -253,7 +220,7 @@ def plan_unrolled(req: PlanRequest) -> Plan:
         own_reuse = h.a == h.b
         if al.active:
             own_reuse &= ~al.same_offset()
-        mandatory = _stab(prog, own_reuse, allowed, existing)
+        mandatory = choose(prog, own_reuse, allowed, existing).points
         cap = opts.max_new_barriers
         if cap is not None and len(mandatory) > cap:
             raise RequestError.field(
@@ -335,12 +302,22 @@ def _protect(
     """The placement with its new barriers (``kept``, and more from ``allowed``), the
     barriers it relies on and the reuses rule (b) lets go without one."""
     shared = _needs_barrier(prog, al, placed.offsets, sizes)
-    more = _stab(prog, shared, allowed, [*existing, *kept])
-    inserted = sorted(set(kept) | set(more))
+    # The cheapest points for this placement, ``kept`` or not; past the cap on new points,
+    # ``kept`` and the fewest more.
+    new = choose(prog, shared, allowed, existing)
+    inserted = new.points
+    cap = prog.req.options.max_new_barriers
+    if kept and cap is not None and len(inserted) > cap:
+        more = choose(prog, shared, allowed, [*existing, *kept])
+        inserted = sorted(set(kept) | set(more.points))
+        new = replace(more, proved=False)
     runtime = sorted(set(existing) | set(inserted))
-    required = _stab(prog, shared, runtime, [])
+    required = choose(prog, shared, runtime, [])
     aliases = _aliased(prog, al, placed.offsets, sizes, runtime)
-    return replace(placed, inserted=inserted, required=required, aliases=aliases)
+    unproved = tuple(c for c in (new, required) if not c.proved)
+    return replace(
+        placed, inserted=inserted, required=required.points, aliases=aliases, unproved=unproved
+    )
 
 
 def _needs_barrier(prog: Program, al: PieceAliases, offsets: I64, sizes: list[int]) -> Mask:
@@ -464,6 +441,22 @@ def _heuristics(req: PlanRequest, notes: list[Diagnostic]) -> list[str] | None:
     return None
 
 
+def _unproved_notes(chosen: _Placed) -> list[Diagnostic]:
+    """A note when a barrier choice was not proved the cheapest for the placement."""
+    if not chosen.unproved:
+        return []
+    bound = max(c.bound[0] for c in chosen.unproved)
+    return [
+        Diagnostic(
+            level="info",
+            code="barriers_not_proven",
+            message="the barrier points are the best of the greedy stabbing and a search of "
+            f"{SEARCH_NODES} sets of points; no set running fewer than {bound} times is "
+            "possible, and fewer executions than the plan's were not ruled out",
+        )
+    ]
+
+
 def _components(n: int, edges: I64) -> int:
     """Connected components of the graph on ``n`` buffers: labels spread as minima along
     the edges, with pointer jumping, until they settle."""
@@ -524,6 +517,7 @@ def _assemble(
     naive = naive_bytes(req)
     gap = (arena - best_bound) / best_bound if best_bound else 0.0
     live_edges = len(prog.live_pairs)
+    notes = [*notes, *_unproved_notes(chosen)]
     notes = [
         *notes,
         Diagnostic(
