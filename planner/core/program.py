@@ -34,6 +34,8 @@ from planner.core.models.control import ArmIndex
 
 __all__ = [
     "MAX_PIECES",
+    "BarrierCopy",
+    "BranchCopy",
     "Hazards",
     "Piece",
     "Program",
@@ -141,6 +143,9 @@ class Program:
     )
     _branches: list[BranchCopy] | None = field(default=None, repr=False)
     _kids: list[list[list[int]]] | None = field(default=None, repr=False)
+    _every_arm: dict[tuple[int, ...], npt.NDArray[np.bool_]] = field(
+        default_factory=dict, repr=False
+    )
 
     def copies_of(self, point: int) -> list[BarrierCopy]:
         """Every virtual copy of a barrier at ``point``."""
@@ -214,10 +219,21 @@ class Program:
         access may be that arm's first point) each arm needs its barrier at its first point,
         directly or in each arm of a branch starting there."""
         h = self.hazards
+        if not self.req.branches or not points or self._arms is None:
+            return np.zeros(h.n, dtype=np.bool_)
+        # Only the points inside arms count: judged once per set of them.
+        key = tuple(sorted({p for p in points if self._arms.around(p)}))
+        found = self._every_arm.get(key)
+        if found is None:
+            found = self._every_arm[key] = self._by_every_arm(list(key))
+        return found.copy()
+
+    def _by_every_arm(self, points: list[int]) -> npt.NDArray[np.bool_]:
+        h = self.hazards
         mask = np.zeros(h.n, dtype=np.bool_)
-        if not self.req.branches or not points:
+        if not points:
             return mask
-        virtuals = {c.virtual for c in self.pool(sorted(set(points)))[0]}
+        virtuals = sorted({c.virtual for c in self.pool(points)[0]})
         full, from_start = self._covered_branches(virtuals)
         for b, whole, first in zip(self.branch_copies(), full, from_start, strict=True):
             if not whole:
@@ -231,7 +247,7 @@ class Program:
             mask |= m & reach
         return mask
 
-    def _covered_branches(self, virtuals: set[int]) -> tuple[list[bool], list[bool]]:
+    def _covered_branches(self, virtuals: list[int]) -> tuple[list[bool], list[bool]]:
         """Per branch copy (``branch_copies`` order): whether barriers at the virtual points
         cover every arm (directly or through a covered branch copy inside it), and whether
         they do so at every arm's first point."""
@@ -245,9 +261,12 @@ class Program:
             whole = start = True
             for k, arm in enumerate(b.arms):
                 kids = children[i][k]
-                direct = any(arm[0] <= v < arm[1] and not b.nested(v, arm) for v in virtuals)
+                inside = virtuals[
+                    bisect.bisect_left(virtuals, arm[0]) : bisect.bisect_left(virtuals, arm[1])
+                ]
+                direct = any(not b.nested(v, arm) for v in inside)
                 whole &= direct or any(full[c] for c in kids)
-                at = arm[0] in virtuals and not b.nested(arm[0], arm)
+                at = bool(inside) and inside[0] == arm[0] and not b.nested(arm[0], arm)
                 start &= at or any(first[c] and copies[c].start == arm[0] for c in kids)
             full[i], first[i] = whole, whole and start
         return full, first

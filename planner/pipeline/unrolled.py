@@ -43,7 +43,7 @@ from planner.core.targets import launch_figures
 from planner.pipeline.assembly import naive_bytes
 from planner.pipeline.context import planned_sizes
 from planner.pipeline.unrolled_aliases import PieceAliases
-from planner.pipeline.unrolled_stab import SEARCH_NODES, Choice, choose
+from planner.pipeline.unrolled_stab import SEARCH_NODES, Choice, choose, greedy
 from planner.solvers.edges import EDGE_HEURISTICS, EXACT_MAX_BUFFERS, ExplicitGraph, exact_pairs
 from planner.solvers.edges import fits as greedy_fits
 
@@ -220,7 +220,8 @@ def plan_unrolled(req: PlanRequest) -> Plan:
         own_reuse = h.a == h.b
         if al.active:
             own_reuse &= ~al.same_offset()
-        mandatory = choose(prog, own_reuse, allowed, existing).points
+        # (greedy: the plan's barriers are chosen again, exactly, for its placement)
+        mandatory = sorted(set(greedy(prog, own_reuse, allowed, existing)) - set(existing))
         cap = opts.max_new_barriers
         if cap is not None and len(mandatory) > cap:
             raise RequestError.field(
@@ -312,12 +313,11 @@ def _protect(
         inserted = sorted(set(kept) | set(more.points))
         new = replace(more, proved=False)
     runtime = sorted(set(existing) | set(inserted))
-    required = choose(prog, shared, runtime, [])
+    # The ones it relies on, of those that run (all of them run: the greedy suffices).
+    required = sorted(set(greedy(prog, shared, runtime, [])))
     aliases = _aliased(prog, al, placed.offsets, sizes, runtime)
-    unproved = tuple(c for c in (new, required) if not c.proved)
-    return replace(
-        placed, inserted=inserted, required=required.points, aliases=aliases, unproved=unproved
-    )
+    unproved = () if new.proved else (new,)
+    return replace(placed, inserted=inserted, required=required, aliases=aliases, unproved=unproved)
 
 
 def _needs_barrier(prog: Program, al: PieceAliases, offsets: I64, sizes: list[int]) -> Mask:
