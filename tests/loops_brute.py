@@ -119,7 +119,9 @@ def _instances(req: PlanRequest, trace: list[Step]) -> list[Instance]:
 
 def check(req: PlanRequest, plan: Plan) -> tuple[list[str], int]:
     """Every hazard or overlap the plan leaves on some execution, and the largest peak of
-    live bytes over the executions."""
+    live bytes over the executions. A reuse with no barrier between buffers with access
+    patterns that the plan lists in ``aliases`` (or of a buffer's own bytes) is judged by the
+    thread-level brute force of tests/loops_threads.py instead."""
     horizon = max(
         [b.end for b in req.buffers]
         + [lp.end for lp in req.loops]
@@ -130,6 +132,8 @@ def check(req: PlanRequest, plan: Plan) -> tuple[list[str], int]:
     extra = plan.barriers.required if req.options.sync == "none" else plan.barriers.inserted
     barriers = set(plan.barriers.existing) | set(extra)
     problems: list[str] = []
+    aliases = plan.aliases
+    alias = False
     peak = 0
     for trace in _executions(req, 0, horizon):
         inst = _instances(req, trace)
@@ -147,7 +151,16 @@ def check(req: PlanRequest, plan: Plan) -> tuple[list[str], int]:
             elif x.last_step < y.first_step and not any(
                 x.last_access < t <= y.first_access for t in bar_steps
             ):
+                if bx.accesses and by.accesses and (bx.id == by.id or [bx.id, by.id] in aliases):
+                    alias = True  # judged below, thread by thread
+                    continue
                 problems.append(f"hazard {bx.id} -> {by.id} in {[p for p, _ in trace]}")
+    if alias:
+        # A reuse with no barrier that the plan claims thread-local (or a buffer's own bytes,
+        # next trip): every access to every byte, thread by thread.
+        from tests.loops_threads import races
+
+        problems += races(req, plan)
     return problems, peak
 
 

@@ -16,6 +16,7 @@ from planner.core.errors import RequestError
 from planner.core.io import parse_request
 from planner.core.models import Plan, PlanRequest
 from planner.validators.emulator import emulate
+from tests.loops_brute import check
 from tests.loops_threads import races, random_patterned
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "loop_nvfuser_inner_alias.json"
@@ -112,6 +113,7 @@ def test_planted_faults_are_caught() -> None:
     assert not planner.validate(req, aliased).valid
     assert not emulate(req, aliased).valid
     assert races(req, aliased)
+    assert check(req, aliased)[0]  # the lifetime brute force hands claimed aliases to races
     # The aliased plan without its claims: the static check wants them listed.
     req = parse_request(_data("insert"))
     unlisted = aliased.model_copy(update={"aliases": []})
