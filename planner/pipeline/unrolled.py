@@ -450,9 +450,10 @@ def _unproved_notes(chosen: _Placed) -> list[Diagnostic]:
         Diagnostic(
             level="info",
             code="barriers_not_proven",
-            message="the barrier points are the best of the greedy stabbing and a search of "
-            f"{SEARCH_NODES} sets of points; no set running fewer than {bound} times is "
-            "possible, and fewer executions than the plan's were not ruled out",
+            message="the barrier points are the best of the greedy stabbing and a search "
+            f"within its budget (at most {SEARCH_NODES} sets of points, and a share of the "
+            f"time limit); no set running fewer than {bound} times is possible, and fewer "
+            "executions than the plan's were not ruled out",
         )
     ]
 

@@ -8,14 +8,20 @@ a point has several copies and the windows are no longer intervals of points, so
 straight-line interval stabbing is no longer exact. ``choose`` runs the greedy below, then
 proves it or improves on it:
 
-- a bound: hazards whose candidate points (a copy inside the window, the window grown over
-  every branch copy that starts in it) are pairwise disjoint each need a point of their
-  own, so the cheapest candidate of each adds up to a lower bound on the executions, and
-  their number on the points; when the greedy meets both it is optimal;
+- a bound: hazards whose candidate points (a copy inside the window, grown over a branch
+  copy the later piece covers from inside the window; no copy in an arm apart from the one
+  holding a piece, which never runs on the path) are pairwise disjoint each need a point of
+  their own, so the cheapest candidate of each adds up to a lower bound on the executions,
+  and their number on the points; when the greedy meets both it is optimal (tried first on
+  the hazards that made the greedy take its points, then on every open window);
 - else a branch and bound over the points: take the open hazard with the fewest candidates,
   try each (cheapest first; once tried, left out of the later branches), prune on the
   bound of what stays open. Exhaustive, hence exact, unless it judges more than
-  ``SEARCH_NODES`` sets of points: then the best set found is kept, unproved.
+  ``SEARCH_NODES`` sets of points or passes its work budget, ``SEARCH_WORK_PER_SECOND``
+  times ``SEARCH_SHARE`` of the time limit (work: the hazards and windows judged, per set
+  the open ones, per new point or set of points inside arms the program's): then the best
+  set found is kept, unproved. Both budgets are counts, never the clock, so the same
+  request gets the same barriers.
 """
 
 from __future__ import annotations
@@ -33,6 +39,10 @@ __all__ = ["SEARCH_NODES", "Choice", "choose", "greedy"]
 Mask = npt.NDArray[np.bool_]
 Cost = tuple[int, int]  # executions, points
 SEARCH_NODES = 500
+# Hazards and windows judged per second on a busy 2-core machine (measured: about 8 million
+# on programs of 250 buffers), rounded down; the search takes a share of the time limit.
+SEARCH_WORK_PER_SECOND = 5_000_000
+SEARCH_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -45,7 +55,7 @@ class Choice:
 
 
 class _OutOfBudgetError(Exception):
-    """The search judged ``SEARCH_NODES`` sets of points."""
+    """The search passed its budget of sets of points or of work."""
 
 
 def greedy(prog: Program, need: Mask, allowed: list[int], base: list[int]) -> list[int]:
@@ -113,7 +123,8 @@ def choose(prog: Program, need: Mask, allowed: list[int], base: list[int]) -> Ch
     target = need & ~prog.protected(base) & prog.protected(sorted({*base, *allowed}))
     if not target.any():
         return Choice(found, True, (0, 0))
-    return _Search(prog, target, allowed, base).run(found)
+    budget = int(SEARCH_WORK_PER_SECOND * SEARCH_SHARE * prog.req.options.time_limit)
+    return _Search(prog, target, allowed, base, budget).run(found)
 
 
 def _quick_bound(
@@ -159,7 +170,9 @@ def _candidates(prog: Program, k: int, pool: list[BarrierCopy], keys: list[int])
 
 
 class _Search:
-    def __init__(self, prog: Program, target: Mask, allowed: list[int], base: list[int]) -> None:
+    def __init__(
+        self, prog: Program, target: Mask, allowed: list[int], base: list[int], budget: int
+    ) -> None:
         self.prog = prog
         self.base = base
         self.weight = {p: prog.executions(p) for p in allowed}
@@ -204,6 +217,8 @@ class _Search:
         point = np.asarray([c.point for c in pool], dtype=np.int64)
         self.candidates = [frozenset(point[row].tolist()) for row in usable]
         self.nodes = 0
+        self.work = 0
+        self.budget = budget
         self.best: tuple[Cost, list[int]] = ((0, 0), [])
         # Coverage on the target hazards only: by one point (cached per point), or by points
         # in every arm of a branch (judged per set of the chosen points inside arms, since
@@ -239,6 +254,7 @@ class _Search:
         """Target hazards a barrier at the point protects alone."""
         found = self._one.get(point)
         if found is None:
+            self.work += self.prog.hazards.n
             found = self._one[point] = self.prog.protected_by(point)[self.idx]
         return found
 
@@ -247,6 +263,7 @@ class _Search:
         key = frozenset(p for p in (*self.base, *chosen) if p in self.in_arm)
         found = self._arms.get(key)
         if found is None:
+            self.work += self.prog.hazards.n * len(self.prog.branch_copies())
             found = self._arms[key] = self.prog.by_every_arm(sorted(key))[self.idx]
         return found
 
@@ -280,7 +297,8 @@ class _Search:
         windows: list[int],
     ) -> None:
         self.nodes += 1
-        if self.nodes > SEARCH_NODES:
+        self.work += self.idx.size + len(windows)
+        if self.nodes > SEARCH_NODES or self.work > self.budget:
             raise _OutOfBudgetError
         if not windows:
             if cost < self.best[0]:
