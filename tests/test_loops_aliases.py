@@ -142,3 +142,21 @@ def test_random_patterned_programs_are_race_free() -> None:
         assert races(req, plan) == [], (data, plan.barriers, plan.aliases)
     assert planned >= 100
     assert aliased >= 30
+
+
+@pytest.mark.parametrize(("pin", "arena", "apart"), [(16, 8208, True), (1024, 5120, False)])
+def test_a_shift_that_breaks_the_rule_places_the_pair_apart(
+    pin: int, arena: int, apart: bool
+) -> None:
+    # T3_s pinned 16 bytes up: thread t's element k of T3_s lands on element k + 4 of T2_s,
+    # another thread's, so the pair left free by the rule is placed again apart. 1024 bytes
+    # up, element k meets element k + 256, the same thread's: the alias holds there.
+    data = _data("existing")
+    data["buffers"][1]["offset"] = pin
+    _, plan = _plan(data)
+    offsets = _offsets(plan)
+    assert offsets["T3_s"] == pin
+    assert plan.arena_bytes == arena
+    shared = offsets["T2_s"] < pin + 4096 and pin < offsets["T2_s"] + 4096
+    assert shared is not apart
+    assert (plan.aliases == []) is apart
