@@ -444,20 +444,18 @@ def _heuristics(req: PlanRequest, notes: list[Diagnostic]) -> list[str] | None:
     return None
 
 
-def _unproved_notes(chosen: _Placed) -> list[Diagnostic]:
-    """A note when a barrier choice was not proved the cheapest for the placement."""
-    if not chosen.unproved:
-        return []
-    bound = max(c.bound[0] for c in chosen.unproved)
+def _unproved_notes(req: PlanRequest, chosen: _Placed) -> list[Diagnostic]:
+    """A note per barrier choice not proved the cheapest for the placement."""
     return [
         Diagnostic(
             level="info",
             code="barriers_not_proven",
-            message="the barrier points are the best of the greedy stabbing and a search "
-            f"within its budget (at most {SEARCH_NODES} sets of points, and a share of the "
-            f"time limit); no set running fewer than {bound} times is possible, and fewer "
-            "executions than the plan's were not ruled out",
+            message=f"barrier points {c.points} run "
+            f"{sum(req.executions_at(p) for p in c.points)} times: the best of the greedy "
+            f"stabbing and a search within its budget (at most {SEARCH_NODES} sets of points "
+            f"and a share of the time limit); the fewest possible is at least {c.bound[0]}",
         )
+        for c in chosen.unproved
     ]
 
 
@@ -521,7 +519,7 @@ def _assemble(
     naive = naive_bytes(req)
     gap = (arena - best_bound) / best_bound if best_bound else 0.0
     live_edges = len(prog.live_pairs)
-    notes = [*notes, *_unproved_notes(chosen)]
+    notes = [*notes, *_unproved_notes(req, chosen)]
     notes = [
         *notes,
         Diagnostic(
