@@ -119,7 +119,9 @@ def _instances(req: PlanRequest, trace: list[Step]) -> list[Instance]:
 
 def check(req: PlanRequest, plan: Plan) -> tuple[list[str], int]:
     """Every hazard or overlap the plan leaves on some execution, and the largest peak of
-    live bytes over the executions."""
+    live bytes over the executions. A reuse with no barrier between buffers with access
+    patterns that the plan lists in ``aliases`` (or of a buffer's own bytes) is judged by the
+    thread-level brute force of tests/loops_threads.py instead."""
     horizon = max(
         [b.end for b in req.buffers]
         + [lp.end for lp in req.loops]
@@ -130,6 +132,8 @@ def check(req: PlanRequest, plan: Plan) -> tuple[list[str], int]:
     extra = plan.barriers.required if req.options.sync == "none" else plan.barriers.inserted
     barriers = set(plan.barriers.existing) | set(extra)
     problems: list[str] = []
+    aliases = plan.aliases
+    alias = False
     peak = 0
     for trace in _executions(req, 0, horizon):
         inst = _instances(req, trace)
@@ -147,8 +151,52 @@ def check(req: PlanRequest, plan: Plan) -> tuple[list[str], int]:
             elif x.last_step < y.first_step and not any(
                 x.last_access < t <= y.first_access for t in bar_steps
             ):
+                if bx.accesses and by.accesses and (bx.id == by.id or [bx.id, by.id] in aliases):
+                    alias = True  # judged below, thread by thread
+                    continue
                 problems.append(f"hazard {bx.id} -> {by.id} in {[p for p, _ in trace]}")
+    if alias:
+        # A reuse with no barrier that the plan claims thread-local (or a buffer's own bytes,
+        # next trip): every access to every byte, thread by thread.
+        from tests.loops_threads import races
+
+        problems += races(req, plan)
     return problems, peak
+
+
+def reuse_windows(req: PlanRequest, plan: Plan) -> list[frozenset[int]]:
+    """Per execution, per reuse of shared bytes (a piece after another on the same bytes): the
+    original points a barrier at which would run between the earlier piece's last access and
+    the later one's first access in that execution."""
+    horizon = max(
+        [b.end for b in req.buffers]
+        + [lp.end for lp in req.loops]
+        + [br.end for br in req.branches]
+    )
+    offsets = {p.id: (p.offset, p.offset + p.size) for p in plan.placements}
+    found: set[frozenset[int]] = set()
+    for trace in _executions(req, 0, horizon):
+        inst = _instances(req, trace)
+        for x, y in itertools.permutations(inst, 2):
+            (lx, hx), (ly, hy) = (
+                offsets[req.buffers[x.buffer].id],
+                offsets[req.buffers[y.buffer].id],
+            )
+            if lx < hy and ly < hx and x.last_step < y.first_step:
+                found.add(
+                    frozenset(trace[t][0] for t in range(x.last_access + 1, y.first_access + 1))
+                )
+    return sorted(found, key=sorted)
+
+
+def runs(req: PlanRequest, point: int) -> int:
+    """How many times a barrier at the point runs: the trips of the loops around it
+    multiplied (unknown: 1000)."""
+    out = 1
+    for lp in req.loops:
+        if lp.start <= point < lp.end:
+            out *= 1000 if lp.trips is None else lp.trips
+    return out
 
 
 def random_request(rng: random.Random) -> dict[str, Any]:

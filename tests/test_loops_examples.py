@@ -142,3 +142,16 @@ def test_buffer_with_two_live_ranges_lends_its_gap() -> None:
     assert plan.barriers.required == [3, 6]
     line = planner.plan(straight_line(request))
     assert line.arena_bytes == 2 * 16384
+
+
+def test_nvfuser_inner_alias_inside_a_loop_needs_no_barrier() -> None:
+    request, plan = _plan(_data("loop_nvfuser_inner_alias.json"))
+    # Each thread writes and reads its own elements of T2_s, then of T3_s, every trip: T3_s
+    # sits on T2_s, and the next trip's T2_s on T3_s, with no barrier under "existing".
+    assert plan.arena_bytes == plan.lower_bound == 4096
+    assert _offset(plan, "T2_s") == _offset(plan, "T3_s")
+    assert plan.barriers.static == plan.barriers.executions == 0
+    assert plan.aliases == [["T2_s", "T3_s"], ["T3_s", "T2_s"]]
+    # As a straight line both tensors hold their bytes for the whole loop.
+    line = planner.plan(straight_line(request))
+    assert line.arena_bytes == 8192

@@ -21,7 +21,14 @@ from planner.core.graph import InterferenceGraph
 from planner.core.models import PlanRequest
 from planner.core.patterns import access_span
 
-__all__ = ["ALIAS_MAX_BUFFERS", "Owners", "alias_chains", "merge_chains", "sharing_pairs"]
+__all__ = [
+    "ALIAS_MAX_BUFFERS",
+    "Owners",
+    "RangeOwners",
+    "alias_chains",
+    "merge_chains",
+    "sharing_pairs",
+]
 
 ALIAS_MAX_BUFFERS = 2000  # aliasing is checked pairwise; larger requests go without it
 
@@ -72,6 +79,56 @@ class Owners:
         return owners_agree(
             self.owners(earlier, None), 0, self.owners(later, self.cut(later)), shift
         )
+
+
+class RangeOwners:
+    """Rule (b) between live ranges of a program with loops, branches or ranges, per
+    iteration: the owner map of a range is taken over every access of that range (the same
+    accesses run in every iteration of the loops around it), so two pieces agree in every
+    pair of consecutive iterations when their ranges' maps agree. Stricter than the
+    straight-line rule, which counts the later buffer's accesses only up to its first barrier,
+    and the same rule as the static check of such programs.
+
+    Buffers in ``opaque`` (per-block footprints) and buffers without access patterns count as
+    touched by any thread: they never alias."""
+
+    def __init__(self, request: PlanRequest, opaque: frozenset[int] = frozenset()) -> None:
+        self.request = request
+        self.patterned = [
+            bool(b.accesses) and i not in opaque for i, b in enumerate(request.buffers)
+        ]
+        self._maps: dict[tuple[int, int], OwnerMap | None] = {}
+        self._agree: dict[tuple[int, int, int, int, int], bool] = {}
+
+    def owners(self, index: int, part: int) -> OwnerMap | None:
+        """The owner map of range ``part`` of buffer ``index``; None: no access in it."""
+        key = (index, part)
+        if key not in self._maps:
+            b = self.request.buffers[index]
+            s, e = b.lifetimes[part]
+            kept = [a for a in b.accesses if s <= a.at < e]
+            found = None
+            if kept:
+                buffers = list(self.request.buffers)
+                buffers[index] = b.model_copy(update={"accesses": kept})
+                request = self.request.model_copy(update={"buffers": buffers})
+                found = byte_owners(request, index)
+            self._maps[key] = found
+        return self._maps[key]
+
+    def agree(self, a: int, part_a: int, b: int, part_b: int, shift: int) -> bool:
+        """Whether range ``part_b`` of ``b`` placed ``shift`` bytes above range ``part_a`` of
+        ``a`` may follow it with no barrier: every shared byte untouched in one of them or
+        owned by one and the same thread in both."""
+        if not (self.patterned[a] and self.patterned[b]):
+            return False
+        key = (a, part_a, b, part_b, shift)
+        found = self._agree.get(key)
+        if found is None:
+            first, later = self.owners(a, part_a), self.owners(b, part_b)
+            found = first is not None and later is not None and owners_agree(first, 0, later, shift)
+            self._agree[key] = found
+        return found
 
 
 def sharing_pairs(request: PlanRequest, offsets: I64, sizes: I64) -> list[Reuse]:

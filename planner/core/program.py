@@ -34,6 +34,8 @@ from planner.core.models.control import ArmIndex
 
 __all__ = [
     "MAX_PIECES",
+    "BarrierCopy",
+    "BranchCopy",
     "Hazards",
     "Piece",
     "Program",
@@ -61,6 +63,7 @@ class Piece:
     first: int  # virtual point of the first access
     last: int  # virtual point of the last access
     arms: dict[tuple[int, Copies], int]  # (branch, copies of its loops) -> arm it lies in
+    part: int = 0  # index of the range in the buffer's ``lifetimes``
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,8 @@ class Hazards:
     later: I64
     a: I64  # buffer of ``earlier``
     b: I64  # buffer of ``later``
+    pa: I64  # range (index in ``lifetimes``) of ``earlier``
+    pb: I64  # range of ``later``
     after: I64  # virtual: last access of ``earlier``
     before: I64  # virtual: first access of ``later``
     xs: I64  # virtual interval of ``earlier``
@@ -137,6 +142,10 @@ class Program:
         default_factory=dict, repr=False
     )
     _branches: list[BranchCopy] | None = field(default=None, repr=False)
+    _kids: list[list[list[int]]] | None = field(default=None, repr=False)
+    _every_arm: dict[tuple[int, ...], npt.NDArray[np.bool_]] = field(
+        default_factory=dict, repr=False
+    )
 
     def copies_of(self, point: int) -> list[BarrierCopy]:
         """Every virtual copy of a barrier at ``point``."""
@@ -154,9 +163,10 @@ class Program:
             return ()
         out = []
         for j, k in self._arms.around(point):
-            s, e = self.req.branches[j].arms[k]
-            depth = self._loops.depth_of_range(s, e)
-            sub = cp[:depth]
+            br = self.req.branches[j]
+            s, e = br.arms[k]
+            # The loops around the whole branch (a loop spanning just this arm runs inside it).
+            sub = cp[: self._loops.depth_of_range(br.start, br.end)]
             out.append((self._loops.position(s, sub), self._loops.end_position(e, sub)))
         return tuple(out)
 
@@ -201,61 +211,130 @@ class Program:
 
     def by_every_arm(self, points: list[int]) -> npt.NDArray[np.bool_]:
         """Per hazard: whether a branch copy that every path from the earlier piece to the
-        later one runs has a barrier at ``points`` directly in each arm (no deeper branch
-        around it) within the window. The earlier piece's last access lies before the
-        branch; when the later piece's first access lies inside the branch (it covers the
-        branch from its first point: on the path of an arm its first access may be that
-        arm's first point) each arm needs its barrier at its first point."""
+        later one runs is *covered* by barriers at ``points`` within the window: each of its
+        arms holds a barrier directly (no deeper branch around it) or a branch copy inside
+        it that is covered in turn (nested branches, at any depth). The earlier piece's last
+        access lies before the branch; when the later piece's first access lies inside the
+        branch (it covers the branch from its first point: on the path of an arm its first
+        access may be that arm's first point) each arm needs its barrier at its first point,
+        directly or in each arm of a branch starting there."""
+        h = self.hazards
+        if not self.req.branches or not points or self._arms is None:
+            return np.zeros(h.n, dtype=np.bool_)
+        # Only the points inside arms count: judged once per set of them.
+        key = tuple(sorted({p for p in points if self._arms.around(p)}))
+        found = self._every_arm.get(key)
+        if found is None:
+            found = self._every_arm[key] = self._by_every_arm(list(key))
+        return found.copy()
+
+    def _by_every_arm(self, points: list[int]) -> npt.NDArray[np.bool_]:
         h = self.hazards
         mask = np.zeros(h.n, dtype=np.bool_)
-        if not self.req.branches or not points:
+        if not points:
             return mask
-        virtuals = {c.virtual for c in self.pool(sorted(set(points)))[0]}
-        for b in self.branch_copies():
-            starts = [a[0] for a in b.arms]
-            inside = [
-                [v for v in virtuals if s <= v < e and not b.nested(v, (s, e))] for s, e in b.arms
-            ]
-            if not all(inside):
+        virtuals = sorted({c.virtual for c in self.pool(points)[0]})
+        full, from_start = self._covered_branches(virtuals)
+        for b, whole, first in zip(self.branch_copies(), full, from_start, strict=True):
+            if not whole:
                 continue
-            at_start = all(s in vs for s, vs in zip(starts, inside, strict=True))
             m = h.after < b.start
             for s, e in b.outer:
                 m &= ((s <= h.xs) & (h.xe <= e)) | ((s <= h.ys) & (h.ye <= e))
             reach = h.before >= b.end
-            if at_start:
+            if first:
                 reach |= h.before >= b.start
             mask |= m & reach
         return mask
 
+    def _covered_branches(self, virtuals: list[int]) -> tuple[list[bool], list[bool]]:
+        """Per branch copy (``branch_copies`` order): whether barriers at the virtual points
+        cover every arm (directly or through a covered branch copy inside it), and whether
+        they do so at every arm's first point."""
+        copies = self.branch_copies()
+        children = self._children()
+        full = [False] * len(copies)
+        first = [False] * len(copies)
+        # Inner branch copies start no earlier and end no later: judged first from the back.
+        for i in reversed(range(len(copies))):
+            b = copies[i]
+            whole = start = True
+            for k, arm in enumerate(b.arms):
+                kids = children[i][k]
+                inside = virtuals[
+                    bisect.bisect_left(virtuals, arm[0]) : bisect.bisect_left(virtuals, arm[1])
+                ]
+                direct = any(not b.nested(v, arm) for v in inside)
+                whole &= direct or any(full[c] for c in kids)
+                at = bool(inside) and inside[0] == arm[0] and not b.nested(arm[0], arm)
+                start &= at or any(first[c] and copies[c].start == arm[0] for c in kids)
+            full[i], first[i] = whole, whole and start
+        return full, first
+
+    def _children(self) -> list[list[list[int]]]:
+        """Per branch copy, per arm: the branch copies directly inside that arm."""
+        if self._kids is None:
+            copies = self.branch_copies()
+            kids: list[list[list[int]]] = [[[] for _ in b.arms] for b in copies]
+            for j, c in enumerate(copies):
+                best: tuple[int, int] | None = None  # (branch copy, arm): the innermost
+                for i, b in enumerate(copies):
+                    if i == j:
+                        continue
+                    for k, (s, e) in enumerate(b.arms):
+                        inside = s <= c.start and c.end <= e
+                        if inside and (best is None or e - s < _width(copies, best)):
+                            best = (i, k)
+                if best is not None:
+                    kids[best[0]][best[1]].append(j)
+            self._kids = kids
+        return self._kids
+
     def every_arm_points(self, k: int, allowed: set[int]) -> list[int] | None:
         """Points from ``allowed`` that protect hazard ``k`` through ``by_every_arm``, one
         per arm of the latest branch copy that can (in each arm the one run fewest times,
-        then the latest; the arm's first point when the later piece's first access lies
-        inside the branch), or None."""
+        then the latest, or else the points of a branch inside the arm; the arm's first point
+        when the later piece's first access lies inside the branch), or None."""
         h = self.hazards
         after, before = int(h.after[k]), int(h.before[k])
         xs, xe, ys, ye = int(h.xs[k]), int(h.xe[k]), int(h.ys[k]), int(h.ye[k])
         copies = self.pool(sorted(allowed))[0]
-        for b in reversed(self.branch_copies()):
+        branches = self.branch_copies()
+        for i in reversed(range(len(branches))):
+            b = branches[i]
             if not (after < b.start <= before):
                 continue
             if not all((s <= xs and xe <= e) or (s <= ys and ye <= e) for s, e in b.outer):
                 continue
-            chosen: list[int] = []
-            for s, e in b.arms:
-                last = e if before >= b.end else s + 1  # inside the branch: the first point
-                fits = [
-                    c for c in copies if s <= c.virtual < last and not b.nested(c.virtual, (s, e))
-                ]
-                if not fits:
-                    break
+            chosen = self._cover_points(i, copies, at_start=before < b.end)
+            if chosen is not None and self.by_every_arm(chosen)[k]:
+                return sorted(set(chosen))
+        return None
+
+    def _cover_points(self, i: int, copies: list[BarrierCopy], at_start: bool) -> list[int] | None:
+        """Points of ``copies`` covering branch copy ``i``: per arm the direct copy run
+        fewest times, then the latest (the arm's first point only, ``at_start``), else the
+        points covering a branch copy inside the arm; None when an arm has neither."""
+        b = self.branch_copies()[i]
+        chosen: list[int] = []
+        for k, (s, e) in enumerate(b.arms):
+            last = s + 1 if at_start else e
+            fits = [c for c in copies if s <= c.virtual < last and not b.nested(c.virtual, (s, e))]
+            if fits:
                 best = min(fits, key=lambda c: (self.executions(c.point), -c.virtual))
                 chosen.append(best.point)
-            else:
-                if self.by_every_arm(chosen)[k]:
-                    return sorted(set(chosen))
-        return None
+                continue
+            inner = None
+            for j in self._children()[i][k]:
+                if at_start and self.branch_copies()[j].start != s:
+                    continue
+                inner = self._cover_points(j, copies, at_start)
+                if inner is not None:
+                    break
+            if inner is None:
+                return None
+            chosen.extend(inner)
+        return chosen
 
     def branch_copies(self) -> list[BranchCopy]:
         """Every copy of every branch in virtual time, by start."""
@@ -384,6 +463,11 @@ class Program:
         if found is None:
             found = self._executions[point] = self.req.executions_at(point)
         return found
+
+
+def _width(copies: list[BranchCopy], at: tuple[int, int]) -> int:
+    s, e = copies[at[0]].arms[at[1]]
+    return e - s
 
 
 class _Loops:
@@ -546,7 +630,7 @@ def build_program(req: PlanRequest) -> Program:
         )
     for i, b in enumerate(req.buffers):
         mine: list[int] = []
-        for s, e in b.lifetimes:
+        for part, (s, e) in enumerate(b.lifetimes):
             depth = loops.depth_of_range(s, e)
             accesses = [a.at for a in b.accesses if s <= a.at < e]
             arm_chain = [] if arms is None else _arms_around(arms, req, s, e)
@@ -562,12 +646,12 @@ def build_program(req: PlanRequest) -> Program:
                 else:
                     first, last = vs, ve - 1
                 keys = {
-                    (j, cp[: loops.depth_of_range(*req.branches[j].arms[k])]): k
+                    (j, cp[: loops.depth_of_range(req.branches[j].start, req.branches[j].end)]): k
                     for j, k in arm_chain
                 }
                 mine.append(len(pieces))
                 origin = s if len(loops.chain(s)) == depth else _loop_start(loops, s, depth)
-                pieces.append(Piece(i, origin, vs, ve, first, last, keys))
+                pieces.append(Piece(i, origin, vs, ve, first, last, keys, part))
         _check_own_pieces(req, i, [pieces[k] for k in mine])
         by_buffer.append(mine)
     hazards, live = _pairs(pieces)
@@ -632,6 +716,7 @@ def _pairs(pieces: list[Piece]) -> tuple[Hazards, set[tuple[int, int]]]:
     first = np.asarray([p.first for p in pieces], dtype=np.int64)
     last = np.asarray([p.last for p in pieces], dtype=np.int64)
     buf = np.asarray([p.buffer for p in pieces], dtype=np.int64)
+    part = np.asarray([p.part for p in pieces], dtype=np.int64)
     seq = start[None, :] >= end[:, None]  # row before column
     x, y = np.nonzero(seq)
     # Pieces with the same arms are exclusive with the same pieces: judged once per pair of
@@ -656,6 +741,8 @@ def _pairs(pieces: list[Piece]) -> tuple[Hazards, set[tuple[int, int]]]:
         later=y.astype(np.int64),
         a=buf[x],
         b=buf[y],
+        pa=part[x],
+        pb=part[y],
         after=last[x],
         before=first[y],
         xs=start[x],

@@ -9,14 +9,14 @@ points its window allows the one run fewest times (a point outside a loop before
 it), every copy of a chosen point protecting what it covers. The objective under "insert" is
 the arena first, then the barrier executions.
 
-What this route does not do: thread-local aliasing (every reuse needs a barrier), the
-skyline heuristics, the interval-model exact methods (they plan straight-line lifetimes;
-a request naming one gets the fits and CP-SAT on the pairs, with a diagnostic).
+What this route does not do: the alias chains of the straight-line portfolio (a pair that
+aliases only at one offset is left free and checked at the placement), the skyline
+heuristics, the interval-model exact methods (they plan straight-line lifetimes; a request
+naming one gets the fits and CP-SAT on the pairs, with a diagnostic).
 """
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -42,6 +42,8 @@ from planner.core.program import Program, build_program, held_peak
 from planner.core.targets import launch_figures
 from planner.pipeline.assembly import naive_bytes
 from planner.pipeline.context import planned_sizes
+from planner.pipeline.unrolled_aliases import PieceAliases
+from planner.pipeline.unrolled_stab import SEARCH_NODES, Choice, choose, greedy
 from planner.solvers.edges import EDGE_HEURISTICS, EXACT_MAX_BUFFERS, ExplicitGraph, exact_pairs
 from planner.solvers.edges import fits as greedy_fits
 
@@ -67,59 +69,23 @@ class _Placed:
     inserted: list[int]
     required: list[int]
     edges: I64  # conflicting buffer pairs (i, j), i < j, it was placed on
+    aliases: tuple[tuple[int, int], ...] = ()  # (earlier, later) reusing with no barrier
+    unproved: tuple[Choice, ...] = ()  # barrier choices not proved the cheapest
 
 
 Mask = npt.NDArray[np.bool_]
 
 
-def _stab(prog: Program, need: Mask, allowed: list[int], base: list[int]) -> list[int]:
-    """New points (sorted) from ``allowed`` that, with ``base``, protect every hazard of
-    ``need`` that some allowed point can. Greedy by the window's end: of the points with a
-    copy that covers the hazard, the one run fewest times, then the one whose copies cover
-    the most hazards still open, then the one inside fewest arms, then the latest."""
-    h = prog.hazards
-    prog.prime([*allowed, *base])
-    open_ = need & ~prog.protected(base)
-    choices = set(allowed) | set(base)
-    pool, keys = prog.pool(allowed)
-    new: list[int] = []
-    order = np.lexsort((h.after, h.before))
-    for k in order[open_[order]].tolist():
-        if not open_[k]:
-            continue
-        lo = bisect.bisect_right(keys, int(h.after[k]))
-        hi = bisect.bisect_right(keys, int(h.before[k]))
-        fits = [c for c in pool[lo:hi] if prog.covers(c, k)]
-        if not fits:
-            # One point in every arm of a branch on the way, or none: then the caller made
-            # the pair a conflict.
-            arms = prog.every_arm_points(k, choices)
-            if arms is not None:
-                new.extend(arms)
-                open_ &= ~prog.protected(sorted({*base, *new}))
-            open_[k] = False
-            continue
-        cheapest = min(prog.executions(c.point) for c in fits)
-        fits = [c for c in fits if prog.executions(c.point) == cheapest]
-        gains = {c.point: open_ & prog.protected_by(c.point) for c in fits}
-        if len(gains) > 1:
-            fits.sort(key=lambda c: (-int(gains[c.point].sum()), len(c.arms), -c.virtual))
-        else:
-            fits.sort(key=lambda c: (len(c.arms), -c.virtual))
-        best = fits[0].point
-        new.append(best)
-        open_ &= ~gains[best]
-    return sorted(set(new))
-
-
 def _events(req: PlanRequest) -> list[int]:
-    """Points where a barrier can make a difference: range bounds, accesses, loop and arm
-    bounds, the request's barriers."""
+    """Points where a barrier can make a difference: range bounds, accesses and the points
+    right after them (a barrier there runs in the loops and arms of the access, where a later
+    bound may open a loop), loop and arm bounds, the request's barriers."""
     points: set[int] = set(req.barriers)
     for b in req.buffers:
         for s, e in b.lifetimes:
             points.update((s, e))
-        points.update(a.at for a in b.accesses)
+        for a in b.accesses:
+            points.update((a.at, a.at + 1))
     for lp in req.loops:
         points.update((lp.start, lp.end))
     for br in req.branches:
@@ -128,15 +94,27 @@ def _events(req: PlanRequest) -> list[int]:
     return sorted(points)
 
 
-def _unprotected(prog: Program, points: list[int]) -> tuple[set[tuple[int, int]], list[int]]:
+def _unprotected(
+    prog: Program, points: list[int], aliases: PieceAliases
+) -> tuple[set[tuple[int, int]], list[int]]:
     """Buffer pairs that may not share bytes since no barrier at ``points`` protects a reuse
-    between them, and the unprotected reuses of a buffer's own bytes (hazard indices)."""
+    between them and rule (b) does not hold for it at one offset, and the unprotected reuses
+    of a buffer's own bytes that rule (b) does not let go (hazard indices). Pairs whose open
+    reuses all alias at one offset are left free: the placement is checked afterwards
+    (``_place``)."""
     h = prog.hazards
     open_ = ~prog.protected(points)
+    if aliases.active:
+        open_ &= ~aliases.same_offset()
     own = np.flatnonzero(open_ & (h.a == h.b)).tolist()
-    other = open_ & (h.a != h.b)
-    lo, hi = np.minimum(h.a, h.b)[other], np.maximum(h.a, h.b)[other]
-    return set(zip(lo.tolist(), hi.tolist(), strict=True)), own
+    return _pairs_of(prog, open_ & (h.a != h.b)), own
+
+
+def _pairs_of(prog: Program, mask: Mask) -> set[tuple[int, int]]:
+    """The buffer pairs (i < j) of the hazards in ``mask``."""
+    h = prog.hazards
+    lo, hi = np.minimum(h.a, h.b)[mask], np.maximum(h.a, h.b)[mask]
+    return set(zip(lo.tolist(), hi.tolist(), strict=True))
 
 
 def _sharing(prog: Program, offsets: I64, sizes: list[int]) -> Mask:
@@ -199,24 +177,33 @@ def plan_unrolled(req: PlanRequest) -> Plan:
         sync = "existing"
     events = _events(req)
     live = prog.live_pairs
+    al = PieceAliases(req, prog, sizes)
     if sync == "none":
         # The caller synchronizes: the request's barriers count, the rest are listed.
-        never, own = _unprotected(prog, events)
+        never, own = _unprotected(prog, events, al)
         if own:
             raise _own_race(req, prog, own[0], None)
-        placed = _place(req, prog, sizes, live | never, bound, heuristics)
-        shared = _sharing(prog, placed.offsets, sizes)
-        new = _stab(prog, shared, sorted(set(events) - set(existing)), existing)
-        chosen = replace(placed, required=_stab(prog, shared, sorted({*existing, *new}), []))
+        placed = _place(req, prog, sizes, live | never, bound, heuristics, (al, events))
+        shared = _needs_barrier(prog, al, placed.offsets, sizes)
+        new = choose(prog, shared, sorted(set(events) - set(existing)), existing)
+        required = choose(prog, shared, sorted({*existing, *new.points}), [])
+        chosen = replace(
+            placed,
+            required=required.points,
+            aliases=_aliased(
+                prog, al, placed.offsets, sizes, sorted({*existing, *required.points})
+            ),
+            unproved=tuple(c for c in (new, required) if not c.proved),
+        )
     elif sync == "existing":
-        pairs, own = _unprotected(prog, existing)
+        pairs, own = _unprotected(prog, existing, al)
         if own:
             raise _own_race(req, prog, own[0], ("barriers",))
         # No barrier can be added: each piece holds its bytes until the next one.
         held = prog.barrier_peak(sizes, existing)
         if held[0] > bound:
             bound, peak_at = held[0], (held[1], held[2])
-        chosen = _finish(req, prog, sizes, live | pairs, bound, heuristics, existing, [], [])
+        chosen = _finish(req, prog, sizes, live | pairs, bound, heuristics, existing, [], [], al)
     else:
         allowed = (
             events if opts.barrier_candidates is None else sorted(set(opts.barrier_candidates))
@@ -224,13 +211,17 @@ def plan_unrolled(req: PlanRequest) -> Plan:
         allowed = sorted(set(allowed) - set(existing))
         # Reuses no allowed point protects (candidates; or a later buffer whose first point
         # opens an arm it covers whole, so the barrier before it would be in that arm only).
-        never, own = _unprotected(prog, [*existing, *allowed])
+        never, own = _unprotected(prog, [*existing, *allowed], al)
         if own:
             where = None if opts.barrier_candidates is None else ("options", "barrier_candidates")
             raise _own_race(req, prog, own[0], where)
         # Barriers a buffer's own reuses need whatever the placement: fewest, then cheapest.
         h = prog.hazards
-        mandatory = _stab(prog, h.a == h.b, allowed, existing)
+        own_reuse = h.a == h.b
+        if al.active:
+            own_reuse &= ~al.same_offset()
+        # (greedy: the plan's barriers are chosen again, exactly, for its placement)
+        mandatory = sorted(set(greedy(prog, own_reuse, allowed, existing)) - set(existing))
         cap = opts.max_new_barriers
         if cap is not None and len(mandatory) > cap:
             raise RequestError.field(
@@ -240,19 +231,20 @@ def plan_unrolled(req: PlanRequest) -> Plan:
                 "too_few_barriers",
                 cap,
             )
-        full = _finish(req, prog, sizes, live | never, bound, heuristics, existing, allowed, [])
+        full = _finish(req, prog, sizes, live | never, bound, heuristics, existing, allowed, [], al)
         chosen = full
         if set(full.inserted) <= set(mandatory):
             return _result(req, prog, sizes, footprints, full, (bound, *peak_at), notes)
         # The plan on the existing and the mandatory barriers, the fewest new ones: chosen at
         # the full plan's arena, and the fallback under the cap. Its barriers are chosen only
         # when it is: usually it needs more bytes (quickly seen with two fits).
-        fewer, _ = _unprotected(prog, [*existing, *mandatory])
+        fewer, _ = _unprotected(prog, [*existing, *mandatory], al)
         capped = cap is not None and len(full.inserted) > cap
         quick = heuristics if heuristics is not None or capped else LEAN_HEURISTICS
-        placed = _place(req, prog, sizes, live | fewer, full.arena, quick, exact=False)
+        reach = (al, [*existing, *mandatory])
+        placed = _place(req, prog, sizes, live | fewer, full.arena, quick, reach, exact=False)
         if capped or placed.arena <= full.arena:
-            lean = _protect(prog, sizes, placed, existing, allowed, mandatory)
+            lean = _protect(prog, sizes, placed, existing, allowed, mandatory, al)
             if capped or _cost(req, lean) < _cost(req, full):
                 chosen = lean
     return _result(req, prog, sizes, footprints, chosen, (bound, *peak_at), notes)
@@ -287,14 +279,16 @@ def _finish(
     existing: list[int],
     allowed: list[int],
     kept: list[int],
+    al: PieceAliases,
     *,
     exact: bool = True,
 ) -> _Placed:
     """Place on ``edges``, then choose the new barriers (``kept``, and more from
     ``allowed``) and the ones the placement relies on. ``bound``: an arena nothing below is
     needed (greedy stops there); ``exact``: CP-SAT may close the gap to it."""
-    placed = _place(req, prog, sizes, edges, bound, heuristics, exact)
-    return _protect(prog, sizes, placed, existing, allowed, kept)
+    reach = (al, sorted({*existing, *allowed, *kept}))
+    placed = _place(req, prog, sizes, edges, bound, heuristics, reach, exact)
+    return _protect(prog, sizes, placed, existing, allowed, kept, al)
 
 
 def _protect(
@@ -304,14 +298,47 @@ def _protect(
     existing: list[int],
     allowed: list[int],
     kept: list[int],
+    al: PieceAliases,
 ) -> _Placed:
-    """The placement with its new barriers (``kept``, and more from ``allowed``) and the
-    barriers it relies on."""
-    shared = _sharing(prog, placed.offsets, sizes)
-    more = _stab(prog, shared, allowed, [*existing, *kept])
-    inserted = sorted(set(kept) | set(more))
-    required = _stab(prog, shared, sorted(set(existing) | set(inserted)), [])
-    return replace(placed, inserted=inserted, required=required)
+    """The placement with its new barriers (``kept``, and more from ``allowed``), the
+    barriers it relies on and the reuses rule (b) lets go without one."""
+    shared = _needs_barrier(prog, al, placed.offsets, sizes)
+    # The cheapest points for this placement, ``kept`` or not; past the cap on new points,
+    # ``kept`` and the fewest more.
+    new = choose(prog, shared, allowed, existing)
+    inserted = new.points
+    cap = prog.req.options.max_new_barriers
+    if kept and cap is not None and len(inserted) > cap:
+        more = choose(prog, shared, allowed, [*existing, *kept])
+        inserted = sorted(set(kept) | set(more.points))
+        new = replace(more, proved=False)
+    runtime = sorted(set(existing) | set(inserted))
+    # The ones it relies on, of those that run (all of them run: the greedy suffices).
+    required = sorted(set(greedy(prog, shared, runtime, [])))
+    aliases = _aliased(prog, al, placed.offsets, sizes, runtime)
+    unproved = () if new.proved else (new,)
+    return replace(placed, inserted=inserted, required=required, aliases=aliases, unproved=unproved)
+
+
+def _needs_barrier(prog: Program, al: PieceAliases, offsets: I64, sizes: list[int]) -> Mask:
+    """Per hazard: its pieces share a byte under the placement and rule (b) does not hold."""
+    shared = _sharing(prog, offsets, sizes)
+    if al.active:
+        shared &= ~al.holds(shared, offsets)
+    return shared
+
+
+def _aliased(
+    prog: Program, al: PieceAliases, offsets: I64, sizes: list[int], runtime: list[int]
+) -> tuple[tuple[int, int], ...]:
+    """Pairs of distinct buffers (earlier, later) with a reuse that shares bytes, that no
+    barrier at ``runtime`` protects and that rule (b) lets go: the plan's ``aliases``."""
+    if not al.active:
+        return ()
+    h = prog.hazards
+    shared = _sharing(prog, offsets, sizes) & (h.a != h.b) & ~prog.protected(runtime)
+    held = al.holds(shared, offsets) & shared
+    return tuple(sorted(set(zip(h.a[held].tolist(), h.b[held].tolist(), strict=True))))
 
 
 def _graph(
@@ -333,6 +360,39 @@ def _graph(
 
 
 def _place(
+    req: PlanRequest,
+    prog: Program,
+    sizes: list[int],
+    edges: set[tuple[int, int]],
+    bound: int,
+    heuristics: list[str] | None,
+    reach: tuple[PieceAliases, list[int]],
+    exact: bool = True,
+) -> _Placed:
+    """Place on ``edges``. Pairs left free only since rule (b) holds at one offset
+    (``reach``: the aliases and the barrier points that may run) are checked at the
+    placement: where their reuse shares bytes at another shift, breaks the rule and no
+    barrier at those points can protect it, they become conflicts and the buffers are placed
+    again."""
+    al, points = reach
+    placed = _place_once(req, prog, sizes, edges, bound, heuristics, exact)
+    if not al.active:
+        return placed
+    h = prog.hazards
+    open_ = ~prog.protected(points) & (h.a != h.b)
+    for last in (False, True):
+        shared = _sharing(prog, placed.offsets, sizes) & open_
+        bad = _pairs_of(prog, shared & ~al.holds(shared, placed.offsets)) - edges
+        if not bad:  # (pinned buffers stay where they are: the static check judges them)
+            return placed
+        # Once with the pairs that broke the rule apart; then every pair left free by the
+        # rule, which needs no check. The fits only: CP-SAT had its share.
+        edges = edges | (_pairs_of(prog, open_) if last else bad)
+        placed = _place_once(req, prog, sizes, edges, bound, heuristics, exact=False)
+    return placed
+
+
+def _place_once(
     req: PlanRequest,
     prog: Program,
     sizes: list[int],
@@ -382,6 +442,21 @@ def _heuristics(req: PlanRequest, notes: list[Diagnostic]) -> list[str] | None:
         )
     )
     return None
+
+
+def _unproved_notes(req: PlanRequest, chosen: _Placed) -> list[Diagnostic]:
+    """A note per barrier choice not proved the cheapest for the placement."""
+    return [
+        Diagnostic(
+            level="info",
+            code="barriers_not_proven",
+            message=f"barrier points {c.points} run "
+            f"{sum(req.executions_at(p) for p in c.points)} times: the best of the greedy "
+            f"stabbing and a search within its budget (at most {SEARCH_NODES} sets of points "
+            f"and a share of the time limit); the fewest possible is at least {c.bound[0]}",
+        )
+        for c in chosen.unproved
+    ]
 
 
 def _components(n: int, edges: I64) -> int:
@@ -444,6 +519,7 @@ def _assemble(
     naive = naive_bytes(req)
     gap = (arena - best_bound) / best_bound if best_bound else 0.0
     live_edges = len(prog.live_pairs)
+    notes = [*notes, *_unproved_notes(req, chosen)]
     notes = [
         *notes,
         Diagnostic(
@@ -488,6 +564,7 @@ def _assemble(
             hazard_edges=len(chosen.edges) - live_edges,
             components=_components(len(req.buffers), chosen.edges),
         ),
+        aliases=[[req.buffers[a].id, req.buffers[b].id] for a, b in chosen.aliases],
         diagnostics=notes,
         certificate=certificate,
         request_sha256=request_sha256(req),
