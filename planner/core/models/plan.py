@@ -59,14 +59,17 @@ def shared_placements(ids: list[str], offsets: list[int], sizes: list[int]) -> l
     placements take a second, not twenty."""
     new = Placement.__new__
     put = object.__setattr__
-    fields = frozenset(("id", "offset", "size", "memory"))
+    # One set of the fields set for all of them (216 bytes each, a fifth of the plan at a
+    # million buffers): the models are frozen, so nothing adds to it, and model_copy copies
+    # it before an update.
+    fields = {"id", "offset", "size", "memory"}
     out = []
     for ident, offset, size in zip(ids, offsets, sizes, strict=True):
         placement = new(Placement)
         put(
             placement, "__dict__", {"id": ident, "offset": offset, "size": size, "memory": "shared"}
         )
-        put(placement, "__pydantic_fields_set__", set(fields))
+        put(placement, "__pydantic_fields_set__", fields)
         put(placement, "__pydantic_extra__", None)
         put(placement, "__pydantic_private__", None)
         out.append(placement)
