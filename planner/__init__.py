@@ -8,7 +8,8 @@
 
 from __future__ import annotations
 
-from planner.client import AsyncClient, Client
+from typing import TYPE_CHECKING
+
 from planner.core.errors import (
     FormatError,
     InternalError,
@@ -24,6 +25,9 @@ from planner.core.errors import (
 )
 from planner.core.models import Plan, PlanRequest, ValidationReport
 from planner.pipeline import plan, validate
+
+if TYPE_CHECKING:
+    from planner.client import AsyncClient, Client
 
 __all__ = [
     "AsyncClient",
@@ -45,3 +49,13 @@ __all__ = [
     "plan",
     "validate",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The clients load with their first use: a process that plans in-house never builds
+    # their wire models.
+    if name in ("AsyncClient", "Client"):
+        from planner import client
+
+        return getattr(client, name)
+    raise AttributeError(f"module 'planner' has no attribute {name!r}")

@@ -28,10 +28,9 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import planner
-from planner.argtypes import positive_int
 from planner.cli_errors import describe, fail
 from planner.core.csvio import load_request
 from planner.core.errors import RequestError
@@ -50,7 +49,6 @@ __all__ = [
     "CaseResult",
     "Expectation",
     "Progress",
-    "add_parser",
     "check_case",
     "command",
     "find_cases",
@@ -443,28 +441,6 @@ def junit_xml(results: Sequence[CaseResult], suite: str, seconds: float) -> byte
 
 
 # --- the command -----------------------------------------------------------------------
-
-
-def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
-    """Register ``planner batch``."""
-    p = sub.add_parser("batch", help="plan and validate every request in a directory (CI)")
-    p.add_argument(
-        "dir",
-        metavar="DIR",
-        help="*.json / *.csv requests; NAME.plan.json beside NAME.json is taken as its plan",
-    )
-    p.add_argument("--emulate", action="store_true", help="also run the CPU emulator")
-    p.add_argument("--gpu", action="store_true", help="also run the CUDA harness (CuPy)")
-    p.add_argument(
-        "--trials", type=positive_int, default=4, metavar="N", help="GPU launches per plan"
-    )
-    p.add_argument("--junit", metavar="FILE", help="write JUnit XML here")
-    p.add_argument("--jobs", type=positive_int, default=1, metavar="N", help="worker processes")
-    p.add_argument(
-        "--quiet",
-        action="store_true",
-        help="no progress lines, only the table and the summary (for CI logs)",
-    )
 
 
 def command(args: argparse.Namespace) -> int:

@@ -21,6 +21,7 @@ from typing import Any, TextIO
 from pydantic import ValidationError
 
 import planner
+from planner.catalog import FILE_REPEAT, RANDOM_REPEAT
 from planner.core.csvio import load_request, with_overrides
 from planner.core.errors import RequestError
 from planner.core.models import DEFAULT_MAX_BUFFERS, Options, PlanRequest
@@ -47,8 +48,6 @@ __all__ = [
     "summary",
 ]
 
-FILE_REPEAT = 3  # runs per file instance; the best time is reported
-RANDOM_REPEAT = 1  # random instances are large: one run each
 _SUFFIXES = (".csv", ".json")
 
 

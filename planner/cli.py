@@ -1,5 +1,9 @@
 """The ``planner`` command: plan, validate, convert, bench, serve, warm, batch and selftest.
 
+A command imports what it runs when it runs: the parser is built from light modules
+(``planner.catalog``, ``planner.argtypes``), so ``planner plan`` loads none of the modules
+that only another command needs (bench, batch, selftest, the emitters, the warm-up).
+
 Exit codes: 0 planned (optimal or feasible) or valid; 1 infeasible, unknown or an invalid
 plan; 2 bad input (a missing or malformed file, a bad request, a bad flag value), reported
 as one line ``planner: error: <field>: <message>`` on stderr; 130 on Ctrl-C.
@@ -16,14 +20,11 @@ import sys
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import planner
-from planner import batch as batch_mod
-from planner import bench as bench_mod
-from planner import scaling as scaling_mod
-from planner import selftest as selftest_mod
-from planner.argtypes import positive_float, positive_int
+from planner import catalog
+from planner.argtypes import at_least, positive_float, positive_int
 from planner.cli_errors import EXIT_BAD_INPUT, describe, fail
 from planner.core.csvio import csv_losses, load_request, with_overrides, write_csv
 from planner.core.errors import InternalError, RequestError
@@ -32,11 +33,6 @@ from planner.core.io import parse_plan
 from planner.core.models import Plan, PlanRequest
 from planner.core.models.request import Options
 from planner.core.targets import STATIC_SMEM_LIMIT, TARGETS, profile_dicts
-from planner.emit import EMITTERS, emit_svg
-from planner.families import FAMILIES
-from planner.families import MIN_BUFFERS as FAMILY_MIN
-from planner.families import MODEL_MAX_BUFFERS as MODEL_MAX
-from planner.pipeline.warm import ensure_warm, warm_up_requests
 from planner.tables import format_columns
 
 __all__ = ["main"]
@@ -54,6 +50,18 @@ def _version() -> str:
         return metadata.version(DISTRIBUTION)
     except metadata.PackageNotFoundError:  # a source tree that was never installed
         return "0+unknown"
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed version, looked up only when asked (reading the
+    distribution's metadata costs a few milliseconds every command would pay)."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(f"{parser.prog} {_version()}")
+        parser.exit()
 
 
 class _UsageError(Exception):
@@ -90,7 +98,7 @@ def _parser() -> _Parser:
         description="Plan the shared-memory offsets of a GPU kernel's temporary buffers.",
         epilog="Exit codes: 0 planned or valid; 1 infeasible, unknown or invalid; 2 bad input.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action=_Version, help="show program's version number and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("plan", help="plan a request (JSON or MiniMalloc CSV)")
@@ -194,7 +202,7 @@ def _parser() -> _Parser:
     b.add_argument("--seed", type=int, default=0)
     b.add_argument(
         "--family",
-        choices=FAMILIES,
+        choices=catalog.FAMILIES,
         action="append",
         default=[],
         help="also plan generated instances of this family (tilings: the optimum is known)",
@@ -213,8 +221,8 @@ def _parser() -> _Parser:
         "--repeat",
         type=positive_int,
         metavar="K",
-        help=f"runs per instance, best time kept (default {bench_mod.FILE_REPEAT} for files, "
-        f"{bench_mod.RANDOM_REPEAT} for random)",
+        help=f"runs per instance, best time kept (default {catalog.FILE_REPEAT} for files, "
+        f"{catalog.RANDOM_REPEAT} for random)",
     )
     b.add_argument(
         "--omnimalloc",
@@ -227,7 +235,7 @@ def _parser() -> _Parser:
     b.add_argument("--json", action="store_true", help="print the rows as JSON")
     b.add_argument(
         "--scaling",
-        choices=scaling_mod.KINDS,
+        choices=catalog.SCALING_KINDS,
         action="append",
         default=[],
         help="instead, plan this generated workload at each --sizes, each in a fresh process, "
@@ -237,16 +245,57 @@ def _parser() -> _Parser:
         "--sizes",
         type=positive_int,
         nargs="+",
-        default=list(scaling_mod.DEFAULT_SIZES),
+        default=list(catalog.SCALING_SIZES),
         metavar="N",
         help="buffers per --scaling case (default 10000 100000 1000000)",
     )
 
     t = sub.add_parser("targets", help="list the device profiles")
     t.add_argument("--json", action="store_true", help="print the profiles as JSON")
-    batch_mod.add_parser(sub)
-    selftest_mod.add_parser(sub)
+    _add_batch(sub)
+    _add_selftest(sub)
     return parser
+
+
+def _add_batch(sub: argparse._SubParsersAction[Any]) -> None:
+    p = sub.add_parser("batch", help="plan and validate every request in a directory (CI)")
+    p.add_argument(
+        "dir",
+        metavar="DIR",
+        help="*.json / *.csv requests; NAME.plan.json beside NAME.json is taken as its plan",
+    )
+    p.add_argument("--emulate", action="store_true", help="also run the CPU emulator")
+    p.add_argument("--gpu", action="store_true", help="also run the CUDA harness (CuPy)")
+    p.add_argument(
+        "--trials", type=positive_int, default=4, metavar="N", help="GPU launches per plan"
+    )
+    p.add_argument("--junit", metavar="FILE", help="write JUnit XML here")
+    p.add_argument("--jobs", type=positive_int, default=1, metavar="N", help="worker processes")
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress lines, only the table and the summary (for CI logs)",
+    )
+
+
+def _add_selftest(sub: argparse._SubParsersAction[Any]) -> None:
+    p = sub.add_parser("selftest", help="plant faults in correct plans; are they all caught?")
+    p.add_argument("--gpu", action="store_true", help="also judge with the CUDA harness (CuPy)")
+    p.add_argument(
+        "--random",
+        type=at_least(0),
+        default=24,
+        metavar="N",
+        help="random requests besides the examples (default 24)",
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--trials",
+        type=positive_int,
+        default=4,
+        metavar="N",
+        help="GPU launches per plan",
+    )
 
 
 def _add_capacity(p: argparse.ArgumentParser) -> None:
@@ -322,10 +371,14 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     except RequestError as exc:
         return fail(describe(exc, source))
     if args.svg is not None:
+        from planner.emit import emit_svg
+
         _write_file(args.svg, emit_svg(request, plan))
     if args.emit == "json":
         _write(args.output, plan.model_dump_json(indent=2) + "\n")
     else:
+        from planner.emit import EMITTERS
+
         _write(args.output, EMITTERS[args.emit](request, plan))
     print(_summary(plan, seconds), file=sys.stderr)
     return EXIT_OK if plan.status in ("optimal", "feasible") else EXIT_FAILED
@@ -428,10 +481,9 @@ def _buffer_range(text: str) -> tuple[int, int]:
         lo, hi = int(lo_text), int(hi_text or lo_text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected N or N-M, got {text!r}") from None
-    if not FAMILY_MIN <= lo <= hi <= MODEL_MAX:
-        raise argparse.ArgumentTypeError(
-            f"expected {FAMILY_MIN} <= N <= M <= {MODEL_MAX}, got {text!r}"
-        )
+    least, most = catalog.MIN_BUFFERS, catalog.MODEL_MAX_BUFFERS
+    if not least <= lo <= hi <= most:
+        raise argparse.ArgumentTypeError(f"expected {least} <= N <= M <= {most}, got {text!r}")
     return lo, hi
 
 
@@ -442,6 +494,8 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 
 def _cmd_warm(args: argparse.Namespace) -> int:
+    from planner.pipeline.warm import ensure_warm, warm_up_requests
+
     t0 = time.perf_counter()
     requests = warm_up_requests()
     ensure_warm(planner.plan)
@@ -456,9 +510,13 @@ def _cmd_warm(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
+    from planner import bench as bench_mod
+
     if args.scaling:
+        from planner.scaling import scaling
+
         solver = args.solver[0] if args.solver else None
-        return scaling_mod.scaling(
+        return scaling(
             args.scaling,
             args.sizes,
             solver=solver,
@@ -566,6 +624,18 @@ def _cmd_targets(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_batch(args: argparse.Namespace) -> int:
+    from planner.batch import command
+
+    return command(args)
+
+
+def _cmd_selftest(args: argparse.Namespace) -> int:
+    from planner.selftest import command
+
+    return command(args)
+
+
 _COMMANDS = {
     "plan": _cmd_plan,
     "validate": _cmd_validate,
@@ -575,8 +645,8 @@ _COMMANDS = {
     "schema": _cmd_schema,
     "bench": _cmd_bench,
     "targets": _cmd_targets,
-    "batch": batch_mod.command,
-    "selftest": selftest_mod.command,
+    "batch": _cmd_batch,
+    "selftest": _cmd_selftest,
 }
 
 

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.catalog import FAMILIES, MIN_BUFFERS, MODEL_MAX_BUFFERS
+from planner.catalog import FAMILY_IDS as _FAMILY_IDS
 from planner.core.io import parse_request
 from planner.core.models import PlanRequest
 from planner.generate import model_request
@@ -55,9 +57,7 @@ FINE_GRID = 16  # bytes: the grid of ``mixed``
 HORIZON = 1024  # program points of a tiling
 SNAPS = (16, 128, 1024)  # bytes: where ``mixed`` cuts may snap, and its alignments
 SPARSE_DROP = 0.25  # fraction of its tiling that ``sparse`` drops (only tiles off one point)
-MIN_BUFFERS = 5
 MAX_BUFFERS = 4000
-MODEL_MAX_BUFFERS = 1_000_000
 TRAINING_SEED = 1_000
 CHECK_SEED = 2_000
 Rng = np.random.Generator
@@ -264,16 +264,6 @@ def _random(family: str, n: int, seed: int) -> FamilyInstance:
     return FamilyInstance(name, parse_request(data), None, None)
 
 
-_FAMILY_IDS = {
-    "guillotine": 1,
-    "pinwheel": 2,
-    "mixed": 3,
-    "sparse": 4,
-    "random-narrow": 5,
-    "random-wide": 6,
-    "model": 7,
-}
-FAMILIES = tuple(_FAMILY_IDS)
 TILINGS = ("guillotine", "pinwheel", "mixed", "sparse")  # the optimum is known
 
 

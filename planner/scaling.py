@@ -20,11 +20,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
+from planner.catalog import SCALING_KINDS
 from planner.core.models import Options, PlanRequest
 from planner.generate import all_overlapping, model_request, random_request
 
 __all__ = [
-    "KINDS",
     "ScalingRow",
     "exponent",
     "format_scaling",
@@ -32,9 +32,6 @@ __all__ = [
     "request_for",
     "scaling",
 ]
-
-KINDS = ("model", "random", "all-overlapping")
-DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
 
 _CHILD = """
 import json, resource, sys, time
@@ -86,7 +83,7 @@ def request_for(kind: str, n: int, solver: str | None, time_limit: float | None)
         "all-overlapping": all_overlapping,
     }
     if kind not in makers:
-        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+        raise ValueError(f"kind must be one of {', '.join(SCALING_KINDS)}, got {kind!r}")
     request = makers[kind](n)
     update = {k: v for k, v in (("solver", solver), ("time_limit", time_limit)) if v is not None}
     if not update:

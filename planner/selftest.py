@@ -20,12 +20,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 import planner
-from planner.argtypes import at_least, positive_int
 from planner.batch import request_files
 from planner.cli_errors import fail
 from planner.core.errors import RequestError
@@ -43,7 +42,6 @@ __all__ = [
     "MUST_CATCH",
     "Subject",
     "Tally",
-    "add_parser",
     "command",
     "format_table",
     "run_selftest",
@@ -226,27 +224,6 @@ def format_table(tally: Tally, names: Sequence[str]) -> str:
 
 
 # --- the command -----------------------------------------------------------------------
-
-
-def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
-    """Register ``planner selftest``."""
-    p = sub.add_parser("selftest", help="plant faults in correct plans; are they all caught?")
-    p.add_argument("--gpu", action="store_true", help="also judge with the CUDA harness (CuPy)")
-    p.add_argument(
-        "--random",
-        type=at_least(0),
-        default=24,
-        metavar="N",
-        help="random requests besides the examples (default 24)",
-    )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument(
-        "--trials",
-        type=positive_int,
-        default=4,
-        metavar="N",
-        help="GPU launches per plan",
-    )
 
 
 def command(args: argparse.Namespace) -> int:

@@ -34,7 +34,6 @@ from __future__ import annotations
 import contextvars
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -343,6 +342,8 @@ def _map(func: Callable[[T], R], items: list[T], workers: int) -> list[R]:
     caller's context (its deadline: a kernel loading on a thread pauses it)."""
     if workers <= 1:
         return [func(x) for x in items]
+    from concurrent.futures import ThreadPoolExecutor  # only large inputs: a few ms to import
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
         contexts = [contextvars.copy_context() for _ in items]  # the caller's, one per task
         return list(pool.map(lambda c, x: c.run(func, x), contexts, items))

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 from typing import Any
 
 import pytest
 
 from planner.core.errors import RequestError
-from planner.core.io import parse_request
+from planner.core.io import canonical_chunks, canonical_json, parse_request, request_sha256
+from planner.generate import model_request
 
 BASE: dict[str, Any] = {
     "name": "k",
@@ -171,3 +173,20 @@ def test_shrink_and_pareto_options_are_accepted() -> None:
     with pytest.raises(RequestError) as info:
         parse_request({**BASE, "options": {"pareto": "sometimes"}})
     assert info.value.errors[0]["loc"] == ["options", "pareto"]
+
+
+@pytest.mark.parametrize("per_chunk", [1, 2, 7, 10_000])
+def test_canonical_chunks_join_to_the_model_dump(per_chunk: int) -> None:
+    # The hash is taken piece by piece; the pieces must be the request's JSON exactly, even
+    # when a string holds the text of the key the pieces are cut at.
+    tricky = parse_request(
+        {
+            "name": 'k","buffers":[]',
+            "buffers": [{"id": f"b{i}", "size": 16, "start": i, "end": i + 3} for i in range(9)],
+        }
+    )
+    for request in (tricky, model_request(40), parse_request({"buffers": []})):
+        text = request.model_dump_json().encode()
+        assert b"".join(canonical_chunks(request, per_chunk)) == text
+        assert canonical_json(request) == text
+        assert request_sha256(request) == hashlib.sha256(text).hexdigest()

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+import planner
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -44,6 +46,54 @@ def test_a_small_request_loads_nothing_heavy() -> None:
     report = json.loads(out)
     assert report["status"] == "optimal"
     assert report["loaded"] == []
+
+
+# Modules that only other commands (bench, batch, selftest, warm, emitters) or the clients
+# need; np.unique's first call loads numpy.ma.
+OTHER_COMMANDS = [
+    "planner.batch",
+    "planner.bench",
+    "planner.scaling",
+    "planner.selftest",
+    "planner.families",
+    "planner.generate",
+    "planner.emit",
+    "planner.pipeline.warm",
+    "planner.client",
+    "numpy.ma",
+]
+
+
+def _cli_probe(*argv: str) -> list[str]:
+    """Which of ``OTHER_COMMANDS`` a fresh ``planner`` process running ``argv`` loaded."""
+    out = _run(
+        f"""
+        import json, sys
+        from planner.cli import main
+        code = main({list(argv)!r})
+        assert code == 0, code
+        watched = {OTHER_COMMANDS!r}
+        print(json.dumps([m for m in watched if m in sys.modules]))
+        """
+    )
+    loaded: list[str] = json.loads(out.strip().splitlines()[-1])
+    return loaded
+
+
+def test_plan_command_loads_only_what_it_runs(tmp_path: Path) -> None:
+    out = tmp_path / "plan.json"
+    assert _cli_probe("plan", "examples/tvm_tiled_gemm.json", "-o", str(out)) == []
+    plan = json.loads(out.read_text())
+    request = json.loads((ROOT / "examples" / "tvm_tiled_gemm.json").read_text())
+    assert planner.validate(request, plan).valid
+    assert plan["status"] == "optimal"
+
+
+def test_plan_command_loads_the_emitter_it_is_asked_for(tmp_path: Path) -> None:
+    # The counter-check: the probe sees a module the command did load.
+    svg = str(tmp_path / "map.svg")
+    argv = ("plan", "examples/tvm_tiled_gemm.json", "-o", str(tmp_path / "p.json"), "--svg", svg)
+    assert _cli_probe(*argv) == ["planner.emit"]
 
 
 def test_a_request_that_needs_the_search_loads_it() -> None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from planner.core.arrays import distinct
 from planner.core.models import Access, Diagnostic, PlanRequest
 from planner.core.models.request import BLOCK_VARS, THREAD_VARS
 
@@ -102,7 +103,7 @@ def owners_agree(first: OwnerMap, first_base: int, later: OwnerMap, later_base: 
     for runs, base in ((first, first_base), (later, later_base)):
         arena = runs.starts + base
         cuts.append(arena[(arena > lo) & (arena < hi)])
-    bounds = np.unique(np.concatenate(cuts))  # every run boundary inside [lo, hi)
+    bounds = distinct(np.concatenate(cuts))  # every run boundary inside [lo, hi)
     a = first.at(bounds - first_base)
     b = later.at(bounds - later_base)
     ok = (a == NONE) | (b == NONE) | ((a == b) & (a != ANY))
@@ -152,7 +153,7 @@ def byte_owners(
     touched = [_element_threads(request, a, size, threads) for a in accesses]
     # Every element boundary of every access, and the buffer's ends, cut the bytes into
     # segments on which each access is constant (one element, or untouched).
-    bounds = np.unique(
+    bounds = distinct(
         np.concatenate([[0, size], *(t[0] for t in touched), *(t[1] for t in touched)])
     )
     bounds = bounds[bounds < size] if size else bounds[:1]
@@ -321,7 +322,7 @@ def _element_threads(
             continue
         extent = grid[BLOCK_VARS[var]] if var in BLOCK_VARS else a.loops[var]
         steps = coeff * np.arange(extent, dtype=np.int64)
-        rest = np.unique((rest[:, None] + steps[None, :]).ravel())
+        rest = distinct(rest[:, None] + steps[None, :])
     elements = (per_thread[:, None] + rest[None, :]).ravel()
     if elements.size == 0:
         none = np.zeros(0, np.int64)

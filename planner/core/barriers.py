@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core._jit import njit
+from planner.core.arrays import distinct
 from planner.core.models.request import SyncPolicy
 
 __all__ = ["BarrierChoice", "Reuse", "Reuses", "choose_barriers", "hits", "reuses", "stab"]
@@ -101,7 +102,7 @@ def reuses(
     """
     order = np.lexsort((np.arange(start.size), end, start)).astype(np.int64)
     lo, hi = offset.astype(np.int64), (offset + size).astype(np.int64)
-    coords = np.unique(np.concatenate([lo, hi]))
+    coords = distinct(np.concatenate([lo, hi]))
     pairs_a, pairs_b = _painted_over(
         order,
         np.searchsorted(coords, lo).astype(np.int64),

@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core._jit import njit
+from planner.core.arrays import distinct
 from planner.core.models import PlanRequest
 from planner.core.models.request import SyncPolicy
 from planner.core.patterns import access_span
@@ -175,7 +176,7 @@ class InterferenceGraph:
         plain = self.lower_bound
         if self.n == 0 or self.n > ALIGNED_BOUND_MAX_BUFFERS:
             return plain
-        points = np.unique(self.start)
+        points = distinct(self.start)
         at = points[:, None]
         live = (self.start[None, :] <= at) & (self.occupied_end[None, :] > at)
         big = np.iinfo(np.int64).max

@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
+from collections.abc import Iterator
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from planner.core.errors import FormatError, RequestError
-from planner.core.models import DEFAULT_MAX_BUFFERS, Plan, PlanRequest
+from planner.core.models import DEFAULT_MAX_BUFFERS, Buffer, Plan, PlanRequest
 
-__all__ = ["canonical_json", "parse_model", "parse_plan", "parse_request", "request_sha256"]
+__all__ = [
+    "canonical_chunks",
+    "canonical_json",
+    "parse_model",
+    "parse_plan",
+    "parse_request",
+    "request_sha256",
+]
 
 M = TypeVar("M", bound=BaseModel)
+HASH_CHUNK = 10_000  # buffers serialized at a time for the request's hash
 
 
 def parse_request(
@@ -74,9 +84,34 @@ def parse_model(
 def canonical_json(request: PlanRequest) -> bytes:
     """The request with defaults filled, fields in model order, no whitespace: what the hash
     covers. The input's key order and spacing do not change it."""
-    return request.model_dump_json().encode()
+    return b"".join(canonical_chunks(request))
+
+
+def canonical_chunks(request: PlanRequest, per_chunk: int = HASH_CHUNK) -> Iterator[bytes]:
+    """``canonical_json`` in pieces of at most ``per_chunk`` buffers each: hashed piece by
+    piece, a million-buffer request never holds its whole text (a hundred megabytes, twice
+    over while the serializer grows its buffer)."""
+    head = request.model_copy(update={"buffers": []}).model_dump_json().encode()
+    # Inside a JSON string every quote is escaped, so this is the top level's key.
+    before, empty, after = head.partition(b',"buffers":[]')
+    assert empty, "the canonical request has a buffers key after its name"
+    yield before + b',"buffers":['
+    buffers = request.buffers
+    for k in range(0, len(buffers), per_chunk):
+        part = _buffer_list().dump_json(buffers[k : k + per_chunk])
+        yield (b"," if k else b"") + part[1:-1]
+    yield b"]" + after
+
+
+@functools.cache
+def _buffer_list() -> TypeAdapter[list[Buffer]]:
+    """The serializer of a list of buffers, the one the request's ``buffers`` field uses."""
+    return TypeAdapter(list[Buffer])
 
 
 def request_sha256(request: PlanRequest) -> str:
     """Hex SHA-256 of the canonical request: equal requests plan to equal plans."""
-    return hashlib.sha256(canonical_json(request)).hexdigest()
+    digest = hashlib.sha256()
+    for chunk in canonical_chunks(request):
+        digest.update(chunk)
+    return digest.hexdigest()

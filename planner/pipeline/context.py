@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core.aliasing import ALIAS_MAX_BUFFERS, Owners
+from planner.core.arrays import distinct
 from planner.core.graph import (
     InterferenceGraph,
     LowerBound,
@@ -152,7 +153,7 @@ def _capped_bound(
     points = range(req.horizon + 1) if pool is None else sorted(set(pool))
     new = sorted(set(points) - set(existing))
     tried = sorted(
-        {new[k] for a in np.unique(after).tolist() if (k := bisect.bisect_left(new, a)) < len(new)}
+        {new[k] for a in distinct(after).tolist() if (k := bisect.bisect_left(new, a)) < len(new)}
     )
     k = min(cap, len(tried))
     if math.comb(len(tried), k) > CAP_SETS_MAX:

@@ -48,7 +48,6 @@ from planner.pipeline.budget import FIXED_SECONDS_PER_BUFFER
 from planner.pipeline.checks import checked
 from planner.pipeline.choice import allowed, choose, frontier, with_best_bound
 from planner.pipeline.context import build_context
-from planner.pipeline.spill import plan_with_spill
 from planner.pipeline.strategies import attempts
 from planner.solvers import registry
 from planner.validators import validate_plan
@@ -127,7 +126,7 @@ def _plan(
         with deadline(max(0.0, limit - fixed), since=began), interpreted(small):
             unrolled = checked(req, plan_unrolled(req))
         if req.options.overflow == "spill" and unrolled.status in ("infeasible", "unknown"):
-            unrolled = checked(req, plan_with_spill(req, unrolled, plan))
+            unrolled = checked(req, _spilled(req, unrolled))
         if not req.options.pareto:
             return unrolled
         # One plan: the unrolled route keeps no fewer-barrier attempts.
@@ -153,5 +152,12 @@ def _plan(
     if pareto:
         result = result.model_copy(update={"pareto": pareto})
     if req.options.overflow == "spill" and result.status in ("infeasible", "unknown"):
-        result = plan_with_spill(req, result, plan)
+        result = _spilled(req, result)
     return checked(req, result)
+
+
+def _spilled(req: PlanRequest, base: Plan) -> Plan:
+    # Spilling (and the program analysis it runs) loads with the first request that spills.
+    from planner.pipeline.spill import plan_with_spill
+
+    return plan_with_spill(req, base, plan)

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core._jit import njit
+from planner.core.arrays import distinct
 
 __all__ = ["lean_points", "peak_bytes"]
 
@@ -68,7 +69,7 @@ def lean_points(
     free = np.asarray(sorted(p for p in pool - set(chosen) if 0 < p < horizon), dtype=np.int64)
     occupied = _occupied_end(after, end, chosen, horizon)
     # Occupancy only changes at these points; live bytes are kept per segment between them.
-    grid = np.unique(np.concatenate([start, end, occupied, free, [horizon]]))
+    grid = distinct(np.concatenate([start, end, occupied, free, [horizon]]))
     picked = _pick(
         np.searchsorted(grid, start),
         np.searchsorted(grid, end),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.core.arrays import distinct
 from planner.core.graph import build_graph
 from planner.core.models import Barriers, Diagnostic, Launch, Plan, PlanRequest
 from planner.core.program import build_program
@@ -71,7 +72,7 @@ def choose_spill(
     hi = np.asarray(end, dtype=np.int64)
     own = np.arange(lo.size) if owner is None else np.asarray(owner, dtype=np.int64)
     sz = np.asarray(size, dtype=np.int64)[own]
-    points = np.unique(lo)
+    points = distinct(lo)
     # Live bytes at p: sizes started at or before p, less those ended at or before p.
     by_start, by_end = np.argsort(lo, kind="stable"), np.argsort(hi, kind="stable")
     started = np.concatenate(([0], np.cumsum(sz[by_start])))

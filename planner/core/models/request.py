@@ -108,24 +108,42 @@ def _normalize_dims(value: list[int] | None, limits: tuple[int, int, int], what:
 class Access(BaseModel):
     """One access of a buffer by every thread: element ``sum(coeff * var) + offset``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    op: Literal["read", "write"]
-    """Whether the access reads or writes the buffer's elements."""
-    at: Point
-    """Program point of the access; within the buffer's lifetime [start, end)."""
-    bytes: int = Field(ge=1, le=256)  # element width
-    """Element width in bytes (1 to 256); element i covers bytes [i*bytes, (i+1)*bytes)."""
-    index: dict[str, int] | None = None  # var -> coefficient, in elements
-    """Element index as {variable: coefficient}: sum(coeff * var) + offset, in elements. Variables:
-    threadIdx.x|y|z, blockIdx.x|y|z, or a name in loops. Give index or threads, not both.
-    """
-    offset: int = 0  # elements
-    """Constant added to the element index, in elements. Default 0."""
-    loops: dict[str, Annotated[int, Field(ge=1, le=1 << 30)]] = Field(default_factory=dict)
-    """Extent of each loop variable the index uses: {name: iterations}. Default none."""
-    threads: Literal["all"] | None = None  # "all": any thread may touch any byte
-    """"all": a broadcast, any thread may touch any byte (instead of index)."""
+    op: Literal["read", "write"] = Field(
+        description="Whether the access reads or writes the buffer's elements."
+    )
+    at: Point = Field(
+        description="Program point of the access; within the buffer's lifetime [start, end)."
+    )
+    bytes: int = Field(  # element width
+        ge=1,
+        le=256,
+        description=(
+            "Element width in bytes (1 to 256); element i covers bytes [i*bytes, (i+1)*bytes)."
+        ),
+    )
+    index: dict[str, int] | None = Field(  # var -> coefficient, in elements
+        default=None,
+        description=(
+            "Element index as {variable: coefficient}: sum(coeff * var) + offset, in elements. "
+            "Variables:\n"
+            "threadIdx.x|y|z, blockIdx.x|y|z, or a name in loops. Give index or threads, not both."
+        ),
+    )
+    offset: int = Field(  # elements
+        default=0, description="Constant added to the element index, in elements. Default 0."
+    )
+    loops: dict[str, Annotated[int, Field(ge=1, le=1 << 30)]] = Field(
+        default_factory=dict,
+        description=(
+            "Extent of each loop variable the index uses: {name: iterations}. Default none."
+        ),
+    )
+    threads: Literal["all"] | None = Field(  # "all": any thread may touch any byte
+        default=None,
+        description='"all": a broadcast, any thread may touch any byte (instead of index).',
+    )
 
     @model_validator(mode="after")
     def _index_or_threads(self) -> Access:
@@ -148,35 +166,70 @@ class Access(BaseModel):
 class Buffer(BaseModel):
     """One temporary buffer: ``size`` bytes live on the half-open interval ``[start, end)``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str = Field(min_length=1, max_length=256)
-    """Unique name of the buffer (1 to 256 characters), echoed in the plan."""
-    size: Bytes
-    """Size in bytes (at least 1)."""
-    start: Point = Field(exclude_if=_derived)
-    """First program point of the lifetime (inclusive). With ranges: the first range's start
-    (then not given).
-    """
-    end: Point = Field(exclude_if=_derived)
-    """End of the lifetime, exclusive: the buffer is live on [start, end); end > start. With
-    ranges: the last range's end (then not given).
-    """
-    alignment: int | None = Field(default=None, ge=1, le=MAX_ALIGNMENT)  # None: the request's
-    """Alignment of the offset in bytes, a power of two. Default: the request's alignment."""
-    offset: int | None = Field(default=None, ge=0, le=MAX_SIZE)  # pinned by the caller
-    """Pins the buffer at this byte offset from the arena base. Default: the planner chooses."""
-    accesses: list[Access] = Field(default_factory=list)
-    """Which thread touches which element when; optional. Without them any thread may touch any
-    byte from start to end - 1.
-    """
-    dtype: str | None = None  # element type for the emitters; None: bytes
-    """Element type for the emitted CUDA/MLIR pointers (e.g. "f16"). Default: bytes."""
-    ranges: list[Span] | None = Field(default=None, min_length=1, exclude_if=_absent)
-    """Several live ranges [[s1, e1], [s2, e2], ...] instead of start/end: half-open, non-empty,
-    sorted and disjoint; between them the buffer's bytes hold nothing the kernel needs. Default:
-    the one range [start, end).
-    """
+    id: str = Field(
+        min_length=1,
+        max_length=256,
+        description="Unique name of the buffer (1 to 256 characters), echoed in the plan.",
+    )
+    size: Bytes = Field(description="Size in bytes (at least 1).")
+    start: Point = Field(
+        exclude_if=_derived,
+        description=(
+            "First program point of the lifetime (inclusive). With ranges: the first range's "
+            "start\n"
+            "(then not given)."
+        ),
+    )
+    end: Point = Field(
+        exclude_if=_derived,
+        description=(
+            "End of the lifetime, exclusive: the buffer is live on [start, end); end > start. "
+            "With\n"
+            "ranges: the last range's end (then not given)."
+        ),
+    )
+    alignment: int | None = Field(  # None: the request's
+        default=None,
+        ge=1,
+        le=MAX_ALIGNMENT,
+        description=(
+            "Alignment of the offset in bytes, a power of two. Default: the request's alignment."
+        ),
+    )
+    offset: int | None = Field(  # pinned by the caller
+        default=None,
+        ge=0,
+        le=MAX_SIZE,
+        description=(
+            "Pins the buffer at this byte offset from the arena base. Default: the planner chooses."
+        ),
+    )
+    accesses: list[Access] = Field(
+        default_factory=list,
+        description=(
+            "Which thread touches which element when; optional. Without them any thread may touch "
+            "any\n"
+            "byte from start to end - 1."
+        ),
+    )
+    dtype: str | None = Field(  # element type for the emitters; None: bytes
+        default=None,
+        description='Element type for the emitted CUDA/MLIR pointers (e.g. "f16"). Default: bytes.',
+    )
+    ranges: list[Span] | None = Field(
+        default=None,
+        min_length=1,
+        exclude_if=_absent,
+        description=(
+            "Several live ranges [[s1, e1], [s2, e2], ...] instead of start/end: half-open, "
+            "non-empty,\n"
+            "sorted and disjoint; between them the buffer's bytes hold nothing the kernel needs. "
+            "Default:\n"
+            "the one range [start, end)."
+        ),
+    )
 
     _alignment = field_validator("alignment")(_check_alignment)
 
@@ -293,37 +346,75 @@ class Buffer(BaseModel):
 class Options(BaseModel):
     """How to plan."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     solver: str = Field(
-        default="auto", min_length=1, max_length=64, json_schema_extra={"enum": [*SOLVER_NAMES]}
+        default="auto",
+        min_length=1,
+        max_length=64,
+        json_schema_extra={"enum": [*SOLVER_NAMES]},
+        description=(
+            '"auto" (greedy, then exact methods while the bound is not met), "greedy", "exact", '
+            '"search",\n'
+            '"cpsat" (the exact extra), or one heuristic such as "size/best-fit". Default "auto".'
+        ),
     )
-    """"auto" (greedy, then exact methods while the bound is not met), "greedy", "exact", "search",
-    "cpsat" (the exact extra), or one heuristic such as "size/best-fit". Default "auto".
-    """
-    time_limit: float = Field(default=10.0, gt=0, le=MAX_TIME_LIMIT, allow_inf_nan=False)  # s
-    """Seconds the whole plan may take (0 < t <= 3600), parsing and checks included. Default 10."""
-    sync: SyncPolicy = "insert"
-    """Barrier policy: "existing" (only the request's barriers), "insert" (the planner may add
-    barriers where that saves memory), "none" (the caller synchronizes; the plan lists where).
-    Default "insert".
-    """
-    overflow: Literal["error", "spill"] = "error"
-    """When the peak of live bytes exceeds capacity: "error" (an infeasible plan with a
-    certificate) or "spill" (cheapest buffers to a global-memory workspace). Default "error".
-    """
-    barrier_candidates: list[Point] | None = None
-    """Program points where sync "insert" may add a barrier. Default: every point."""
-    max_new_barriers: int | None = Field(default=None, ge=0, le=MAX_POINT)
-    """Most barriers sync "insert" may add (0 is the same as "existing"). Default: no cap."""
-    shrink: bool = False  # plan each blockIdx-indexed buffer's per-block slice
-    """Plan only the slice of each blockIdx-indexed buffer one block touches, and report its
-    index_base. Default false.
-    """
-    pareto: bool = False  # sync "insert": also return every non-dominated plan
-    """With sync "insert": also return every non-dominated (arena bytes, new barriers) plan.
-    Default false.
-    """
+    time_limit: float = Field(  # s
+        default=10.0,
+        gt=0,
+        le=MAX_TIME_LIMIT,
+        allow_inf_nan=False,
+        description=(
+            "Seconds the whole plan may take (0 < t <= 3600), parsing and checks included. "
+            "Default 10."
+        ),
+    )
+    sync: SyncPolicy = Field(
+        default="insert",
+        description=(
+            'Barrier policy: "existing" (only the request\'s barriers), "insert" (the planner '
+            "may add\n"
+            'barriers where that saves memory), "none" (the caller synchronizes; the plan lists '
+            "where).\n"
+            'Default "insert".'
+        ),
+    )
+    overflow: Literal["error", "spill"] = Field(
+        default="error",
+        description=(
+            'When the peak of live bytes exceeds capacity: "error" (an infeasible plan with a\n'
+            'certificate) or "spill" (cheapest buffers to a global-memory workspace). Default '
+            '"error".'
+        ),
+    )
+    barrier_candidates: list[Point] | None = Field(
+        default=None,
+        description='Program points where sync "insert" may add a barrier. Default: every point.',
+    )
+    max_new_barriers: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_POINT,
+        description=(
+            'Most barriers sync "insert" may add (0 is the same as "existing"). Default: no cap.'
+        ),
+    )
+    shrink: bool = Field(  # plan each blockIdx-indexed buffer's per-block slice
+        default=False,
+        description=(
+            "Plan only the slice of each blockIdx-indexed buffer one block touches, and report "
+            "its\n"
+            "index_base. Default false."
+        ),
+    )
+    pareto: bool = Field(  # sync "insert": also return every non-dominated plan
+        default=False,
+        description=(
+            'With sync "insert": also return every non-dominated (arena bytes, new barriers) '
+            "plan.\n"
+            "Default false."
+        ),
+    )
 
     @field_validator("solver")
     @classmethod
@@ -359,47 +450,96 @@ class PlanRequest(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
         frozen=True,
-        use_attribute_docstrings=True,
         json_schema_extra={"examples": [EXAMPLE]},
     )
 
-    name: str = Field(default="kernel", max_length=256)
-    """Name of the kernel, echoed in the plan. Default "kernel"."""
-    target: str | None = None
-    """Device profile (sm_70, sm_75, sm_80, sm_86, sm_89, sm_90): its per-block shared memory is
-    the capacity unless one is given, and it sets the launch figures. Default: none.
-    """
-    capacity: int | None = Field(default=None, ge=1, le=MAX_SIZE)  # bytes; None: target's
-    """Bytes of shared memory available to the arena. Default: the target's per-block maximum, else
-    unbounded.
-    """
-    alignment: int = Field(default=1, ge=1, le=MAX_ALIGNMENT)  # default per buffer, bytes
-    """Default alignment of every buffer's offset in bytes, a power of two. Default 1."""
-    block: list[Annotated[int, Field(ge=1)]] | None = Field(
-        default=None, min_length=1, max_length=3
+    name: str = Field(
+        default="kernel",
+        max_length=256,
+        description='Name of the kernel, echoed in the plan. Default "kernel".',
     )
-    """Threads per block [x, y, z] (1 to 3 numbers) for access patterns over threadIdx. Default:
-    none.
-    """
-    grid: list[Annotated[int, Field(ge=1)]] | None = Field(default=None, min_length=1, max_length=3)
-    """Blocks per grid [x, y, z] (1 to 3 numbers) for access patterns over blockIdx. Default: none.
-    """
-    barriers: list[Point] = Field(default_factory=list)
-    """Program points where the kernel already has a block-wide barrier (__syncthreads()); each
-    runs before the accesses at its point. Default none.
-    """
-    loops: list[Loop] = Field(default_factory=list, exclude_if=_empty)
-    """Point ranges that repeat: [{"start", "end", "trips"}], nested or disjoint; a barrier
-    inside a loop runs on every iteration. Default none (straight-line).
-    """
-    branches: list[Branch] = Field(default_factory=list, exclude_if=_empty)
-    """Branches whose arms exclude each other: [{"arms": [[s, e], ...]}]; exactly one arm runs
-    (a block-uniform condition), so buffers in different arms never conflict. Default none.
-    """
-    buffers: list[Buffer]  # required: a request without it is a mistake, not an empty kernel
-    """The kernel's temporary buffers (required; ids unique)."""
-    options: Options = Field(default_factory=Options)
-    """How to plan: solver, time limit, sync policy, overflow."""
+    target: str | None = Field(
+        default=None,
+        description=(
+            "Device profile (sm_70, sm_75, sm_80, sm_86, sm_89, sm_90): its per-block shared "
+            "memory is\n"
+            "the capacity unless one is given, and it sets the launch figures. Default: none."
+        ),
+    )
+    capacity: int | None = Field(  # bytes; None: target's
+        default=None,
+        ge=1,
+        le=MAX_SIZE,
+        description=(
+            "Bytes of shared memory available to the arena. Default: the target's per-block "
+            "maximum, else\n"
+            "unbounded."
+        ),
+    )
+    alignment: int = Field(  # default per buffer, bytes
+        default=1,
+        ge=1,
+        le=MAX_ALIGNMENT,
+        description=(
+            "Default alignment of every buffer's offset in bytes, a power of two. Default 1."
+        ),
+    )
+    block: list[Annotated[int, Field(ge=1)]] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=3,
+        description=(
+            "Threads per block [x, y, z] (1 to 3 numbers) for access patterns over threadIdx. "
+            "Default:\n"
+            "none."
+        ),
+    )
+    grid: list[Annotated[int, Field(ge=1)]] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=3,
+        description=(
+            "Blocks per grid [x, y, z] (1 to 3 numbers) for access patterns over blockIdx. "
+            "Default: none.\n"
+            "    "
+        ),
+    )
+    barriers: list[Point] = Field(
+        default_factory=list,
+        description=(
+            "Program points where the kernel already has a block-wide barrier (__syncthreads()); "
+            "each\n"
+            "runs before the accesses at its point. Default none."
+        ),
+    )
+    loops: list[Loop] = Field(
+        default_factory=list,
+        exclude_if=_empty,
+        description=(
+            'Point ranges that repeat: [{"start", "end", "trips"}], nested or disjoint; a '
+            "barrier\n"
+            "inside a loop runs on every iteration. Default none (straight-line)."
+        ),
+    )
+    branches: list[Branch] = Field(
+        default_factory=list,
+        exclude_if=_empty,
+        description=(
+            'Branches whose arms exclude each other: [{"arms": [[s, e], ...]}]; exactly one arm '
+            "runs\n"
+            "(a block-uniform condition), so buffers in different arms never conflict. Default "
+            "none."
+        ),
+    )
+    buffers: list[Buffer] = (
+        Field(  # required: a request without it is a mistake, not an empty kernel
+            description="The kernel's temporary buffers (required; ids unique)."
+        )
+    )
+    options: Options = Field(
+        default_factory=Options,
+        description="How to plan: solver, time limit, sync policy, overflow.",
+    )
 
     _alignment = field_validator("alignment")(_check_alignment)
     _control_flow: bool = PrivateAttr(default=False)
