@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from planner.core.arrays import distinct
 from planner.solvers._place import place
 from planner.solvers.greedy import FITS, GreedyResult
 
@@ -56,7 +57,7 @@ class ExplicitGraph:
             itertools.chain.from_iterable(listed), dtype=np.int64, count=2 * len(listed)
         ).reshape(-1, 2)
         lo, hi = np.minimum(given[:, 0], given[:, 1]), np.maximum(given[:, 0], given[:, 1])
-        codes = np.unique(lo * max(n, 1) + hi)
+        codes = distinct(lo * max(n, 1) + hi)
         pairs = np.stack([codes // max(n, 1), codes % max(n, 1)], axis=1)
         self.pairs = pairs  # conflicting (i, j), i < j, sorted
         src = np.concatenate([pairs[:, 0], pairs[:, 1]])

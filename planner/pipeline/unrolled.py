@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
+from planner.core.arrays import distinct
 from planner.core.errors import RequestError
 from planner.core.io import request_sha256
 from planner.core.models import (
@@ -473,7 +474,7 @@ def _components(n: int, edges: I64) -> int:
             if np.array_equal(spread, labels):
                 break
             labels = spread
-    return int(np.unique(labels).size)
+    return int(distinct(labels).size)
 
 
 def _assemble(

@@ -50,14 +50,18 @@ MAX_PATHS = 4096  # straight-line executions of the unrolled program (choices of
 class Loop(BaseModel):
     """Points ``[start, end)`` that repeat ``trips`` times (null: unknown)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    start: Point
-    """First point of the loop body (inclusive)."""
-    end: Point
-    """End of the loop body, exclusive; end > start."""
-    trips: int | None = Field(default=None, ge=1, le=MAX_TRIPS)
-    """Iterations (at least 1); null: unknown, charged as 1000 in barrier executions."""
+    start: Point = Field(description="First point of the loop body (inclusive).")
+    end: Point = Field(description="End of the loop body, exclusive; end > start.")
+    trips: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_TRIPS,
+        description=(
+            "Iterations (at least 1); null: unknown, charged as 1000 in barrier executions."
+        ),
+    )
 
     @model_validator(mode="after")
     def _non_empty(self) -> Loop:
@@ -81,13 +85,17 @@ class Loop(BaseModel):
 class Branch(BaseModel):
     """Point ranges of which exactly one runs (a block-uniform condition)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    arms: list[Span] = Field(min_length=1, max_length=MAX_ARMS)
-    """The arms [[start, end], ...]: half-open, non-empty, sorted and contiguous (each arm starts
-    where the previous one ends). An if without else gives the else arm as a range of points
-    without accesses.
-    """
+    arms: list[Span] = Field(
+        min_length=1,
+        max_length=MAX_ARMS,
+        description=(
+            "The arms [[start, end], ...]: half-open, non-empty, sorted and contiguous (each arm"
+            " starts\nwhere the previous one ends). An if without else gives the else arm as a"
+            " range of points\nwithout accesses."
+        ),
+    )
 
     @model_validator(mode="after")
     def _contiguous(self) -> Branch:
