@@ -9,10 +9,15 @@ rule as it is, for a fixed set of barriers:
   aliasing makes the reuse safe at any offset);
 - ``shifts``: the later buffer may overlap the earlier one only where its offset minus the
   earlier one's is in the given set (the shifts at which every shared byte has one owner);
-- pairs not listed share freely (a barrier protects the reuse).
+- pairs not listed share freely (a barrier protects the reuse);
+- ``guarded`` (under a cap of new barriers): the pair shares freely if one of the new points
+  that protect its reuse is chosen, or at the shifts of an alias option whose enabling points
+  include a chosen one (a new barrier after the later buffer's first access moves its cut-off
+  earlier, so fewer of its accesses count and more shifts are allowed); at most ``max_new``
+  of the ``points`` are chosen.
 
-Its optimum is the request's optimum for those barriers. Deterministic like ``cpsat``: one
-worker, a fixed seed and a deterministic-time limit from ``time_limit``.
+Its optimum is the request's optimum for those barriers, or within that cap. Deterministic
+like ``cpsat``: one worker, a fixed seed and a deterministic-time limit from ``time_limit``.
 """
 
 from __future__ import annotations
@@ -28,9 +33,21 @@ from planner.core.clock import wall_limit
 from planner.solvers.cpsat import DETERMINISTIC_PER_SECOND_SMALL, SEED
 from planner.solvers.exact import ExactResult
 
-__all__ = ["AliasRules", "solve_aliased"]
+__all__ = ["AliasRules", "Guard", "solve_aliased"]
 
 I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A sequential pair whose sharing depends on which new barriers are chosen."""
+
+    earlier: int
+    later: int
+    protect: Sequence[int]  # indices into ``AliasRules.points``: any one protects the reuse
+    # (enabling point indices, allowed shifts in bytes): the shifts hold once one of those
+    # points is chosen; no enabling points: they always hold
+    aliases: Sequence[tuple[Sequence[int], Sequence[int]]]
 
 
 @dataclass(frozen=True)
@@ -39,6 +56,9 @@ class AliasRules:
 
     apart: Sequence[tuple[int, int]]
     shifts: Sequence[tuple[int, int, Sequence[int]]]  # (earlier, later, allowed shifts, bytes)
+    guarded: Sequence[Guard] = ()
+    points: Sequence[int] = ()  # new barrier points the model may choose
+    max_new: int | None = None  # at most this many of ``points`` (None: any number)
 
 
 def solve_aliased(
@@ -90,6 +110,7 @@ def solve_aliased(
             model.add_bool_or([below, above, alias])
         else:
             model.add_bool_or([below, above])
+    _add_guards(model, x, sizes, rules)
     model.minimize(height)
     if hint is not None and hint.shape == (n,):
         for i, k in units.items():
@@ -114,3 +135,29 @@ def solve_aliased(
     optimal = status == cp_model.OPTIMAL
     bound = arena if optimal else max(floor, int(solver.best_objective_bound))
     return ExactResult("alias-model", offsets, arena, bound, optimal, False)
+
+
+def _add_guards(
+    model: cp_model.CpModel, x: list[cp_model.LinearExpr], sizes: list[int], rules: AliasRules
+) -> None:
+    """The pairs whose sharing depends on the new barriers chosen, and the cap on them."""
+    if not rules.guarded:
+        return
+    use = [model.new_bool_var(f"y{p}") for p in rules.points]
+    if rules.max_new is not None:
+        model.add(sum(use) <= rules.max_new)
+    for guard in rules.guarded:
+        a, b = guard.earlier, guard.later
+        below = model.new_bool_var(f"b{a}_{b}")
+        above = model.new_bool_var(f"a{a}_{b}")
+        model.add(x[a] + sizes[a] <= x[b]).only_enforce_if(below)
+        model.add(x[b] + sizes[b] <= x[a]).only_enforce_if(above)
+        options = [below, above, *(use[k] for k in guard.protect)]
+        for j, (enablers, allowed) in enumerate(guard.aliases):
+            alias = model.new_bool_var(f"s{a}_{b}_{j}")
+            domain = cp_model.Domain.from_values(sorted({int(s) for s in allowed}))
+            model.add_linear_expression_in_domain(x[b] - x[a], domain).only_enforce_if(alias)
+            if enablers:
+                model.add_bool_or([use[k] for k in enablers]).only_enforce_if(alias)
+            options.append(alias)
+        model.add_bool_or(options)

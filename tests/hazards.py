@@ -16,7 +16,7 @@ from .patterned import patterned_dicts
 if TYPE_CHECKING:
     from planner.core.aliasing import Owners
 
-__all__ = ["Found", "brute_optimum", "hazard_requests"]
+__all__ = ["Found", "brute_optimum", "capped_requests", "hazard_requests"]
 
 
 def _aliases(
@@ -91,4 +91,16 @@ def hazard_requests(draw: st.DrawFn) -> PlanRequest:
     if data["options"]["sync"] == "insert" and draw(st.booleans()):
         top = max(b["end"] for b in data["buffers"])
         data["options"]["barrier_candidates"] = draw(st.lists(st.integers(0, top), max_size=3))
+    return PlanRequest.model_validate(data)
+
+
+@st.composite
+def capped_requests(draw: st.DrawFn, max_buffers: int = 3) -> PlanRequest:
+    """Tiny patterned requests under "insert" with a cap of 1 or 2 new barriers."""
+    data = draw(patterned_dicts(max_buffers=max_buffers, horizon=7))
+    data["alignment"] = 128
+    for b in data["buffers"]:
+        b["alignment"] = None
+    cap = draw(st.integers(1, 2))
+    data["options"] = {"sync": "insert", "max_new_barriers": cap, "time_limit": 2.0}
     return PlanRequest.model_validate(data)

@@ -66,7 +66,7 @@ _INSERT = {
     Kind.LEAN: Fraction(1, 16),
     Kind.FORWARD: Fraction(1, 8),  # split between the k asked for
     Kind.EXACT: Fraction(3, 16),  # split between the caps asked for
-    Kind.ALIAS_MODEL: Fraction(1, 16),  # only with aliases and no FORWARD: LEAN_FIRST's share
+    Kind.ALIAS_MODEL: Fraction(1, 16),  # only with aliases: LEAN_FIRST's share
 }
 
 
@@ -78,7 +78,7 @@ def schedule(route: Route) -> dict[Kind, Fraction]:
         return dict(_ALONE)
     # The lean first try needs no cap, no Pareto front and no aliases: then the forward
     # and alias attempts never run, and its share is theirs. The exact alias model needs
-    # aliases and no forward attempts, so it never runs with the lean first try either.
+    # aliases, so it never runs with the lean first try either.
     wanted = {
         Kind.LEAN_FIRST: route.lean_first and not (route.aliases or route.forward),
         Kind.POLICY: True,
@@ -88,9 +88,14 @@ def schedule(route: Route) -> dict[Kind, Fraction]:
         Kind.LEAN: route.lean,
         Kind.FORWARD: route.forward,
         Kind.EXACT: route.exact,
-        Kind.ALIAS_MODEL: route.aliases and route.alias_model and not route.forward,
+        Kind.ALIAS_MODEL: route.aliases and route.alias_model,
     }
-    return {kind: _INSERT[kind] for kind, run in wanted.items() if run}
+    shares = {kind: _INSERT[kind] for kind, run in wanted.items() if run}
+    if Kind.ALIAS_MODEL in shares and Kind.FORWARD in shares and Kind.EXACT in shares:
+        # With aliases the barrier model proves nothing (it aliases at equal offsets only)
+        # and the alias model does: it takes its share from the barrier model's.
+        shares[Kind.EXACT] -= shares[Kind.ALIAS_MODEL]
+    return shares
 
 
 def share(shares: dict[Kind, Fraction], kind: Kind, limit: float) -> float:
