@@ -95,12 +95,17 @@ def hazard_requests(draw: st.DrawFn) -> PlanRequest:
 
 
 @st.composite
-def capped_requests(draw: st.DrawFn, max_buffers: int = 3) -> PlanRequest:
-    """Tiny patterned requests under "insert" with a cap of 1 or 2 new barriers."""
-    data = draw(patterned_dicts(max_buffers=max_buffers, horizon=7))
+def capped_requests(
+    draw: st.DrawFn, max_buffers: int = 3, patterns: bool = True, horizon: int = 7
+) -> PlanRequest:
+    """Tiny requests under "insert" with a cap of 1 or 2 new barriers; with ``patterns``
+    their buffers carry thread-access patterns (so they may alias)."""
+    data = draw(patterned_dicts(max_buffers=max_buffers, horizon=horizon))
     data["alignment"] = 128
     for b in data["buffers"]:
         b["alignment"] = None
+        if not patterns:
+            del b["accesses"]
     cap = draw(st.integers(1, 2))
     data["options"] = {"sync": "insert", "max_new_barriers": cap, "time_limit": 2.0}
     return PlanRequest.model_validate(data)

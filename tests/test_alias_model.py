@@ -133,6 +133,19 @@ def test_a_cap_of_new_barriers_reaches_the_brute_force_optimum(req: PlanRequest)
     _check_capped(req)
 
 
+@settings(max_examples=40, deadline=None)
+@given(capped_requests(max_buffers=5, patterns=False, horizon=10))
+def test_a_cap_without_aliases_reaches_the_brute_force_optimum(req: PlanRequest) -> None:
+    """Without aliases too the model chooses the capped barriers with the offsets: the
+    plan is the brute-force optimum and says so, whichever barrier sets the other attempts
+    tried."""
+    optimum = brute_optimum(req)[0]
+    plan = planner.plan(req)
+    assert planner.validate(req, plan).valid
+    assert plan.arena_bytes == plan.solver.bound == optimum
+    assert plan.status == "optimal"
+
+
 def test_a_new_barrier_that_moves_a_cut_off_is_counted() -> None:
     """One new barrier (at 4 or 5) protects two of the three reuses, never all three; ``t2``
     may alias ``t0`` only if a barrier at 6 cuts off its read by other threads, which the

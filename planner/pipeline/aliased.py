@@ -1,8 +1,10 @@
-"""The exact attempt for small requests whose buffers may alias.
+"""The exact attempt for small requests whose buffers may alias, or whose new barriers are
+capped.
 
-On such a request the graph-based methods plan with same-thread reuses either forbidden or
-merged into chains, so what they prove holds for their graph, not for the request. The
-request's own rules are pairwise (DESIGN, "Reuse hazard") once the barriers are known: fixed
+On a request with aliases the graph-based methods plan with same-thread reuses either
+forbidden or merged into chains, so what they prove holds for their graph, not for the
+request; under a cap of new barriers they plan on one barrier set at a time. The request's
+own rules are pairwise (DESIGN, "Reuse hazard") once the barriers are known: fixed
 (``sync: existing``, a cap of 0 new barriers, or no cap, where every allowed point may hold
 one and more barriers never hurt), or under a cap of k new barriers, chosen by the model
 among the allowed points, at most k of them. ``solvers.alias_model`` solves them exactly:
@@ -40,12 +42,13 @@ NOTHING = (0, 0)  # an empty span of new barrier points: an alias option that al
 
 
 def alias_model_applies(ctx: Context) -> bool:
-    """Whether the exact alias attempt may run: aliases possible, few buffers, an exact
-    solver (or ``auto``) and its extra installed."""
+    """Whether the exact attempt may run: aliases possible or a cap of new barriers, few
+    buffers, an exact solver (or ``auto``) and its extra installed."""
     req = ctx.req
     opts = req.options
+    capped = opts.sync == "insert" and (opts.max_new_barriers or 0) > 0
     return (
-        ctx.owners is not None
+        (ctx.owners is not None or capped)
         and opts.solver in ("auto", "exact", "cpsat")
         and len(req.buffers) <= ALIAS_MODEL_MAX_BUFFERS
         and available("exact")
@@ -53,8 +56,8 @@ def alias_model_applies(ctx: Context) -> bool:
 
 
 def exact_aliases(ctx: Context, best: Attempt, time_limit: float) -> Attempt | None:
-    """The request solved exactly on its fixed barriers, seeded with ``best`` (a plan of
-    the request); None when the rules are too large to state."""
+    """The request solved exactly on its own rules, seeded with ``best`` (a plan of the
+    request); None when the rules are too large to state."""
     from planner.solvers.alias_model import solve_aliased
 
     rules = _rules(ctx)
@@ -70,6 +73,8 @@ def exact_aliases(ctx: Context, best: Attempt, time_limit: float) -> Attempt | N
         upper=best.arena,
         hint=best.result.offsets,
         time_limit=time_limit,
+        lifetimes=(g.start, g.end),
+        accesses=(ctx.before, ctx.after),
     )
     offsets = best.result.offsets
     arena = best.arena
@@ -95,7 +100,6 @@ def _rules(ctx: Context) -> AliasRules | None:
     from planner.solvers.alias_model import AliasRules, Guard
 
     owners = ctx.owners
-    assert owners is not None
     g = ctx.reference
     fixed, pool, cap = _barrier_choice(ctx)
     free = [p < 0 for p in g.pinned.tolist()]
@@ -121,7 +125,7 @@ def _rules(ctx: Context) -> AliasRules | None:
                 continue
             protect = _span(pool, after, before)  # new points that would protect it
             options: list[tuple[tuple[int, int], list[int]]] = []
-            if owners.patterned[a] and owners.patterned[b]:
+            if owners is not None and owners.patterned[a] and owners.patterned[b]:
                 step = math.gcd(_grid(g, a), _grid(g, b)) or 1
                 lo = -((size_b - 1) // step) * step
                 if (size_a - 1 - lo) // step + 1 > MAX_SHIFTS:
@@ -163,7 +167,10 @@ def _rules(ctx: Context) -> AliasRules | None:
         )
         for a, b, protect, options in pending
     ]
-    return AliasRules(apart=apart, shifts=shifts, guarded=guarded, points=points, max_new=cap)
+    barriers = [] if fixed is None else fixed
+    return AliasRules(
+        apart=apart, shifts=shifts, guarded=guarded, points=points, max_new=cap, barriers=barriers
+    )
 
 
 def _barrier_choice(ctx: Context) -> tuple[list[int] | None, list[int], int | None]:
