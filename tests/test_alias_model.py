@@ -133,8 +133,8 @@ def test_a_cap_of_new_barriers_reaches_the_brute_force_optimum(req: PlanRequest)
     _check_capped(req)
 
 
-@settings(max_examples=40, deadline=None)
-@given(capped_requests(max_buffers=5, patterns=False, horizon=10))
+@settings(max_examples=30, deadline=None)
+@given(capped_requests(max_buffers=4, patterns=False, horizon=8))
 def test_a_cap_without_aliases_reaches_the_brute_force_optimum(req: PlanRequest) -> None:
     """Without aliases too the model chooses the capped barriers with the offsets: the
     plan is the brute-force optimum and says so, whichever barrier sets the other attempts

@@ -134,9 +134,7 @@ def _rules(ctx: Context) -> AliasRules | None:
                 # access, an existing one, or earlier a new one past ``before``.
                 k = bisect.bisect_left(fixed, before)
                 last = fixed[k] if k < len(fixed) else None
-                cuts: list[int | None] = [
-                    p for p in pool if before < p and (last is None or p < last)
-                ]
+                cuts = _cut_levels(ctx, b, pool, before, last)
                 held: list[int] = []
                 for cut in [last, *reversed(cuts)]:  # latest first: fewest shifts
                     checks += size_a * size_b
@@ -195,18 +193,38 @@ def _span_of(points: list[int], left: int, right: int | None) -> tuple[int, int]
     return _span(points, left, points[-1] if right is None else right)
 
 
+def _cut_levels(
+    ctx: Context, later: int, pool: list[int], before: int, last: int | None
+) -> list[int]:
+    """New points that may be ``later``'s cut-off (the first barrier at or after its first
+    access ``before``) ahead of ``last``, the fixed one: one per set of its accesses left
+    before the cut-off, the latest such point (the most ways to reach that set). A point
+    past its last access before ``last`` leaves the set the fixed cut-off leaves."""
+    times = sorted({a.at for a in ctx.req.buffers[later].accesses})
+    levels: list[int] = []
+    for t in times:  # cut-offs up to t leave out the accesses at t and after
+        if t <= before or (last is not None and t >= last):
+            continue
+        k = bisect.bisect_right(pool, t) - 1  # the latest new point at or before t
+        if k >= 0 and pool[k] > before and (not levels or pool[k] > levels[-1]):
+            levels.append(pool[k])
+    return levels
+
+
 def _distinct_points(
     pool: list[int], spans: list[tuple[int, int]]
 ) -> tuple[list[int], Callable[[tuple[int, int]], list[int]]]:
     """One point of ``pool`` per distinct set of ``spans`` it lies in (a barrier matters only
     through the reuses it protects and the cut-offs it moves), and a map from a span to the
     indices of the kept points within it."""
-    signature: dict[tuple[int, ...], int] = {}
+    # The set a point lies in changes only where a span begins or ends.
+    starts = sorted({i for span in spans for i in span if 0 <= i < len(pool)})
+    signature: set[tuple[int, ...]] = set()
     kept: list[int] = []  # indices into pool
-    for i in range(len(pool)):
+    for i in starts:
         key = tuple(k for k, (lo, hi) in enumerate(spans) if lo <= i < hi)
         if key and key not in signature:
-            signature[key] = len(kept)
+            signature.add(key)
             kept.append(i)
 
     def index(span: tuple[int, int]) -> list[int]:
