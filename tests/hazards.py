@@ -16,7 +16,7 @@ from .patterned import patterned_dicts
 if TYPE_CHECKING:
     from planner.core.aliasing import Owners
 
-__all__ = ["Found", "brute_optimum", "hazard_requests"]
+__all__ = ["Found", "brute_optimum", "capped_requests", "hazard_requests"]
 
 
 def _aliases(
@@ -91,4 +91,21 @@ def hazard_requests(draw: st.DrawFn) -> PlanRequest:
     if data["options"]["sync"] == "insert" and draw(st.booleans()):
         top = max(b["end"] for b in data["buffers"])
         data["options"]["barrier_candidates"] = draw(st.lists(st.integers(0, top), max_size=3))
+    return PlanRequest.model_validate(data)
+
+
+@st.composite
+def capped_requests(
+    draw: st.DrawFn, max_buffers: int = 3, patterns: bool = True, horizon: int = 7
+) -> PlanRequest:
+    """Tiny requests under "insert" with a cap of 1 or 2 new barriers; with ``patterns``
+    their buffers carry thread-access patterns (so they may alias)."""
+    data = draw(patterned_dicts(max_buffers=max_buffers, horizon=horizon))
+    data["alignment"] = 128
+    for b in data["buffers"]:
+        b["alignment"] = None
+        if not patterns:
+            del b["accesses"]
+    cap = draw(st.integers(1, 2))
+    data["options"] = {"sync": "insert", "max_new_barriers": cap, "time_limit": 2.0}
     return PlanRequest.model_validate(data)

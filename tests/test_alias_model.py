@@ -11,7 +11,7 @@ import planner
 from planner.core.models import PlanRequest
 from planner.solvers.alias_model import AliasRules, solve_aliased
 
-from .hazards import brute_optimum, hazard_requests
+from .hazards import brute_optimum, capped_requests, hazard_requests
 from .patterned import THREADS, WIDTH, patterned_dicts
 
 ROW = {"threadIdx.x": 1, "i": THREADS}  # element tx + 32 i: thread tx owns it
@@ -111,4 +111,70 @@ def test_shared_shifts_agree_with_the_ownership_rule(data: dict[str, Any]) -> No
                 continue
             shifts = range(-(second.size - 1), first.size)
             expected = [s for s in shifts if owners.compatible(a, b, s)]
-            assert _shared_shifts(owners, a, b, shifts) == expected
+            assert _shared_shifts(owners, a, b, shifts, owners.cut(b)) == expected
+
+
+def _check_capped(req: PlanRequest) -> None:
+    optimum = brute_optimum(req)[0]
+    plan = planner.plan(req)
+    assert planner.validate(req, plan).valid
+    assert plan.solver.bound <= optimum <= plan.arena_bytes
+    if plan.arena_bytes == optimum:
+        assert plan.status == "optimal"
+        assert plan.solver.gap == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(capped_requests(max_buffers=4))
+def test_a_cap_of_new_barriers_reaches_the_brute_force_optimum(req: PlanRequest) -> None:
+    """Under "insert" with a cap of new barriers the model chooses them with the offsets:
+    its bound never exceeds the optimum found by brute force over every barrier set within
+    the cap, and a plan at that optimum says optimal with gap 0."""
+    _check_capped(req)
+
+
+@settings(max_examples=30, deadline=None)
+@given(capped_requests(max_buffers=4, patterns=False, horizon=8))
+def test_a_cap_without_aliases_reaches_the_brute_force_optimum(req: PlanRequest) -> None:
+    """Without aliases too the model chooses the capped barriers with the offsets: the
+    plan is the brute-force optimum and says so, whichever barrier sets the other attempts
+    tried."""
+    optimum = brute_optimum(req)[0]
+    plan = planner.plan(req)
+    assert planner.validate(req, plan).valid
+    assert plan.arena_bytes == plan.solver.bound == optimum
+    assert plan.status == "optimal"
+
+
+def test_a_new_barrier_that_moves_a_cut_off_is_counted() -> None:
+    """One new barrier (at 4 or 5) protects two of the three reuses, never all three; ``t2``
+    may alias ``t0`` only if a barrier at 6 cuts off its read by other threads, which the
+    cap leaves no room for. So 768 bytes is optimal, and proved: the bound over barrier sets
+    alone judges aliases as if every point held a barrier and sees 512."""
+    row = {"threadIdx.x": 1, "i": 32}
+    column = {"threadIdx.x": 4, "i": 1}
+    t0 = {"op": "write", "at": 4, "bytes": 4, "index": row, "loops": {"i": 4}}
+    t1 = [
+        {"op": "write", "at": 1, "bytes": 4, "index": column, "loops": {"i": 4}},
+        {"op": "read", "at": 2, "bytes": 4, "index": column, "loops": {"i": 4}},
+    ]
+    t2 = [
+        {"op": "write", "at": 5, "bytes": 4, "index": row, "loops": {"i": 2}},
+        {"op": "read", "at": 6, "bytes": 4, "index": {"threadIdx.x": 2, "i": 1}, "loops": {"i": 2}},
+    ]
+    data = {
+        "alignment": 128,
+        "block": [32],
+        "buffers": [
+            {"id": "t0", "size": 512, "start": 4, "end": 5, "accesses": [t0]},
+            {"id": "t1", "size": 512, "start": 1, "end": 3, "accesses": t1},
+            {"id": "t2", "size": 256, "start": 5, "end": 7, "accesses": t2},
+        ],
+        "options": {"sync": "insert", "max_new_barriers": 1, "time_limit": 2.0},
+    }
+    req = PlanRequest.model_validate(data)
+    assert brute_optimum(req)[0] == 768
+    plan = planner.plan(req)
+    assert planner.validate(req, plan).valid
+    assert plan.arena_bytes == plan.solver.bound == 768
+    assert plan.status == "optimal"

@@ -32,7 +32,7 @@ class Kind(Enum):
     LEAN = "lean"  # few new barriers, aiming at the full plan's arena
     FORWARD = "forward"  # k of the full plan's new barriers (a cap, or the Pareto front)
     EXACT = "exact"  # the exact barrier model
-    ALIAS_MODEL = "alias-model"  # the exact model of pairwise sharing rules (aliases)
+    ALIAS_MODEL = "alias-model"  # the exact model of pairwise sharing rules (aliases, caps)
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Route:
     lean: bool  # few enough buffers for the lean barrier search
     forward: bool  # a cap or the Pareto front asks for plans with fewer barriers
     exact: bool  # the exact barrier model applies
-    alias_model: bool = False  # the exact alias model applies (few buffers, fixed barriers)
+    alias_model: bool = False  # the exact alias model applies (aliases or a cap, few buffers)
 
 
 # Shares of the time limit. Planning on the policy's barriers alone takes all of it;
@@ -66,7 +66,7 @@ _INSERT = {
     Kind.LEAN: Fraction(1, 16),
     Kind.FORWARD: Fraction(1, 8),  # split between the k asked for
     Kind.EXACT: Fraction(3, 16),  # split between the caps asked for
-    Kind.ALIAS_MODEL: Fraction(1, 16),  # only with aliases and no FORWARD: LEAN_FIRST's share
+    Kind.ALIAS_MODEL: Fraction(1, 16),  # only with aliases or a cap: LEAN_FIRST's share
 }
 
 
@@ -78,7 +78,7 @@ def schedule(route: Route) -> dict[Kind, Fraction]:
         return dict(_ALONE)
     # The lean first try needs no cap, no Pareto front and no aliases: then the forward
     # and alias attempts never run, and its share is theirs. The exact alias model needs
-    # aliases and no forward attempts, so it never runs with the lean first try either.
+    # aliases or a cap, so it never runs with the lean first try either.
     wanted = {
         Kind.LEAN_FIRST: route.lean_first and not (route.aliases or route.forward),
         Kind.POLICY: True,
@@ -88,9 +88,21 @@ def schedule(route: Route) -> dict[Kind, Fraction]:
         Kind.LEAN: route.lean,
         Kind.FORWARD: route.forward,
         Kind.EXACT: route.exact,
-        Kind.ALIAS_MODEL: route.aliases and route.alias_model and not route.forward,
+        Kind.ALIAS_MODEL: route.alias_model,
     }
-    return {kind: _INSERT[kind] for kind, run in wanted.items() if run}
+    shares = {kind: _INSERT[kind] for kind, run in wanted.items() if run}
+    if Kind.ALIAS_MODEL in shares:
+        # The only attempt that proves plans with aliases or a cap: it gets what the others
+        # leave of the limit (they run before it, and it stops once it has proved the plan).
+        rest = 1 - sum((f for k, f in shares.items() if k is not Kind.ALIAS_MODEL), Fraction(0))
+        shares[Kind.ALIAS_MODEL] = max(shares[Kind.ALIAS_MODEL], rest)
+    excess = sum(shares.values(), Fraction(0)) - 1
+    if excess > 0:
+        # Only with aliases, a cap and the barrier model: that model then proves nothing (it
+        # aliases at equal offsets only) and the alias model does; the excess is taken from
+        # the barrier model's share.
+        shares[Kind.EXACT] -= excess
+    return shares
 
 
 def share(shares: dict[Kind, Fraction], kind: Kind, limit: float) -> float:

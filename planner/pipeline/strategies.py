@@ -72,7 +72,7 @@ def attempts(ctx: Context) -> list[Attempt]:
             attempt(ctx, policy, share(shares, Kind.ALIASES, limit), Kind.ALIASES, merge=True)
         )
     if not full.new_barriers:
-        return found
+        return _with_alias_model(ctx, shares, found)
     # Without new barriers no plan is below that graph's bound: when it is above the full
     # plan, such a plan is only wanted as a fallback (a cap, or candidates that may not
     # protect every reuse) or on the Pareto front.
