@@ -80,6 +80,10 @@ def test_every_plan_with_loops_and_ranges_is_safe(data: dict[str, Any]) -> None:
     if opts.sync == "existing" or (opts.sync == "insert" and opts.max_new_barriers == 0):
         # No barrier can be added: the bound holds each piece until the next barrier.
         assert peak <= plan.lower_bound <= plan.arena_bytes
+    elif opts.sync == "insert" and opts.max_new_barriers is not None:
+        # Few new barriers: pieces may be held past their last access (test_loops_bound
+        # checks this bound against the best arena under the cap).
+        assert peak <= plan.lower_bound <= plan.arena_bytes
     else:
         assert plan.lower_bound == peak
     cap = req.options.max_new_barriers

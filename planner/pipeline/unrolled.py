@@ -17,6 +17,8 @@ naming one gets the fits and CP-SAT on the pairs, with a diagnostic).
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -42,7 +44,7 @@ from planner.core.models import (
 from planner.core.program import Program, build_program, held_peak
 from planner.core.targets import launch_figures
 from planner.pipeline.assembly import naive_bytes
-from planner.pipeline.context import planned_sizes
+from planner.pipeline.context import CAP_SETS_MAX, planned_sizes
 from planner.pipeline.unrolled_aliases import PieceAliases
 from planner.pipeline.unrolled_stab import SEARCH_NODES, Choice, choose, greedy
 from planner.solvers.edges import EDGE_HEURISTICS, EXACT_MAX_BUFFERS, ExplicitGraph, exact_pairs
@@ -232,6 +234,11 @@ def plan_unrolled(req: PlanRequest) -> Plan:
                 "too_few_barriers",
                 cap,
             )
+        least: tuple[Bound, tuple[int, ...]] | None = None
+        if cap is not None and not al.active:
+            least = _capped_peak(prog, sizes, existing, allowed, own_reuse, cap)
+            if least is not None and least[0][0] > bound:
+                bound, peak_at = least[0][0], (least[0][1], least[0][2])
         full = _finish(req, prog, sizes, live | never, bound, heuristics, existing, allowed, [], al)
         chosen = full
         if set(full.inserted) <= set(mandatory):
@@ -248,10 +255,46 @@ def plan_unrolled(req: PlanRequest) -> Plan:
             lean = _protect(prog, sizes, placed, existing, allowed, mandatory, al)
             if capped or _cost(req, lean) < _cost(req, full):
                 chosen = lean
+        if capped and least is not None and set(least[1]) - set(mandatory):
+            # The set of new points that holds the fewest bytes, as the plan's barriers.
+            kept = list(least[1])
+            fewer, _ = _unprotected(prog, [*existing, *kept], al)
+            reach = (al, [*existing, *kept])
+            placed = _place(req, prog, sizes, live | fewer, bound, quick, reach, exact=False)
+            held = _protect(prog, sizes, placed, existing, allowed, kept, al)
+            if (held.arena, *_cost(req, held)) < (chosen.arena, *_cost(req, chosen)):
+                chosen = held
     return _result(req, prog, sizes, footprints, chosen, (bound, *peak_at), notes)
 
 
 Bound = tuple[int, int, list[int]]  # bytes, the point where they are held, the buffers there
+
+
+def _capped_peak(
+    prog: Program,
+    sizes: list[int],
+    existing: list[int],
+    allowed: list[int],
+    own_reuse: npt.NDArray[np.bool_],
+    cap: int,
+) -> tuple[Bound, tuple[int, ...]] | None:
+    """The least ``barrier_peak`` over the request's barriers plus ``cap`` of the allowed
+    points that protect every buffer's reuse of its own bytes, and the first set of points
+    that gives it; None when there are more than ``CAP_SETS_MAX`` sets to try. Every plan
+    under the cap has its new barriers within one such set, and more barriers only hold
+    fewer bytes, so this bounds every plan."""
+    k = min(cap, len(allowed))
+    if math.comb(len(allowed), k) > CAP_SETS_MAX:
+        return None
+    best: tuple[Bound, tuple[int, ...]] | None = None
+    for chosen in itertools.combinations(allowed, k):
+        points = [*existing, *chosen]
+        if (own_reuse & ~prog.protected(points)).any():
+            continue  # a buffer's own reuse left open: no plan has these barriers only
+        found = prog.barrier_peak(sizes, points)
+        if best is None or found[0] < best[0][0]:
+            best = found, chosen
+    return best
 
 
 def _result(
