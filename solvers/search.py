@@ -27,6 +27,7 @@ import numpy.typing as npt
 from planner.core.clock import wall_limit
 from planner.core.graph import InterferenceGraph
 from planner.solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES, decide
+from planner.solvers._skyline_kernel import decide_skyline
 from planner.solvers._stack_kernel import MAX_BUFFERS as STACK_MAX_BUFFERS
 from planner.solvers.exact import ExactResult, Progress, granularity, round_up
 from planner.solvers.greedy import arena_of
@@ -51,6 +52,12 @@ MIN_NODES = 1_000  # even the smallest time limit gets this many nodes
 # was decided on the training families (``planner.families``, ``TRAINING_SEED``); the order of
 # the tuple only breaks ties between orders that decide with the same effort.
 ORDERS = ("WAT", "TAW", "TWA", "EL", "BL", "TLS", "SWT", "ATW")
+# The skyline kernel (``solvers._skyline_kernel``) joins the portfolio with these priorities
+# on graphs of ``SKYLINE_MIN`` buffers or more without pinned buffers: it covers the lowest
+# free cell of a valley exactly, so it decides zero-slack tilings that no order of the
+# canonical kernel does within its share (and misses others those decide).
+SKYLINE_ORDERS = ("S", "W")
+SKYLINE_MIN = 64  # buffers; below, the canonical orders alone decide fast
 PARALLEL_MIN = 64  # buffers; below, starting threads costs more than racing saves
 
 
@@ -81,6 +88,60 @@ class _Instance:
     @property
     def sections(self) -> int:
         return int(self.sec_pin_ptr.size) - 1
+
+
+@dataclass(frozen=True)
+class _Skyline:
+    """The graph as the skyline kernel's arrays (no pinned buffers; request order)."""
+
+    size: I64
+    alignment: I64
+    first: I64
+    last: I64
+    start_ptr: I64  # CSR by first section: the buffers starting there, by rank
+    start_list: I64
+    twin_prev: I64
+    rank: I64
+    span_of: I64  # per buffer its lifetime's class (same first and last section)
+    span_ptr: I64  # CSR by class
+    span_list: I64
+
+
+_Member = _Instance | _Skyline
+
+
+def _skyline(inst: _Instance) -> _Skyline:
+    """The skyline kernel's arrays for the ranking of ``inst``."""
+    sections = inst.sections
+    first, last = inst.first, inst.last
+    start_ptr, start_list = _csr(first[inst.by_rank], inst.by_rank, sections)
+    _, span = np.unique(first * (sections + 1) + last, return_inverse=True)
+    span_of = span.astype(np.int64).reshape(-1)
+    span_ptr, span_list = _csr(span_of, np.arange(span_of.size, dtype=np.int64), span_of.size)
+    return _Skyline(
+        inst.size,
+        inst.alignment,
+        first,
+        last,
+        start_ptr,
+        start_list,
+        inst.twin_prev,
+        inst.rank,
+        span_of,
+        span_ptr,
+        span_list,
+    )
+
+
+def _members(g: InterferenceGraph) -> list[_Member]:
+    """The portfolio for ``g``: every order of ``ORDERS`` on the canonical kernel, then the
+    skyline kernel on ``SKYLINE_ORDERS`` where it applies."""
+    sky = g.n >= SKYLINE_MIN and not bool((g.pinned >= 0).any())
+    orders = ORDERS + (SKYLINE_ORDERS if sky else ())
+    insts = _instances(g, orders)
+    members: list[_Member] = list(insts[: len(ORDERS)])
+    members += [_skyline(inst) for inst in insts[len(ORDERS) :]]
+    return members
 
 
 def _csr(src: I64, dst: I64, n: int) -> tuple[I64, I64]:
@@ -241,7 +302,7 @@ def _weights(k: int) -> list[int]:
 
 
 def _decide_all(
-    insts: list[_Instance],
+    insts: list[_Member],
     capacity: int,
     nodes: int,
     deadline: float = float("inf"),
@@ -290,7 +351,7 @@ def _limit_others(caps: list[I64], weights: list[int], i: int, used: int) -> Non
 
 
 def _rounds(
-    insts: list[_Instance], capacity: int, per: int, weights: list[int], deadline: float
+    insts: list[_Member], capacity: int, per: int, weights: list[int], deadline: float
 ) -> list[tuple[int, I64, int]]:
     """The orders one after another, on a limit doubling up to ``per`` nodes (each order's
     share of it)."""
@@ -311,7 +372,7 @@ def _rounds(
 
 
 def _race(
-    insts: list[_Instance], capacity: int, per: int, weights: list[int], deadline: float
+    insts: list[_Member], capacity: int, per: int, weights: list[int], deadline: float
 ) -> list[tuple[int, I64, int]]:
     """The orders side by side on threads (the kernel releases the GIL); the first to
     decide lowers the others' limits, and the deadline stops them all."""
@@ -339,11 +400,30 @@ def _race(
 
 
 def _decide(
-    inst: _Instance, capacity: int, nodes: int, cap: I64 | None = None, stats: I64 | None = None
+    inst: _Member, capacity: int, nodes: int, cap: I64 | None = None, stats: I64 | None = None
 ) -> tuple[int, I64, int]:
     """(status, offsets, nodes used) of the kernel at ``capacity`` bytes; ``cap`` (one
     value) is a limit another thread may lower; ``stats`` (3 values) counts the padding
-    checks, their steps and the nodes they pruned."""
+    checks, their steps and the nodes they pruned (canonical kernel only)."""
+    limit = np.array([nodes], dtype=np.int64) if cap is None else cap
+    if isinstance(inst, _Skyline):
+        status, offsets, used = decide_skyline(
+            inst.size,
+            inst.alignment,
+            inst.first,
+            inst.last,
+            inst.start_ptr,
+            inst.start_list,
+            inst.twin_prev,
+            inst.rank,
+            inst.span_of,
+            inst.span_ptr,
+            inst.span_list,
+            capacity,
+            nodes,
+            limit,
+        )
+        return int(status), offsets, int(used)
     status, offsets, used = decide(
         inst.size,
         inst.alignment,
@@ -366,7 +446,7 @@ def _decide(
         inst.sec_max_pad,
         capacity,
         nodes,
-        np.array([nodes], dtype=np.int64) if cap is None else cap,
+        limit,
         np.zeros(3, dtype=np.int64) if stats is None else stats,
     )
     return int(status), offsets, int(used)
@@ -430,7 +510,7 @@ def solve_search(
     ceiling = ceiling // step * step
     bound = lo  # bytes: every capacity below it is proved impossible
     left = node_budget(g, time_limit) if nodes is None else nodes
-    insts = _instances(g, ORDERS)
+    insts = _members(g)
 
     def attempt(target: int, last: bool) -> int:
         """Decide ``target`` on half the nodes left (all if ``last``).
