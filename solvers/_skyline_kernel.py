@@ -38,6 +38,10 @@ from planner.solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES
 I64 = npt.NDArray[np.int64]
 
 WASTE = -1  # a child that leaves the lowest cell empty
+# Which valley a node branches on (all are complete; they differ in what they find fast):
+FEWEST = 0  # the one with the fewest children, then the lowest
+LOWEST = 1  # the lowest, then the leftmost
+LEFTMOST = 2  # the leftmost
 
 
 @njit
@@ -169,6 +173,8 @@ def decide_skyline(
     span_of: I64,
     span_ptr: I64,
     span_list: I64,
+    valley: int,
+    discount: int,
     capacity: int,
     node_budget: int,
     cap: I64,
@@ -177,10 +183,12 @@ def decide_skyline(
 
     Buffer ``i`` is live in sections ``first[i] .. last[i]-1``; ``start_list`` (CSR by
     ``start_ptr``) lists the buffers whose first section is each section, by rank;
-    ``twin_prev[c]`` is the interchangeable buffer to place before ``c`` (-1: none). A node
-    is one placement or waste step, and the dead-cell check's work counts as nodes too; the
-    search stops after ``node_budget`` nodes, or after ``cap[0]``, which another thread may
-    lower while this one runs.
+    ``twin_prev[c]`` is the interchangeable buffer to place before ``c`` (-1: none);
+    ``span_of`` (CSR ``span_ptr``/``span_list``) groups buffers of the same lifetime;
+    ``valley`` picks the valley a node branches on (``FEWEST``, ``LOWEST``, ``LEFTMOST``).
+    A move and each check cost steps, ``(buffers + sections + 1) * discount`` steps make a
+    node, and the search stops after ``node_budget`` nodes, or after ``cap[0]``, which
+    another thread may lower while this one runs.
     """
     n = size.shape[0]
     nsec = start_ptr.shape[0] - 1
@@ -215,8 +223,11 @@ def decide_skyline(
     kid_next = np.zeros(room, dtype=np.int64)
     kid_sec = np.zeros(room, dtype=np.int64)  # the lowest cell's section, per depth
     kid_rise = np.zeros(room, dtype=np.int64)  # where the waste child raises it, bytes
+    group_lo = np.zeros(room, dtype=np.int64)  # the node's group: its first section
+    group_hi = np.zeros(room, dtype=np.int64)  # and one past its last
     kid = np.empty(4 * n + 16, dtype=np.int64)
-    node_work = n + nsec + 1  # a node's own cost, in steps
+    by_first = np.argsort(first, kind="mergesort")
+    unit = (n + nsec + 1) * discount  # steps charged as one node
     work = 0  # steps of dead-cell checks not yet charged as nodes
     placed = 0
     depth = 0
@@ -225,10 +236,28 @@ def decide_skyline(
         # Expand the node at ``depth``.
         count = 0
         ok = True
-        for s in range(nsec):
+        # The active group: the leftmost run of sections the unplaced buffers' lifetimes
+        # chain together. No other unplaced buffer is live there, so the node looks only
+        # at it (``group_lo`` .. ``group_hi``-1).
+        lo = -1
+        hi = -1
+        for t in range(n):
+            c = by_first[t]
+            if offset[c] >= 0:
+                continue
+            if lo < 0:
+                lo, hi = first[c], last[c]
+            elif first[c] < hi:
+                hi = max(hi, last[c])
+            else:
+                break
+        work += n
+        group_lo[depth] = lo
+        group_hi[depth] = hi
+        for s in range(lo, hi):
             low[s] = never
         for c in range(n):
-            if offset[c] >= 0:
+            if offset[c] >= 0 or first[c] < lo or first[c] >= hi:
                 continue
             top = 0
             for s in range(first[c], last[c]):
@@ -238,7 +267,7 @@ def decide_skyline(
             for s in range(first[c], last[c]):
                 low[s] = min(low[s], top)
             work += 2 * (last[c] - first[c])
-        for s in range(nsec):
+        for s in range(lo, hi):
             if rem[s] == 0:
                 continue
             if low[s] + rem[s] > capacity:
@@ -250,17 +279,17 @@ def decide_skyline(
         best = -1
         best_end = -1
         fewest = never
-        s = 0
-        while s < nsec and ok:
+        s = lo
+        while s < hi and ok:
             if rem[s] == 0:
                 s += 1
                 continue
             h = height[s]
             end = s + 1
-            while end < nsec and rem[end] > 0 and height[end] == h:
+            while end < hi and rem[end] > 0 and height[end] == h:
                 end += 1
-            left = s == 0 or rem[s - 1] == 0 or height[s - 1] > h
-            right = end == nsec or rem[end] == 0 or height[end] > h
+            left = s == lo or rem[s - 1] == 0 or height[s - 1] > h
+            right = end == hi or rem[end] == 0 or height[end] > h
             if left and right:
                 work += _bottom_row(
                     s, end, h, size, alignment, last, start_ptr, start_list, offset, slack, reach
@@ -296,7 +325,14 @@ def decide_skyline(
                 if kids == 0:
                     ok = False
                     break
-                if kids < fewest or (kids == fewest and h < height[best]):
+                if (
+                    best < 0
+                    or (
+                        valley == FEWEST
+                        and (kids < fewest or (kids == fewest and h < height[best]))
+                    )
+                    or (valley == LOWEST and h < height[best])
+                ):
                     best, best_end, fewest = s, end, kids
             s = end
         if ok:
@@ -343,27 +379,35 @@ def decide_skyline(
             kid_rise[depth] = rise
         kid_count[depth] = count
         kid_next[depth] = 0
-        if work >= node_work:
-            nodes += work // node_work
-            work %= node_work
+        if work >= unit:
+            nodes += work // unit
+            work %= unit
         # Descend into the next child, undoing the moves of nodes with none left.
         while kid_next[depth] == kid_count[depth]:
-            if depth == 0:
+            # The node fails for what lies in its group, which only the nearest node whose
+            # group meets it can change: the nodes between worked on other sections.
+            lo = group_lo[depth]
+            hi = group_hi[depth]
+            target = depth - 1
+            while target >= 0 and (group_hi[target] <= lo or hi <= group_lo[target]):
+                target -= 1
+            if target < 0:
                 return EXHAUSTED, offset, nodes
-            b = move[depth]
-            s0 = move_sec[depth]
-            if b == WASTE:
-                height[s0] = move_old[depth]
-            else:
-                for s in range(first[b], last[b]):
-                    height[s] = move_old[depth]
-                    rem[s] += size[b]
-                offset[b] = -1
-                placed -= 1
-            depth -= 1
+            while depth > target:
+                b = move[depth]
+                s0 = move_sec[depth]
+                if b == WASTE:
+                    height[s0] = move_old[depth]
+                else:
+                    for s in range(first[b], last[b]):
+                        height[s] = move_old[depth]
+                        rem[s] += size[b]
+                    offset[b] = -1
+                    placed -= 1
+                depth -= 1
         if nodes >= node_budget or nodes >= cap[0]:
             return OUT_OF_NODES, offset, nodes
-        nodes += 1
+        work += n + nsec + 1  # the move itself
         t = kid_base[depth] + kid_next[depth]
         kid_next[depth] += 1
         b = kid[t]
@@ -381,6 +425,8 @@ def decide_skyline(
             kid_next = _grow(kid_next, need)
             kid_sec = _grow(kid_sec, need)
             kid_rise = _grow(kid_rise, need)
+            group_lo = _grow(group_lo, need)
+            group_hi = _grow(group_hi, need)
         move[depth] = b
         move_sec[depth] = s0
         move_old[depth] = h
