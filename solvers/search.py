@@ -310,12 +310,15 @@ def node_budget(g: InterferenceGraph, time_limit: float) -> int:
     return max(MIN_NODES, int(time_limit * NODE_WORK_PER_SECOND / work_per_node))
 
 
-def _weights(k: int) -> list[int]:
-    """Per order a share exponent: order ``i`` may expand ``2 ** -w`` of the first order's
-    nodes. Every order gets the same share (MiniMalloc's round robin), so no order is
-    favoured for what it did on some benchmark; breadth costs at most ``k`` times the nodes
-    of the best order alone (ranked shares, the leading pair first, lost MiniMalloc's E)."""
-    return [0] * k
+def _weights(insts: list[_Member]) -> list[int]:
+    """Per member a share exponent: member ``i`` may expand ``2 ** -w`` of a full share.
+    Every order of the canonical kernel gets a full share (MiniMalloc's round robin), so no
+    order is favoured for what it did on some benchmark; the skyline members share one more
+    between them, so at most ``1 + 1/orders`` times the nodes are spent, and the canonical
+    orders keep what they had without them."""
+    sky = sum(isinstance(m, _Skyline) for m in insts)
+    exp = max(0, (sky - 1).bit_length())  # 2 ** exp >= sky
+    return [exp if isinstance(m, _Skyline) else 0 for m in insts]
 
 
 def _decide_all(
@@ -327,20 +330,22 @@ def _decide_all(
 ) -> tuple[int, I64, int]:
     """(status, offsets, nodes charged) at ``capacity`` bytes over the branching orders.
 
-    Order ``i`` may expand ``per >> w_i`` nodes (``_weights``), the shares adding up to
-    ``nodes``. An order's *effort* is its nodes scaled back by its share (``used << w_i``);
-    the order that decides (finds a plan, or proves there is none: any order's exhausted
-    search is a proof) with the least effort wins, ties to the earlier order, and every
-    order is charged that effort at its share (all shares when none decides). So the answer
+    Member ``i`` may expand ``per >> w_i`` nodes (``_weights``), the canonical orders'
+    shares adding up to ``nodes`` and the skyline members' to one share more. A member's
+    *effort* is its nodes scaled back by its share (``used << w_i``); the member that
+    decides (finds a plan, or proves there is none: any member's exhausted search is a
+    proof) with the least effort wins, ties to the earlier one, and every member is charged
+    that effort at its share (all shares when none decides). So the answer
     is the same whether the orders race on threads (``parallel``; by default when there are
     cores and the graph is large) or take turns on a doubling limit, MiniMalloc's remedy for
     heavy-tailed searches. The clock (``deadline``, a ``time.perf_counter`` value) is only a
     hard cap.
     """
     k = len(insts)
-    weights = _weights(k)
-    scale = sum(1.0 / (1 << w) for w in weights)
-    per = int(nodes / scale)
+    weights = _weights(insts)
+    # The canonical orders share ``nodes``; the skyline members add one share on top.
+    canonical = [w for m, w in zip(insts, weights, strict=True) if isinstance(m, _Instance)]
+    per = int(nodes / sum(1.0 / (1 << w) for w in canonical or weights))
     if per >> weights[-1] == 0:
         return _decide(insts[0], capacity, nodes)
     if parallel is None:
