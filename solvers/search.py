@@ -65,6 +65,7 @@ SKYLINE_MIN = 64  # buffers; below, the canonical orders alone decide fast
 # step (1-2 ns against 20-35 ns, both measured on graphs of 150-450 buffers), so that many
 # skyline steps are charged as one: a node costs about the same time in either kernel.
 SKYLINE_DISCOUNT = 16
+SKYLINE_SHARE = 1  # share exponent of each skyline member (``_weights``): half a share
 PARALLEL_MIN = 64  # buffers; below, starting threads costs more than racing saves
 
 
@@ -313,12 +314,10 @@ def node_budget(g: InterferenceGraph, time_limit: float) -> int:
 def _weights(insts: list[_Member]) -> list[int]:
     """Per member a share exponent: member ``i`` may expand ``2 ** -w`` of a full share.
     Every order of the canonical kernel gets a full share (MiniMalloc's round robin), so no
-    order is favoured for what it did on some benchmark; the skyline members share one more
-    between them, so at most ``1 + 1/orders`` times the nodes are spent, and the canonical
-    orders keep what they had without them."""
-    sky = sum(isinstance(m, _Skyline) for m in insts)
-    exp = max(0, (sky - 1).bit_length())  # 2 ** exp >= sky
-    return [exp if isinstance(m, _Skyline) else 0 for m in insts]
+    order is favoured for what it did on some benchmark, and keeps it when the skyline
+    members join; those get ``2 ** -SKYLINE_SHARE`` each (their nodes come on top: eight
+    members at half a share spend at most 1.5 times the canonical orders' nodes)."""
+    return [SKYLINE_SHARE if isinstance(m, _Skyline) else 0 for m in insts]
 
 
 def _decide_all(
@@ -331,7 +330,7 @@ def _decide_all(
     """(status, offsets, nodes charged) at ``capacity`` bytes over the branching orders.
 
     Member ``i`` may expand ``per >> w_i`` nodes (``_weights``), the canonical orders'
-    shares adding up to ``nodes`` and the skyline members' to one share more. A member's
+    shares adding up to ``nodes`` and the skyline members' shares on top. A member's
     *effort* is its nodes scaled back by its share (``used << w_i``); the member that
     decides (finds a plan, or proves there is none: any member's exhausted search is a
     proof) with the least effort wins, ties to the earlier one, and every member is charged
@@ -343,7 +342,7 @@ def _decide_all(
     """
     k = len(insts)
     weights = _weights(insts)
-    # The canonical orders share ``nodes``; the skyline members add one share on top.
+    # The canonical orders share ``nodes``; the skyline members' shares come on top.
     canonical = [w for m, w in zip(insts, weights, strict=True) if isinstance(m, _Instance)]
     per = int(nodes / sum(1.0 / (1 << w) for w in canonical or weights))
     if per >> weights[-1] == 0:
