@@ -89,15 +89,26 @@ def _bottom_row(
 
 @njit
 def _stacked_later(
-    c: int, h: int, size: I64, rank: I64, span_of: I64, span_ptr: I64, span_list: I64, offset: I64
+    c: int,
+    h: int,
+    size: I64,
+    alignment: I64,
+    rank: I64,
+    span_of: I64,
+    span_ptr: I64,
+    span_list: I64,
+    offset: I64,
 ) -> bool:
     """Whether a placed buffer with the same lifetime as ``c`` and a later rank ends at
-    ``h``: the two would form a block whose order nothing else sees, so only the order by
-    rank is searched."""
+    ``h`` and could swap places with ``c`` (both stay aligned): the two would form a block
+    whose order nothing else sees, so only the order by rank is searched."""
     k0 = span_ptr[span_of[c]]
     for k in range(k0, span_ptr[span_of[c] + 1]):
         p = span_list[k]
-        if offset[p] >= 0 and offset[p] + size[p] == h and rank[p] > rank[c]:
+        o = offset[p]
+        if o < 0 or o + size[p] != h or rank[p] < rank[c]:
+            continue
+        if o % alignment[c] == 0 and (o + size[c]) % alignment[p] == 0:
             return True
     return False
 
@@ -139,7 +150,7 @@ def _children(
             continue
         if twin_prev[c] >= 0 and offset[twin_prev[c]] < 0:
             continue
-        if _stacked_later(c, h, size, rank, span_of, span_ptr, span_list, offset):
+        if _stacked_later(c, h, size, alignment, rank, span_of, span_ptr, span_list, offset):
             continue
         if write:
             kid[base + count] = c
@@ -209,7 +220,7 @@ def decide_skyline(
             return EXHAUSTED, offset, 0
     if free == 0:
         return FOUND, offset, 0
-    slack = np.zeros(nsec, dtype=np.int64)  # bytes each section may still waste
+    slack = np.zeros(nsec, dtype=np.int64)  # bytes each section may waste above its height
     reach = np.zeros(nsec + 1, dtype=np.int64)
     low = np.zeros(nsec, dtype=np.int64)  # lowest offset an unplaced buffer live there takes
     sits = np.zeros(n, dtype=np.int64)  # lowest offset of each unplaced buffer, bytes
@@ -273,7 +284,7 @@ def decide_skyline(
             if low[s] + rem[s] > capacity:
                 ok = False  # cells no unplaced buffer can fill, more than the slack
                 break
-            slack[s] = capacity - low[s] - rem[s]
+            slack[s] = capacity - height[s] - rem[s]
         # Every valley's bottom row must be covered, and any valley can be branched on at
         # its first cell: the one with the fewest children is (lowest, then leftmost).
         best = -1
