@@ -5,9 +5,12 @@ The decision kernel (``solvers._search_kernel``) answers "does everything fit be
 minimizes with it: first the capacity when no plan within it is known yet (a plan within
 capacity matters most), then the lower bound (a plan there is optimal), then a bisection
 between the largest capacity proved impossible and the best arena found. Each decision runs a
-portfolio of branching orders, and the one that decides with the fewest nodes wins: they
-race on threads when there are cores to spare, else take turns on a doubling node limit
-(restarts, MiniMalloc's remedy for heavy-tailed searches); both ways give the same answer. A
+portfolio of branching orders on the canonical kernel and, on graphs of more than 64 buffers
+without pinned buffers, of the skyline kernel (``solvers._skyline_kernel``, which decides
+zero-slack tilings the canonical one thrashes on), and the member that decides with the least
+effort wins: they race on threads when there are cores to spare, else take turns on a
+doubling node limit (restarts, MiniMalloc's remedy for heavy-tailed searches); both ways give
+the same answer. A
 node budget derived from ``time_limit`` stops the search, so the same request gets the same
 answer on any machine; the clock is only a hard cap that stops early on a machine much
 slower than the one the throughput was measured on.
@@ -53,14 +56,14 @@ MIN_NODES = 1_000  # even the smallest time limit gets this many nodes
 # the tuple only breaks ties between orders that decide with the same effort.
 ORDERS = ("WAT", "TAW", "TWA", "EL", "BL", "TLS", "SWT", "ATW")
 # The skyline kernel (``solvers._skyline_kernel``) joins the portfolio with these priorities
-# on graphs of ``SKYLINE_MIN`` buffers or more without pinned buffers: it covers the lowest
+# on graphs of more than ``SKYLINE_MIN`` buffers without pinned buffers: it covers the lowest
 # free cell of a valley exactly, so it decides zero-slack tilings that no order of the
 # canonical kernel does within its share (and misses others those decide).
 # Each priority runs with two valley rules, forwards and with time reversed: like the
 # orders, no variant is best everywhere, and which one decides fast varies by instance.
 SKYLINE_ORDERS = ("S", "W")
 SKYLINE_VALLEYS = (FEWEST, LEFTMOST)
-SKYLINE_MIN = 64  # buffers; below, the canonical orders alone decide fast
+SKYLINE_MIN = 64  # buffers; up to this many (kernel-sized), the canonical orders decide fast
 # A skyline step (a tight scan over sections) costs about a sixteenth of a canonical kernel
 # step (1-2 ns against 20-35 ns, both measured on graphs of 150-450 buffers), so that many
 # skyline steps are charged as one: a node costs about the same time in either kernel.
@@ -149,7 +152,7 @@ def _skyline(inst: _Instance, valley: int, reverse: bool) -> _Skyline:
 def _members(g: InterferenceGraph) -> list[_Member]:
     """The portfolio for ``g``: every order of ``ORDERS`` on the canonical kernel, then the
     skyline kernel on ``SKYLINE_ORDERS`` where it applies."""
-    sky = g.n >= SKYLINE_MIN and not bool((g.pinned >= 0).any())
+    sky = g.n > SKYLINE_MIN and not bool((g.pinned >= 0).any())
     orders = ORDERS + (SKYLINE_ORDERS if sky else ())
     insts = _instances(g, orders)
     members: list[_Member] = list(insts[: len(ORDERS)])

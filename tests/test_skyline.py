@@ -14,6 +14,7 @@ from planner.solvers.exact import granularity
 from planner.solvers.greedy import arena_of
 from planner.solvers.search import (
     ORDERS,
+    SKYLINE_MIN,
     SKYLINE_ORDERS,
     _decide,
     _instance,
@@ -67,8 +68,9 @@ def test_skyline_stops_at_its_node_budget(budget: int) -> None:
 def test_skyline_joins_only_without_pins_and_on_large_graphs() -> None:
     tiling = family_instance("guillotine", 80, 3).request
     assert sum(isinstance(m, _Skyline) for m in _members(build_graph(tiling))) >= 4
-    small = family_instance("guillotine", 40, 3).request
-    assert not any(isinstance(m, _Skyline) for m in _members(build_graph(small)))
+    kernel_sized = build_graph(family_instance("guillotine", SKYLINE_MIN, 3).request)
+    assert kernel_sized.n == SKYLINE_MIN
+    assert not any(isinstance(m, _Skyline) for m in _members(kernel_sized))
     data = tiling.model_dump(exclude_none=True)
     data["buffers"][0]["offset"] = 0
     pinned = PlanRequest.model_validate(data)
