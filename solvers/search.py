@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
@@ -314,7 +315,7 @@ def node_budget(g: InterferenceGraph, time_limit: float) -> int:
     return max(MIN_NODES, int(time_limit * NODE_WORK_PER_SECOND / work_per_node))
 
 
-def _weights(insts: list[_Member]) -> list[int]:
+def _weights(insts: Sequence[_Member]) -> list[int]:
     """Per member a share exponent: member ``i`` may expand ``2 ** -w`` of a full share.
     Every order of the canonical kernel gets a full share (MiniMalloc's round robin), so no
     order is favoured for what it did on some benchmark, and keeps it when the skyline
@@ -324,7 +325,7 @@ def _weights(insts: list[_Member]) -> list[int]:
 
 
 def _decide_all(
-    insts: list[_Member],
+    insts: Sequence[_Member],
     capacity: int,
     nodes: int,
     deadline: float = float("inf"),
@@ -375,7 +376,7 @@ def _limit_others(caps: list[I64], weights: list[int], i: int, used: int) -> Non
 
 
 def _rounds(
-    insts: list[_Member], capacity: int, per: int, weights: list[int], deadline: float
+    insts: Sequence[_Member], capacity: int, per: int, weights: list[int], deadline: float
 ) -> list[tuple[int, I64, int]]:
     """The orders one after another, on a limit doubling up to ``per`` nodes (each order's
     share of it)."""
@@ -396,7 +397,7 @@ def _rounds(
 
 
 def _race(
-    insts: list[_Member], capacity: int, per: int, weights: list[int], deadline: float
+    insts: Sequence[_Member], capacity: int, per: int, weights: list[int], deadline: float
 ) -> list[tuple[int, I64, int]]:
     """The orders side by side on threads (the kernel releases the GIL); the first to
     decide lowers the others' limits, and the deadline stops them all."""
