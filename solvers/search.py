@@ -5,9 +5,12 @@ The decision kernel (``solvers._search_kernel``) answers "does everything fit be
 minimizes with it: first the capacity when no plan within it is known yet (a plan within
 capacity matters most), then the lower bound (a plan there is optimal), then a bisection
 between the largest capacity proved impossible and the best arena found. Each decision runs a
-portfolio of branching orders, and the one that decides with the fewest nodes wins: they
-race on threads when there are cores to spare, else take turns on a doubling node limit
-(restarts, MiniMalloc's remedy for heavy-tailed searches); both ways give the same answer. A
+portfolio of branching orders on the canonical kernel and, on graphs of more than 64 buffers
+without pinned buffers, of the skyline kernel (``solvers._skyline_kernel``, which decides
+zero-slack tilings the canonical one thrashes on), and the member that decides with the least
+effort wins: they race on threads when there are cores to spare, else take turns on a
+doubling node limit (restarts, MiniMalloc's remedy for heavy-tailed searches); both ways give
+the same answer. A
 node budget derived from ``time_limit`` stops the search, so the same request gets the same
 answer on any machine; the clock is only a hard cap that stops early on a machine much
 slower than the one the throughput was measured on.
@@ -18,15 +21,19 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
 
+from planner.core._jit import Kernel
 from planner.core.clock import wall_limit
 from planner.core.graph import InterferenceGraph
 from planner.solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES, decide
+from planner.solvers._skyline_kernel import FEWEST, LEFTMOST, decide_skyline
 from planner.solvers._stack_kernel import MAX_BUFFERS as STACK_MAX_BUFFERS
 from planner.solvers.exact import ExactResult, Progress, granularity, round_up
 from planner.solvers.greedy import arena_of
@@ -51,6 +58,20 @@ MIN_NODES = 1_000  # even the smallest time limit gets this many nodes
 # was decided on the training families (``planner.families``, ``TRAINING_SEED``); the order of
 # the tuple only breaks ties between orders that decide with the same effort.
 ORDERS = ("WAT", "TAW", "TWA", "EL", "BL", "TLS", "SWT", "ATW")
+# The skyline kernel (``solvers._skyline_kernel``) joins the portfolio with these priorities
+# on graphs of more than ``SKYLINE_MIN`` buffers without pinned buffers: it covers the lowest
+# free cell of a valley exactly, so it decides zero-slack tilings that no order of the
+# canonical kernel does within its share (and misses others those decide).
+# Each priority runs with two valley rules, forwards and with time reversed: like the
+# orders, no variant is best everywhere, and which one decides fast varies by instance.
+SKYLINE_ORDERS = ("S", "W")
+SKYLINE_VALLEYS = (FEWEST, LEFTMOST)
+SKYLINE_MIN = 64  # buffers; up to this many (kernel-sized), the canonical orders decide fast
+# A skyline step (a tight scan over sections) costs about a sixteenth of a canonical kernel
+# step (1-2 ns against 20-35 ns, both measured on graphs of 150-450 buffers), so that many
+# skyline steps are charged as one: a node costs about the same time in either kernel.
+SKYLINE_DISCOUNT = 16
+SKYLINE_SHARE = 1  # share exponent of each skyline member (``_weights``): half a share
 PARALLEL_MIN = 64  # buffers; below, starting threads costs more than racing saves
 
 
@@ -81,6 +102,70 @@ class _Instance:
     @property
     def sections(self) -> int:
         return int(self.sec_pin_ptr.size) - 1
+
+
+@dataclass(frozen=True)
+class _Skyline:
+    """The graph as the skyline kernel's arrays (no pinned buffers; request order)."""
+
+    size: I64
+    alignment: I64
+    first: I64
+    last: I64
+    start_ptr: I64  # CSR by first section: the buffers starting there, by rank
+    start_list: I64
+    twin_prev: I64
+    rank: I64
+    span_of: I64  # per buffer its lifetime's class (same first and last section)
+    span_ptr: I64  # CSR by class
+    span_list: I64
+    valley: int  # the kernel's valley rule
+
+
+_Member = _Instance | _Skyline
+
+
+def _skyline(inst: _Instance, valley: int, reverse: bool) -> _Skyline:
+    """The skyline kernel's arrays for the ranking of ``inst``, time reversed if
+    ``reverse`` (a plan of the reversed graph is one of the graph: offsets do not move)."""
+    sections = inst.sections
+    first, last = inst.first, inst.last
+    if reverse:
+        first, last = sections - last, sections - first
+    start_ptr, start_list = _csr(first[inst.by_rank], inst.by_rank, sections)
+    _, span = np.unique(first * (sections + 1) + last, return_inverse=True)
+    span_of = span.astype(np.int64).reshape(-1)
+    span_ptr, span_list = _csr(span_of, np.arange(span_of.size, dtype=np.int64), span_of.size)
+    return _Skyline(
+        inst.size,
+        inst.alignment,
+        first,
+        last,
+        start_ptr,
+        start_list,
+        inst.twin_prev,
+        inst.rank,
+        span_of,
+        span_ptr,
+        span_list,
+        valley,
+    )
+
+
+def _members(g: InterferenceGraph) -> list[_Member]:
+    """The portfolio for ``g``: every order of ``ORDERS`` on the canonical kernel, then the
+    skyline kernel on ``SKYLINE_ORDERS`` where it applies."""
+    sky = g.n > SKYLINE_MIN and not bool((g.pinned >= 0).any())
+    orders = ORDERS + (SKYLINE_ORDERS if sky else ())
+    insts = _instances(g, orders)
+    members: list[_Member] = list(insts[: len(ORDERS)])
+    members += [
+        _skyline(inst, valley, reverse)
+        for reverse in (False, True)
+        for valley in SKYLINE_VALLEYS
+        for inst in insts[len(ORDERS) :]
+    ]
+    return members
 
 
 def _csr(src: I64, dst: I64, n: int) -> tuple[I64, I64]:
@@ -232,16 +317,17 @@ def node_budget(g: InterferenceGraph, time_limit: float) -> int:
     return max(MIN_NODES, int(time_limit * NODE_WORK_PER_SECOND / work_per_node))
 
 
-def _weights(k: int) -> list[int]:
-    """Per order a share exponent: order ``i`` may expand ``2 ** -w`` of the first order's
-    nodes. Every order gets the same share (MiniMalloc's round robin), so no order is
-    favoured for what it did on some benchmark; breadth costs at most ``k`` times the nodes
-    of the best order alone (ranked shares, the leading pair first, lost MiniMalloc's E)."""
-    return [0] * k
+def _weights(insts: Sequence[_Member]) -> list[int]:
+    """Per member a share exponent: member ``i`` may expand ``2 ** -w`` of a full share.
+    Every order of the canonical kernel gets a full share (MiniMalloc's round robin), so no
+    order is favoured for what it did on some benchmark, and keeps it when the skyline
+    members join; those get ``2 ** -SKYLINE_SHARE`` each (their nodes come on top: eight
+    members at half a share spend at most 1.5 times the canonical orders' nodes)."""
+    return [SKYLINE_SHARE if isinstance(m, _Skyline) else 0 for m in insts]
 
 
 def _decide_all(
-    insts: list[_Instance],
+    insts: Sequence[_Member],
     capacity: int,
     nodes: int,
     deadline: float = float("inf"),
@@ -249,20 +335,22 @@ def _decide_all(
 ) -> tuple[int, I64, int]:
     """(status, offsets, nodes charged) at ``capacity`` bytes over the branching orders.
 
-    Order ``i`` may expand ``per >> w_i`` nodes (``_weights``), the shares adding up to
-    ``nodes``. An order's *effort* is its nodes scaled back by its share (``used << w_i``);
-    the order that decides (finds a plan, or proves there is none: any order's exhausted
-    search is a proof) with the least effort wins, ties to the earlier order, and every
-    order is charged that effort at its share (all shares when none decides). So the answer
+    Member ``i`` may expand ``per >> w_i`` nodes (``_weights``), the canonical orders'
+    shares adding up to ``nodes`` and the skyline members' shares on top. A member's
+    *effort* is its nodes scaled back by its share (``used << w_i``); the member that
+    decides (finds a plan, or proves there is none: any member's exhausted search is a
+    proof) with the least effort wins, ties to the earlier one, and every member is charged
+    that effort at its share (all shares when none decides). So the answer
     is the same whether the orders race on threads (``parallel``; by default when there are
     cores and the graph is large) or take turns on a doubling limit, MiniMalloc's remedy for
     heavy-tailed searches. The clock (``deadline``, a ``time.perf_counter`` value) is only a
     hard cap.
     """
     k = len(insts)
-    weights = _weights(k)
-    scale = sum(1.0 / (1 << w) for w in weights)
-    per = int(nodes / scale)
+    weights = _weights(insts)
+    # The canonical orders share ``nodes``; the skyline members' shares come on top.
+    canonical = [w for m, w in zip(insts, weights, strict=True) if isinstance(m, _Instance)]
+    per = int(nodes / sum(1.0 / (1 << w) for w in canonical or weights))
     if per >> weights[-1] == 0:
         return _decide(insts[0], capacity, nodes)
     if parallel is None:
@@ -290,7 +378,7 @@ def _limit_others(caps: list[I64], weights: list[int], i: int, used: int) -> Non
 
 
 def _rounds(
-    insts: list[_Instance], capacity: int, per: int, weights: list[int], deadline: float
+    insts: Sequence[_Member], capacity: int, per: int, weights: list[int], deadline: float
 ) -> list[tuple[int, I64, int]]:
     """The orders one after another, on a limit doubling up to ``per`` nodes (each order's
     share of it)."""
@@ -311,10 +399,14 @@ def _rounds(
 
 
 def _race(
-    insts: list[_Instance], capacity: int, per: int, weights: list[int], deadline: float
+    insts: Sequence[_Member], capacity: int, per: int, weights: list[int], deadline: float
 ) -> list[tuple[int, I64, int]]:
     """The orders side by side on threads (the kernel releases the GIL); the first to
     decide lowers the others' limits, and the deadline stops them all."""
+    # Load the kernels here, before the threads: a kernel's first load swaps the kernels it
+    # calls for compiled ones, and a thread calling it in the middle of that fails to compile.
+    for kernel in (decide, decide_skyline):
+        cast(Kernel, kernel).load()
     caps = [np.array([per >> w], dtype=np.int64) for w in weights]
     results: list[tuple[int, I64, int] | None] = [None] * len(insts)
     lock = threading.Lock()
@@ -339,11 +431,32 @@ def _race(
 
 
 def _decide(
-    inst: _Instance, capacity: int, nodes: int, cap: I64 | None = None, stats: I64 | None = None
+    inst: _Member, capacity: int, nodes: int, cap: I64 | None = None, stats: I64 | None = None
 ) -> tuple[int, I64, int]:
     """(status, offsets, nodes used) of the kernel at ``capacity`` bytes; ``cap`` (one
     value) is a limit another thread may lower; ``stats`` (3 values) counts the padding
-    checks, their steps and the nodes they pruned."""
+    checks, their steps and the nodes they pruned (canonical kernel only)."""
+    limit = np.array([nodes], dtype=np.int64) if cap is None else cap
+    if isinstance(inst, _Skyline):
+        status, offsets, used = decide_skyline(
+            inst.size,
+            inst.alignment,
+            inst.first,
+            inst.last,
+            inst.start_ptr,
+            inst.start_list,
+            inst.twin_prev,
+            inst.rank,
+            inst.span_of,
+            inst.span_ptr,
+            inst.span_list,
+            inst.valley,
+            SKYLINE_DISCOUNT,
+            capacity,
+            nodes,
+            limit,
+        )
+        return int(status), offsets, int(used)
     status, offsets, used = decide(
         inst.size,
         inst.alignment,
@@ -366,7 +479,7 @@ def _decide(
         inst.sec_max_pad,
         capacity,
         nodes,
-        np.array([nodes], dtype=np.int64) if cap is None else cap,
+        limit,
         np.zeros(3, dtype=np.int64) if stats is None else stats,
     )
     return int(status), offsets, int(used)
@@ -430,7 +543,7 @@ def solve_search(
     ceiling = ceiling // step * step
     bound = lo  # bytes: every capacity below it is proved impossible
     left = node_budget(g, time_limit) if nodes is None else nodes
-    insts = _instances(g, ORDERS)
+    insts = _members(g)
 
     def attempt(target: int, last: bool) -> int:
         """Decide ``target`` on half the nodes left (all if ``last``).
