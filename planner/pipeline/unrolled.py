@@ -261,9 +261,9 @@ def plan_unrolled(req: PlanRequest) -> Plan:
             fewer, _ = _unprotected(prog, [*existing, *kept], al)
             reach = (al, [*existing, *kept])
             placed = _place(req, prog, sizes, live | fewer, bound, quick, reach, exact=False)
-            held = _protect(prog, sizes, placed, existing, allowed, kept, al)
-            if (held.arena, *_cost(req, held)) < (chosen.arena, *_cost(req, chosen)):
-                chosen = held
+            alt = _protect(prog, sizes, placed, existing, allowed, kept, al)
+            if (alt.arena, *_cost(req, alt)) < (chosen.arena, *_cost(req, chosen)):
+                chosen = alt
     return _result(req, prog, sizes, footprints, chosen, (bound, *peak_at), notes)
 
 
