@@ -81,7 +81,8 @@ class Kernel:
     def __init__(self, func: Callable[..., Any], *, small: bool) -> None:
         self.py_func = func
         self.small = small
-        self._compiled: Callable[..., Any] | None = None
+        self._compiled: Callable[..., Any] | None = None  # set once its callees are loaded
+        self._loading: Callable[..., Any] | None = None  # its dispatcher while they load
         self._called = False  # a compiled call has run (and paid the loading)
         functools.update_wrapper(self, func)
 
@@ -106,18 +107,22 @@ class Kernel:
             return self._compiled
         with _lock, paused():
             if self._compiled is None:
+                if self._loading is not None:
+                    return self._loading  # asked again by a kernel it calls, on this thread
                 import numba
 
                 announce(_part(self.py_func.__module__))
                 # numba compiles on the first call, reading the kernel's globals then: the
-                # kernels it calls must be numba's own dispatchers by that time.
+                # kernels it calls must be numba's own dispatchers by that time, so another
+                # thread gets the dispatcher only once they are.
                 dispatcher = numba.njit(cache=CACHE_DIR is not None, nogil=True)(self.py_func)
-                self._compiled = dispatcher
+                self._loading = dispatcher
                 scope = self.py_func.__globals__
                 scope[self.py_func.__name__] = dispatcher
                 for name, value in list(scope.items()):
                     if isinstance(value, Kernel):
                         scope[name] = value.load()
+                self._compiled = dispatcher
         return self._compiled
 
 
