@@ -22,12 +22,13 @@ from planner.bench import BenchRow, Instance
 from planner.core.graph import InterferenceGraph, build_graph
 from planner.validators._disjoint import any_clash
 
-__all__ = ["MODULE", "THREADS", "allocator_names", "load", "run_allocator"]
+__all__ = ["MAX_THREADS", "MODULE", "THREADS", "allocator_names", "load", "run_allocator"]
 
 MODULE = "omnimalloc"
 # Search threads for the allocators that take them: SuperMalloc's portfolio races its
 # branching orders on threads, and it is published with 6; fewer slow it down sharply.
 THREADS = 6
+MAX_THREADS = 256
 
 
 def load() -> ModuleType | None:
@@ -43,16 +44,16 @@ def allocator_names(module: ModuleType) -> list[str]:
     return [str(name) for name in module.available_allocators()]
 
 
-def _allocator(module: ModuleType, name: str, time_limit: float) -> Any:
-    """The allocator ``name``, given the time limit and ``THREADS`` threads where it takes
-    them."""
+def _allocator(module: ModuleType, name: str, time_limit: float, threads: int) -> Any:
+    """The allocator ``name``, given the time limit and ``threads`` search threads where it
+    takes them."""
     allocator = module.allocators.BaseAllocator.resolve(name)
     params = inspect.signature(type(allocator)).parameters
     kwargs: dict[str, Any] = {}
     if "timeout" in params:
         kwargs["timeout"] = time_limit
     if "num_threads" in params:
-        kwargs["num_threads"] = THREADS
+        kwargs["num_threads"] = threads
     return type(allocator)(**kwargs) if kwargs else allocator
 
 
@@ -72,8 +73,11 @@ def _violations(g: InterferenceGraph, offsets: list[int]) -> int:
     return bad
 
 
-def run_allocator(module: ModuleType, name: str, instance: Instance) -> BenchRow:
-    """Plan ``instance`` with OmniMalloc's allocator ``name`` and check its offsets."""
+def run_allocator(
+    module: ModuleType, name: str, instance: Instance, *, threads: int = THREADS
+) -> BenchRow:
+    """Plan ``instance`` with OmniMalloc's allocator ``name`` (``threads`` search threads
+    where it takes them) and check its offsets."""
     request = instance.request
     g = build_graph(request)
     allocations = [
@@ -89,7 +93,7 @@ def run_allocator(module: ModuleType, name: str, instance: Instance) -> BenchRow
     best = float("inf")
     placed: Any = ()
     for _ in range(max(1, instance.repeat)):
-        allocator = _allocator(module, name, request.options.time_limit)
+        allocator = _allocator(module, name, request.options.time_limit, threads)
         t0 = time.perf_counter()
         placed = module.allocate(allocations, allocator=allocator)
         best = min(best, time.perf_counter() - t0)
@@ -108,7 +112,7 @@ def run_allocator(module: ModuleType, name: str, instance: Instance) -> BenchRow
         arena_bytes=arena,
         gap=(arena - lower) / lower if lower else 0.0,
         status=("optimal" if proved else "feasible") if fits else "unknown",
-        winner=f"{MODULE}:{name}",
+        winner=f"{MODULE}:{name}" + ("" if threads == THREADS else f":{threads}"),
         time_ms=best * 1000.0,
         valid=bad == 0,
         violations=bad,

@@ -229,8 +229,9 @@ def _parser() -> _Parser:
         metavar="ALLOCATOR",
         action="append",
         default=[],
-        help="also run this OmniMalloc allocator (e.g. supermalloc) side by side; needs "
-        "the compare extra",
+        help="also run this OmniMalloc allocator (e.g. supermalloc) side by side; "
+        "NAME:THREADS gives it that many search threads (default 6, e.g. supermalloc:2); "
+        "needs the compare extra",
     )
     b.add_argument("--json", action="store_true", help="print the rows as JSON")
     b.add_argument(
@@ -583,14 +584,21 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                 "bench: --omnimalloc needs the omnimalloc package: " + install_hint("compare")
             )
         known = omni.allocator_names(module)
-        for name in args.omnimalloc:
+        for given in args.omnimalloc:
+            name, _, count = given.partition(":")
             if name not in known:
                 return fail(
                     f"bench: --omnimalloc: unknown allocator {name!r}; one of {', '.join(known)}"
                 )
-            label = f"omnimalloc:{name}"
+            if count and not (count.isdigit() and 0 < int(count) <= omni.MAX_THREADS):
+                return fail(
+                    f"bench: --omnimalloc {given}: threads must be 1 to {omni.MAX_THREADS}, "
+                    f"got {count!r}"
+                )
+            threads = int(count) if count else omni.THREADS
+            label = f"omnimalloc:{name}" + (f":{threads}" if count else "")
             groups.append((label, groups[0][1]))
-            runners[label] = functools.partial(omni.run_allocator, module, name)
+            runners[label] = functools.partial(omni.run_allocator, module, name, threads=threads)
     try:
         if len(groups) == 1:
             return bench_mod.bench(groups[0][1], as_json=args.json)

@@ -211,3 +211,28 @@ def test_family_table_and_bad_buffer_range(capsys: Capture) -> None:
     assert "--buffers" in err
     assert "'300-100'" in err
     assert "Traceback" not in err
+
+
+def test_omnimalloc_thread_counts_side_by_side(
+    csv_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[Any] = []
+    monkeypatch.setitem(sys.modules, "omnimalloc", _fake_omnimalloc(made))
+    argv = ["bench", str(csv_path), "--repeat", "1", "--time-limit", "2"]
+    assert main([*argv, "--omnimalloc", "stacked:2", "--omnimalloc", "stacked:6"]) == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    assert "omnimalloc:stacked:2 arena" in header
+    assert "omnimalloc:stacked:6 arena" in header
+    timed = [a.num_threads for a in made if isinstance(a, _Stacked) and a.num_threads]
+    assert timed == [2, 6]
+
+
+@pytest.mark.parametrize("given", ["stacked:0", "stacked:x", "stacked:-1", "stacked:999"])
+def test_omnimalloc_bad_thread_count(
+    given: str, csv_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "omnimalloc", _fake_omnimalloc([]))
+    assert main(["bench", str(csv_path), "--omnimalloc", given]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert f"--omnimalloc {given}: threads must be 1 to 256" in err
