@@ -133,12 +133,42 @@ def _sift_down(heap: I64, size: int, i: int) -> None:
 
 
 @njit
-def _first_fit(
-    lists: I64, k: int, s_b: int, a: int, pool: tuple[I64, I64, I64], head: I64, count: I64
+def _past(pool_hi: I64, h: int, c: int, q: int, top: int) -> int:
+    """The first of runs ``q .. c-1`` of the list at ``h`` that ends above ``top`` (``c`` if
+    none), galloping from ``q``: runs end in increasing order, so those skipped lie wholly
+    below ``top``."""
+    if q >= c or pool_hi[h + q] > top:
+        return q
+    step = 1  # pool_hi[h + q] <= top: the answer lies in q+1 ..
+    while q + step < c and pool_hi[h + q + step] <= top:
+        q += step
+        step *= 2
+    lo, up = q + 1, min(q + step, c)
+    while lo < up:
+        mid = (lo + up) >> 1
+        if pool_hi[h + mid] <= top:
+            lo = mid + 1
+        else:
+            up = mid
+    return lo
+
+
+@njit
+def _merge_fit(
+    lists: I64,
+    k: int,
+    s_b: int,
+    a: int,
+    best_fit: bool,
+    pool: tuple[I64, I64, I64],
+    head: I64,
+    count: I64,
 ) -> int:
-    """First fit over the union of ``k`` lists: their runs merged in offset order by a heap of
-    packed (offset, list slot) keys, stopping at the first gap that takes ``s_b`` bytes at a
-    multiple of ``a`` (the lowest such offset, as ``place`` finds it)."""
+    """``_place.fit`` over the union of ``k`` lists: their runs merged in offset order by a
+    heap of packed (offset, list slot) keys. A list's runs that end at or below the highest
+    byte covered so far can open no gap, so each list skips past them at once. First fit
+    stops at the first gap that takes ``s_b`` bytes at a multiple of ``a``; best fit keeps
+    the first of the smallest such gaps (one of exactly ``s_b`` bytes cannot be beaten)."""
     bits = 1
     while (1 << bits) <= k:
         bits += 1
@@ -153,25 +183,33 @@ def _first_fit(
     for i in range(size // 2 - 1, -1, -1):
         _sift_down(heap, size, i)
     top = 0
+    best = -1
+    best_gap = np.iinfo(np.int64).max
     while size > 0:
         j = heap[0] & mask
         s = lists[j]
-        r = head[s] + at[j]
-        lo = pool[0][r]
+        h = head[s]
+        lo = pool[0][h + at[j]]
         cand = (top + a - 1) // a * a
         if cand + s_b <= lo:
-            return cand
-        hi = pool[1][r]
+            if not best_fit:
+                return cand
+            if lo - top < best_gap:
+                best_gap = lo - top
+                best = cand
+                if best_gap == s_b:
+                    return best
+        hi = pool[1][h + at[j]]
         if hi > top:
             top = hi
-        at[j] += 1
+        at[j] = _past(pool[1], h, count[s], at[j] + 1, top)
         if at[j] < count[s]:
-            heap[0] = (pool[0][r + 1] << bits) | j
+            heap[0] = (pool[0][h + at[j]] << bits) | j
         else:
             size -= 1
             heap[0] = heap[size]
         _sift_down(heap, size, 0)
-    return (top + a - 1) // a * a
+    return best if best >= 0 else (top + a - 1) // a * a
 
 
 @njit
@@ -246,9 +284,9 @@ def place_tree(
         right = leaf_hi[b] - 1 + width  # inclusive leaf
         if pinned[b] >= 0:
             best = pinned[b]
-        elif not best_fit and size[b] > 0 and offset_bits + 8 <= 62:
+        elif size[b] > 0 and offset_bits + 8 <= 62:
             k = _lists(left, right, nodes, lists)
-            best = _first_fit(lists, k, size[b], alignment[b], pool, head, count)
+            best = _merge_fit(lists, k, size[b], alignment[b], best_fit, pool, head, count)
         else:
             # Gather the runs of every list the query range reads.
             m = 0
