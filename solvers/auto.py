@@ -5,7 +5,7 @@ and, when greedy misses it, the clique bound (``solvers.bounds``). Independent c
 components of the interference graph never share a point in time, so each is solved on its
 own and the arena is the largest of theirs. Only components whose greedy arena is above the
 bound can lower the maximum; the exact methods run on those, in turn, seeded with the best
-plan so far (on kernel-sized ones CP-SAT between two searches, see ``_schedule``). Every
+plan so far (on kernel-sized ones searches and CP-SAT runs in turn, see ``_schedule``). Every
 budget is a fixed share of ``time_limit``, not what the clock says is left, so the same
 request gets the same budgets and the same plan. Which greedy heuristics run is chosen by
 their estimated cost (``solvers.greedy.affordable``), and whether the exact methods run at
