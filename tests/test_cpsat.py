@@ -232,5 +232,6 @@ def test_no_plan_within_upper_raises_the_bound() -> None:
     assert at_bound.bound == 4
     assert not at_bound.infeasible  # no capacity: the space was only a cap
     above = _solve(g, upper=4)
-    assert above.proved_optimal and above.arena_bytes == 4
+    assert above.proved_optimal
+    assert above.arena_bytes == 4
     assert_valid_offsets(request, g, above.offsets)

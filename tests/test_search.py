@@ -536,12 +536,14 @@ def test_bound_only_decides_the_bound_alone() -> None:
     # on to the optimum above it.
     request = _request(ABOVE_THE_PEAK)
     g = build_graph(request)
-    assert g.lower_bound.bytes == 5 and brute_force(g) == 6
+    assert g.lower_bound.bytes == 5
+    assert brute_force(g) == 6
     result = _solve(g, bound_only=True)
     assert result.offsets is None
     assert result.bound == 6
     full = _solve(g)
-    assert full.proved_optimal and full.arena_bytes == 6
+    assert full.proved_optimal
+    assert full.arena_bytes == 6
     assert_valid_offsets(request, g, full.offsets)
 
 
