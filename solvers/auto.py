@@ -5,7 +5,7 @@ and, when greedy misses it, the clique bound (``solvers.bounds``). Independent c
 components of the interference graph never share a point in time, so each is solved on its
 own and the arena is the largest of theirs. Only components whose greedy arena is above the
 bound can lower the maximum; the exact methods run on those, in turn, seeded with the best
-plan so far (on kernel-sized ones CP-SAT between two searches, see ``_schedule``). Every
+plan so far (on kernel-sized ones searches and CP-SAT runs in turn, see ``_schedule``). Every
 budget is a fixed share of ``time_limit``, not what the clock says is left, so the same
 request gets the same budgets and the same plan. Which greedy heuristics run is chosen by
 their estimated cost (``solvers.greedy.affordable``), and whether the exact methods run at
@@ -52,9 +52,15 @@ _LISTENER: ContextVar[Listener | None] = ContextVar("planner_progress", default=
 
 IIS_MAX_BUFFERS = 64  # the deletion filter for a certificate runs up to this many buffers
 LOAD_SECONDS = 60.0  # the once-per-process warm-up's own deadline
-SMALL_PART = 64  # buffers (kernel-sized): up to this many, CP-SAT runs between two searches
-SMALL_FIRST_SEARCH = 0.02  # of a small part's time: the first, short search
-SMALL_CPSAT = 0.78  # of a small part's time: CP-SAT
+SMALL_PART = 64  # buffers (kernel-sized): up to this many, CP-SAT runs between searches
+TINY_PART = 16  # buffers: below this many, one CP-SAT run between two searches
+TINY_FIRST_SEARCH = 0.02  # of a tiny part's time: the first, short search
+TINY_CPSAT = 0.78  # of a tiny part's time: CP-SAT, then the search again with the rest
+SMALL_FIRST_SEARCH = 0.01  # of a small part's time: the first search, at the bound only
+SMALL_AT_BOUND = 0.05  # of a small part's time, per run: CP-SAT asked for a plan at the bound
+SMALL_AT_BOUND_TRIES = 3  # runs at the bound while each proves it too low (and raises it)
+SMALL_ABOVE_SEARCH = 0.01  # of a small part's time: the search above the bound
+SMALL_CPSAT = 0.72  # of a small part's time: CP-SAT minimizing, then the search with the rest
 GREEDY_SHARE = 0.5  # of the time limit: the greedy heuristics chosen by estimated cost
 EXACT_MAX_EDGES = 1 << 23  # conflicts: past this the exact methods' instances do not run
 EXACT_SETUP_RATE = 2.5e6  # buffers + conflicts per second building the exact instances
@@ -233,40 +239,48 @@ def _improve(
         others = np.ones(g.n, dtype=bool)
         others[members] = False
         rest = int((offsets + g.size)[others].max(initial=0))  # arena of the other parts
-        for method_name, method, fraction in _schedule(methods, sub.n):
+        step = granularity(sub)
+        for run in _schedule(methods, sub.n):
+            method_name, method = run.name, run.method
             if expired():  # building an instance past the deadline would overrun it
                 break
-            share = per_part * fraction
+            share = per_part * run.fraction
             progress = _progress_of_part(rest, sub_arena, bound)
-            result = method(
-                sub,
-                capacity=capacity,
-                lower_bound=sub_bound,
-                hint=offsets[members],
-                time_limit=share,
-                upper=sub_arena,
-                on_progress=progress,
-            )
-            sub_bound = max(sub_bound, result.bound)
-            if result.proved_optimal and result.arena_bytes is not None:
-                sub_bound = max(sub_bound, result.arena_bytes)  # its optimum, proved
-            if result.infeasible:
-                return Solution(
-                    name=f"exact:{method_name}",
-                    offsets=offsets,
-                    arena_bytes=arena_of(g, offsets),
-                    bound=bound if enough is not None else max(bound, sub_bound),
-                    proved_optimal=False,
-                    tried=[*tried, (f"exact:{method_name}", arena_of(g, offsets))],
-                    infeasible=_irreducible(g, members, method, capacity, per_part / 2),
-                    notes=notes,
+            for _ in range(run.tries):
+                before = sub_bound
+                result = method(
+                    sub,
+                    capacity=capacity,
+                    lower_bound=sub_bound,
+                    hint=offsets[members],
+                    time_limit=share,
+                    upper=sub_bound if run.at_bound else sub_arena,
+                    on_progress=progress,
+                    **run.options,
                 )
-            found, arena = result.offsets, result.arena_bytes
-            if found is not None and arena is not None and arena < sub_arena:
-                offsets[members] = found
-                sub_arena = arena
-                name = f"exact:{method_name}"
-            tried.append((f"exact:{method_name}", arena_of(g, offsets)))
+                # Every arena is a multiple of the granularity: so is the least one.
+                sub_bound = max(sub_bound, round_up(result.bound, step))
+                if result.proved_optimal and result.arena_bytes is not None:
+                    sub_bound = max(sub_bound, result.arena_bytes)  # its optimum, proved
+                if result.infeasible:
+                    return Solution(
+                        name=f"exact:{method_name}",
+                        offsets=offsets,
+                        arena_bytes=arena_of(g, offsets),
+                        bound=bound if enough is not None else max(bound, sub_bound),
+                        proved_optimal=False,
+                        tried=[*tried, (f"exact:{method_name}", arena_of(g, offsets))],
+                        infeasible=_irreducible(g, members, method, capacity, per_part / 2),
+                        notes=notes,
+                    )
+                found, arena = result.offsets, result.arena_bytes
+                if found is not None and arena is not None and arena < sub_arena:
+                    offsets[members] = found
+                    sub_arena = arena
+                    name = f"exact:{method_name}"
+                tried.append((f"exact:{method_name}", arena_of(g, offsets)))
+                if sub_arena <= sub_bound or sub_bound == before:
+                    break  # optimal, or the bound stands: another try gains nothing
             if sub_arena <= sub_bound:
                 break
         if enough is None:
@@ -298,24 +312,50 @@ def _exact_affordable(g: InterferenceGraph, parts: list[I64], time_limit: float)
     return edges <= EXACT_MAX_EDGES and setup <= EXACT_SETUP_SHARE * time_limit
 
 
-def _schedule(
-    methods: list[tuple[str, ExactMethod]], n: int
-) -> list[tuple[str, ExactMethod, float]]:
+@dataclass(frozen=True)
+class _Step:
+    """One run of an exact method on a part."""
+
+    name: str
+    method: ExactMethod
+    fraction: float  # of the part's time
+    at_bound: bool = False  # only a plan at the part's bound is searched for
+    tries: int = 1  # runs while each proves the bound too low (and raises it)
+    options: dict[str, bool] = field(default_factory=dict)  # the method's own options
+
+
+def _schedule(methods: list[tuple[str, ExactMethod]], n: int) -> list[_Step]:
     """The exact methods to run on a part of ``n`` buffers, each with its fraction of the
     part's time.
 
     On small parts the search finds plans fast but proves little; CP-SAT proves them well.
-    So there a short search comes first, then CP-SAT, then the search again with the rest,
-    seeded by what CP-SAT found. Large parts split the time evenly, the search first.
+    The bound is tight on nearly every kernel-sized part, and what takes time is finding a
+    plan at it. So the search first decides the bound alone (no bisection above it), then
+    CP-SAT is asked only for a plan at the bound: a far smaller model than the whole range
+    below the best arena, which it decides in milliseconds on most parts the search
+    misses, or proves the bound too low (then again at the raised bound, up to
+    ``SMALL_AT_BOUND_TRIES`` runs). Where it decides neither, the search bisects above the
+    bound (a better plan to start from), CP-SAT minimizes, and the search goes on with the
+    rest, seeded by what CP-SAT found. On tiny parts (fewer than ``TINY_PART`` buffers) a
+    short search, CP-SAT minimizing, then the search again. Large parts split the time
+    evenly, the search first.
     """
     if n > SMALL_PART or len(methods) < 2 or [m for m, _ in methods] != ["search", "cpsat"]:
-        return [(name, method, 1.0 / len(methods)) for name, method in methods]
+        return [_Step(name, method, 1.0 / len(methods)) for name, method in methods]
     (s_name, search), (c_name, cpsat) = methods
-    first, second = SMALL_FIRST_SEARCH, SMALL_CPSAT
+    if n < TINY_PART:
+        return [
+            _Step(s_name, search, TINY_FIRST_SEARCH),
+            _Step(c_name, cpsat, TINY_CPSAT),
+            _Step(s_name, search, 1.0 - TINY_FIRST_SEARCH - TINY_CPSAT),
+        ]
+    spent = SMALL_FIRST_SEARCH + SMALL_AT_BOUND * SMALL_AT_BOUND_TRIES + SMALL_ABOVE_SEARCH
     return [
-        (s_name, search, first),
-        (c_name, cpsat, second),
-        (s_name, search, 1.0 - first - second),
+        _Step(s_name, search, SMALL_FIRST_SEARCH, options={"bound_only": True}),
+        _Step(c_name, cpsat, SMALL_AT_BOUND, at_bound=True, tries=SMALL_AT_BOUND_TRIES),
+        _Step(s_name, search, SMALL_ABOVE_SEARCH, options={"above_bound": True}),
+        _Step(c_name, cpsat, SMALL_CPSAT),
+        _Step(s_name, search, 1.0 - spent - SMALL_CPSAT),
     ]
 
 

@@ -90,9 +90,10 @@ def solve_cpsat(
     """Smallest arena for ``g`` within ``capacity`` (bytes), searched for ``time_limit`` s.
 
     ``lower_bound`` must be valid (no plan uses fewer bytes); ``hint`` is a plan (bytes,
-    request order) to start from; ``upper`` (bytes, the arena of a known plan) caps the
-    address space below the capacity. ``on_progress`` sees each improving arena and the bound:
-    for benchmarks; it does not change the result.
+    request order) to start from; ``upper`` (bytes, the arena of a known plan, or the lower
+    bound itself to ask only for a plan there) caps the address space below the capacity;
+    a proof that no plan fits within it raises the bound returned past it. ``on_progress``
+    sees each improving arena and the bound: for benchmarks; it does not change the result.
     """
     n = g.n
     if n == 0:
@@ -171,6 +172,8 @@ def solve_cpsat(
         bound = max(lower_bound, int(solver.best_objective_bound))
         optimal = status == cp_model.OPTIMAL
         return ExactResult("cpsat", offsets, arena, arena if optimal else bound, optimal, False)
-    # Only a capacity makes the space a hard limit; ``upper`` was a cap of convenience.
-    infeasible = status == cp_model.INFEASIBLE and h_max == capacity
-    return ExactResult("cpsat", None, None, lower_bound, False, infeasible)
+    if status == cp_model.INFEASIBLE:
+        # No plan within the space: every plan is higher, a proof. Only a capacity makes
+        # the space a hard limit; ``upper`` was a cap of convenience.
+        return ExactResult("cpsat", None, None, h_max + 1, False, h_max == capacity)
+    return ExactResult("cpsat", None, None, lower_bound, False, False)

@@ -507,12 +507,17 @@ def solve_search(
     upper: int | None = None,
     nodes: int | None = None,
     on_progress: Progress | None = None,
+    bound_only: bool = False,
+    above_bound: bool = False,
 ) -> ExactResult:
     """Smallest arena (bytes) within ``capacity``, or a proof that none fits.
 
     ``hint`` is a valid plan (request order) to improve on; ``upper`` an arena (bytes) the
     caller already has, so only smaller ones are searched. ``nodes`` overrides the node
     budget derived from ``time_limit`` (seconds). ``on_progress`` sees each decision's news.
+    ``bound_only``: decide only the lowest capacity worth trying (the lower bound, where a
+    plan is optimal) with every node, and stop there: no bisection above it.
+    ``above_bound``: the bound was left undecided by a run before; bisect above it at once.
     """
     clock = time.perf_counter()
     wall = wall_limit(time_limit)  # seconds: the clock's cap; the node budget decides
@@ -575,11 +580,15 @@ def solve_search(
             high = min(high, best_arena - step)
         elif low == cap:
             low += step  # undecided at the only capacity worth trying
-    if low <= high and time_left():
-        attempt(low, last=low == high)
+    if above_bound:
+        low += step
+    elif low <= high and time_left():
+        attempt(low, last=bound_only or low == high)
         low += step
         if best_arena is not None:
             high = min(high, best_arena - step)
+        if bound_only:
+            high = low - step
     while low <= high and time_left():
         mid = low + (high - low) // step // 2 * step
         status = attempt(mid, last=low == high)

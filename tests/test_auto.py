@@ -13,7 +13,7 @@ import planner.solvers.auto as auto
 from planner.core.errors import RequestError
 from planner.core.graph import build_graph
 from planner.core.models import PlanRequest
-from planner.generate import random_request
+from planner.generate import random_kernel, random_request
 from planner.solvers import registry
 from planner.solvers.greedy import portfolio
 from planner.validators import validate_plan
@@ -189,4 +189,27 @@ def test_enough_below_greedy_still_searches_and_proves_no_false_bound(n: int, se
     assert result.arena_bytes <= greedy.arena_bytes
     assert result.bound <= plain.bound  # what ``enough`` aims at is never taken as a bound
     assert result.bound <= result.arena_bytes
+    assert_valid_offsets(request, g, result.offsets)
+
+
+@pytest.mark.parametrize("n", [1, auto.TINY_PART - 1, auto.TINY_PART, auto.SMALL_PART, 200])
+def test_schedule_stays_within_the_part_time(n: int) -> None:
+    methods = [(name, registry.exact_method(name)) for name in ("search", "cpsat")]
+    steps = auto._schedule([(m, f) for m, f in methods if f is not None], n)
+    assert sum(s.fraction * s.tries for s in steps) <= 1.0 + 1e-9
+    assert all(s.fraction > 0 for s in steps)
+
+
+@pytest.mark.skipif(not registry.installed("cpsat"), reason="needs the exact extra")
+def test_kernel_sized_part_gets_its_plan_at_the_bound_from_cpsat() -> None:
+    # 63 buffers where greedy misses the (tight) clique bound and the first search finds no
+    # plan at it within its nodes; CP-SAT, asked only for a plan at the bound, finds one, so
+    # nothing runs after it.
+    request = random_kernel(1234)
+    g = build_graph(request, "none")
+    result = auto.solve(g, solver="auto", heuristics=None, capacity=None, time_limit=10.0)
+    exact = [name for name, _ in result.tried if name.startswith("exact:")]
+    assert exact == ["exact:search", "exact:cpsat"]
+    assert result.proved_optimal
+    assert result.name == "exact:cpsat"
     assert_valid_offsets(request, g, result.offsets)

@@ -213,3 +213,25 @@ def test_identical_buffers_stay_optimal() -> None:
     assert result.proved_optimal
     assert result.arena_bytes == 40 == brute_force(g)
     assert_valid_offsets(request, g, result.offsets)
+
+
+def test_no_plan_within_upper_raises_the_bound() -> None:
+    # A pin splits the space so the peak of 3 bytes cannot be reached: asked only for a plan
+    # at 3 bytes, CP-SAT proves there is none, and the bound rises past it.
+    request = _request(
+        [
+            {"id": "p", "size": 1, "start": 0, "end": 2, "offset": 1},
+            {"id": "f", "size": 2, "start": 0, "end": 2},
+            {"id": "g", "size": 3, "start": 2, "end": 3},
+        ]
+    )
+    g = build_graph(request)
+    assert g.lower_bound.bytes == 3
+    at_bound = _solve(g, upper=3)
+    assert at_bound.offsets is None
+    assert at_bound.bound == 4
+    assert not at_bound.infeasible  # no capacity: the space was only a cap
+    above = _solve(g, upper=4)
+    assert above.proved_optimal
+    assert above.arena_bytes == 4
+    assert_valid_offsets(request, g, above.offsets)

@@ -522,3 +522,39 @@ def test_portfolio_solves_what_its_first_order_misses() -> None:
     assert result.proved_optimal
     assert result.arena_bytes == CAPACITY
     assert_valid_offsets(request, g, result.offsets)
+
+
+# Alignment keeps every plan above the peak of 5 bytes: the optimum is 6 (a at 0, b at 4).
+ABOVE_THE_PEAK = [
+    {"id": "a", "size": 3, "start": 0, "end": 2, "alignment": 4},
+    {"id": "b", "size": 2, "start": 0, "end": 2, "alignment": 4},
+]
+
+
+def test_bound_only_decides_the_bound_alone() -> None:
+    # Deciding only the bound proves it too low and stops there, where the full search goes
+    # on to the optimum above it.
+    request = _request(ABOVE_THE_PEAK)
+    g = build_graph(request)
+    assert g.lower_bound.bytes == 5
+    assert brute_force(g) == 6
+    result = _solve(g, bound_only=True)
+    assert result.offsets is None
+    assert result.bound == 6
+    full = _solve(g)
+    assert full.proved_optimal
+    assert full.arena_bytes == 6
+    assert_valid_offsets(request, g, full.offsets)
+
+
+def test_above_bound_never_decides_the_bound() -> None:
+    # Above the bound the search finds the optimum but, never deciding the bound itself,
+    # cannot prove it; the full search does.
+    request = _request(ABOVE_THE_PEAK)
+    g = build_graph(request)
+    result = _solve(g, above_bound=True)
+    assert result.arena_bytes == 6
+    assert result.bound == 5
+    assert not result.proved_optimal
+    assert_valid_offsets(request, g, result.offsets)
+    assert _solve(g).bound == 6
