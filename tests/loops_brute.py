@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -202,14 +203,21 @@ def runs(req: PlanRequest, point: int) -> int:
 def random_request(rng: random.Random) -> dict[str, Any]:
     """A small random program that the model accepts: nested or disjoint loops, branches
     inside or around them, buffers with one or two ranges that respect the arms."""
-    for _ in range(200):
-        data = _draw(rng)
+    return first_accepted(rng, _draw, 200)
+
+
+def first_accepted(
+    rng: random.Random, draw: Callable[[random.Random], dict[str, Any]], tries: int
+) -> dict[str, Any]:
+    """The first of ``tries`` programs drawn by ``draw`` that the model accepts."""
+    for _ in range(tries):
+        data = draw(rng)
         try:
             parse_request(data)
         except RequestError:
             continue
         return data
-    raise AssertionError("no valid random program in 200 draws")
+    raise AssertionError(f"no valid random program in {tries} draws")
 
 
 def _range(rng: random.Random, horizon: int, arms: list[list[int]]) -> tuple[int, int]:

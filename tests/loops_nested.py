@@ -6,9 +6,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from planner.core.errors import RequestError
-from planner.core.io import parse_request
 from planner.core.models import Plan, PlanRequest
+from tests.loops_brute import first_accepted
 
 
 def _split(rng: random.Random, s: int, e: int) -> list[list[int]]:
@@ -70,14 +69,7 @@ def _draw(rng: random.Random) -> dict[str, Any]:
 
 def random_nested(rng: random.Random) -> dict[str, Any]:
     """A program the model accepts, with at least one branch inside an arm of another."""
-    for _ in range(500):
-        data = _draw(rng)
-        try:
-            parse_request(data)
-        except RequestError:
-            continue
-        return data
-    raise AssertionError("no valid nested program in 500 draws")
+    return first_accepted(rng, _draw, 500)
 
 
 def stacked(req: PlanRequest, plan: Plan) -> Plan:

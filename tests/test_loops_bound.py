@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -57,6 +58,20 @@ def _smallest_arena(req: PlanRequest, pairs: set[tuple[str, str]]) -> int:
     return best
 
 
+def _drawn(
+    rng: random.Random, shape: Callable[[dict[str, Any]], dict[str, Any]], most: int
+) -> Iterator[tuple[dict[str, Any], PlanRequest]]:
+    """Small random programs with loops, branches or ranges (at most ``most`` buffers),
+    reshaped by ``shape``."""
+    while True:
+        data = shape(random_request(rng))
+        if len(data["buffers"]) > most:
+            continue
+        req = parse_request(data)
+        if req.has_control_flow:
+            yield data, req
+
+
 def _existing(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "options": {**data["options"], "sync": "existing"}}
 
@@ -64,13 +79,9 @@ def _existing(data: dict[str, Any]) -> dict[str, Any]:
 def test_the_barrier_extended_bound_never_passes_the_best_arena() -> None:
     rng = random.Random(515)
     checked = raised = 0
-    while checked < 60:
-        data = _existing(random_request(rng))
-        if len(data["buffers"]) > 6:
-            continue
-        req = parse_request(data)
-        if not req.has_control_flow:
-            continue
+    for data, req in _drawn(rng, _existing, 6):
+        if checked == 60:
+            break
         try:
             plan = planner.plan(req)
         except RequestError:
@@ -145,13 +156,9 @@ def _best_under_cap(data: dict[str, Any], cap: int) -> int | None:
 def test_the_capped_bound_never_passes_the_best_arena_under_the_cap() -> None:
     rng = random.Random(1207)
     checked = raised = at_best = 0
-    while checked < 25:
-        data = _capped(random_request(rng), 1)
-        if len(data["buffers"]) > 5:
-            continue
-        req = parse_request(data)
-        if not req.has_control_flow:
-            continue
+    for data, req in _drawn(rng, lambda d: _capped(d, 1), 5):
+        if checked == 25:
+            break
         try:
             plan = planner.plan(req)
         except RequestError:
