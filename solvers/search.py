@@ -24,12 +24,10 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import cast
 
 import numpy as np
 import numpy.typing as npt
 
-from planner.core._jit import Kernel
 from planner.core.clock import wall_limit
 from planner.core.graph import InterferenceGraph
 from planner.solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES, decide
@@ -403,10 +401,6 @@ def _race(
 ) -> list[tuple[int, I64, int]]:
     """The orders side by side on threads (the kernel releases the GIL); the first to
     decide lowers the others' limits, and the deadline stops them all."""
-    # Load the kernels here, before the threads: a kernel's first load swaps the kernels it
-    # calls for compiled ones, and a thread calling it in the middle of that fails to compile.
-    for kernel in (decide, decide_skyline):
-        cast(Kernel, kernel).load()
     caps = [np.array([per >> w], dtype=np.int64) for w in weights]
     results: list[tuple[int, I64, int] | None] = [None] * len(insts)
     lock = threading.Lock()

@@ -13,17 +13,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from planner.core.models import (
-    Barriers,
-    GraphStats,
-    Launch,
-    Placement,
-    Plan,
-    PlanRequest,
-    SolverInfo,
-)
+from planner.core.models import Barriers, Plan, PlanRequest
 from planner.validators import validate_plan
 from planner.validators.emulator import emulate
+from tests.plans import hand_plan
 
 __all__ = [
     "OFFSETS",
@@ -63,21 +56,8 @@ def request(data: dict[str, Any]) -> PlanRequest:
 
 def plan_at(req: PlanRequest, offsets: dict[str, int]) -> Plan:
     """A plan placing each buffer at ``offsets[id]``, relying on the request's barriers."""
-    arena = max((offsets[b.id] + b.size for b in req.buffers), default=0)
-    return Plan(
-        name=req.name,
-        status="feasible",
-        arena_bytes=arena,
-        lower_bound=0,
-        naive_bytes=sum(b.size for b in req.buffers),
-        capacity=req.effective_capacity,
-        placements=[Placement(id=b.id, offset=offsets[b.id], size=b.size) for b in req.buffers],
-        barriers=Barriers(existing=sorted(set(req.barriers))),
-        launch=Launch(dynamic_smem_bytes=arena, requires_opt_in=False),
-        solver=SolverInfo(name="by hand", proved_optimal=False, bound=0, gap=0.0),
-        graph=GraphStats(buffers=len(req.buffers), live_edges=0, hazard_edges=0, components=0),
-        request_sha256="",
-    )
+    barriers = Barriers(existing=sorted(set(req.barriers)))
+    return hand_plan(req, offsets, barriers, capacity=req.effective_capacity)
 
 
 def planned_by_hand(data: dict[str, Any], offsets: dict[str, int]) -> tuple[PlanRequest, Plan]:
@@ -92,10 +72,12 @@ def planned_by_hand(data: dict[str, Any], offsets: dict[str, int]) -> tuple[Plan
     return req, plan
 
 
-def crosses_loop(req: PlanRequest) -> bool:
-    """Whether a buffer range enters or leaves a loop body (then it is live over all of it)."""
+def crosses_loop(req: PlanRequest, *, trips: int | None = None) -> bool:
+    """Whether a buffer range enters or leaves a loop body (then it is live over all of it);
+    only loops of ``trips`` iterations when given."""
     return any(
-        loop.start < e
+        (trips is None or loop.trips == trips)
+        and loop.start < e
         and s < loop.end
         and not (loop.start <= s and e <= loop.end)
         and not (s <= loop.start and loop.end <= e)

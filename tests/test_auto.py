@@ -200,7 +200,6 @@ def test_schedule_stays_within_the_part_time(n: int) -> None:
     assert all(s.fraction > 0 for s in steps)
 
 
-@pytest.mark.skipif(not registry.installed("cpsat"), reason="needs the exact extra")
 def test_kernel_sized_part_gets_its_plan_at_the_bound_from_cpsat() -> None:
     # 63 buffers where greedy misses the (tight) clique bound and the first search finds no
     # plan at it within its nodes; CP-SAT, asked only for a plan at the bound, finds one, so

@@ -32,7 +32,7 @@ import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar, get_args
 
 import numpy as np
 
@@ -53,15 +53,7 @@ FaultKind = Literal[
     "arm_overlap",
     "range_overlap",
 ]
-FAULT_KINDS: tuple[FaultKind, ...] = (
-    "overlap",
-    "drop_barrier",
-    "misalign",
-    "break_alias",
-    "drop_back_edge",
-    "arm_overlap",
-    "range_overlap",
-)
+FAULT_KINDS: tuple[FaultKind, ...] = get_args(FaultKind)
 Rng = np.random.Generator | random.Random
 _T = TypeVar("_T")
 

@@ -1,0 +1,51 @@
+"""Loading compiled kernels: a kernel's dispatcher reaches other threads only once the
+kernels it calls are loaded."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from planner.core import _jit
+
+
+def _pair() -> tuple[_jit.Kernel, _jit.Kernel]:
+    scope: dict[str, Any] = {"__name__": "tests.jit_pair"}
+    exec("def callee(x):\n    return x + 1\n\ndef caller(x):\n    return callee(x) * 2\n", scope)
+    callee = _jit.Kernel(scope["callee"], small=False)
+    caller = _jit.Kernel(scope["caller"], small=False)
+    scope["callee"], scope["caller"] = callee, caller
+    return caller, callee
+
+
+def test_another_thread_waits_while_the_kernels_called_load(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_jit, "CACHE_DIR", None)  # functions made by exec have no cache
+    caller, callee = _pair()
+    inside, go = threading.Event(), threading.Event()
+    load = callee.load
+
+    def held() -> Callable[..., Any]:
+        inside.set()
+        go.wait(10)
+        return load()
+
+    monkeypatch.setattr(callee, "load", held)
+    first = threading.Thread(target=caller.load)
+    first.start()
+    assert inside.wait(10)  # the caller is loading its callee
+    got: list[Callable[..., Any]] = []
+    second = threading.Thread(target=lambda: got.append(caller.load()))
+    second.start()
+    second.join(0.3)
+    waited = not got  # no dispatcher while its callee is still a plain function
+    go.set()
+    first.join(10)
+    second.join(10)
+    assert waited
+    assert len(got) == 1
+    assert caller(1) == 4
