@@ -27,6 +27,7 @@ from planner.core.errors import RequestError
 from planner.core.models import DEFAULT_MAX_BUFFERS, Options, PlanRequest
 from planner.families import family_suite
 from planner.generate import random_request
+from planner.pipeline.warm import ensure_warm
 from planner.solvers.auto import listening
 from planner.tables import format_columns
 
@@ -165,6 +166,9 @@ def run_instance(instance: Instance) -> BenchRow:
     While it plans, every improvement of the plan is timed: the first whose arena is within
     the capacity (any plan when there is none) and the first at the bound it reached.
     """
+    # The times are a warm process's, as the service plans: compiled code and the exact
+    # methods load once, before the first instance (``scripts/startup.py`` times a cold one).
+    ensure_warm(planner.plan)
     n = len(instance.request.buffers)
     capacity = instance.request.effective_capacity
     best = float("inf")

@@ -61,7 +61,9 @@ STACK_STEPS = 2_000  # steps of one padding check; undecided, it does not prune
 
 @njit
 def _align_up(value: int, alignment: int) -> int:
-    return (value + alignment - 1) // alignment * alignment
+    # A mask, not a division: every alignment is a power of two (an integer division costs
+    # more than the rest of a candidate's work).
+    return (value + alignment - 1) & -alignment
 
 
 @njit
@@ -298,8 +300,13 @@ def decide(
                 section_floor[s] = never
             for c in range(n):
                 if offset[c] < 0 and lab[c] == sc:
-                    for s in range(first[c], last[c]):
-                        section_floor[s] = min(section_floor[s], lowest[c])
+                    # Unsigned indices: no negative-index wrap check in the hottest loop.
+                    v = lowest[c]
+                    u = np.uint64(first[c])
+                    while u < np.uint64(last[c]):
+                        if section_floor[u] > v:
+                            section_floor[u] = v
+                        u += np.uint64(1)
             for s in range(nsec):
                 level = section_floor[s]
                 if rem[s] == 0 or level == never:

@@ -24,7 +24,8 @@ still take. This is complete: any plan within the capacity agrees with one path.
 Where the capacity equals the peak of live bytes (a tiling), no byte may be wasted, so the
 first pruning fails every waste child and the dead-cell one every node that leaves a cell
 no buffer can fill: such instances are decided in few nodes. Pinned buffers are not
-supported (the caller uses the canonical kernel for them).
+supported (the caller uses the canonical kernel for them). Every alignment is a power of two,
+so aligning is a mask, never a division.
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ def _bottom_row(
         for k in range(start_ptr[x], start_ptr[x + 1]):
             c = start_list[k]
             steps += 1
-            if offset[c] < 0 and last[c] <= b and h % alignment[c] == 0 and reach[last[c]] == 1:
+            aligned = (h & (alignment[c] - 1)) == 0
+            if offset[c] < 0 and last[c] <= b and aligned and reach[last[c]] == 1:
                 reach[x] = 1
                 break
     return steps
@@ -108,7 +110,7 @@ def _stacked_later(
         o = offset[p]
         if o < 0 or o + size[p] != h or rank[p] < rank[c]:
             continue
-        if o % alignment[c] == 0 and (o + size[c]) % alignment[p] == 0:
+        if (o & (alignment[c] - 1)) == 0 and ((o + size[c]) & (alignment[p] - 1)) == 0:
             return True
     return False
 
@@ -162,7 +164,7 @@ def _children(
                 continue
             o = sits[c]
             if o == h:
-                o = (h + alignment[c]) // alignment[c] * alignment[c]
+                o = (h + alignment[c]) & -alignment[c]
             rise = min(rise, o)
         if rise + rem[a] <= capacity:
             if write:
@@ -270,13 +272,19 @@ def decide_skyline(
         for c in range(n):
             if offset[c] >= 0 or first[c] < lo or first[c] >= hi:
                 continue
+            # Unsigned indices: no negative-index wrap check in the hottest loops.
             top = 0
-            for s in range(first[c], last[c]):
-                top = max(top, height[s])
-            top = (top + alignment[c] - 1) // alignment[c] * alignment[c]
+            u = np.uint64(first[c])
+            while u < np.uint64(last[c]):
+                top = max(top, height[u])
+                u += np.uint64(1)
+            top = (top + alignment[c] - 1) & -alignment[c]
             sits[c] = top
-            for s in range(first[c], last[c]):
-                low[s] = min(low[s], top)
+            u = np.uint64(first[c])
+            while u < np.uint64(last[c]):
+                if low[u] > top:
+                    low[u] = top
+                u += np.uint64(1)
             work += 2 * (last[c] - first[c])
         for s in range(lo, hi):
             if rem[s] == 0:

@@ -190,7 +190,7 @@ def _merge_fit(
         s = lists[j]
         h = head[s]
         lo = pool[0][h + at[j]]
-        cand = (top + a - 1) // a * a
+        cand = (top + a - 1) & -a
         if cand + s_b <= lo:
             if not best_fit:
                 return cand
@@ -209,7 +209,7 @@ def _merge_fit(
             size -= 1
             heap[0] = heap[size]
         _sift_down(heap, size, 0)
-    return best if best >= 0 else (top + a - 1) // a * a
+    return best if best >= 0 else (top + a - 1) & -a
 
 
 @njit
