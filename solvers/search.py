@@ -41,10 +41,11 @@ __all__ = ["NODE_WORK_PER_SECOND", "node_budget", "solve_search"]
 I64 = npt.NDArray[np.int64]
 
 # Throughput of one core: a node costs about (buffers + sections) steps, and one core does
-# 3e7-6e7 such steps per second on graphs of 100-500 buffers; 2e7 leaves a margin so that
-# the budget, not the clock, stops a search. It sets how many nodes a second of time limit
-# buys, never which plan a given budget finds.
-NODE_WORK_PER_SECOND = 2.0e7
+# 6e7-1.3e8 such steps per second in either kernel on graphs of 16-500 buffers (random
+# kernels, the MiniMalloc sets, every family); 4e7 leaves a margin so that the budget, not
+# the clock, stops a search. It sets how many nodes a second of time limit buys, never which
+# plan a given budget finds.
+NODE_WORK_PER_SECOND = 4.0e7
 MIN_NODES = 1_000  # even the smallest time limit gets this many nodes
 # Branching priorities (see ``_rank_keys``). No order is best on every instance: each finds
 # some plans fast and misses others, so every decision runs them all, each on the same share
@@ -70,7 +71,7 @@ SKYLINE_MIN = 64  # buffers; up to this many (kernel-sized), the canonical order
 # skyline steps are charged as one: a node costs about the same time in either kernel.
 SKYLINE_DISCOUNT = 16
 SKYLINE_SHARE = 1  # share exponent of each skyline member (``_weights``): half a share
-PARALLEL_MIN = 64  # buffers; below, starting threads costs more than racing saves
+PARALLEL_MIN = 16  # buffers; below, starting threads costs more than racing saves
 
 
 @dataclass(frozen=True)
