@@ -119,13 +119,13 @@ def decide(
 
     ``by_rank`` lists every buffer by branching priority and ``rank`` is its inverse;
     ``twin_prev[c]`` is the interchangeable buffer that must be placed before ``c`` (-1:
-    none). ``adj`` (CSR) lists each buffer's conflicting buffers, ``pin_adj`` the pinned
-    ones among them. Buffer ``i`` is live in sections ``first[i] .. last[i]-1``;
-    ``sec_pin`` (CSR) lists the pinned buffers live in each section; ``sec_free`` (CSR) the
-    free ones, for the padding check where ``sec_period`` is not 0 (see
-    ``solvers.search._padding_lists``). A node is one
-    placement; the search stops after ``node_budget`` of them, or after ``cap[0]``, which
-    another thread may lower while this one runs. The padding checks' work counts as nodes
+    none). ``adj`` (CSR) lists each buffer's conflicting buffers, smallest first,
+    ``pin_adj`` the pinned ones among them. Buffer ``i`` is live in sections ``first[i] ..
+    last[i]-1``; ``sec_pin`` (CSR) lists the pinned buffers live in each section;
+    ``sec_free`` (CSR) the free ones, for the padding check where ``sec_period`` is not 0
+    (see ``solvers.search._padding_lists``). A node is one placement; the search stops
+    after ``node_budget`` of them, or after ``cap[0]``, which another thread may lower while
+    this one runs. The padding checks' work counts as nodes
     too; ``stats`` adds up how many checks ran, their steps and how many pruned.
     """
     n = size.shape[0]
@@ -280,9 +280,13 @@ def decide(
                     count += 1
             else:
                 # Waiting: it will sit on a neighbour placed later, at or above the floor.
+                # Neighbours come smallest first and each lifts to at least ``lo`` + its
+                # size, so once that reaches ``o`` no later one lifts lower.
                 o = never
                 for k in range(adj_ptr[c], adj_ptr[c + 1]):
                     e = adj[k]
+                    if lo + size[e] >= o:
+                        break
                     if offset[e] < 0 and lifts[e] < o:
                         o = lifts[e]
                 if o == never:

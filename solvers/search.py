@@ -204,7 +204,11 @@ def _instances(g: InterferenceGraph, orders: tuple[str, ...]) -> list[_Instance]
     b = by_start[src_pos + 1 + within]
     src = np.concatenate([a, b])
     dst = np.concatenate([b, a])
-    adj_ptr, adj = _csr(src, dst, n)
+    # Each buffer's neighbours smallest first: a waiting buffer's lowest offset is the
+    # least lift of its unplaced neighbours, and the kernel stops reading once a neighbour
+    # is too large to lift it any lower.
+    by_size = np.lexsort((dst, g.size[dst]))
+    adj_ptr, adj = _csr(src[by_size], dst[by_size], n)
     to_pin = g.pinned[dst] >= 0
     pin_ptr, pin_adj = _csr(src[to_pin], dst[to_pin], n)
     points = np.unique(np.concatenate([g.start, g.occupied_end]))
