@@ -158,7 +158,9 @@ def _children(
             kid[base + count] = c
         count += 1
     rise = np.iinfo(np.int64).max // 4
-    if reach[a + 1] == 1:
+    # Every buffer live there sits at ``h`` or higher and the waste rises above ``h``: with
+    # no byte of slack above the bytes still to place, the cell cannot stay empty.
+    if reach[a + 1] == 1 and h + 1 + rem[a] <= capacity:
         for c in range(size.shape[0]):
             if offset[c] >= 0 or first[c] > a or last[c] <= a:
                 continue
