@@ -169,7 +169,6 @@ def decide(
     kid_at = np.empty(4 * n + 16, dtype=np.int64)  # their candidates, bytes
     scratch = np.empty(n, dtype=np.int64)
     scratch_at = np.empty(n, dtype=np.int64)
-    lowest = np.zeros(n, dtype=np.int64)  # lower bound on each unplaced offset, bytes
     section_floor = np.zeros(nsec, dtype=np.int64)  # bytes
     lifts = np.zeros(n, dtype=np.int64)  # lowest top each unplaced buffer can have, bytes
     cand = np.zeros(n, dtype=np.int64)  # candidate of each unplaced buffer, bytes
@@ -257,6 +256,8 @@ def decide(
             split_hi[depth] = n_scopes
         active[depth] = sc
         ok = True
+        for s in range(nsec):
+            section_floor[s] = never
         # Gap dominance: a later placement at or above ``gap`` leaves some unplaced buffer
         # a free gap below where it ends up, so no fixpoint plan places anything there.
         gap = never
@@ -296,21 +297,16 @@ def decide(
             if o + size[c] > capacity:
                 ok = False
                 break
-            lowest[c] = o
+            # Each section's floor: the lowest of these bounds among the buffers live there
+            # (unsigned indices: no negative-index wrap check in the hottest loop).
+            u = np.uint64(first[c])
+            while u < np.uint64(last[c]):
+                if section_floor[u] > o:
+                    section_floor[u] = o
+                u += np.uint64(1)
         if ok:
-            # Sections: the unplaced buffers live there stack up, disjoint, above the lowest
-            # of their lower bounds, and clear the pinned buffers.
-            for s in range(nsec):
-                section_floor[s] = never
-            for c in range(n):
-                if offset[c] < 0 and lab[c] == sc:
-                    # Unsigned indices: no negative-index wrap check in the hottest loop.
-                    v = lowest[c]
-                    u = np.uint64(first[c])
-                    while u < np.uint64(last[c]):
-                        if section_floor[u] > v:
-                            section_floor[u] = v
-                        u += np.uint64(1)
+            # Sections: the unplaced buffers live there stack up, disjoint, above the floor,
+            # and clear the pinned buffers.
             for s in range(nsec):
                 level = section_floor[s]
                 if rem[s] == 0 or level == never:
