@@ -268,6 +268,23 @@ def test_kernel_stops_at_its_node_budget(budget: int) -> None:
     assert status in (FOUND, OUT_OF_NODES)
 
 
+@settings(max_examples=30, deadline=None)
+@given(requests(max_buffers=12, pins=True, capacity=False, max_new=False))
+def test_neighbours_come_smallest_first(request: PlanRequest) -> None:
+    # A waiting buffer's scan stops at the first neighbour too large to lift it lower:
+    # sound only while every buffer's neighbours are listed by size, each exactly once.
+    from planner.solvers.search import _instance
+
+    g = build_graph(request)
+    inst = _instance(g)
+    for i in range(g.n):
+        row = inst.adj[inst.adj_ptr[i] : inst.adj_ptr[i + 1]]
+        assert np.all(np.diff(g.size[row]) >= 0)
+        live = (g.start < g.occupied_end[i]) & (g.start[i] < g.occupied_end)
+        live[i] = False
+        assert sorted(row.tolist()) == np.flatnonzero(live).tolist()
+
+
 @settings(max_examples=60, deadline=None)
 @given(requests(max_buffers=6, pins=True, capacity=False, max_new=False))
 def test_every_order_decides_exactly(request: PlanRequest) -> None:
