@@ -29,9 +29,10 @@ __all__ = ["DETERMINISTIC_PER_SECOND", "SEED", "solve_cpsat"]
 
 I64 = npt.NDArray[np.int64]
 
-# Deterministic time units per wall second allowed. Measured on MiniMalloc A-F (one worker,
-# 10 s runs): 0.02-0.10 units per wall second at capacity 1048576, 0.08-0.15 without one;
-# 0.02 lets the deterministic limit stop every one of them first (at 1-8.5 s of 10 s).
+# Deterministic time units per wall second allowed: a throughput, one worker. Measured
+# 0.02-0.10 units per wall second on MiniMalloc A-F at capacity 1048576 (10 s runs; 0.08-0.15
+# without one) and 0.04-0.07 on training-family tilings of 350-420 buffers (5 s runs); 0.02
+# lets the deterministic limit, not the clock, stop every one of them.
 DETERMINISTIC_PER_SECOND = 0.02
 # Small models (kernel-sized, up to SMALL_MODEL buffers) do 0.08-0.4 units per wall second
 # (measured on random 40-64 buffer requests); 0.04 still leaves the deterministic limit first.
