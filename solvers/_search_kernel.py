@@ -139,6 +139,8 @@ def decide(
     unplaced_nbrs = np.zeros(n, dtype=np.int64)  # unplaced free neighbours
     height = np.zeros(nsec, dtype=np.int64)  # max top of placed free buffers live there
     rem = np.zeros(nsec, dtype=np.int64)  # bytes of unplaced free buffers live there
+    # Per section boundary ``x``: the unplaced free buffers live on both sides of it.
+    spanned = np.zeros(nsec + 1, dtype=np.int64)
     trail_len = 0
     for i in range(n):
         if pinned[i] >= 0:
@@ -146,6 +148,8 @@ def decide(
         free += 1
         for s in range(first[i], last[i]):
             rem[s] += size[i]
+        for s in range(first[i] + 1, last[i]):
+            spanned[s] += 1
         trail_len += last[i] - first[i]
         for k in range(adj_ptr[i], adj_ptr[i + 1]):
             if pinned[adj[k]] < 0:
@@ -205,6 +209,7 @@ def decide(
         lo = floor[depth]
         lo_rank = floor_rank[depth]
         sc = active[depth]
+        same_scope = sc
         jump[depth] = -1
         split_lo[depth] = n_scopes
         split_hi[depth] = n_scopes
@@ -223,20 +228,32 @@ def decide(
                 lo_rank = sc_floor_rank[sc]
             else:
                 sc = sc_parent[sc]
-        # Split the scope into groups that share no section.
+        # Split the scope into groups that share no section. The parent's scope was one
+        # group: without the buffer placed since, it falls apart only at a boundary that
+        # buffer alone spanned, so where there is none the scan is skipped.
         groups = 0
-        reach = -1
-        for t in range(n):
-            c = by_first[t]
-            if offset[c] >= 0 or lab[c] != sc:
-                continue
-            if first[c] >= reach:
-                comp_min[groups] = rank[c]
-                groups += 1
-            elif rank[c] < comp_min[groups - 1]:
-                comp_min[groups - 1] = rank[c]
-            comp_of[c] = groups - 1
-            reach = max(reach, last[c])
+        whole = depth > 0 and sc == same_scope
+        if whole:
+            b = placed[depth]
+            for x in range(first[b] + 1, last[b]):
+                if spanned[x] == 0:
+                    whole = False
+                    break
+        if whole:
+            groups = 1
+        else:
+            reach = -1
+            for t in range(n):
+                c = by_first[t]
+                if offset[c] >= 0 or lab[c] != sc:
+                    continue
+                if first[c] >= reach:
+                    comp_min[groups] = rank[c]
+                    groups += 1
+                elif rank[c] < comp_min[groups - 1]:
+                    comp_min[groups - 1] = rank[c]
+                comp_of[c] = groups - 1
+                reach = max(reach, last[c])
         if groups > 1:
             # The group holding the highest-priority buffer goes first.
             order = np.argsort(comp_min[:groups], kind="mergesort")
@@ -383,6 +400,8 @@ def decide(
                 b = placed[depth]
                 for s in range(first[b], last[b]):
                     rem[s] += size[b]
+                for s in range(first[b] + 1, last[b]):
+                    spanned[s] += 1
                 for k in range(adj_ptr[b], adj_ptr[b + 1]):
                     unplaced_nbrs[adj[k]] += 1
                 while top_of_trail > mark[depth]:
@@ -414,6 +433,8 @@ def decide(
                 trail_old[top_of_trail] = base[c]
                 top_of_trail += 1
                 base[c] = top
+        for s in range(first[b] + 1, last[b]):
+            spanned[s] -= 1
         for s in range(first[b], last[b]):
             rem[s] -= size[b]
             if top > height[s]:
