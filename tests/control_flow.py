@@ -9,10 +9,14 @@ flow, ranges, barriers and offsets for the agreement tests of the two CPU valida
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
 
+import planner
+from planner.core.errors import RequestError
+from planner.core.io import parse_request
 from planner.core.models import Barriers, Plan, PlanRequest
 from planner.validators import validate_plan
 from planner.validators.emulator import emulate
@@ -24,6 +28,7 @@ __all__ = [
     "crosses_loop",
     "plan_at",
     "planned_by_hand",
+    "planned_programs",
     "random_program",
     "request",
 ]
@@ -70,6 +75,34 @@ def planned_by_hand(data: dict[str, Any], offsets: dict[str, int]) -> tuple[Plan
     assert validate_plan(req, plan).valid
     assert emulate(req, plan).valid
     return req, plan
+
+
+def planned_programs(
+    draw: Callable[[random.Random], dict[str, Any]],
+    seed: int,
+    count: int,
+    *,
+    refused: frozenset[str] = frozenset({"unprotected_reuse"}),
+    control_flow_only: bool = False,
+) -> list[tuple[dict[str, Any], PlanRequest, Plan]]:
+    """``count`` programs drawn from ``seed``, each with its request and plan. A program the
+    planner refuses is left out when every reason it gives is in ``refused`` (any other
+    error fails the test); with ``control_flow_only``, so is one without loops or branches."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        data = draw(rng)
+        req = parse_request(data)
+        if control_flow_only and not req.has_control_flow:
+            continue
+        try:
+            plan = planner.plan(req)
+        except RequestError as exc:
+            if not {e["type"] for e in exc.errors} <= refused:
+                raise
+            continue
+        out.append((data, req, plan))
+    return out
 
 
 def crosses_loop(req: PlanRequest, *, trips: int | None = None) -> bool:

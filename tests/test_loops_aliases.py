@@ -5,7 +5,6 @@ over every unrolled execution (tests/loops_threads.py)."""
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from planner.core.errors import RequestError
 from planner.core.io import parse_request
 from planner.core.models import Plan, PlanRequest
 from planner.validators.emulator import emulate
+from tests.control_flow import planned_programs
 from tests.loops_brute import check
 from tests.loops_threads import races, random_patterned
 
@@ -122,19 +122,10 @@ def test_planted_faults_are_caught() -> None:
 
 
 def test_random_patterned_programs_are_race_free() -> None:
-    rng = random.Random(20261)
+    refused = frozenset({"unprotected_reuse", "ranges_overlap"})
+    cases = planned_programs(random_patterned, 20261, 150, refused=refused, control_flow_only=True)
     planned = aliased = 0
-    for _ in range(150):
-        data = random_patterned(rng)
-        req = parse_request(data)
-        if not req.has_control_flow:
-            continue
-        try:
-            plan = planner.plan(req)
-        except RequestError as exc:
-            if not {e["type"] for e in exc.errors} <= {"unprotected_reuse", "ranges_overlap"}:
-                raise
-            continue
+    for data, req, plan in cases:
         planned += 1
         aliased += bool(plan.aliases)
         assert planner.validate(req, plan).valid, data

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 import planner
-from planner.core.errors import RequestError
 from planner.core.io import parse_request
 from planner.core.models import Plan, PlanRequest
 from planner.pipeline import unrolled_stab
+from tests.control_flow import planned_programs
 from tests.loops_brute import check, random_request, reuse_windows, runs
 from tests.loops_nested import random_nested
 
@@ -40,21 +40,7 @@ def _insert(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _cases(draw: Callable[[random.Random], dict[str, Any]], seed: int, count: int) -> list[Any]:
-    rng = random.Random(seed)
-    out = []
-    for _ in range(count):
-        data = _insert(draw(rng))
-        req = parse_request(data)
-        if not req.has_control_flow:
-            continue
-        try:
-            plan = planner.plan(req)
-        except RequestError as exc:
-            if {e["type"] for e in exc.errors} != {"unprotected_reuse"}:
-                raise
-            continue
-        out.append((data, req, plan))
-    return out
+    return planned_programs(lambda rng: _insert(draw(rng)), seed, count, control_flow_only=True)
 
 
 def _judge(req: PlanRequest, plan: Plan) -> tuple[tuple[int, int], tuple[int, int]] | None:

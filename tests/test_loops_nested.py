@@ -15,7 +15,7 @@ from planner.core.errors import RequestError
 from planner.core.io import parse_request
 from planner.core.models import Plan, PlanRequest
 from planner.core.program import build_program
-from tests.control_flow import plan_at
+from tests.control_flow import plan_at, planned_programs
 from tests.loops_brute import check
 from tests.loops_nested import random_nested
 
@@ -103,17 +103,8 @@ def test_conflicts_are_exactly_those_of_the_brute_force(seed: int) -> None:
 
 
 def test_random_nested_programs_plan_safely() -> None:
-    rng = random.Random(20262)
     planned = 0
-    for _ in range(120):
-        data = random_nested(rng)
-        req = parse_request(data)
-        try:
-            plan = planner.plan(req)
-        except RequestError as exc:
-            if {e["type"] for e in exc.errors} != {"unprotected_reuse"}:
-                raise
-            continue
+    for data, req, plan in planned_programs(random_nested, 20262, 120):
         planned += 1
         assert planner.validate(req, plan).valid, data
         problems, peak = check(req, plan)
