@@ -124,11 +124,18 @@ def _fake_omnimalloc(made: list[Any]) -> ModuleType:
     return module
 
 
-def test_omnimalloc_columns_side_by_side(
-    csv_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def fake_omnimalloc(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """OmniMalloc replaced by ``_fake_omnimalloc``; the list of allocators it made."""
     made: list[Any] = []
     monkeypatch.setitem(sys.modules, "omnimalloc", _fake_omnimalloc(made))
+    return made
+
+
+def test_omnimalloc_columns_side_by_side(
+    csv_path: Path, capsys: Capture, fake_omnimalloc: list[Any]
+) -> None:
+    made = fake_omnimalloc
     argv = ["bench", str(csv_path), "--repeat", "1", "--time-limit", "2"]
     code = main([*argv, "--omnimalloc", "stacked", "--omnimalloc", "overlapping"])
     assert code == 1  # the overlapping plan is caught
@@ -165,22 +172,18 @@ def test_omnimalloc_missing(
     assert "Traceback" not in err
 
 
-def test_omnimalloc_unknown_allocator(
-    csv_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setitem(sys.modules, "omnimalloc", _fake_omnimalloc([]))
+@pytest.mark.usefixtures("fake_omnimalloc")
+def test_omnimalloc_unknown_allocator(csv_path: Path, capsys: Capture) -> None:
     assert main(["bench", str(csv_path), "--omnimalloc", "nope"]) == 2
     err = capsys.readouterr().err.strip()
     assert "unknown allocator 'nope'" in err
     assert "stacked" in err
 
 
-def test_family_side_by_side_with_omnimalloc(
-    capsys: Capture, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.usefixtures("fake_omnimalloc")
+def test_family_side_by_side_with_omnimalloc(capsys: Capture) -> None:
     """The same generated tilings in both column groups; "at optimum" against the optimum
     known by construction."""
-    monkeypatch.setitem(sys.modules, "omnimalloc", _fake_omnimalloc([]))
     argv = ["bench", "--family", "guillotine", "--count", "2", "--buffers", "12", "--seed", "3"]
     code = main([*argv, "--time-limit", "2", "--omnimalloc", "stacked"])
     assert code == 1  # stacking every tile overflows the capacity
@@ -214,10 +217,9 @@ def test_family_table_and_bad_buffer_range(capsys: Capture) -> None:
 
 
 def test_omnimalloc_thread_counts_side_by_side(
-    csv_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+    csv_path: Path, capsys: Capture, fake_omnimalloc: list[Any]
 ) -> None:
-    made: list[Any] = []
-    monkeypatch.setitem(sys.modules, "omnimalloc", _fake_omnimalloc(made))
+    made = fake_omnimalloc
     argv = ["bench", str(csv_path), "--repeat", "1", "--time-limit", "2"]
     assert main([*argv, "--omnimalloc", "stacked:2", "--omnimalloc", "stacked:6"]) == 0
     header = capsys.readouterr().out.splitlines()[0]
@@ -227,11 +229,9 @@ def test_omnimalloc_thread_counts_side_by_side(
     assert timed == [2, 6]
 
 
+@pytest.mark.usefixtures("fake_omnimalloc")
 @pytest.mark.parametrize("given", ["stacked:0", "stacked:x", "stacked:-1", "stacked:999"])
-def test_omnimalloc_bad_thread_count(
-    given: str, csv_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setitem(sys.modules, "omnimalloc", _fake_omnimalloc([]))
+def test_omnimalloc_bad_thread_count(given: str, csv_path: Path, capsys: Capture) -> None:
     assert main(["bench", str(csv_path), "--omnimalloc", given]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0
