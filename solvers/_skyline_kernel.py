@@ -203,7 +203,9 @@ def decide_skyline(
     ``valley`` picks the valley a node branches on (``FEWEST``, ``LOWEST``, ``LEFTMOST``).
     A move and each check cost steps, ``(buffers + sections + 1) * discount`` steps make a
     node, and the search stops after ``node_budget`` nodes, or after ``cap[0]``, which
-    another thread may lower while this one runs.
+    another thread may lower while this one runs. As in the canonical kernel, a plan found
+    in ``k`` nodes is found under any limit of ``k`` or more, whenever the limit is lowered,
+    so racing members agree with members taking turns.
     """
     n = size.shape[0]
     nsec = start_ptr.shape[0] - 1
@@ -461,4 +463,6 @@ def decide_skyline(
                 rem[s] -= size[b]
             placed += 1
             if placed == free:
-                return FOUND, offset, nodes
+                # The last move counts as a node, as in the canonical kernel: a plan found
+                # in ``k`` nodes is found under any limit of ``k`` or more.
+                return FOUND, offset, nodes + 1

@@ -446,6 +446,50 @@ def test_threads_and_turns_give_the_same_answer(budget: int) -> None:
             assert (raced[1] == turns[1]).all()
 
 
+def test_every_member_decides_within_its_own_effort() -> None:
+    # A member that decides in k nodes decides again under a limit of exactly k: a rival
+    # that decides first and lowers the others' limits to its own effort can then never stop
+    # a member of less effort, so which member wins does not depend on timing.
+    from planner.families import family_instance
+    from planner.solvers._search_kernel import FOUND, OUT_OF_NODES
+    from planner.solvers.search import _decide, _members
+
+    request = family_instance("guillotine", 120, 1000).request
+    g = build_graph(request, "none")
+    capacity = request.effective_capacity
+    assert capacity is not None
+    members = _members(g)
+    assert len(members) > 8  # the skyline kernel's members are in the portfolio
+    for member in members:
+        status, offsets, used = _decide(member, capacity, 100_000)
+        assert status != OUT_OF_NODES
+        again = _decide(member, capacity, used)
+        assert again[0] == status
+        assert again[2] == used
+        assert (again[1] == offsets).all()
+        if status == FOUND:
+            assert_valid_offsets(request, g, offsets)
+
+
+def test_a_race_with_the_skyline_members_gives_the_turns_answer() -> None:
+    from planner.families import family_instance
+    from planner.solvers._search_kernel import FOUND
+    from planner.solvers.search import _decide_all, _members
+
+    request = family_instance("guillotine", 120, 1000).request
+    g = build_graph(request, "none")
+    members = _members(g)
+    capacity = request.effective_capacity
+    assert capacity is not None
+    turns = _decide_all(members, capacity, 20_000, parallel=False)
+    for _ in range(8):
+        raced = _decide_all(members, capacity, 20_000, parallel=True)
+        assert raced[0] == turns[0] == FOUND
+        assert raced[2] == turns[2]
+        assert (raced[1] == turns[1]).all()
+    assert_valid_offsets(request, g, turns[1])
+
+
 def _padded_request(pairs: list[tuple[int, int, int, int]]) -> PlanRequest:
     return _request(
         [
@@ -575,3 +619,44 @@ def test_above_bound_never_decides_the_bound() -> None:
     assert not result.proved_optimal
     assert_valid_offsets(request, g, result.offsets)
     assert _solve(g).bound == 6
+
+
+def test_kernels_load_before_the_clock_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first call of a kernel in a process loads or compiles it with the request's clock
+    # paused, and every other caller waits for it. Made here to take longer than the whole
+    # time limit: the plan must still be the one a process that had it loaded finds.
+    import threading
+    import time
+
+    from planner.core.clock import deadline, paused
+    from planner.families import family_instance
+    from planner.solvers import search
+
+    request = family_instance("guillotine", 120, 1000).request
+    g = build_graph(request, "none")
+    args: dict[str, Any] = {"capacity": request.effective_capacity, "time_limit": 1.0}
+    with deadline(1.0):
+        loaded = _solve(g, **args)
+    assert loaded.proved_optimal
+
+    def slow_first_call(kernel: Any) -> Any:
+        lock = threading.Lock()
+        first = [True]
+
+        def call(*a: Any) -> Any:
+            with lock:
+                if first[0]:
+                    first[0] = False
+                    with paused():
+                        time.sleep(1.2)
+            return kernel(*a)
+
+        return call
+
+    for name in ("decide", "decide_skyline"):
+        monkeypatch.setattr(search, name, slow_first_call(getattr(search, name)))
+    with deadline(1.0):
+        cold = _solve(g, **args)
+    assert cold.proved_optimal
+    assert np.array_equal(cold.offsets, loaded.offsets)
+    assert_valid_offsets(request, g, cold.offsets)
