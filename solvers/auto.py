@@ -36,6 +36,7 @@ from planner.solvers import registry
 from planner.solvers.bounds import CLIQUE_MAX, clique_bound, stack_height
 from planner.solvers.exact import granularity, round_up
 from planner.solvers.greedy import arena_of, portfolio
+from planner.solvers.windows import solve_windows
 
 __all__ = [
     "WARM_UP_BUFFERS",
@@ -57,6 +58,7 @@ TINY_PART = 16  # buffers: below this many, one CP-SAT run between two searches
 TINY_FIRST_SEARCH = 0.02  # of a tiny part's time: the first, short search
 TINY_CPSAT = 0.78  # of a tiny part's time: CP-SAT, then the search again with the rest
 SMALL_FIRST_SEARCH = 0.03  # of a small part's time: the first search, at the bound only
+SMALL_WINDOWS = 0.01  # of a small part's time: the window bound (``solvers.windows``)
 SMALL_AT_BOUND = 0.05  # of a small part's time, per run: CP-SAT asked for a plan at the bound
 SMALL_AT_BOUND_TRIES = 3  # runs at the bound while each proves it too low (and raises it)
 SMALL_ABOVE_SEARCH = 0.01  # of a small part's time: the search above the bound
@@ -330,7 +332,9 @@ def _schedule(methods: list[tuple[str, ExactMethod]], n: int) -> list[_Step]:
 
     On small parts the search finds plans fast but proves little; CP-SAT proves them well.
     The bound is tight on nearly every kernel-sized part, and what takes time is finding a
-    plan at it. So the search first decides the bound alone (no bisection above it), then
+    plan at it. So the search first decides the bound alone (no bisection above it); where
+    it does not, its windows (``solvers.windows``) may prove the bound a few granules too
+    low, which the search cannot on the whole part and CP-SAT takes a run per granule to. Then
     CP-SAT is asked only for a plan at the bound: a far smaller model than the whole range
     below the best arena, which it decides in milliseconds on most parts the search
     misses, or proves the bound too low (then again at the raised bound, up to
@@ -349,9 +353,15 @@ def _schedule(methods: list[tuple[str, ExactMethod]], n: int) -> list[_Step]:
             _Step(c_name, cpsat, TINY_CPSAT),
             _Step(s_name, search, 1.0 - TINY_FIRST_SEARCH - TINY_CPSAT),
         ]
-    spent = SMALL_FIRST_SEARCH + SMALL_AT_BOUND * SMALL_AT_BOUND_TRIES + SMALL_ABOVE_SEARCH
+    spent = (
+        SMALL_FIRST_SEARCH
+        + SMALL_WINDOWS
+        + SMALL_AT_BOUND * SMALL_AT_BOUND_TRIES
+        + SMALL_ABOVE_SEARCH
+    )
     return [
         _Step(s_name, search, SMALL_FIRST_SEARCH, options={"bound_only": True}),
+        _Step(s_name, solve_windows, SMALL_WINDOWS),
         _Step(c_name, cpsat, SMALL_AT_BOUND, at_bound=True, tries=SMALL_AT_BOUND_TRIES),
         _Step(s_name, search, SMALL_ABOVE_SEARCH, options={"above_bound": True}),
         _Step(c_name, cpsat, SMALL_CPSAT),

@@ -36,7 +36,7 @@ from planner.solvers._stack_kernel import MAX_BUFFERS as STACK_MAX_BUFFERS
 from planner.solvers.exact import ExactResult, Progress, granularity, round_up
 from planner.solvers.greedy import arena_of
 
-__all__ = ["NODE_WORK_PER_SECOND", "node_budget", "solve_search"]
+__all__ = ["NODE_WORK_PER_SECOND", "ORDERS", "exhausts", "node_budget", "solve_search"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -492,6 +492,20 @@ def _load(insts: Sequence[_Member]) -> None:
     plan than the same request later."""
     for inst in {type(m): m for m in insts}.values():
         _decide(inst, 0, 1)
+
+
+def exhausts(
+    g: InterferenceGraph,
+    capacity: int,
+    nodes: int,
+    orders: tuple[str, ...],
+    deadline: float = float("inf"),
+) -> tuple[bool, int]:
+    """(whether the search proves that no plan of ``g`` fits within ``capacity`` bytes, nodes
+    used) within ``nodes`` nodes: the canonical kernel on ``orders`` in turns, on this
+    thread. The clock (``deadline``, a ``time.perf_counter`` value) is only a hard cap."""
+    status, _, used = _decide_all(_instances(g, orders), capacity, nodes, deadline, parallel=False)
+    return status == EXHAUSTED, used
 
 
 def _pins_clash(g: InterferenceGraph) -> bool:
