@@ -36,7 +36,6 @@ from planner.solvers import registry
 from planner.solvers.bounds import CLIQUE_MAX, clique_bound, stack_height
 from planner.solvers.exact import granularity, round_up
 from planner.solvers.greedy import arena_of, portfolio
-from planner.solvers.windows import solve_windows
 
 __all__ = [
     "WARM_UP_BUFFERS",
@@ -359,9 +358,12 @@ def _schedule(methods: list[tuple[str, ExactMethod]], n: int) -> list[_Step]:
         + SMALL_AT_BOUND * SMALL_AT_BOUND_TRIES
         + SMALL_ABOVE_SEARCH
     )
+    steps = [_Step(s_name, search, SMALL_FIRST_SEARCH, options={"bound_only": True})]
+    windows = registry.exact_method("windows")  # the search's own: always installed
+    if windows is not None:
+        steps.append(_Step(s_name, windows, SMALL_WINDOWS))
     return [
-        _Step(s_name, search, SMALL_FIRST_SEARCH, options={"bound_only": True}),
-        _Step(s_name, solve_windows, SMALL_WINDOWS),
+        *steps,
         _Step(c_name, cpsat, SMALL_AT_BOUND, at_bound=True, tries=SMALL_AT_BOUND_TRIES),
         _Step(s_name, search, SMALL_ABOVE_SEARCH, options={"above_bound": True}),
         _Step(c_name, cpsat, SMALL_CPSAT),

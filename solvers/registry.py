@@ -25,10 +25,12 @@ __all__ = [
 ]
 
 ExactMethod = Callable[..., ExactResult]
-# method -> (module, function, the optional distribution it needs)
+# method -> (module, function, the optional distribution it needs); "windows" is no solver
+# name: the search's window bound, which ``auto`` runs on kernel-sized parts.
 _MODULES = {
     "search": ("planner.solvers.search", "solve_search", None),
     "cpsat": ("planner.solvers.cpsat", "solve_cpsat", "ortools"),
+    "windows": ("planner.solvers.windows", "solve_windows", None),
 }
 
 
