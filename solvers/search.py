@@ -485,13 +485,24 @@ def _decide(
 
 
 def _load(insts: Sequence[_Member]) -> None:
-    """Call each kernel the members use once here, on no node, before any clock starts:
-    its first call in a process loads or compiles it, with the request's clock paused in
-    this thread. On the race's threads that time would count against the race's deadline
-    and could stop every member, so the first request after an install would get another
-    plan than the same request later."""
-    for inst in {type(m): m for m in insts}.values():
+    """Call each kernel once here, on no node, before any clock starts: its first call in a
+    process loads or compiles it, with the request's clock paused in this thread. On the
+    race's threads that time would count against the race's deadline and could stop every
+    member, so the first request after an install would get another plan than the same
+    request later. The skyline kernel is loaded too where no member uses it: the warm-up
+    (``planner warm``, the service's start) plans small requests only, and without it the
+    first large request after an install would compile it (seconds, with its clock paused,
+    so that request takes that much longer)."""
+    members = {type(m): m for m in insts}
+    canonical = members.get(_Instance)
+    if _Skyline not in members and _Skyline not in _LOADED and isinstance(canonical, _Instance):
+        members[_Skyline] = _skyline(canonical, FEWEST, reverse=False)
+    for inst in members.values():
         _decide(inst, 0, 1)
+    _LOADED.update(members)
+
+
+_LOADED: set[type] = set()  # the member kinds whose kernel this process has called
 
 
 def exhausts(

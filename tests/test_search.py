@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from planner.core.graph import InterferenceGraph, build_graph
 from planner.core.models import PlanRequest
+from planner.generate import random_kernel
 from planner.solvers.exact import granularity
 from planner.solvers.greedy import arena_of, portfolio
 from planner.solvers.search import solve_search
@@ -660,3 +661,26 @@ def test_kernels_load_before_the_clock_starts(monkeypatch: pytest.MonkeyPatch) -
     assert cold.proved_optimal
     assert np.array_equal(cold.offsets, loaded.offsets)
     assert_valid_offsets(request, g, cold.offsets)
+
+
+def test_a_small_search_loads_the_skyline_kernel_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The warm-up plans small requests only; the kernel that only large ones race must still
+    # be loaded by it, or the first large request after an install compiles it on its clock.
+    from planner.solvers import search
+    from planner.solvers._search_kernel import EXHAUSTED
+
+    calls: list[int] = []
+
+    def record(*args: Any) -> Any:
+        calls.append(len(args))
+        return EXHAUSTED, np.zeros(0, dtype=np.int64), 0
+
+    monkeypatch.setattr(search, "_LOADED", set())
+    monkeypatch.setattr(search, "decide_skyline", record)
+    g = build_graph(random_kernel(7), "none")
+    assert g.n <= search.SKYLINE_MIN
+    assert not any(isinstance(m, search._Skyline) for m in search._members(g))
+    search._load(search._members(g))
+    assert len(calls) == 1
+    search._load(search._members(g))  # once per process
+    assert len(calls) == 1
