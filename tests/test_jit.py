@@ -49,3 +49,24 @@ def test_another_thread_waits_while_the_kernels_called_load(
     assert waited
     assert len(got) == 1
     assert caller(1) == 4
+
+
+def _small(source: str, name: str) -> _jit.Kernel:
+    scope: dict[str, Any] = {"__name__": f"tests.jit_{name}"}
+    exec(source, scope)
+    return _jit.Kernel(scope[name], small=True)
+
+
+def test_a_small_kernel_runs_interpreted_until_a_compiled_one_is_loaded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_jit, "CACHE_DIR", None)  # functions made by exec have no cache
+    monkeypatch.setattr(_jit, "_loaded_any", False)
+    small = _small("def twice(x):\n    return 2 * x\n", "twice")
+    with _jit.interpreted():
+        assert small(3) == 6
+        assert small._compiled is None  # ran as Python: nothing was loaded for it
+        other = _jit.Kernel(_small("def inc(x):\n    return x + 1\n", "inc").py_func, small=False)
+        assert other(1) == 2  # a compiled kernel: numba is in now
+        assert small(4) == 8
+        assert small._compiled is not None  # so the small one loads on its next call

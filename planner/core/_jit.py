@@ -64,8 +64,12 @@ CACHE_DIR = _cache_dir()
 __all__ = ["CACHE_DIR", "Kernel", "announce", "compiled", "interpreted", "njit"]
 
 _said: set[str] = set()  # parts this process has announced or found compiled
-# Within ``interpreted()``, a kernel marked ``small`` that this process has not loaded yet runs
-# as the Python function it is written as: a small request then needs no compiled code.
+_loaded_any = False  # whether this process has loaded a compiled kernel
+# Within ``interpreted()``, a kernel marked ``small`` runs as the Python function it is written
+# as while this process has loaded no compiled kernel: a small request then needs no compiled
+# code. Once one is loaded (numba is in, and the request that needed it paid for that), small
+# kernels load on their first call too, their clock paused: interpreted, a kernel-sized
+# request's greedy heuristics alone take about ten milliseconds more on every request.
 _INTERPRET: ContextVar[bool] = ContextVar("planner_interpret", default=False)
 _COMPILED: ContextVar[bool] = ContextVar("planner_compiled", default=False)  # overrides it
 
@@ -90,7 +94,13 @@ class Kernel:
         compiled = self._compiled
         if compiled is not None and self._called:
             return compiled(*args, **kwargs)
-        if compiled is None and self.small and _INTERPRET.get() and not _COMPILED.get():
+        if (
+            compiled is None
+            and self.small
+            and not _loaded_any
+            and _INTERPRET.get()
+            and not _COMPILED.get()
+        ):
             return self.py_func(*args, **kwargs)
         # The first call loads (or compiles) the machine code, also when another kernel that
         # calls this one has made its dispatcher already.
@@ -103,6 +113,7 @@ class Kernel:
     def load(self) -> Callable[..., Any]:
         """The compiled function, loaded (or compiled) now if it is not yet, with the
         request's clock paused: a later call in this process would not pay it."""
+        global _loaded_any
         if self._compiled is not None:
             return self._compiled
         with _lock, paused():
@@ -123,6 +134,7 @@ class Kernel:
                     if isinstance(value, Kernel):
                         scope[name] = value.load()
                 self._compiled = dispatcher
+                _loaded_any = True
         return self._compiled
 
 
