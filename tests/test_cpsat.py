@@ -235,3 +235,31 @@ def test_no_plan_within_upper_raises_the_bound() -> None:
     assert above.proved_optimal
     assert above.arena_bytes == 4
     assert_valid_offsets(request, g, above.offsets)
+
+
+def test_only_a_run_at_the_bound_orders_intervals_dynamically(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ortools.sat.python import cp_model
+
+    from planner.generate import random_kernel
+
+    request = random_kernel(3, max_buffers=32)
+    g = build_graph(request, "none")
+    solve = cp_model.CpSolver.solve
+    seen: list[bool] = []
+
+    def recording(self: cp_model.CpSolver, *args: Any, **kwargs: Any) -> Any:
+        seen.append(bool(self.parameters.use_dynamic_precedence_in_disjunctive))
+        return solve(self, *args, **kwargs)
+
+    monkeypatch.setattr(cp_model.CpSolver, "solve", recording)
+    hint = portfolio(g).offsets
+    bound = g.lower_bound.bytes
+    at_bound = _solve(g, lower_bound=bound, hint=hint, upper=bound, time_limit=1.0)
+    minimized = _solve(g, lower_bound=bound, hint=hint, upper=arena_of(g, hint), time_limit=1.0)
+    assert seen == [True, False]
+    for result in (at_bound, minimized):
+        if result.offsets is not None:
+            assert_valid_offsets(request, g, result.offsets)
+    assert minimized.offsets is not None
