@@ -22,7 +22,6 @@ import os
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,6 +71,10 @@ SKYLINE_MIN = 64  # buffers; up to this many (kernel-sized), the canonical order
 SKYLINE_DISCOUNT = 16
 SKYLINE_SHARE = 1  # share exponent of each skyline member (``_weights``): half a share
 PARALLEL_MIN = 16  # buffers; below, starting threads costs more than racing saves
+# Racing threads share the cores evenly unless told otherwise, so a member on half a share of
+# nodes would take a full share of CPU time until it decides or stops. Linux weighs each
+# nice level about 1.25 times less than the one before: three levels halve a thread's share.
+NICE_PER_HALVING = 3
 
 
 @dataclass(frozen=True)
@@ -405,28 +408,53 @@ def _race(
     insts: Sequence[_Member], capacity: int, per: int, weights: list[int], deadline: float
 ) -> list[tuple[int, I64, int]]:
     """The orders side by side on threads (the kernel releases the GIL); the first to
-    decide lowers the others' limits, and the deadline stops them all."""
+    decide lowers the others' limits, and the deadline stops them all. Each member's thread
+    takes its share of the CPU (``_take_share``), so while more members than cores run, the
+    CPU time each gets follows the nodes it may spend."""
     caps = [np.array([per >> w], dtype=np.int64) for w in weights]
     results: list[tuple[int, I64, int] | None] = [None] * len(insts)
+    errors: list[BaseException] = []
     lock = threading.Lock()
 
     def run(i: int) -> None:
-        result = _decide(insts[i], capacity, per >> weights[i], caps[i])
-        if result[0] != OUT_OF_NODES:
-            with lock:
-                _limit_others(caps, weights, i, result[2])
-        results[i] = result
+        try:
+            _take_share(weights[i])
+            result = _decide(insts[i], capacity, per >> weights[i], caps[i])
+            if result[0] != OUT_OF_NODES:
+                with lock:
+                    _limit_others(caps, weights, i, result[2])
+            results[i] = result
+        except BaseException as exc:  # raised again on the caller's thread
+            errors.append(exc)
 
-    with ThreadPoolExecutor(max_workers=len(insts)) as pool:
-        futures = [pool.submit(run, i) for i in range(len(insts))]
+    # A thread of its own per member: a thread whose share was lowered runs no other member.
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(insts))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
         left = deadline - time.perf_counter()
-        _, pending = wait(futures, timeout=None if left == float("inf") else max(0.0, left))
-        if pending:
+        thread.join(None if left == float("inf") else max(0.0, left))
+        if thread.is_alive():
             for cap in caps:
                 cap[0] = 0
-        for future in futures:
-            future.result()
+            thread.join()
+    if errors:
+        raise errors[0]
     return [r for r in results if r is not None]
+
+
+def _take_share(weight: int) -> None:
+    """Lower this thread's CPU share to ``2 ** -weight`` of a full one where the system lets a
+    thread do so (Linux: a nice value per thread, ``NICE_PER_HALVING`` levels a halving);
+    elsewhere every member keeps a full share, and only the wall time differs."""
+    if weight <= 0 or not hasattr(os, "setpriority"):
+        return
+    try:
+        me = threading.get_native_id()
+        nice = os.getpriority(os.PRIO_PROCESS, me) + NICE_PER_HALVING * weight
+        os.setpriority(os.PRIO_PROCESS, me, min(nice, 19))
+    except OSError:
+        return
 
 
 def _decide(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import threading
 from typing import Any
 
 import numpy as np
@@ -684,3 +686,34 @@ def test_a_small_search_loads_the_skyline_kernel_too(monkeypatch: pytest.MonkeyP
     assert len(calls) == 1
     search._load(search._members(g))  # once per process
     assert len(calls) == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "setpriority"), reason="no per-thread nice value here")
+def test_a_race_gives_each_member_the_cpu_share_of_its_node_share(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The skyline members may spend half the nodes of a canonical order: their threads run
+    # three nice levels lower (half the CPU weight), the canonical ones at the caller's.
+    from planner.families import family_instance
+    from planner.solvers import search
+    from planner.solvers.search import NICE_PER_HALVING, _decide_all, _members, _Skyline
+
+    request = family_instance("guillotine", 120, 1000).request
+    g = build_graph(request, "none")
+    members = _members(g)
+    seen: dict[int, int] = {}
+    decide = search._decide
+
+    def recording(inst: Any, *args: Any, **kwargs: Any) -> Any:
+        seen[id(inst)] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        return decide(inst, *args, **kwargs)
+
+    monkeypatch.setattr(search, "_decide", recording)
+    base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    _decide_all(members, g.lower_bound.bytes, 2_000, parallel=True)
+    expected = [
+        min(19, base + NICE_PER_HALVING) if isinstance(m, _Skyline) else base for m in members
+    ]
+    assert [seen[id(m)] for m in members] == expected
+    assert any(isinstance(m, _Skyline) for m in members)
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == base  # caller's own
