@@ -19,6 +19,7 @@ slower than the one the throughput was measured on.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -446,8 +447,10 @@ def _race(
 def _take_share(weight: int) -> None:
     """Lower this thread's CPU share to ``2 ** -weight`` of a full one where the system lets a
     thread do so (Linux: a nice value per thread, ``NICE_PER_HALVING`` levels a halving);
-    elsewhere every member keeps a full share, and only the wall time differs."""
-    if weight <= 0 or not hasattr(os, "setpriority"):
+    elsewhere every member keeps a full share, and only the wall time differs. (Only Linux
+    takes a thread's id where ``setpriority`` takes a process id; elsewhere that number could
+    name another process.)"""
+    if weight <= 0 or not sys.platform.startswith("linux"):
         return
     try:
         me = threading.get_native_id()
