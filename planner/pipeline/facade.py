@@ -54,8 +54,9 @@ from planner.validators import validate_plan
 
 __all__ = ["INTERPRETED_MAX_BUFFERS", "plan", "validate"]
 
-# Up to this many buffers, kernels this process has not loaded yet run interpreted: a few
-# milliseconds at this size, against a few hundred to load numba and the compiled code.
+# Up to this many buffers, kernels run interpreted while this process has loaded no compiled
+# kernel (``planner.core._jit``): a few milliseconds at this size, against a few hundred to
+# load numba and the compiled code.
 INTERPRETED_MAX_BUFFERS = 64
 
 
