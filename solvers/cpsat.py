@@ -127,7 +127,8 @@ def solve_cpsat(
     free: dict[int, cp_model.IntVar] = {}  # buffer -> offset in units of its alignment
     x_intervals: list[cp_model.IntervalVar] = []
     y_intervals: list[cp_model.IntervalVar] = []
-    height = model.new_int_var(max(lower_bound, max(size)), h_max, "H")  # bytes
+    least = max(lower_bound, max(size))  # bytes: no plan is lower
+    height = model.new_int_var(least, h_max, "H")  # bytes
     for i in range(n):
         t0, t1 = int(g.start[i]), int(g.occupied_end[i])  # program points, half-open
         y_intervals.append(model.new_fixed_size_interval_var(t0, t1 - t0, f"t{i}"))
@@ -156,7 +157,7 @@ def solve_cpsat(
             if offset % align[i] == 0 and 0 <= offset <= h_max - size[i]:
                 model.add_hint(k, offset // align[i])
         arena = int((ordered + g.size).max())
-        if max(lower_bound, max(size)) <= arena <= h_max:
+        if least <= arena <= h_max:
             model.add_hint(height, arena)
 
     solver = cp_model.CpSolver()
@@ -166,7 +167,7 @@ def solve_cpsat(
     rate = DETERMINISTIC_PER_SECOND_SMALL if n <= SMALL_MODEL else DETERMINISTIC_PER_SECOND
     params.max_deterministic_time = rate * time_limit
     params.max_time_in_seconds = wall_limit(time_limit)  # hard cap; see the module docstring
-    if upper is not None and h_max <= max(lower_bound, max(size)):
+    if upper is not None and h_max <= least:
         # The height can only be the bound: a feasibility model (see SMALL_MODEL).
         params.use_dynamic_precedence_in_disjunctive = n <= SMALL_MODEL
     progress = _Progress(height, lower_bound, on_progress) if on_progress else None

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import planner
+from planner.core.csvio import with_overrides
 from planner.core.errors import RequestError
 from planner.core.models import PlanRequest
 from planner.generate import (
@@ -151,10 +152,7 @@ def test_model_request_shape() -> None:
     assert all(s < turn < e for s, e in saved)
     assert [b.start for b in bufs] == sorted(b.start for b in bufs)
     # Plannable and valid: a short limit is enough (the default 10 s buys the same plan here).
-    quick = request.model_copy(
-        update={"options": request.options.model_copy(update={"time_limit": 1.0})}
-    )
-    plan = planner.plan(quick)
+    plan = planner.plan(with_overrides(request, time_limit=1.0))
     assert planner.validate(request, plan).valid
 
 

@@ -51,10 +51,10 @@ def test_another_thread_waits_while_the_kernels_called_load(
     assert caller(1) == 4
 
 
-def _small(source: str, name: str) -> _jit.Kernel:
+def _kernel(source: str, name: str, *, small: bool) -> _jit.Kernel:
     scope: dict[str, Any] = {"__name__": f"tests.jit_{name}"}
     exec(source, scope)
-    return _jit.Kernel(scope[name], small=True)
+    return _jit.Kernel(scope[name], small=small)
 
 
 def test_a_small_kernel_runs_interpreted_until_a_compiled_one_is_loaded(
@@ -62,11 +62,11 @@ def test_a_small_kernel_runs_interpreted_until_a_compiled_one_is_loaded(
 ) -> None:
     monkeypatch.setattr(_jit, "CACHE_DIR", None)  # functions made by exec have no cache
     monkeypatch.setattr(_jit, "_loaded_any", False)
-    small = _small("def twice(x):\n    return 2 * x\n", "twice")
+    small = _kernel("def twice(x):\n    return 2 * x\n", "twice", small=True)
     with _jit.interpreted():
         assert small(3) == 6
         assert small._compiled is None  # ran as Python: nothing was loaded for it
-        other = _jit.Kernel(_small("def inc(x):\n    return x + 1\n", "inc").py_func, small=False)
+        other = _kernel("def inc(x):\n    return x + 1\n", "inc", small=False)
         assert other(1) == 2  # a compiled kernel: numba is in now
         assert small(4) == 8
         assert small._compiled is not None  # so the small one loads on its next call

@@ -697,6 +697,7 @@ def test_a_race_gives_each_member_the_cpu_share_of_its_node_share(
     # three nice levels lower (half the CPU weight), the canonical ones at the caller's.
     from planner.families import family_instance
     from planner.solvers import search
+    from planner.solvers._search_kernel import FOUND
     from planner.solvers.search import NICE_PER_HALVING, _decide_all, _members, _Skyline
 
     request = family_instance("guillotine", 120, 1000).request
@@ -711,10 +712,28 @@ def test_a_race_gives_each_member_the_cpu_share_of_its_node_share(
 
     monkeypatch.setattr(search, "_decide", recording)
     base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    _decide_all(members, g.lower_bound.bytes, 2_000, parallel=True)
+    status, offsets, _ = _decide_all(members, g.lower_bound.bytes, 2_000, parallel=True)
+    if status == FOUND:
+        assert_valid_offsets(request, g, offsets)
     expected = [
         min(19, base + NICE_PER_HALVING) if isinstance(m, _Skyline) else base for m in members
     ]
     assert [seen[id(m)] for m in members] == expected
     assert any(isinstance(m, _Skyline) for m in members)
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == base  # caller's own
+
+
+def test_off_linux_a_race_leaves_every_thread_its_priority(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Elsewhere ``setpriority`` takes a process id, and a thread's id could name another
+    # process: the race must not call it there (this test runs on every platform).
+    from planner.solvers import search
+
+    def refuse(*args: Any) -> None:
+        raise AssertionError(f"setpriority called off Linux: {args}")
+
+    monkeypatch.setattr(sys, "platform", "darwin")
+    monkeypatch.setattr(os, "setpriority", refuse, raising=False)
+    search._take_share(1)
+    search._take_share(2)
