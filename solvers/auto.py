@@ -5,7 +5,9 @@ and, when greedy misses it, the clique bound (``solvers.bounds``). Independent c
 components of the interference graph never share a point in time, so each is solved on its
 own and the arena is the largest of theirs. Only components whose greedy arena is above the
 bound can lower the maximum; the exact methods run on those, in turn, seeded with the best
-plan so far (on kernel-sized ones searches and CP-SAT runs in turn, see ``_schedule``). Every
+plan so far (on kernel-sized ones searches and CP-SAT runs in turn, see ``_schedule``). On
+kernel-sized requests the random skyline runs wait until the exact methods have left the
+plan unproved: the search decides the bound sooner than they run. Every
 budget is a fixed share of ``time_limit``, not what the clock says is left, so the same
 request gets the same budgets and the same plan. Which greedy heuristics run is chosen by
 their estimated cost (``solvers.greedy.affordable``), and whether the exact methods run at
@@ -23,6 +25,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,9 +36,10 @@ from planner.core.graph import InterferenceGraph, build_graph
 from planner.core.install import install_hint
 from planner.core.models import PlanRequest
 from planner.solvers import registry
+from planner.solvers.ahead import Ahead
 from planner.solvers.bounds import CLIQUE_MAX, clique_bound, stack_height
-from planner.solvers.exact import granularity, round_up
-from planner.solvers.greedy import arena_of, portfolio
+from planner.solvers.exact import ExactResult, granularity, round_up
+from planner.solvers.greedy import RANDOM_SKYLINE, applicable, arena_of, cost, portfolio
 
 __all__ = [
     "WARM_UP_BUFFERS",
@@ -164,6 +168,28 @@ def solve(
     proved optimal for a problem with fewer conflicts), within ``capacity``: the search
     stops at a plan that small; the bound returned is still this graph's own.
     """
+    names = registry.lookup(solver).exact
+    seconds = GREEDY_SHARE * time_limit if greedy_seconds is None else greedy_seconds
+    # Kernel-sized, with exact methods to follow: the search decides the bound sooner than
+    # hundreds of random skyline runs, which run only where it leaves the plan unproved.
+    later = (RANDOM_SKYLINE,) if heuristics is None and names and g.n <= SMALL_PART else ()
+    result = _solve(g, names, heuristics, capacity, time_limit, enough, seconds, later)
+    if later and not result.proved_optimal and (enough is None or result.arena_bytes > enough):
+        result = _greedy_after(g, result, list(later), seconds)
+    return result
+
+
+def _solve(
+    g: InterferenceGraph,
+    names: tuple[str, ...],
+    heuristics: list[str] | None,
+    capacity: int | None,
+    time_limit: float,
+    enough: int | None,
+    seconds: float,
+    later: tuple[str, ...],
+) -> Solution:
+    """``solve`` but for the heuristics ``later`` (left out of the default portfolio)."""
     # Every arena is a multiple of the granularity, so the bound rounds up to one.
     step = granularity(g)
     bound = round_up(g.aligned_bound.bytes, step)
@@ -172,7 +198,8 @@ def solve(
         g,
         heuristics,
         bound if enough is None else max(bound, enough),
-        seconds=GREEDY_SHARE * time_limit if greedy_seconds is None else greedy_seconds,
+        seconds=seconds,
+        without=later,
     )
     if greedy.arena_bytes > bound:
         clique = clique_bound(g, bound)  # dearer, so only where it may help
@@ -193,7 +220,6 @@ def solve(
     if capacity is not None and bound > capacity:
         # The bound already proves it; those buffers alone cannot fit. Nothing to search.
         return replace(best, infeasible=_shrink(g, witness, capacity))
-    names = registry.lookup(solver).exact
     if not names or best.proved_optimal or expired():
         return best
     with paused():  # the first import of a method's module (tenths of a second)
@@ -208,6 +234,30 @@ def solve(
         return Solution(**{**best.__dict__, "notes": notes})
     _load(methods)
     return _improve(g, best, methods, capacity, time_limit, notes, enough)
+
+
+def _greedy_after(
+    g: InterferenceGraph, result: Solution, heuristics: list[str], seconds: float
+) -> Solution:
+    """The heuristics left for after the exact methods, run where these left the plan
+    unproved (those ``affordable`` in ``seconds``, unless the deadline has passed); a smaller
+    arena than theirs replaces the plan."""
+    names = [h for h in heuristics if applicable(g, h) and cost(g, h) <= seconds]
+    if not names or expired():
+        return result
+    greedy = portfolio(g, names, result.bound)
+    tried = [*result.tried, *((f"greedy:{n}", a) for n, a in greedy.tried)]
+    if greedy.arena_bytes >= result.arena_bytes:
+        return replace(result, tried=tried)
+    _tell(greedy.arena_bytes, result.bound)
+    return replace(
+        result,
+        name=f"greedy:{greedy.name}",
+        offsets=greedy.offsets,
+        arena_bytes=greedy.arena_bytes,
+        proved_optimal=greedy.arena_bytes <= result.bound,
+        tried=tried,
+    )
 
 
 def _improve(
@@ -241,49 +291,66 @@ def _improve(
         others[members] = False
         rest = int((offsets + g.size)[others].max(initial=0))  # arena of the other parts
         step = granularity(sub)
-        for run in _schedule(methods, sub.n):
-            method_name, method = run.name, run.method
-            if expired():  # building an instance past the deadline would overrun it
-                break
-            share = per_part * run.fraction
-            progress = _progress_of_part(rest, sub_arena, bound)
-            for _ in range(run.tries):
-                before = sub_bound
-                result = method(
-                    sub,
-                    capacity=capacity,
-                    lower_bound=sub_bound,
-                    hint=offsets[members],
-                    time_limit=share,
-                    upper=sub_bound if run.at_bound else sub_arena,
-                    on_progress=progress,
-                    **run.options,
-                )
-                # Every arena is a multiple of the granularity: so is the least one.
-                sub_bound = max(sub_bound, round_up(result.bound, step))
-                if result.proved_optimal and result.arena_bytes is not None:
-                    sub_bound = max(sub_bound, result.arena_bytes)  # its optimum, proved
-                if result.infeasible:
-                    return Solution(
-                        name=f"exact:{method_name}",
-                        offsets=offsets,
-                        arena_bytes=arena_of(g, offsets),
-                        bound=bound if enough is not None else max(bound, sub_bound),
-                        proved_optimal=False,
-                        tried=[*tried, (f"exact:{method_name}", arena_of(g, offsets))],
-                        infeasible=_irreducible(g, members, method, capacity, per_part / 2),
-                        notes=notes,
+        steps = _schedule(methods, sub.n)
+        ahead: Ahead | None = None  # the next step's first run, started early
+        try:
+            for k, run in enumerate(steps):
+                method_name, method = run.name, run.method
+                if expired():  # building an instance past the deadline would overrun it
+                    break
+                share = per_part * run.fraction
+                progress = _progress_of_part(rest, sub_arena, bound)
+                for _ in range(run.tries):
+                    before = sub_bound
+                    arguments = _arguments(
+                        run, capacity, sub_bound, offsets[members], share, sub_arena, progress
                     )
-                found, arena = result.offsets, result.arena_bytes
-                if found is not None and arena is not None and arena < sub_arena:
-                    offsets[members] = found
-                    sub_arena = arena
-                    name = f"exact:{method_name}"
-                tried.append((f"exact:{method_name}", arena_of(g, offsets)))
-                if sub_arena <= sub_bound or sub_bound == before:
-                    break  # optimal, or the bound stands: another try gains nothing
-            if sub_arena <= sub_bound:
-                break
+                    beside = None  # the next step's first run, to start beside this one
+                    if run.next_ahead and k + 1 < len(steps):
+                        after = steps[k + 1]
+                        share_after = per_part * after.fraction
+                        later_progress = _progress_of_part(rest, sub_arena, bound)
+                        beside = (
+                            after.method,
+                            _arguments(
+                                after,
+                                capacity,
+                                sub_bound,
+                                offsets[members],
+                                share_after,
+                                sub_arena,
+                                later_progress,
+                            ),
+                        )
+                    result, ahead = _call(method, sub, arguments, ahead, beside)
+                    # Every arena is a multiple of the granularity: so is the least one.
+                    sub_bound = max(sub_bound, round_up(result.bound, step))
+                    if result.proved_optimal and result.arena_bytes is not None:
+                        sub_bound = max(sub_bound, result.arena_bytes)  # its optimum, proved
+                    if result.infeasible:
+                        return Solution(
+                            name=f"exact:{method_name}",
+                            offsets=offsets,
+                            arena_bytes=arena_of(g, offsets),
+                            bound=bound if enough is not None else max(bound, sub_bound),
+                            proved_optimal=False,
+                            tried=[*tried, (f"exact:{method_name}", arena_of(g, offsets))],
+                            infeasible=_irreducible(g, members, method, capacity, per_part / 2),
+                            notes=notes,
+                        )
+                    found, arena = result.offsets, result.arena_bytes
+                    if found is not None and arena is not None and arena < sub_arena:
+                        offsets[members] = found
+                        sub_arena = arena
+                        name = f"exact:{method_name}"
+                    tried.append((f"exact:{method_name}", arena_of(g, offsets)))
+                    if sub_arena <= sub_bound or sub_bound == before:
+                        break  # optimal, or the bound stands: another try gains nothing
+                if sub_arena <= sub_bound:
+                    break
+        finally:
+            if ahead is not None:
+                ahead.cancel()
         if enough is None:
             bound = max(bound, sub_bound)
     arena = arena_of(g, offsets)
@@ -297,6 +364,29 @@ def _improve(
         tried=tried,
         notes=notes,
     )
+
+
+def _call(
+    method: ExactMethod,
+    sub: InterferenceGraph,
+    arguments: dict[str, Any],
+    ahead: Ahead | None,
+    beside: tuple[ExactMethod, dict[str, Any]] | None,
+) -> tuple[ExactResult, Ahead | None]:
+    """``method``'s result on ``arguments``, and the run left going ahead of its turn.
+
+    That is ``ahead``'s result where it started on these arguments. Otherwise ``ahead`` is
+    stopped and ``method`` runs, with the run ``beside`` (the next step's method and first
+    arguments) started on another thread first, which ``method`` is told to stop for once
+    that run settles the bound (``Ahead.settled``)."""
+    if ahead is not None and ahead.matches(arguments):
+        return ahead.result(), None
+    if ahead is not None:
+        ahead.cancel()
+    if beside is None:
+        return method(sub, **arguments), None
+    ahead = Ahead(beside[0], sub, beside[1])
+    return method(sub, **arguments, stop=ahead.settled), ahead
 
 
 def _exact_affordable(g: InterferenceGraph, parts: list[I64], time_limit: float) -> bool:
@@ -323,6 +413,28 @@ class _Step:
     at_bound: bool = False  # only a plan at the part's bound is searched for
     tries: int = 1  # runs while each proves the bound too low (and raises it)
     options: dict[str, bool] = field(default_factory=dict)  # the method's own options
+    next_ahead: bool = False  # the next step's first run starts beside this one (``Ahead``)
+
+
+def _arguments(
+    run: _Step,
+    capacity: int | None,
+    bound: int,
+    hint: I64,
+    share: float,
+    arena: int,
+    progress: Callable[[int | None, int], None],
+) -> dict[str, Any]:
+    """What ``run`` is called with on a part whose bound and best arena are these."""
+    return {
+        "capacity": capacity,
+        "lower_bound": bound,
+        "hint": hint,
+        "time_limit": share,
+        "upper": bound if run.at_bound else arena,
+        "on_progress": progress,
+        **run.options,
+    }
 
 
 def _schedule(methods: list[tuple[str, ExactMethod]], n: int) -> list[_Step]:
@@ -334,7 +446,8 @@ def _schedule(methods: list[tuple[str, ExactMethod]], n: int) -> list[_Step]:
     plan at it. So the search first decides the bound alone (no bisection above it); where
     it does not, its windows (``solvers.windows``) may prove the bound a few granules too
     low, which the search cannot on the whole part and CP-SAT takes a run per granule to. Then
-    CP-SAT is asked only for a plan at the bound: a far smaller model than the whole range
+    CP-SAT is asked only for a plan at the bound (its first run starts beside the windows, as
+    if they leave the bound: ``solvers.ahead``): a far smaller model than the whole range
     below the best arena, which it decides in milliseconds on most parts the search
     misses, or proves the bound too low (then again at the raised bound, up to
     ``SMALL_AT_BOUND_TRIES`` runs). Where it decides neither, the search bisects above the
@@ -361,7 +474,9 @@ def _schedule(methods: list[tuple[str, ExactMethod]], n: int) -> list[_Step]:
     steps = [_Step(s_name, search, SMALL_FIRST_SEARCH, options={"bound_only": True})]
     windows = registry.exact_method("windows")  # the search's own: always installed
     if windows is not None:
-        steps.append(_Step(s_name, windows, SMALL_WINDOWS))
+        # The windows run on one core and mostly leave the bound as it is: CP-SAT's first
+        # run at the bound goes on beside them.
+        steps.append(_Step(s_name, windows, SMALL_WINDOWS, next_ahead=True))
     return [
         *steps,
         _Step(c_name, cpsat, SMALL_AT_BOUND, at_bound=True, tries=SMALL_AT_BOUND_TRIES),

@@ -8,9 +8,13 @@ rounding up is monotone), and no plan of the whole request is lower. Pinned buff
 treated as free, which only relaxes the bound. Where alignments differ (16 and 128 bytes,
 say) this exceeds the peak and the aligned bound, often up to the optimum.
 
-The program costs ``2^k * k`` steps for ``k`` live buffers, so points are taken in
-decreasing order of what they could reach, stopping once none can beat the bound in hand,
-within a fixed budget of steps (deterministic).
+Alignments are powers of two, so buffers of one *class* (alignment, and size modulo the
+largest alignment) are interchangeable in a stacking: the program (``_stacked``) runs over
+how many of each class are placed, ``prod(count + 1)`` states of a step per class, where
+over every subset it would take ``2^k`` states of ``k`` steps: on random kernels aligned to
+16 or 128 bytes, 35 000-55 000 states of 12 classes for a live set of 18 buffers, against
+262 144 of 18. Points are taken in decreasing order of what they could reach, stopping once none
+can beat the bound in hand, within a fixed budget of steps (deterministic).
 
 ``hazard_bound`` is the peak of a request whose barriers and aliases decide what may share:
 it bounds plans under ``sync: existing`` and capped ``insert``, where the plain peak of the
@@ -41,31 +45,101 @@ __all__ = [
 
 I64 = npt.NDArray[np.int64]
 
-CLIQUE_MAX = 18  # live buffers: points with more are left to the other bounds
+CLIQUE_MAX = 18  # live buffers: a set of more is not stacked exactly by ``stack_height``
+STATES_MAX = 1 << CLIQUE_MAX  # states: points whose program has more are left to other bounds
 MAX_BUFFERS = 2000  # the live sets are found by a points x buffers table
 STEP_BUDGET = 8_000_000  # steps of the subset program over all points of one request
 
 
 @njit
-def stack_height(size: I64, alignment: I64) -> int:
-    """Lowest top (bytes) of the buffers stacked disjoint from 0, each aligned."""
-    k = size.shape[0]
-    full = 1 << k
+def _stack_classes(size: I64, alignment: I64, count: I64) -> int:
+    """Lowest top (bytes) of ``count[c]`` buffers of each class ``c`` (``size[c]`` bytes at a
+    multiple of ``alignment[c]``) stacked disjoint from 0: the subset program over how many
+    of each class are placed, in mixed radix."""
+    m = size.shape[0]
+    stride = np.ones(m + 1, dtype=np.int64)
+    for c in range(m):
+        stride[c + 1] = stride[c] * (count[c] + 1)
+    states = stride[m]
     never = np.iinfo(np.int64).max // 4
-    top = np.full(full, never, dtype=np.int64)
+    top = np.full(states, never, dtype=np.int64)
     top[0] = 0
-    for mask in range(full):
-        t = top[mask]
-        if t == never:
-            continue
-        for i in range(k):
-            bit = 1 << i
-            if mask & bit == 0:
-                a = alignment[i]
-                reach = (t + a - 1) // a * a + size[i]
-                if reach < top[mask | bit]:
-                    top[mask | bit] = reach
-    return int(top[full - 1])
+    used = np.zeros(m, dtype=np.int64)  # of each class, in this state (an odometer)
+    for state in range(states):
+        t = top[state]
+        if t != never:
+            for c in range(m):
+                if used[c] < count[c]:  # some buffer of this class is left
+                    a = alignment[c]
+                    reach = (t + a - 1) // a * a + size[c]
+                    nxt = state + stride[c]
+                    if reach < top[nxt]:
+                        top[nxt] = reach
+        c = 0
+        while c < m and used[c] == count[c]:
+            used[c] = 0
+            c += 1
+        if c < m:
+            used[c] += 1
+    return int(top[states - 1])
+
+
+@njit
+def _stacked(size: I64, alignment: I64, states_max: int, steps_max: int) -> tuple[int, int]:
+    """(lowest top in bytes, steps) of the buffers stacked disjoint from 0, each aligned; (-1,
+    0) when the program would take more than ``states_max`` states or ``steps_max`` steps.
+
+    Alignments are powers of two, so each divides the largest, ``period``: moving a buffer's
+    top by a multiple of ``period`` changes no padding after it. Buffers of one class (size
+    modulo ``period``, alignment) are then interchangeable in a stacking, and a buffer may be
+    stacked as its size modulo ``period`` with the rest added on top at the end.
+    """
+    k = size.shape[0]
+    if k == 0:
+        return 0, 0
+    period = alignment.max()
+    keys = np.sort(alignment * period + size % period)
+    classes = 1
+    for i in range(1, k):
+        if keys[i] != keys[i - 1]:
+            classes += 1
+    residue = np.empty(classes, dtype=np.int64)
+    aligns = np.empty(classes, dtype=np.int64)
+    count = np.zeros(classes, dtype=np.int64)
+    c = -1
+    for i in range(k):
+        if i == 0 or keys[i] != keys[i - 1]:
+            c += 1
+            residue[c] = keys[i] % period
+            aligns[c] = keys[i] // period
+        count[c] += 1
+    states = 1
+    for c in range(classes):
+        states *= count[c] + 1
+        if states > states_max:
+            return -1, 0
+    steps = states * classes
+    if steps > steps_max:
+        return -1, 0
+    rest = 0
+    for i in range(k):
+        rest += size[i] - size[i] % period
+    return _stack_classes(residue, aligns, count) + rest, steps
+
+
+STACK_STATES_MAX = 1 << 40  # ``stack_height`` refuses a set whose program has more states
+
+
+def stack_height(size: I64, alignment: I64) -> int:
+    """Lowest top (bytes) of the buffers stacked disjoint from 0, each aligned; ValueError
+    past ``STACK_STATES_MAX`` states (at most 40 buffers always fit)."""
+    steps_max = np.iinfo(np.int64).max
+    height, _ = _stacked(
+        size.astype(np.int64), alignment.astype(np.int64), STACK_STATES_MAX, steps_max
+    )
+    if height < 0:
+        raise ValueError(f"{size.shape[0]} buffers of too many classes to stack exactly")
+    return int(height)
 
 
 def clique_bound(g: InterferenceGraph, floor: int = 0) -> LowerBound:
@@ -77,22 +151,18 @@ def clique_bound(g: InterferenceGraph, floor: int = 0) -> LowerBound:
         return best
     points = np.unique(g.start)
     live = (g.start[None, :] <= points[:, None]) & (g.occupied_end[None, :] > points[:, None])
-    counts = live.sum(axis=1)
     # No stacking exceeds the sizes plus the most each alignment can pad.
     reach = np.where(live, g.size[None, :] + g.alignment[None, :] - 1, 0).sum(axis=1)
-    steps = 0
+    size, alignment = g.size.astype(np.int64), g.alignment.astype(np.int64)
+    left = STEP_BUDGET
     for p in np.argsort(-reach, kind="stable").tolist():
         if int(reach[p]) <= best.bytes:
             break  # the rest cannot beat it either
-        k = int(counts[p])
-        cost = (1 << k) * k
-        if k > CLIQUE_MAX or steps + cost > STEP_BUDGET:
-            continue
-        steps += cost
         members = np.flatnonzero(live[p])
-        height = stack_height(
-            g.size[members].astype(np.int64), g.alignment[members].astype(np.int64)
-        )
+        height, cost = _stacked(size[members], alignment[members], STATES_MAX, left)
+        if height < 0:
+            continue  # too many states, or past the budget
+        left -= cost
         if height > best.bytes:
             best = LowerBound(height, int(points[p]), [int(i) for i in members])
     return best

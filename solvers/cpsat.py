@@ -23,7 +23,7 @@ from ortools.sat.python import cp_model
 
 from planner.core.clock import wall_limit
 from planner.core.graph import InterferenceGraph
-from planner.solvers.exact import ExactResult, Progress
+from planner.solvers.exact import ExactResult, Progress, Stop
 
 __all__ = ["DETERMINISTIC_PER_SECOND", "SEED", "solve_cpsat"]
 
@@ -92,6 +92,7 @@ def solve_cpsat(
     time_limit: float,
     upper: int | None = None,
     on_progress: Progress | None = None,
+    stop: Stop | None = None,
 ) -> ExactResult:
     """Smallest arena for ``g`` within ``capacity`` (bytes), searched for ``time_limit`` s.
 
@@ -100,6 +101,7 @@ def solve_cpsat(
     bound itself to ask only for a plan there) caps the address space below the capacity;
     a proof that no plan fits within it raises the bound returned past it. ``on_progress``
     sees each improving arena and the bound: for benchmarks; it does not change the result.
+    ``stop`` may end the search early from another thread (then the result means nothing).
     """
     n = g.n
     if n == 0:
@@ -171,6 +173,8 @@ def solve_cpsat(
         # The height can only be the bound: a feasibility model (see SMALL_MODEL).
         params.use_dynamic_precedence_in_disjunctive = n <= SMALL_MODEL
     progress = _Progress(height, lower_bound, on_progress) if on_progress else None
+    if stop is not None and not stop.attach(solver.stop_search):
+        return ExactResult("cpsat", None, None, lower_bound, False, False)
     status = solver.solve(model, progress)
 
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):

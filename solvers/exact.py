@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -10,7 +11,7 @@ import numpy.typing as npt
 
 from planner.core.graph import InterferenceGraph
 
-__all__ = ["ExactResult", "Progress", "granularity", "round_up"]
+__all__ = ["ExactResult", "Progress", "Stop", "granularity", "round_up"]
 
 I64 = npt.NDArray[np.int64]
 # Called as an exact method improves: (arena bytes of its best plan or None, bound bytes).
@@ -28,6 +29,30 @@ class ExactResult:
     bound: int  # bytes: no plan within the constraints uses fewer
     proved_optimal: bool  # arena_bytes == bound, and proved
     infeasible: bool  # proved: no plan fits the capacity
+
+
+class Stop:
+    """Asks a method running on another thread to stop early; what it returns then is thrown
+    away. A method that takes one calls ``attach`` with its own way of stopping (before it
+    starts: ``False`` means stopped already)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._hooks: list[Callable[[], None]] = []
+        self.stopped = False
+
+    def attach(self, hook: Callable[[], None]) -> bool:
+        with self._lock:
+            if not self.stopped:
+                self._hooks.append(hook)
+            return not self.stopped
+
+    def stop(self) -> None:
+        with self._lock:
+            self.stopped = True
+            hooks = list(self._hooks)
+        for hook in hooks:
+            hook()
 
 
 def granularity(g: InterferenceGraph) -> int:

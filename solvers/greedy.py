@@ -52,6 +52,7 @@ __all__ = [
     "HEURISTICS",
     "LARGE_ORDERINGS",
     "ORDERINGS",
+    "RANDOM_SKYLINE",
     "GreedyResult",
     "affordable",
     "applicable",
@@ -187,10 +188,11 @@ TREE_PORTFOLIO = (
     "area/best-fit",
     "length/best-fit",
 )
+RANDOM_SKYLINE = "random/skyline"
 HEURISTICS: list[str] = [
     *(f"{o}/{f}" for o in ORDERINGS for f in FITS),
     *(f"{rule}/skyline" for rule in RULES),
-    "random/skyline",
+    RANDOM_SKYLINE,
 ]
 # Past SKYLINE_MAX_BUFFERS buffers the default portfolio starts with size first fit and this
 # one: on model-like requests (where conflicts are many and the time affords only a few
@@ -375,7 +377,7 @@ def needs_neighbours(heuristic: str, g: InterferenceGraph | None = None) -> bool
 def cost(g: InterferenceGraph, heuristic: str) -> float:
     """Estimated seconds of one heuristic on ``g``, from counts alone (deterministic): gap
     filling visits every conflict twice, skyline steps over buffers x time slots (once per
-    seeded run for ``random/skyline``), the sweep visits each buffer once."""
+    seeded run for ``RANDOM_SKYLINE``), the sweep visits each buffer once."""
     n = g.n
     if heuristic.endswith("/skyline"):
         slots = 2 * n + 1  # at most this many distinct points
@@ -421,6 +423,7 @@ def portfolio(
     bound: int | None = None,
     *,
     seconds: float | None = None,
+    without: tuple[str, ...] = (),
 ) -> GreedyResult:
     """Run each heuristic; keep the smallest arena, ties to the earliest listed.
 
@@ -428,10 +431,14 @@ def portfolio(
     in parallel (the kernels release the GIL), but the result and ``tried`` are those of
     running them one by one in order, whatever the number of cores. ``seconds``: the default
     portfolio keeps the heuristics ``affordable`` in that time; heuristics asked for by name
-    all run. Past ``NEIGHBOUR_EDGES_MAX`` conflicts only heuristics without neighbour lists
-    apply; when none of those is asked for, ``RequestError`` names the limit.
+    all run; ``without`` leaves heuristics out of the default portfolio. Past
+    ``NEIGHBOUR_EDGES_MAX`` conflicts only heuristics without neighbour lists apply; when none
+    of those is asked for, ``RequestError`` names the limit.
     """
-    wanted = default_heuristics(g) if heuristics is None else heuristics
+    if heuristics is None:
+        wanted = [h for h in default_heuristics(g) if h not in without]
+    else:
+        wanted = heuristics
     names = [h for h in wanted if applicable(g, h)]
     if g.conflict_edges > NEIGHBOUR_EDGES_MAX:
         listless = [h for h in names if not needs_neighbours(h, g)]

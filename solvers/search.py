@@ -417,9 +417,12 @@ def _race(
     errors: list[BaseException] = []
     lock = threading.Lock()
 
+    go = threading.Event()
+
     def run(i: int) -> None:
         try:
             _take_share(weights[i])
+            go.wait()
             result = _decide(insts[i], capacity, per >> weights[i], caps[i])
             if result[0] != OUT_OF_NODES:
                 with lock:
@@ -432,6 +435,7 @@ def _race(
     threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(insts))]
     for thread in threads:
         thread.start()
+    go.set()  # every member starts at once: a thread started later would start behind
     for thread in threads:
         left = deadline - time.perf_counter()
         thread.join(None if left == float("inf") else max(0.0, left))

@@ -27,7 +27,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from planner.core.clock import wall_limit
 from planner.core.graph import InterferenceGraph
-from planner.solvers.exact import ExactResult, Progress, granularity, round_up
+from planner.solvers.exact import ExactResult, Progress, Stop, granularity, round_up
 from planner.solvers.search import ORDERS, exhausts, node_budget
 
 __all__ = ["WINDOW_COUNT", "WINDOW_SECTIONS", "solve_windows", "window_bound"]
@@ -55,13 +55,15 @@ def solve_windows(
     time_limit: float,
     upper: int | None = None,
     on_progress: Progress | None = None,
+    stop: Stop | None = None,
 ) -> ExactResult:
     """The window bound as an exact method's result: no plan, the bound raised from
     ``lower_bound`` within the nodes ``time_limit`` buys (``search.node_budget``). A bound
-    above ``capacity`` proves that nothing fits. ``hint`` and ``upper`` are not used."""
+    above ``capacity`` proves that nothing fits. ``hint`` and ``upper`` are not used.
+    ``stop``: once stopped (a plan at ``lower_bound`` is known), no further window is tried."""
     start = round_up(max(lower_bound, 0), granularity(g))
     deadline = time.perf_counter() + wall_limit(time_limit)
-    bound = window_bound(g, start, node_budget(g, time_limit), deadline=deadline)
+    bound = window_bound(g, start, node_budget(g, time_limit), deadline=deadline, stop=stop)
     if on_progress is not None and bound > start:
         on_progress(None, bound)
     return ExactResult(
@@ -75,10 +77,12 @@ def window_bound(
     nodes: int,
     sections: int = WINDOW_SECTIONS,
     deadline: float = float("inf"),
+    stop: Stop | None = None,
 ) -> int:
     """The lowest capacity (bytes, a multiple of the granularity, at least ``bound``) that no
     window of ``sections`` sections proves too low within ``nodes`` search nodes. The clock
-    (``deadline``, a ``time.perf_counter`` value) is only a hard cap."""
+    (``deadline``, a ``time.perf_counter`` value) is only a hard cap; ``stop`` ends the scan
+    between windows (the bound proved so far is returned)."""
     points = np.unique(np.concatenate([g.start, g.occupied_end]))
     if int(points.size) - 1 <= sections or nodes <= 0:
         return bound  # the one window would be the request itself
@@ -100,7 +104,7 @@ def window_bound(
             if proved:
                 bound += step
                 break
-            if left <= 0 or time.perf_counter() > deadline:
+            if left <= 0 or time.perf_counter() > deadline or (stop is not None and stop.stopped):
                 return bound
         else:
             return bound  # no window proves this capacity too low

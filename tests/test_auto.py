@@ -212,3 +212,21 @@ def test_kernel_sized_part_gets_its_plan_at_the_bound_from_cpsat() -> None:
     assert result.proved_optimal
     assert result.name == "exact:cpsat"
     assert_valid_offsets(request, g, result.offsets)
+
+
+def test_kernel_sized_requests_leave_the_random_runs_until_the_search_has_failed() -> None:
+    # Kernel 5: every heuristic misses the bound and the search decides it, so the random
+    # skyline runs never start. Below the bound's capacity no exact method runs: the random
+    # runs still do, and the plan is no larger than the whole portfolio's.
+    request = random_kernel(5)
+    g = build_graph(request, "none")
+    result = auto.solve(g, solver="auto", heuristics=None, capacity=None, time_limit=10.0)
+    assert result.proved_optimal
+    assert "greedy:random/skyline" not in [name for name, _ in result.tried]
+    assert_valid_offsets(request, g, result.offsets)
+    capacity = result.bound - 16
+    short = auto.solve(g, solver="auto", heuristics=None, capacity=capacity, time_limit=10.0)
+    assert short.infeasible
+    assert [name for name, _ in short.tried][-1] == "greedy:random/skyline"
+    assert short.arena_bytes <= portfolio(g).arena_bytes
+    assert_valid_offsets(request, g, short.offsets)

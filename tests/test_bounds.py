@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 from planner.core.graph import build_graph
 from planner.core.models import PlanRequest
-from planner.solvers.bounds import clique_bound, stack_height
+from planner.solvers.bounds import CLIQUE_MAX, clique_bound, stack_height
 
 from .bruteforce import brute_force
 from .hazards import brute_optimum, hazard_requests
@@ -48,6 +49,47 @@ def test_clique_bound_names_its_point_and_buffers() -> None:
     assert bound.point == 2
     assert bound.buffers == [0, 1, 2]
     assert clique_bound(g, floor=200).bytes == 200  # nothing beats the floor
+
+
+def _lowest_top(size: list[int], alignment: list[int]) -> int:
+    """Brute force: the lowest top over every order, each buffer at the lowest aligned
+    offset above the one before."""
+    best = None
+    for order in itertools.permutations(range(len(size))):
+        top = 0
+        for i in order:
+            top = -(-top // alignment[i]) * alignment[i] + size[i]
+        best = top if best is None else min(best, top)
+    return 0 if best is None else best
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 300), st.sampled_from([1, 2, 8, 16, 32, 128])),
+        min_size=0,
+        max_size=7,
+    )
+)
+def test_stack_height_is_the_lowest_top_of_every_order(pairs: list[tuple[int, int]]) -> None:
+    # Sizes past the largest alignment and repeated classes: the program takes buffers of a
+    # class (alignment, size modulo the largest alignment) as interchangeable.
+    size = np.asarray([s for s, _ in pairs], dtype=np.int64)
+    alignment = np.asarray([a for _, a in pairs], dtype=np.int64)
+    assert stack_height(size, alignment) == _lowest_top(size.tolist(), alignment.tolist())
+
+
+def test_clique_bound_stacks_many_buffers_of_few_classes() -> None:
+    # 20 buffers of 16 bytes aligned to 128 and one aligned to 16, all live at once: each of
+    # the 20 needs its own multiple of 128, so the highest ends at 19 * 128 + 16 at least,
+    # and the 21st fits in a gap. Over CLIQUE_MAX buffers, but of two classes only.
+    buffers = [
+        {"id": f"a{i}", "size": 16, "start": 0, "end": 2, "alignment": 128} for i in range(20)
+    ]
+    buffers.append({"id": "b", "size": 16, "start": 1, "end": 2, "alignment": 16})
+    g = build_graph(_request(buffers))
+    assert g.n > CLIQUE_MAX
+    assert clique_bound(g).bytes == 19 * 128 + 16
 
 
 @st.composite

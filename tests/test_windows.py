@@ -11,7 +11,7 @@ from planner.core.graph import build_graph
 from planner.core.models import PlanRequest
 from planner.generate import random_kernel
 from planner.solvers.bounds import clique_bound
-from planner.solvers.exact import granularity, round_up
+from planner.solvers.exact import Stop, granularity, round_up
 from planner.solvers.windows import solve_windows, window_bound
 
 from .bruteforce import brute_force
@@ -58,3 +58,15 @@ def test_a_bound_above_the_capacity_proves_nothing_fits() -> None:
     above = solve_windows(g, capacity=None, lower_bound=start, hint=None, time_limit=1.0)
     assert not above.infeasible
     assert above.bound == below.bound
+
+
+def test_a_stopped_scan_tries_no_window() -> None:
+    # Told to stop (a plan at the bound is known), the scan returns the bound it was given,
+    # where it would otherwise raise it.
+    g = build_graph(random_kernel(INTERLEAVED_KERNEL), "none")
+    step = granularity(g)
+    start = round_up(max(g.aligned_bound.bytes, clique_bound(g).bytes), step)
+    assert window_bound(g, start, 40_000) > start
+    stop = Stop()
+    stop.stop()
+    assert window_bound(g, start, 40_000, stop=stop) == start
