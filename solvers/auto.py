@@ -413,7 +413,8 @@ class _Step:
     at_bound: bool = False  # only a plan at the part's bound is searched for
     tries: int = 1  # runs while each proves the bound too low (and raises it)
     options: dict[str, bool] = field(default_factory=dict)  # the method's own options
-    next_ahead: bool = False  # the next step's first run starts beside this one (``Ahead``)
+    # The next step's first run starts beside this one (``Ahead``): both methods take ``stop``.
+    next_ahead: bool = False
 
 
 def _arguments(

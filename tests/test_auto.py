@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pytest
@@ -198,6 +199,18 @@ def test_schedule_stays_within_the_part_time(n: int) -> None:
     steps = auto._schedule([(m, f) for m, f in methods if f is not None], n)
     assert sum(s.fraction * s.tries for s in steps) <= 1.0 + 1e-9
     assert all(s.fraction > 0 for s in steps)
+
+
+@pytest.mark.parametrize("n", [auto.TINY_PART, auto.SMALL_PART, 200])
+def test_a_run_started_ahead_and_the_one_beside_it_can_both_be_stopped(n: int) -> None:
+    methods = [(name, registry.exact_method(name)) for name in ("search", "cpsat")]
+    steps = auto._schedule([(m, f) for m, f in methods if f is not None], n)
+    pairs = [(s, steps[k + 1]) for k, s in enumerate(steps) if s.next_ahead]
+    assert len(pairs) == (1 if n <= auto.SMALL_PART else 0)
+    for step, after in pairs:
+        assert after.at_bound  # CP-SAT asked for a plan at the bound, beside the windows
+        for method in (step.method, after.method):
+            assert "stop" in inspect.signature(method).parameters
 
 
 def test_kernel_sized_part_gets_its_plan_at_the_bound_from_cpsat() -> None:
