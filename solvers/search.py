@@ -416,8 +416,7 @@ def _race(
     results: list[tuple[int, I64, int] | None] = [None] * len(insts)
     errors: list[BaseException] = []
     lock = threading.Lock()
-
-    go = threading.Event()
+    go = threading.Event()  # set once every member's thread has started
 
     def run(i: int) -> None:
         try:

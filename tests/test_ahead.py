@@ -12,15 +12,12 @@ import pytest
 
 import planner.solvers.auto as auto
 from planner.core.graph import build_graph
+from planner.families import family_instance
 from planner.generate import random_kernel
 from planner.solvers.ahead import Ahead
 from planner.solvers.exact import ExactResult, Stop
 
 from .bruteforce import assert_valid_offsets
-
-pytest.importorskip("ortools")
-
-from planner.solvers.cpsat import solve_cpsat
 
 # Random kernels whose first search decides nothing at the bound, so the windows run and
 # CP-SAT's first run at the bound goes on beside them: seed 1262's windows leave the bound
@@ -65,25 +62,31 @@ def test_an_error_on_its_thread_is_raised_on_the_callers() -> None:
 
 
 def test_cancel_stops_a_long_cpsat_run() -> None:
-    # Asked for a plan at a bound far below the optimum of a 64-buffer kernel with a minute
-    # of budget, CP-SAT would search for a long time; stopped, it ends at once.
-    g = build_graph(random_kernel(18), "none")
-    low = int(g.size.max())
+    # Minimizing a 200-buffer pinwheel tiling from below its optimum, CP-SAT runs to its
+    # deterministic limit: about ten seconds for a 60 s time limit on a 2-core machine, and
+    # far longer for 300 s. Stopped, it ends at once.
+    pytest.importorskip("ortools")
+    from planner.solvers.cpsat import solve_cpsat
+
+    # The tiling's capacity left out: CP-SAT minimizes above it.
+    request = family_instance("pinwheel", 200, 7).request.model_copy(update={"capacity": None})
+    g = build_graph(request, "none")
+    low = g.aligned_bound.bytes
     ahead = Ahead(
-        solve_cpsat,
-        g,
-        {**_arguments(low, np.zeros(g.n, dtype=np.int64)), "time_limit": 60.0, "upper": low},
+        solve_cpsat, g, {**_arguments(low, np.zeros(g.n, dtype=np.int64)), "time_limit": 300.0}
     )
     time.sleep(0.2)
     began = time.perf_counter()
     ahead.cancel()
     assert time.perf_counter() - began < 5.0
+    # Stopped before it began, it searches nothing: unstopped, two seconds find a plan.
     stopped = Stop()
     stopped.stop()
-    result = solve_cpsat(
-        g, capacity=None, lower_bound=low, hint=None, time_limit=60.0, stop=stopped
-    )
-    assert result.offsets is None  # stopped before it began: nothing searched
+    result = solve_cpsat(g, capacity=None, lower_bound=low, hint=None, time_limit=2.0, stop=stopped)
+    assert result.offsets is None
+    found = solve_cpsat(g, capacity=None, lower_bound=low, hint=None, time_limit=2.0)
+    assert found.offsets is not None
+    assert_valid_offsets(request, g, found.offsets)
 
 
 @pytest.mark.slow
@@ -91,6 +94,7 @@ def test_cancel_stops_a_long_cpsat_run() -> None:
 def test_the_plan_is_the_one_running_in_turn_gives(
     seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    pytest.importorskip("ortools")  # CP-SAT is what runs beside the windows
     request = random_kernel(seed)
     g = build_graph(request, "none")
     beside = auto.solve(g, solver="auto", heuristics=None, capacity=None, time_limit=10.0)
