@@ -363,7 +363,17 @@ def _decide_all(
     if parallel is None:
         parallel = k > 1 and (os.cpu_count() or 1) > 1 and int(insts[0].size.size) >= PARALLEL_MIN
     run = _race if parallel else _rounds
-    results = run(insts, capacity, per, weights, deadline)
+    # A member that repeats an earlier one would search the same nodes and tie with it, and
+    # ties go to the earlier: it only runs in name, charged as if it ran.
+    repeats = _repeats(insts)
+    alone = [i for i in range(k) if repeats[i] < 0]
+    ran = run([insts[i] for i in alone], capacity, per, [weights[i] for i in alone], deadline)
+    results = [ran[0]] * k
+    for i, result in zip(alone, ran, strict=True):
+        results[i] = result
+    for i in range(k):
+        if repeats[i] >= 0:
+            results[i] = results[repeats[i]]
     decided = [
         (used << weights[i], i)
         for i, (status, _, used) in enumerate(results)
@@ -373,6 +383,23 @@ def _decide_all(
         return OUT_OF_NODES, results[0][1], sum(per >> w for w in weights)
     effort, i = min(decided)
     return results[i][0], results[i][1], sum(max(1, effort >> w) for w in weights)
+
+
+def _repeats(insts: Sequence[_Member]) -> list[int]:
+    """Per member the earlier member it repeats, or -1: the same kernel on arrays built
+    together (the same graph: ``size`` is one array for all of them) with the same ranking,
+    direction and valley rule searches the same nodes. Tilings have some: where every section
+    is full, the fullest-section key ties everywhere, and orders that differ only by it rank
+    alike."""
+    seen: dict[tuple[object, ...], int] = {}
+    repeats = []
+    for i, m in enumerate(insts):
+        key: tuple[object, ...] = (type(m), id(m.size), m.rank.tobytes())
+        if isinstance(m, _Skyline):
+            key += (m.valley, m.first.tobytes())
+        earlier = seen.setdefault(key, i)
+        repeats.append(-1 if earlier == i else earlier)
+    return repeats
 
 
 def _limit_others(caps: list[I64], weights: list[int], i: int, used: int) -> None:

@@ -494,6 +494,63 @@ def test_a_race_with_the_skyline_members_gives_the_turns_answer() -> None:
     assert_valid_offsets(request, g, turns[1])
 
 
+def test_a_member_that_repeats_an_earlier_one_runs_in_name_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # On a tiling every section is full, so orders that differ only by the fullest-section
+    # key rank alike: such a member would search the earlier one's nodes and tie with it.
+    # Not running it changes neither the answer nor the nodes charged, only the work.
+    from planner.families import family_instance
+    from planner.solvers import search
+    from planner.solvers._search_kernel import FOUND
+
+    request = family_instance("guillotine", 120, 1000).request
+    g = build_graph(request, "none")
+    capacity = request.effective_capacity
+    assert capacity is not None
+    members = search._members(g)
+    repeats = search._repeats(members)
+    assert sum(r >= 0 for r in repeats) >= 2
+    for j, i in enumerate(repeats):
+        if i >= 0:
+            a, b = members[i], members[j]
+            assert i < j
+            assert type(a) is type(b)
+            assert (a.rank == b.rank).all()
+            if isinstance(a, search._Skyline) and isinstance(b, search._Skyline):
+                assert a.valley == b.valley
+                assert (a.first == b.first).all()
+    # Members built apart (another graph, as far as anyone can tell) never repeat.
+    apart = [search._instance(g, order) for order in ("TWA", "WAT")]
+    assert (apart[0].rank == apart[1].rank).all()
+    assert search._repeats(apart) == [-1, -1]
+
+    ran: list[int] = []
+    real = search._decide
+
+    def counted(inst: Any, *args: Any) -> Any:
+        ran.append(id(inst))
+        return real(inst, *args)
+
+    for parallel in (False, True):
+        for nodes in (300, 20_000):
+            with monkeypatch.context() as patch:
+                patch.setattr(search, "_repeats", lambda ms: [-1] * len(ms))
+                every = search._decide_all(members, capacity, nodes, parallel=parallel)
+            with monkeypatch.context() as patch:
+                patch.setattr(search, "_decide", counted)
+                ran.clear()
+                once = search._decide_all(members, capacity, nodes, parallel=parallel)
+            skipped = {id(members[j]) for j, i in enumerate(repeats) if i >= 0}
+            assert ran
+            assert skipped.isdisjoint(ran)
+            assert once[0] == every[0]
+            assert once[2] == every[2]
+            assert (once[1] == every[1]).all()
+    assert once[0] == FOUND
+    assert_valid_offsets(request, g, once[1])
+
+
 def _padded_request(pairs: list[tuple[int, int, int, int]]) -> PlanRequest:
     return _request(
         [
@@ -715,10 +772,12 @@ def test_a_race_gives_each_member_the_cpu_share_of_its_node_share(
     status, offsets, _ = _decide_all(members, g.lower_bound.bytes, 2_000, parallel=True)
     if status == FOUND:
         assert_valid_offsets(request, g, offsets)
+    # Members that repeat an earlier one do not run (``_repeats``); every other one ran.
+    running = [m for m, r in zip(members, search._repeats(members), strict=True) if r < 0]
     expected = [
-        min(19, base + NICE_PER_HALVING) if isinstance(m, _Skyline) else base for m in members
+        min(19, base + NICE_PER_HALVING) if isinstance(m, _Skyline) else base for m in running
     ]
-    assert [seen[id(m)] for m in members] == expected
+    assert [seen[id(m)] for m in running] == expected
     assert any(isinstance(m, _Skyline) for m in members)
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == base  # caller's own
 
