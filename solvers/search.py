@@ -367,13 +367,10 @@ def _decide_all(
     # ties go to the earlier: it only runs in name, charged as if it ran.
     repeats = _repeats(insts)
     alone = [i for i in range(k) if repeats[i] < 0]
-    ran = run([insts[i] for i in alone], capacity, per, [weights[i] for i in alone], deadline)
-    results = [ran[0]] * k
-    for i, result in zip(alone, ran, strict=True):
-        results[i] = result
-    for i in range(k):
-        if repeats[i] >= 0:
-            results[i] = results[repeats[i]]
+    ran = iter(run([insts[i] for i in alone], capacity, per, [weights[i] for i in alone], deadline))
+    results: list[tuple[int, I64, int]] = []
+    for earlier in repeats:  # a repeat names an earlier member: its result is already here
+        results.append(next(ran) if earlier < 0 else results[earlier])
     decided = [
         (used << weights[i], i)
         for i, (status, _, used) in enumerate(results)

@@ -541,14 +541,15 @@ def test_a_member_that_repeats_an_earlier_one_runs_in_name_only(
                 patch.setattr(search, "_decide", counted)
                 ran.clear()
                 once = search._decide_all(members, capacity, nodes, parallel=parallel)
-            skipped = {id(members[j]) for j, i in enumerate(repeats) if i >= 0}
+            not_run = {id(members[j]) for j, i in enumerate(repeats) if i >= 0}
             assert ran
-            assert skipped.isdisjoint(ran)
+            assert not_run.isdisjoint(ran)
             assert once[0] == every[0]
             assert once[2] == every[2]
             assert (once[1] == every[1]).all()
-    assert once[0] == FOUND
-    assert_valid_offsets(request, g, once[1])
+            if once[0] == FOUND:
+                assert_valid_offsets(request, g, once[1])
+    assert once[0] == FOUND  # the last run, on 20 000 nodes, found a plan
 
 
 def _padded_request(pairs: list[tuple[int, int, int, int]]) -> PlanRequest:
