@@ -4,6 +4,7 @@ installed, the compile notice, and the command-line conventions."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from importlib import metadata
@@ -116,10 +117,14 @@ def test_compile_notice_without_a_writable_cache(
 def test_cache_dir_falls_back_when_the_package_is_read_only(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    # The fallback tells numba through the environment: a copy here, so the choice made for
+    # this test's home does not reach the processes later tests start.
+    monkeypatch.setattr(os, "environ", dict(os.environ))
+    os.environ.pop("NUMBA_CACHE_DIR", None)
     monkeypatch.setattr(_jit, "_PACKAGE", tmp_path / "missing")  # not writable: absent
     monkeypatch.setattr(Path, "home", lambda: tmp_path)
     assert _jit._cache_dir() == tmp_path / ".cache" / "alloc-planner" / "numba"
+    assert os.environ["NUMBA_CACHE_DIR"] == str(tmp_path / ".cache" / "alloc-planner" / "numba")
     monkeypatch.setenv("NUMBA_CACHE_DIR", "/proc/no-such-place")
     assert _jit._cache_dir() is None
 
