@@ -49,6 +49,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core._jit import njit
+from planner.solvers._pace_kernel import EVERY, keep_pace
 from planner.solvers._stack_kernel import new_memo, stack_fits
 
 I64 = npt.NDArray[np.int64]
@@ -113,6 +114,7 @@ def decide(
     capacity: int,
     node_budget: int,
     cap: I64,
+    efforts: I64,
     stats: I64,
 ) -> tuple[int, I64, int]:
     """(status, offsets in bytes, nodes used) for one capacity in bytes.
@@ -125,7 +127,9 @@ def decide(
     ``sec_free`` (CSR) the free ones, for the padding check where ``sec_period`` is not 0
     (see ``solvers.search._padding_lists``). A node is one placement; the search stops
     after ``node_budget`` of them, or after ``cap[0]``, which another thread may lower while
-    this one runs. The padding checks' work counts as nodes
+    this one runs; racing, it keeps pace with the others (``solvers._pace_kernel``: ``cap``
+    says where its effort goes in ``efforts``, which is empty when it runs alone). The
+    padding checks' work counts as nodes
     too; ``stats`` adds up how many checks ran, their steps and how many pruned.
     """
     n = size.shape[0]
@@ -203,6 +207,7 @@ def decide(
 
     depth = 0
     nodes = 0
+    paced = 0  # nodes when it last kept pace with the others
     while True:
         # Expand the node at ``depth``: find its scope, prune it or list its children.
         count = 0
@@ -417,6 +422,10 @@ def decide(
                 kid_next[depth] = kid_count[depth]
         if nodes >= node_budget or nodes >= cap[0]:
             return OUT_OF_NODES, offset, nodes
+        if efforts.size > 0 and nodes >= paced + EVERY:
+            paced = nodes
+            if not keep_pace(efforts, cap, nodes):
+                return OUT_OF_NODES, offset, nodes
         nodes += 1
         t = kid_base[depth] + kid_next[depth]
         kid_next[depth] += 1

@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core._jit import njit
+from planner.solvers._pace_kernel import EVERY, keep_pace
 from planner.solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES
 
 I64 = npt.NDArray[np.int64]
@@ -193,6 +194,7 @@ def decide_skyline(
     capacity: int,
     node_budget: int,
     cap: I64,
+    efforts: I64,
 ) -> tuple[int, I64, int]:
     """(status, offsets in bytes, nodes used) for one capacity in bytes.
 
@@ -203,7 +205,8 @@ def decide_skyline(
     ``valley`` picks the valley a node branches on (``FEWEST``, ``LOWEST``, ``LEFTMOST``).
     A move and each check cost steps, ``(buffers + sections + 1) * discount`` steps make a
     node, and the search stops after ``node_budget`` nodes, or after ``cap[0]``, which
-    another thread may lower while this one runs. As in the canonical kernel, a plan found
+    another thread may lower while this one runs; racing, it keeps pace with the others
+    (``solvers._pace_kernel``; ``efforts`` is empty alone). As in the canonical kernel, a plan found
     in ``k`` nodes is found under any limit of ``k`` or more, whenever the limit is lowered,
     so racing members agree with members taking turns.
     """
@@ -249,6 +252,7 @@ def decide_skyline(
     placed = 0
     depth = 0
     nodes = 0
+    paced = 0  # nodes when it last kept pace with the others
     while True:
         # Expand the node at ``depth``.
         count = 0
@@ -430,6 +434,10 @@ def decide_skyline(
                 depth -= 1
         if nodes >= node_budget or nodes >= cap[0]:
             return OUT_OF_NODES, offset, nodes
+        if efforts.size > 0 and nodes >= paced + EVERY:
+            paced = nodes
+            if not keep_pace(efforts, cap, nodes):
+                return OUT_OF_NODES, offset, nodes
         work += n + nsec + 1  # the move itself
         t = kid_base[depth] + kid_next[depth]
         kid_next[depth] += 1

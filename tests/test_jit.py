@@ -3,8 +3,12 @@ kernels it calls are loaded."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -70,3 +74,64 @@ def test_a_small_kernel_runs_interpreted_until_a_compiled_one_is_loaded(
         assert other(1) == 2  # a compiled kernel: numba is in now
         assert small(4) == 8
         assert small._compiled is not None  # so the small one loads on its next call
+
+
+_RUN = """
+import sys
+from pathlib import Path
+from planner.core import _jit
+_jit._SOURCES = ("kernelpkg",)
+_jit.CACHE_DIR = Path(sys.argv[1])
+from kernelpkg.caller import twice
+print(twice(1))
+"""
+
+
+def _run_caller(tmp_path: Path) -> int:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN, str(tmp_path / "cache")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    )
+    return int(done.stdout.split()[-1])
+
+
+def test_a_cached_kernel_runs_the_new_code_of_a_kernel_it_calls(tmp_path: Path) -> None:
+    # numba keys a cached kernel by its own file's contents; the caller's file stays the same
+    # here while its callee's changes, and the next process must run the new callee.
+    package = tmp_path / "kernelpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "caller.py").write_text(
+        "from planner.core._jit import njit\n"
+        "from kernelpkg.callee import one\n\n\n"
+        "@njit\ndef twice(x):\n    return 2 * one(x)\n"
+    )
+    callee = package / "callee.py"
+    callee.write_text("from planner.core._jit import njit\n\n\n@njit\ndef one(x):\n    return x\n")
+    assert _run_caller(tmp_path) == 2
+    assert _run_caller(tmp_path) == 2  # from the cache
+    callee.write_text(
+        "from planner.core._jit import njit\n\n\n@njit\ndef one(x):\n    return x + 10\n"
+    )
+    assert _run_caller(tmp_path) == 22
+    assert len(list((tmp_path / "cache").glob("kernels-*"))) == 2
+
+
+def test_only_the_latest_kernel_caches_are_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = []
+    for step, digest in enumerate(["a", "b", "c", "d", "e"]):
+        monkeypatch.setattr(_jit, "_digest", lambda digest=digest: digest)
+        made.append(_jit._version_dir(tmp_path))
+        os.utime(made[-1], (1_000_000 + step, 1_000_000 + step))  # made in this order
+        assert made[-1] == tmp_path / f"kernels-{digest}"
+        assert made[-1].is_dir()
+    kept = sorted(p.name for p in tmp_path.glob("kernels-*"))
+    assert kept == ["kernels-c", "kernels-d", "kernels-e"][-_jit.KEEP_VERSIONS :]
+    assert _jit._version_dir(tmp_path) == made[-1]  # an existing one is used as it is

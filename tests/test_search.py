@@ -528,9 +528,9 @@ def test_a_member_that_repeats_an_earlier_one_runs_in_name_only(
     ran: list[int] = []
     real = search._decide
 
-    def counted(inst: Any, *args: Any) -> Any:
+    def counted(inst: Any, *args: Any, **kwargs: Any) -> Any:
         ran.append(id(inst))
-        return real(inst, *args)
+        return real(inst, *args, **kwargs)
 
     for parallel in (False, True):
         for nodes in (300, 20_000):

@@ -5,6 +5,13 @@ numba caches next to the source; where that is read-only (an installed wheel, a 
 running as another user) it would fail, so the cache falls back to a per-user directory, then
 to the temporary directory. Where none can be written, kernels are compiled in memory on every
 run, and the first one says so once.
+
+Within that place, each version of the kernels' sources has a directory of its own
+(``kernels-`` and a digest of their contents). numba keys a cached kernel by the contents of
+its own file only, and a compiled kernel carries compiled copies of the kernels it calls: after
+an upgrade that changed only a callee's file, the caller's cached code would still run the old
+callee (on arrays the new code lays out differently, or to another plan). The latest
+``KEEP_VERSIONS`` directories are kept, so versions run side by side each keep their cache.
 """
 
 from __future__ import annotations
@@ -14,9 +21,11 @@ import functools
 import hashlib
 import importlib.util
 import os
+import shutil
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -32,6 +41,7 @@ _PACKAGE = Path(__file__).resolve().parent
 # lie beside it, mapped there by the build).
 _SOURCES = ("planner.core", "planner.pipeline", "planner.solvers", "planner.validators")
 COMPILE_SECONDS = 10  # about how long compiling every kernel takes on a laptop core
+KEEP_VERSIONS = 3  # kernel cache directories kept: this version's and the latest others
 
 
 def _writable(path: Path) -> bool:
@@ -61,7 +71,7 @@ def _cache_dir() -> Path | None:
 
 CACHE_DIR = _cache_dir()
 
-__all__ = ["CACHE_DIR", "Kernel", "announce", "compiled", "interpreted", "njit"]
+__all__ = ["CACHE_DIR", "Kernel", "announce", "compiled", "interpreted", "njit", "pause"]
 
 _said: set[str] = set()  # parts this process has announced or found compiled
 _loaded_any = False  # whether this process has loaded a compiled kernel
@@ -121,7 +131,10 @@ class Kernel:
                 if self._loading is not None:
                     return self._loading  # asked again by a kernel it calls, on this thread
                 import numba
+                import numba.core.config
 
+                if CACHE_DIR is not None:
+                    cast(Any, numba.core.config).CACHE_DIR = str(_version_dir(CACHE_DIR))
                 announce(_part(self.py_func.__module__))
                 # numba compiles on the first call, reading the kernel's globals then: the
                 # kernels it calls must be numba's own dispatchers by that time, so another
@@ -133,9 +146,54 @@ class Kernel:
                 for name, value in list(scope.items()):
                     if isinstance(value, Kernel):
                         scope[name] = value.load()
+                    elif value is pause:
+                        scope[name] = _native_pause()
                 self._compiled = dispatcher
                 _loaded_any = True
         return self._compiled
+
+
+def pause(microseconds: int) -> int:
+    """Sleep about ``microseconds``, for a kernel waiting on other threads: in compiled code
+    the C library's ``usleep``, which holds no lock, so the thread costs no CPU meanwhile."""
+    time.sleep(microseconds * 1e-6)
+    return 0
+
+
+_native: list[Any] = []  # the compiled ``pause``, made once
+
+
+def _native_pause() -> Any:
+    """``pause`` as numba calls it: a call of ``usleep`` declared by name (the process's C
+    library provides it), so the kernels calling it still go to the on-disk cache. Where
+    there is no ``usleep`` (not POSIX), a call that returns at once: nothing paces there."""
+    if not _native and os.name != "posix":
+        import numba
+
+        def returns(microseconds: int) -> int:
+            return 0
+
+        _native.append(numba.njit(nogil=True)(returns))
+    if not _native:
+        from llvmlite import ir
+        from numba import types
+        from numba.extending import intrinsic
+
+        @intrinsic
+        def native(typingctx: Any, microseconds: Any) -> Any:
+            def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+                c_int = ir.IntType(32)
+                module = builder.module
+                usleep = module.globals.get("usleep") or ir.Function(
+                    module, ir.FunctionType(c_int, [c_int]), name="usleep"
+                )
+                done = builder.call(usleep, [builder.trunc(args[0], c_int)])
+                return builder.sext(done, ir.IntType(64))
+
+            return types.int64(types.int64), codegen
+
+        _native.append(native)
+    return _native[0]
 
 
 def _part(module: str) -> str:
@@ -185,19 +243,40 @@ def compiled() -> Iterator[None]:
         _COMPILED.reset(token)
 
 
-def _stamp(part: str) -> Path | None:
-    """The file that says this version's kernels of ``part`` are compiled into ``CACHE_DIR``."""
-    if CACHE_DIR is None:
-        return None
+@functools.cache
+def _digest() -> str:
+    """Of this version's kernels: the contents of every source that may hold one, numba's
+    version and Python's."""
     digest = hashlib.sha256(f"{_numba_version()} {sys.version}".encode())
     for package in _SOURCES:
         spec = importlib.util.find_spec(package)
         if spec is None or spec.origin is None:
             continue
         for source in sorted(Path(spec.origin).parent.glob("*.py")):
-            stat = source.stat()
-            digest.update(f"{source.name} {stat.st_size} {stat.st_mtime_ns}".encode())
-    return CACHE_DIR / f"alloc-planner-{digest.hexdigest()[:16]}-{part}.compiled"
+            digest.update(source.name.encode() + b"\0" + source.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _version_dir(base: Path) -> Path:
+    """This version's kernel cache under ``base``, made now if it is new; then only the
+    latest ``KEEP_VERSIONS`` of them are kept."""
+    here = base / f"kernels-{_digest()}"
+    if here.is_dir():
+        return here
+    with contextlib.suppress(OSError):  # numba makes it itself if this fails
+        here.mkdir(parents=True, exist_ok=True)
+        others = [p for p in base.glob("kernels-*") if p != here and p.is_dir()]
+        others.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in others[KEEP_VERSIONS - 1 :]:
+            shutil.rmtree(old, ignore_errors=True)
+    return here
+
+
+def _stamp(part: str) -> Path | None:
+    """The file that says this version's kernels of ``part`` are compiled into ``CACHE_DIR``."""
+    if CACHE_DIR is None:
+        return None
+    return _version_dir(CACHE_DIR) / f"alloc-planner-{part}.compiled"
 
 
 def _numba_version() -> str:
