@@ -106,7 +106,7 @@ def test_paced_members_stop_near_the_winners_effort(monkeypatch: pytest.MonkeyPa
     # With one core, a member runs only while no other is more than the slack behind it, so
     # when one decides, none has run past its effort by more than the slack (and the nodes
     # between two looks at the others); unpaced, the members whose nodes cost less run far
-    # past it (on this instance, the total is several times the winner's share).
+    # past it (here up to 2 000 nodes against a winner's 208 and a slack of 125).
     request, g, members, capacity = _pinwheel()
     used: dict[int, int] = {}
     decide = search._decide
@@ -144,4 +144,5 @@ def test_paced_members_stop_near_the_winners_effort(monkeypatch: pytest.MonkeyPa
         if search._decide(members[i], capacity, used[id(members[i])])[0] == FOUND
     )
     for i, effort in zip(running, efforts, strict=True):
-        assert effort <= winner + slack + (EVERY << weights[i]), (i, effort, winner, slack)
+        # Between two looks a member expands EVERY nodes, plus what one step's work may add.
+        assert effort <= winner + slack + (2 * EVERY << weights[i]), (i, effort, winner, slack)
