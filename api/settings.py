@@ -6,7 +6,6 @@ Every field is read from ``PLANNER_<FIELD>`` (``PLANNER_MAX_TIME_LIMIT=5``); tes
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 from typing import Literal
 
@@ -14,16 +13,13 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from planner.api.pool import PoolKind
+from planner.core.cores import usable_cores
 from planner.core.models import DEFAULT_MAX_BUFFERS
 
 __all__ = ["EventLoop", "Settings", "environment_settings"]
 
 EventLoop = Literal["auto", "asyncio", "uvloop"]  # uvicorn's "auto": uvloop when installed
 MAX_BODY_BYTES = 32 << 20  # 32 MiB: about 150k buffers with access patterns
-
-
-def _cores() -> int:
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
 
 
 class Settings(BaseSettings):
@@ -40,7 +36,7 @@ class Settings(BaseSettings):
     # queue, and past it the answer is 503 with Retry-After. A long exact solve holds the GIL
     # for tens of ms at a time, which with threads stalls every other request.
     solver_pool: PoolKind = "processes"
-    solver_workers: int = Field(default_factory=_cores, ge=1, le=256)
+    solver_workers: int = Field(default_factory=lambda: usable_cores(default=1), ge=1, le=256)
     # Requests waiting for a worker: at 200 requests/s, 256 absorb a 1 s solve without a 503.
     queue_size: int = Field(default=256, ge=0)
     request_timeout: float = Field(default=60.0, gt=0)  # s a request may wait and run, else 503

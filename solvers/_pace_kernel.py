@@ -30,6 +30,14 @@ LONGEST_WAIT_US = 4_000  # up to this: each look wakes a thread, which costs CPU
 EVERY = 16  # nodes between two looks at the others (a power of two)
 
 
+def member_cap(limit: int, member: int = 0, shift: int = 0, slack: int = 0, cores: int = 1) -> I64:
+    """A member's ``cap``: its node limit, then where and how it keeps pace (see above);
+    with the defaults, a member running alone."""
+    cap = np.zeros(5, dtype=np.int64)
+    cap[0], cap[MEMBER], cap[SHIFT], cap[SLACK], cap[CORES] = limit, member, shift, slack, cores
+    return cap
+
+
 @njit
 def keep_pace(efforts: I64, cap: I64, nodes: int) -> bool:
     """Publish this member's effort in ``efforts`` (one entry per member, shared; a member

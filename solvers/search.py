@@ -28,8 +28,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from planner.core._jit import NATIVE_PAUSE
 from planner.core.clock import wall_limit
+from planner.core.cores import usable_cores
 from planner.core.graph import InterferenceGraph
+from planner.solvers._pace_kernel import member_cap
 from planner.solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES, decide
 from planner.solvers._skyline_kernel import FEWEST, LEFTMOST, decide_skyline
 from planner.solvers._stack_kernel import MAX_BUFFERS as STACK_MAX_BUFFERS
@@ -454,10 +457,10 @@ def _race(
     CPU time each gets follows the nodes it may spend; on graphs of more than ``PACED_MIN``
     buffers the members are paced too (``solvers._pace_kernel``)."""
     slack = max(PACE_SLACK, per >> PACE_SHIFT)  # effort by which a member counts as behind
-    cores = _cores()
-    caps = [np.array([per >> w, i, w, slack, cores], dtype=np.int64) for i, w in enumerate(weights)]
+    cores = usable_cores()
+    caps = [member_cap(per >> w, i, w, slack, cores) for i, w in enumerate(weights)]
     # Each member's effort so far (``STOPPED`` once it has), for pacing; empty: not paced.
-    paced = int(insts[0].size.size) > PACED_MIN and os.name == "posix"
+    paced = int(insts[0].size.size) > PACED_MIN and NATIVE_PAUSE
     efforts = np.zeros(len(insts) if paced else 0, dtype=np.int64)
     results: list[tuple[int, I64, int] | None] = [None] * len(insts)
     errors: list[BaseException] = []
@@ -496,13 +499,6 @@ def _race(
     return [r for r in results if r is not None]
 
 
-def _cores() -> int:
-    """Cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
-
-
 def _take_share(weight: int) -> None:
     """Lower this thread's CPU share to ``2 ** -weight`` of a full one where the system lets a
     thread do so (Linux: a nice value per thread, ``NICE_PER_HALVING`` levels a halving);
@@ -531,7 +527,7 @@ def _decide(
     another thread may lower, then, racing, where the member's effort goes in ``efforts``
     (``solvers._pace_kernel``); ``stats`` (3 values) counts the padding checks, their steps
     and the nodes they pruned (canonical kernel only)."""
-    limit = np.array([nodes, 0, 0, 0, 1], dtype=np.int64) if cap is None else cap
+    limit = member_cap(nodes) if cap is None else cap
     alone = _ALONE if efforts is None else efforts
     if isinstance(inst, _Skyline):
         status, offsets, used = decide_skyline(

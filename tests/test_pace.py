@@ -14,7 +14,7 @@ from planner.core._jit import compiled, pause
 from planner.core.graph import build_graph
 from planner.families import family_instance
 from planner.solvers import search
-from planner.solvers._pace_kernel import CORES, EVERY, MEMBER, SHIFT, SLACK, keep_pace
+from planner.solvers._pace_kernel import EVERY, SLACK, keep_pace, member_cap
 from planner.solvers._search_kernel import FOUND
 
 from .bruteforce import assert_valid_offsets
@@ -23,9 +23,7 @@ STOPPED = search.STOPPED
 
 
 def _cap(member: int, cores: int, slack: int = 10, limit: int = 10**9, shift: int = 0) -> Any:
-    cap = np.zeros(5, dtype=np.int64)
-    cap[0], cap[MEMBER], cap[SHIFT], cap[SLACK], cap[CORES] = limit, member, shift, slack, cores
-    return cap
+    return member_cap(limit, member, shift, slack, cores)
 
 
 def _later(seconds: float, action: Any) -> threading.Thread:
@@ -108,19 +106,20 @@ def test_paced_members_stop_near_the_winners_effort(monkeypatch: pytest.MonkeyPa
     # between two looks at the others); unpaced, the members whose nodes cost less run far
     # past it (here up to 2 000 nodes against a winner's 208 and a slack of 125).
     request, g, members, capacity = _pinwheel()
-    used: dict[int, int] = {}
+    seen: dict[int, tuple[int, int, int]] = {}  # per member: status, nodes, the race's slack
     decide = search._decide
 
     def recording(inst: Any, *args: Any, **kwargs: Any) -> Any:
         result = decide(inst, *args, **kwargs)
-        used[id(inst)] = result[2]
+        cap = args[2] if len(args) > 2 else kwargs.get("cap")
+        seen[id(inst)] = (result[0], result[2], -1 if cap is None else int(cap[SLACK]))
         return result
 
     monkeypatch.setattr(search, "_decide", recording)
-    monkeypatch.setattr(search, "_cores", lambda: 1)
+    monkeypatch.setattr(search, "usable_cores", lambda: 1)
     nodes = 16_000
     turns = search._decide_all(members, capacity, nodes, parallel=False)
-    used.clear()
+    seen.clear()
     raced = search._decide_all(members, capacity, nodes, parallel=True)
     assert raced[0] == turns[0] == FOUND
     assert raced[2] == turns[2]
@@ -128,21 +127,13 @@ def test_paced_members_stop_near_the_winners_effort(monkeypatch: pytest.MonkeyPa
     assert_valid_offsets(request, g, raced[1])
     weights = search._weights(members)
     running = [i for i, r in enumerate(search._repeats(members)) if r < 0]
-    per = int(
-        nodes
-        / sum(
-            1.0 / (1 << w)
-            for m, w in zip(members, weights, strict=True)
-            if isinstance(m, search._Instance)
-        )
-    )
-    slack = max(search.PACE_SLACK, per >> search.PACE_SHIFT)
-    efforts = [used[id(members[i])] << weights[i] for i in running]
+    assert {id(members[i]) for i in running} == set(seen)
+    slack = seen[id(members[running[0]])][2]
+    assert slack > 0
     winner = min(
-        used[id(members[i])] << weights[i]
-        for i in running
-        if search._decide(members[i], capacity, used[id(members[i])])[0] == FOUND
+        seen[id(members[i])][1] << weights[i] for i in running if seen[id(members[i])][0] == FOUND
     )
-    for i, effort in zip(running, efforts, strict=True):
+    for i in running:
+        effort = seen[id(members[i])][1] << weights[i]
         # Between two looks a member expands EVERY nodes, plus what one step's work may add.
         assert effort <= winner + slack + (2 * EVERY << weights[i]), (i, effort, winner, slack)

@@ -42,6 +42,7 @@ _PACKAGE = Path(__file__).resolve().parent
 _SOURCES = ("planner.core", "planner.pipeline", "planner.solvers", "planner.validators")
 COMPILE_SECONDS = 10  # about how long compiling every kernel takes on a laptop core
 KEEP_VERSIONS = 3  # kernel cache directories kept: this version's and the latest others
+NATIVE_PAUSE = os.name == "posix"  # compiled, ``pause`` sleeps (``usleep``); else it returns
 
 
 def _writable(path: Path) -> bool:
@@ -71,7 +72,16 @@ def _cache_dir() -> Path | None:
 
 CACHE_DIR = _cache_dir()
 
-__all__ = ["CACHE_DIR", "Kernel", "announce", "compiled", "interpreted", "njit", "pause"]
+__all__ = [
+    "CACHE_DIR",
+    "NATIVE_PAUSE",
+    "Kernel",
+    "announce",
+    "compiled",
+    "interpreted",
+    "njit",
+    "pause",
+]
 
 _said: set[str] = set()  # parts this process has announced or found compiled
 _loaded_any = False  # whether this process has loaded a compiled kernel
@@ -160,40 +170,39 @@ def pause(microseconds: int) -> int:
     return 0
 
 
-_native: list[Any] = []  # the compiled ``pause``, made once
-
-
+@functools.cache
 def _native_pause() -> Any:
     """``pause`` as numba calls it: a call of ``usleep`` declared by name (the process's C
     library provides it), so the kernels calling it still go to the on-disk cache. Where
-    there is no ``usleep`` (not POSIX), a call that returns at once: nothing paces there."""
-    if not _native and os.name != "posix":
-        import numba
+    there is no ``usleep`` (``NATIVE_PAUSE`` false), a call that returns at once: nothing
+    paces there."""
+    import numba
+
+    if not NATIVE_PAUSE:
 
         def returns(microseconds: int) -> int:
             return 0
 
-        _native.append(numba.njit(nogil=True)(returns))
-    if not _native:
-        from llvmlite import ir
-        from numba import types
-        from numba.extending import intrinsic
+        return numba.njit(nogil=True)(returns)
 
-        @intrinsic
-        def native(typingctx: Any, microseconds: Any) -> Any:
-            def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-                c_int = ir.IntType(32)
-                module = builder.module
-                usleep = module.globals.get("usleep") or ir.Function(
-                    module, ir.FunctionType(c_int, [c_int]), name="usleep"
-                )
-                done = builder.call(usleep, [builder.trunc(args[0], c_int)])
-                return builder.sext(done, ir.IntType(64))
+    from llvmlite import ir
+    from numba import types
+    from numba.extending import intrinsic
 
-            return types.int64(types.int64), codegen
+    @intrinsic
+    def native(typingctx: Any, microseconds: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            c_int = ir.IntType(32)
+            module = builder.module
+            usleep = module.globals.get("usleep") or ir.Function(
+                module, ir.FunctionType(c_int, [c_int]), name="usleep"
+            )
+            done = builder.call(usleep, [builder.trunc(args[0], c_int)])
+            return builder.sext(done, ir.IntType(64))
 
-        _native.append(native)
-    return _native[0]
+        return types.int64(types.int64), codegen
+
+    return native
 
 
 def _part(module: str) -> str:
