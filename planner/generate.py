@@ -6,6 +6,12 @@ lifetime length of ``L = overlap * T / 2`` makes each buffer overlap about ``ove
 the others. Lengths are uniform in ``[1, 2L - 1]`` (mean ``L``) so that orderings by length
 have something to sort. Sizes are log-uniform between 16 and 65536 bytes, rounded up to 16.
 
+``random_program`` lays out a kernel with control flow: a prologue, an outer loop holding an
+inner one, a two-armed branch, a second loop, an epilogue; buffers live inside a loop body
+(they reuse their bytes across the back edge), inside an arm, across the whole branch, or in
+two ranges (before and after the loops), and the loops' trip counts are exact, bounded
+below, or unknown (then they may run zero times).
+
 ``model_request`` instead lays out one training step of a layered model, as a framework's
 schedule would hand it over: forward layers, then backward layers in reverse, then the
 optimizer step; per layer a weight live over the whole step, activations saved from their
@@ -33,6 +39,7 @@ __all__ = [
     "all_overlapping",
     "model_request",
     "random_kernel",
+    "random_program",
     "random_request",
 ]
 
@@ -52,6 +59,16 @@ _PER_LAYER = 1 + _SAVED + _FORWARD_TEMPS + _BACKWARD_TEMPS + 1  # + weight, grad
 _FORWARD_POINTS = 4
 _BACKWARD_POINTS = 5
 _TEMP_SPAN = 3  # points: a temporary lives 1 to this many
+# ``random_program``'s points: regions [start, end) where its buffers may live.
+_PROLOGUE = (0, 10)
+_OUTER = (10, 30)  # loop, holding _INNER
+_INNER = (14, 22)  # loop
+_ARMS = ((30, 35), (35, 40))  # one branch
+_SECOND = (40, 50)  # loop
+_EPILOGUE = (50, 60)
+_OUTER_TRIPS: tuple[dict[str, int], ...] = ({"trips": 8}, {"min_trips": 1})
+_INNER_TRIPS: tuple[dict[str, int], ...] = ({"trips": 2}, {}, {"min_trips": 1, "max_trips": 4})
+_SECOND_TRIPS: tuple[dict[str, int], ...] = ({}, {"max_trips": 16}, {"trips": 1})
 
 
 def random_request(
@@ -81,6 +98,57 @@ def random_request(
     size = _sizes(rng, n)
     name = f"random-{n}-overlap{overlap:g}-seed{seed}"
     return _request(name, start, length, size, alignment, capacity, sync)
+
+
+def random_program(
+    n: int, *, seed: int = 0, sync: str = "insert", alignment: int = 16
+) -> PlanRequest:
+    """``n`` buffers named ``b0..b{n-1}`` in a kernel with loops, a branch and buffers of two
+    live ranges (module docstring), without access patterns; the same arguments give the
+    same request. Raises ValueError for a negative ``n``, RequestError for a bad ``sync`` or
+    ``alignment``."""
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    rng = np.random.default_rng(seed)
+    sizes = _sizes(rng, n).tolist()
+    regions = [_PROLOGUE, _OUTER, _INNER, *_ARMS, _SECOND, _EPILOGUE]
+
+    def inside(lo: int, hi: int) -> list[int]:
+        a = int(rng.integers(lo, hi - 1))
+        return [a, int(rng.integers(a + 1, min(hi, a + 4), endpoint=True))]
+
+    buffers: list[dict[str, object]] = []
+    for i, size in enumerate(sizes):
+        # The first five: one of each shape (two ranges, the whole epilogue, an arm, across
+        # the branch, the inner body); then shapes at random.
+        kind = i if i < 5 else int(rng.integers(0, 5))
+        item: dict[str, object] = {"id": f"b{i}", "size": size}
+        if kind == 0:  # two ranges, before and after the loops
+            item["ranges"] = [inside(*_PROLOGUE), inside(*_EPILOGUE)]
+        elif kind == 1:
+            item.update(start=_EPILOGUE[0], end=_EPILOGUE[1])
+        elif kind == 3:  # across the whole branch
+            item.update(start=int(rng.integers(25, 30)), end=int(rng.integers(41, 46)))
+        else:  # inside one region: an arm, the inner body, or any at random
+            shaped = {2: _ARMS[0], 4: _INNER} if i < 5 else {}
+            lo, hi = shaped.get(kind) or regions[int(rng.integers(0, len(regions)))]
+            item.update(zip(("start", "end"), inside(lo, hi), strict=True))
+        buffers.append(item)
+    pick = [int(rng.integers(0, len(t))) for t in (_OUTER_TRIPS, _INNER_TRIPS, _SECOND_TRIPS)]
+    return parse_request(
+        {
+            "name": f"random-program-{n}-seed{seed}",
+            "alignment": alignment,
+            "loops": [
+                {"start": _OUTER[0], "end": _OUTER[1], **_OUTER_TRIPS[pick[0]]},
+                {"start": _INNER[0], "end": _INNER[1], **_INNER_TRIPS[pick[1]]},
+                {"start": _SECOND[0], "end": _SECOND[1], **_SECOND_TRIPS[pick[2]]},
+            ],
+            "branches": [{"arms": [list(arm) for arm in _ARMS]}],
+            "buffers": buffers,
+            "options": {"sync": sync},
+        }
+    )
 
 
 def all_overlapping(n: int, *, seed: int = 0, alignment: int = 16) -> PlanRequest:

@@ -8,8 +8,10 @@ says, per fault kind and validator, how many planted faults were caught.
 
 The static check and the emulator are meant to catch every fault; the GPU catches a
 misaligned offset only where the width of an access makes the hardware fault. The command
-fails (exit 1) when a validator passes a plan with an overlap of live buffers, or rejects a
-correct plan.
+fails (exit 1) when a validator passes a plan with an overlap of live buffers, rejects a
+correct plan, or when a fault kind it lists was planted nowhere (the random requests alternate
+kernels with loops, a branch and two-range buffers with straight-line ones, so that every kind
+has a place).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from planner.core.errors import RequestError
 from planner.core.install import install_hint
 from planner.core.io import parse_request
 from planner.core.models import Plan, PlanRequest
-from planner.generate import random_request
+from planner.generate import random_program, random_request
 from planner.tables import format_columns
 
 if TYPE_CHECKING:
@@ -86,9 +88,15 @@ class Tally:
         self.caught[key] = self.caught.get(key, 0) + caught
 
     @property
+    def unplanted(self) -> list[str]:
+        """Fault kinds no plan had a place for: the run says nothing about them."""
+        return sorted(kind for kind, n in self.planted.items() if kind != CORRECT and n == 0)
+
+    @property
     def failed(self) -> bool:
-        """A must-catch fault passed, or a correct plan was rejected."""
-        return bool(self.misses or self.false_alarms)
+        """A must-catch fault passed, a correct plan was rejected, or a kind was never
+        planted."""
+        return bool(self.misses or self.false_alarms or self.unplanted)
 
 
 def subjects(random: int, seed: int, examples: Path | None = EXAMPLES) -> list[Subject]:
@@ -103,17 +111,27 @@ def subjects(random: int, seed: int, examples: Path | None = EXAMPLES) -> list[S
     for k in range(random):
         n = RANDOM_BUFFERS[k % len(RANDOM_BUFFERS)]
         sync = _SYNCS[k % len(_SYNCS)]
-        request = random_request(n, overlap=0.2, seed=seed + k, sync=sync)
-        barriers = sorted({b.end for b in request.buffers})[::3] if sync == "existing" else []
+        if k % 2 == 0:  # loops, a branch and two-range buffers: every fault kind has a place
+            # Existing barriers would leave a buffer's reuse across its own back edge
+            # unprotected: the program's policy is "none" instead.
+            policy = "none" if sync == "existing" else sync
+            request = random_program(n, seed=seed + k, sync=policy)
+            kind = "program"
+        else:
+            request = random_request(n, overlap=0.2, seed=seed + k, sync=sync)
+            kind = "straight"
+        existing = sync == "existing" and kind == "straight"
+        barriers = sorted({b.end for b in request.buffers})[::3] if existing else []
         request = parse_request(
             {
                 **request.model_dump(exclude_defaults=True),
-                "name": f"random-{n}-{sync}-seed{seed + k}",
+                "name": f"random-{kind}-{n}-{sync}-seed{seed + k}",
                 "block": RANDOM_BLOCK,
                 "barriers": barriers,
             }
         )
-        out.append(Subject(request.name, request, planner.plan(request)))
+        plan = planner.plan(request)
+        out.append(Subject(request.name, request, plan))
     return out
 
 
@@ -260,6 +278,8 @@ def command(args: argparse.Namespace) -> int:
         print(f"  note: ... and {len(tally.other_misses) - _NOTES} more")
     for line in tally.false_alarms + tally.misses:
         print(f"  FAIL: {line}")
+    for kind in tally.unplanted:
+        print(f"  FAIL: no plan had a place for a {kind} fault: none was planted (more --random)")
     seconds = time.perf_counter() - t0
     verdict = "FAILED" if tally.failed else "ok"
     faults = sum(n for kind, n in tally.planted.items() if kind != CORRECT)

@@ -119,7 +119,7 @@ def test_svg_bands_for_loops_and_arms() -> None:
     req, plan = planned_by_hand(PROGRAM, OFFSETS)
     svg = emit_svg(req, plan)
     loops = re.findall(
-        r'<rect class="loop" data-loop="(\d+)" data-trips="(\w+|\?)" '
+        r'<rect class="loop" data-loop="(\d+)" data-trips="([\w+-]+)" '
         r'data-start="(\d+)" data-end="(\d+)"',
         svg,
     )

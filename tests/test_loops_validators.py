@@ -84,7 +84,7 @@ def test_a_loop_of_one_trip_has_no_back_edge() -> None:
 
 
 def test_nested_loop_body_needs_its_own_back_edge_barrier() -> None:
-    loops = [{"start": 0, "end": 8, "trips": 4}, {"start": 2, "end": 6, "trips": None}]
+    loops = [{"start": 0, "end": 8, "trips": 4}, {"start": 2, "end": 6, "min_trips": 1}]
     buffers = [
         {"id": "a", "size": 128, "start": 0, "end": 2},
         {"id": "x", "size": 128, "start": 2, "end": 4},
@@ -168,7 +168,7 @@ def test_a_range_entering_a_loop_is_live_over_the_whole_body() -> None:
 
 def test_interpreter_runs_min_two_trips_and_every_arm_choice() -> None:
     data = {
-        "loops": [{"start": 0, "end": 4, "trips": None}],
+        "loops": [{"start": 0, "end": 4, "min_trips": 1}],
         "branches": [{"arms": [[0, 2], [2, 4]]}],
         "buffers": [
             {"id": "x", "size": 128, "start": 0, "end": 2},
@@ -184,6 +184,11 @@ def test_interpreter_runs_min_two_trips_and_every_arm_choice() -> None:
     assert all(len(p.steps) == 4 for p in programs)  # barrier + write, barrier + read, twice
     one = request({**data, "loops": [{"start": 0, "end": 4, "trips": 1}]})
     assert len(build_programs(one, plan_at(one, {"x": 0, "y": 0}))) == 2
+    # A loop that may run zero times adds the path that skips it: no buffer, no step.
+    maybe = request({**data, "loops": [{"start": 0, "end": 4}]})
+    paths = build_programs(maybe, plan_at(maybe, {"x": 0, "y": 0}))
+    assert len(paths) == 5
+    assert [(p.buffers, p.steps) for p in paths].count(((), ())) == 1
 
 
 def test_straight_requests_keep_their_one_program() -> None:
@@ -325,7 +330,7 @@ def test_arms_of_two_iterations_follow_each_other() -> None:
     # x (arm 0) and y (arm 1) never meet in one trip, but trip i may take arm 0 and trip
     # i + 1 arm 1: y then reuses x's bytes and needs a barrier on the back edge.
     data = {
-        "loops": [{"start": 0, "end": 4, "trips": None}],
+        "loops": [{"start": 0, "end": 4, "min_trips": 1}],
         "branches": [{"arms": [[0, 2], [2, 4]]}],
         "buffers": [
             {"id": "x", "size": 128, "start": 0, "end": 2},

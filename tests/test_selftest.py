@@ -30,6 +30,7 @@ def test_subjects_are_correct_plans_of_examples_and_random_requests(cases: list[
     assert "tvm_tiled_gemm.json" in names
     assert "too_big_for_sm75.json" not in names  # infeasible: nothing to break
     assert sum(n.startswith("random-") for n in names) == 3
+    assert sum(n.startswith("random-program-") for n in names) == 2  # the first and third
     for case in cases:
         assert planner.validate(case.request, case.plan).valid
         if case.name.startswith("random-"):
@@ -79,6 +80,23 @@ def test_static_check_catches_every_kind(tally: Tally) -> None:
         assert tally.caught.get((kind, "static"), 0) == tally.planted[kind], kind
     assert tally.planted["drop_barrier"] > 0
     assert tally.planted["misalign"] > 0
+
+
+def test_every_kind_is_planted(tally: Tally) -> None:
+    assert tally.unplanted == []
+    assert all(tally.planted[kind] > 0 for kind in FAULT_KINDS), tally.planted
+
+
+def test_a_kind_planted_nowhere_fails_the_run(cases: list[Subject]) -> None:
+    straight = [c for c in cases if c.name.startswith("random-straight-")]
+    assert straight
+    assert not straight[0].request.has_control_flow
+    result = run_selftest(straight[:1], validators(), seed=7, kinds=["overlap", "range_overlap"])
+    assert result.planted["range_overlap"] == 0
+    assert result.unplanted == ["range_overlap"]
+    assert result.failed
+    assert not result.misses
+    assert not result.false_alarms
 
 
 def test_emulator_catches_dropped_barriers(tally: Tally) -> None:

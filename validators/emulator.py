@@ -29,7 +29,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
 from planner.validators.interpreter import TooManyPathsError, build_programs
-from planner.validators.program import AffineAccess, KernelProgram, Step
+from planner.validators.program import AffineAccess, KernelProgram, Step, block_of
 
 if TYPE_CHECKING:
     from planner.core.models import Plan, PlanRequest, Violation, ViolationCode
@@ -90,7 +90,7 @@ def _not_run(request: PlanRequest, violation: Violation) -> EmulationReport:
     return EmulationReport(
         valid=False,
         violations=[violation],
-        threads=math.prod(request.block or [1]),
+        threads=math.prod(block_of(request)),
         blocks=[],
         blocks_total=0,
         exhaustive=False,
@@ -109,7 +109,7 @@ def _merged(reports: list[EmulationReport], max_violations: int) -> EmulationRep
     truncated = any(r.truncated for r in reports) or len(violations) > max_violations
     violations = violations[:max_violations]
     first = reports[0]
-    notes = [f"emulated {len(reports)} paths (one per choice of branch arms)"]
+    notes = [f"emulated {len(reports)} paths (one per choice of branch arms and of skipped loops)"]
     notes += sorted({n for r in reports for n in r.notes})
     return EmulationReport(
         valid=not violations and not truncated,

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Literal, TypeVar, get_args
 import numpy as np
 
 from planner.core.access import ANY, NONE, byte_owners
-from planner.validators.program import runtime_barriers
+from planner.validators.program import block_of, runtime_barriers
 
 if TYPE_CHECKING:
     from planner.core.models import Buffer, Placement, Plan, PlanRequest
@@ -277,8 +277,7 @@ def _synthetic_owners(
     request: PlanRequest, buffer: Buffer, since: int | None, until: int | None, *, writes_only: bool
 ) -> np.ndarray:
     """Byte owners under the synthetic pattern of the kernel program (docs/design.md, Emulator)."""
-    block = [*(request.block or ()), 1, 1, 1][:3]
-    threads = block[0] * block[1] * block[2]
+    threads = math.prod(block_of(request))
     width = 4 if buffer.size % 4 == 0 else 1  # bytes
     n = buffer.size // width  # elements
     element = np.arange(n, dtype=np.int64)
@@ -444,14 +443,14 @@ def _drop_back_edge(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bo
     iteration from the first access of a body buffer on the same bytes (itself, or one before
     it in the body) in the next: the next iteration's write then races with this one's
     rotated read."""
-    if math.prod(request.block or [1]) < 2:
+    if math.prod(block_of(request)) < 2:
         return None  # one thread: program order alone orders every access
     shared = _shared(plan)
     runtime = runtime_barriers(request, plan)
     in_request = set(request.barriers)
     candidates: set[tuple[int, str, str, int, int]] = set()  # (barrier, last, next, loop)
     for loop in request.loops:
-        if loop.trips is not None and loop.trips < 2:
+        if not loop.repeats:
             continue
         body: list[tuple[Buffer, int, int]] = []  # plain ranges in the body, no inner loop
         for b in request.buffers:

@@ -2,8 +2,9 @@
 
 An interpreter walks the program points in order and follows the control flow as the kernel
 would: at a loop's end it jumps back to the loop's start until the loop has run ``min(2,
-trips)`` times (two when the trip count is unknown), and at a branch it takes one arm and
-skips the others. Every choice of arms, made afresh each time a branch is reached, gives one
+most)`` times (two when its trips have no upper bound), a loop that may run zero times is
+also skipped whole, and at a branch it takes one arm and skips the others. Every choice of
+arms and of skipping, made afresh each time a branch or such a loop is reached, gives one
 path; each path is a straight-line ``KernelProgram`` that the emulator and the CUDA harness run
 unchanged. Barriers run wherever the walk passes their point.
 
@@ -31,6 +32,7 @@ from planner.validators.program import (
     ProgramBuffer,
     Step,
     affine_access,
+    block_of,
     build_program,
     dims3,
     rebased,
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ITERATIONS", "MAX_PATHS", "TooManyPathsError", "build_programs"]
 
-ITERATIONS = 2  # iterations run of a loop with more (or unknown) trips
+ITERATIONS = 2  # iterations run of a loop with more (or unbounded) trips
 MAX_PATHS = 4096  # paths (choices of arms) a request may have
 MAX_STEPS = 1 << 20  # steps on one path
 
@@ -95,7 +97,7 @@ class _Walker:
     def __init__(self, request: PlanRequest, plan: Plan) -> None:
         self.request = request
         self.plan = plan
-        self.block = dims3(request.block)
+        self.block = block_of(request)
         self.grid = dims3(request.grid)
         self.barriers = set(runtime_barriers(request, plan))
         placed: dict[str, int] = {}
@@ -109,12 +111,12 @@ class _Walker:
             if b.id in placed:
                 for k, (s, e) in enumerate(b.lifetimes):
                     self.ranges.append(self._range(i, k, s, e, footprints.get(b.id)))
-        self.loops = [(loop.start, loop.end, loop.trips) for loop in request.loops]
+        self.loops = [(lp.start, lp.end, lp.fewest, lp.most) for lp in request.loops]
         self.branches = [[(arm[0], arm[1]) for arm in br.arms] for br in request.branches]
         events: set[int] = set(self.barriers)
         for r in self.ranges:
             events |= set(r.at) | ({r.start, r.end - 1} if r.synthetic else set())
-        for s, e, _ in self.loops:
+        for s, e, _, _ in self.loops:
             events |= {s, e - 1, e}
         for arms in self.branches:
             events |= {s for s, _ in arms} | {e - 1 for _, e in arms} | {arms[-1][1]}
@@ -131,7 +133,7 @@ class _Walker:
         # Constructs entered at a point, outer first: a longer span first, a loop before a
         # branch of the same span (the loop holds the branch).
         self.entering: dict[int, list[tuple[str, int]]] = {}
-        spans = [("loop", i, s, e) for i, (s, e, _) in enumerate(self.loops)]
+        spans = [("loop", i, s, e) for i, (s, e, _, _) in enumerate(self.loops)]
         spans += [("branch", j, arms[0][0], arms[-1][1]) for j, arms in enumerate(self.branches)]
         for kind, index, s, _ in sorted(spans, key=lambda c: (c[2], -c[3], c[0] != "loop", c[1])):
             self.entering.setdefault(s, []).append((kind, index))
@@ -207,8 +209,15 @@ class _Walker:
             jumped = False
             for kind, index in self.entering.get(p, ()):
                 if kind == "loop" and ("loop", index) not in inside:
-                    s, e, trips = self.loops[index]
-                    runs = ITERATIONS if trips is None else min(ITERATIONS, trips)
+                    s, e, fewest, most = self.loops[index]
+                    if fewest == 0:  # a choice: 0 runs the body, 1 skips it
+                        d = len(arms_seen)
+                        arms_seen.append(2)
+                        if d < len(choices) and choices[d] == 1:
+                            pos = bisect.bisect_left(events, e)
+                            jumped = True
+                            break
+                    runs = ITERATIONS if most is None else min(ITERATIONS, most)
                     stack.append(_Frame("loop", index, s, e, runs - 1))
                 elif kind == "branch" and ("arm", index) not in inside:
                     arms = self.branches[index]

@@ -19,12 +19,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SYNTHETIC_LOOP",
+    "UNKNOWN_BLOCK",
     "AffineAccess",
     "KernelProgram",
     "Op",
     "ProgramBuffer",
     "Step",
     "affine_access",
+    "block_of",
     "build_program",
     "dims3",
     "rebased",
@@ -35,6 +37,10 @@ __all__ = [
 Op = Literal["read", "write"]
 SYNTHETIC_LOOP = "i"  # loop variable of the synthetic pattern
 _THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+# Threads run for a request without ``block``: it has more than one thread, how many is not
+# said. No index of such a request uses threadIdx, so every thread touches the same bytes and
+# two threads show every hazard that more would.
+UNKNOWN_BLOCK = (2, 1, 1)
 
 
 @dataclass(frozen=True)
@@ -114,7 +120,7 @@ def build_program(request: PlanRequest, plan: Plan) -> KernelProgram:
     its planned size, and its accesses subtract the footprint's per-block ``index_base``.
     Raises ValueError for a footprint whose base is not a whole number of elements.
     """
-    block = dims3(request.block)
+    block = block_of(request)
     grid = dims3(request.grid)
     placed: dict[str, int] = {}
     for p in plan.placements:
@@ -153,6 +159,12 @@ def build_program(request: PlanRequest, plan: Plan) -> KernelProgram:
     points = sorted(barriers | set(by_point))
     steps = tuple(Step(p, p in barriers, tuple(by_point.get(p, ()))) for p in points)
     return KernelProgram(plan.arena_bytes, block, grid, tuple(buffers), steps)
+
+
+def block_of(request: PlanRequest) -> tuple[int, int, int]:
+    """The threads per block the kernel program runs: the request's, else ``UNKNOWN_BLOCK``
+    (never one thread unless the request says so)."""
+    return UNKNOWN_BLOCK if request.block is None else dims3(request.block)
 
 
 def dims3(value: list[int] | None) -> tuple[int, int, int]:

@@ -36,7 +36,7 @@ __all__ = ["PathCheck", "control_flow"]
 def control_flow(request: PlanRequest) -> ControlFlow:
     """The request's loops and branches as plain integers."""
     return ControlFlow(
-        loops=tuple((loop.start, loop.end, loop.trips) for loop in request.loops),
+        loops=tuple((lp.start, lp.end, lp.fewest, lp.most) for lp in request.loops),
         branches=tuple(
             tuple((arm[0], arm[1]) for arm in branch.arms) for branch in request.branches
         ),

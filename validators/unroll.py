@@ -1,8 +1,9 @@
 """Straight-line executions of a program with loops and exclusive branches, for the static check.
 
 The semantics (docs/design.md, "Loops, several live ranges, exclusive branches") are taken
-on straight-line programs: every loop body repeated ``min(2, trips)`` times (two when the
-trip count is unknown; nested loops repeat inside each outer copy) and, for every branch
+on straight-line programs: every loop body repeated ``min(2, most)`` times (two when the
+loop has no upper bound on its trips; nested loops repeat inside each outer copy), and not at
+all when the loop may run zero times (both executions are checked), and, for every branch
 reached, one of its arms, chosen independently in every copy (the condition is uniform
 across the block, not across iterations). Points of the arms not taken do not run; points
 inside a branch's span but in no arm always run.
@@ -47,9 +48,10 @@ class TooManyExecutionsError(ValueError):
 
 @dataclass(frozen=True)
 class ControlFlow:
-    """Loops ``(start, end, trips or None)`` and branches (each a list of arms ``(start, end)``)."""
+    """Loops ``(start, end, fewest trips, most trips or None)`` and branches (each a list of
+    arms ``(start, end)``)."""
 
-    loops: tuple[tuple[int, int, int | None], ...] = ()
+    loops: tuple[tuple[int, int, int, int | None], ...] = ()
     branches: tuple[tuple[tuple[int, int], ...], ...] = ()
     # (start, end) -> ``loops_around`` of the range, filled on first use
     around: dict[tuple[int, int], tuple[frozenset[int], tuple[int, ...]]] = field(
@@ -59,20 +61,20 @@ class ControlFlow:
     def loops_around(self, start: int, end: int) -> tuple[frozenset[int], tuple[int, ...]]:
         """The loops wholly containing the range ``[start, end)`` (one piece per copy of
         them), and the loops it enters or leaves, in order (live over all their copies; a
-        loop of one trip: none)."""
+        loop that never repeats: none)."""
         found = self.around.get((start, end))
         if found is None:
             inside = frozenset(
-                i for i, (s, e, _) in enumerate(self.loops) if s <= start and end <= e
+                i for i, (s, e, _, _) in enumerate(self.loops) if s <= start and end <= e
             )
             crossed = tuple(
                 i
-                for i, (s, e, trips) in enumerate(self.loops)
+                for i, (s, e, _, most) in enumerate(self.loops)
                 if s < end
                 and start < e
                 and not (s <= start and end <= e)
                 and not (start <= s and e <= end)
-                and trips != 1
+                and most != 1
             )
             found = self.around[start, end] = (inside, crossed)
         return found
@@ -109,7 +111,8 @@ class _Node:
     index: int
     start: int
     end: int
-    trips: int | None = None
+    fewest: int = 0  # loop: fewest trips (0: it may be skipped)
+    most: int | None = None  # loop: most trips (None: unbounded)
     arms: list[tuple[int, int]] = field(default_factory=list)
     children: list[_Node] = field(default_factory=list)
 
@@ -222,7 +225,9 @@ def executions(flow: ControlFlow, horizon: int) -> Iterator[Execution]:
 def _tree(flow: ControlFlow) -> list[_Node]:
     """Loops and branches as a nesting tree (a loop and a branch of one span: the loop
     outside); the roots, sorted by start."""
-    nodes = [_Node("loop", i, s, e, trips) for i, (s, e, trips) in enumerate(flow.loops)]
+    nodes = [
+        _Node("loop", i, s, e, fewest, most) for i, (s, e, fewest, most) in enumerate(flow.loops)
+    ]
     nodes += [
         _Node("branch", j, arms[0][0], arms[-1][1], arms=list(arms))
         for j, arms in enumerate(flow.branches)
@@ -261,12 +266,11 @@ def _node(n: _Node, copy: Copy) -> list[list[_Part]]:
     if n.kind == "hole":
         return [[]]
     if n.kind == "loop":
-        copies = COPIES if n.trips is None else min(COPIES, n.trips)
         alternatives: list[list[_Part]] = [[]]
-        for k in range(copies):
+        for k in range(_copies(n)):
             body = _span(n.children, n.start, n.end, (*copy, (n.index, k)))
             alternatives = [[*a, *b] for a in alternatives for b in body]
-        return alternatives
+        return [[], *alternatives] if n.fewest == 0 else alternatives
     out: list[list[_Part]] = []
     for chosen in range(len(n.arms)):
         out += _span(_arm_children(n, chosen), n.start, n.end, copy)
@@ -303,11 +307,17 @@ def _count_node(n: _Node) -> tuple[int, int]:
     if n.kind == "hole":
         return 1, 0
     if n.kind == "loop":
-        copies = COPIES if n.trips is None else min(COPIES, n.trips)
+        copies = _copies(n)
         c, s = _count(n.children, n.start, n.end)
-        return min(c**copies, MAX_EXECUTIONS + 1), min(s * copies, MAX_SEGMENTS + 1)
+        skipped = 1 if n.fewest == 0 else 0
+        return min(c**copies + skipped, MAX_EXECUTIONS + 1), min(s * copies, MAX_SEGMENTS + 1)
     count, size = 0, 0
     for chosen in range(len(n.arms)):
         c, s = _count(_arm_children(n, chosen), n.start, n.end)
         count, size = min(count + c, MAX_EXECUTIONS + 1), max(size, s)
     return count, size
+
+
+def _copies(n: _Node) -> int:
+    """Copies of a loop body when it runs: two, or one for a loop that never repeats."""
+    return COPIES if n.most is None else min(COPIES, n.most)

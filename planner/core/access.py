@@ -49,6 +49,10 @@ __all__ = [
 NONE = -1  # no thread touches the byte
 ANY = -2  # several threads, any thread ("threads": "all"), or the budget was exceeded
 DEFAULT_BUDGET = 1 << 22  # (thread, block, loop) index tuples enumerated per access
+# A request without ``block`` has more than one thread, how many is not said, and none of its
+# indices uses threadIdx (the request refuses that): two threads touching the same bytes are
+# enough to tell that no byte has one owner.
+UNKNOWN_BLOCK = (2, 1, 1)
 
 I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
@@ -234,7 +238,7 @@ def block_spans(request: PlanRequest, buffer_index: int) -> list[BlockSpan]:
     union of its accesses' spans, so ``block_byte_range`` bounds it.
     """
     buffer = request.buffers[buffer_index]
-    block = _dims(request.block)
+    block = _block(request)
     spans: list[BlockSpan] = []
     for a in buffer.accesses:
         if a.index is None:
@@ -286,8 +290,12 @@ def _dims(value: Sequence[int] | None) -> tuple[int, int, int]:
     return (x, y, z)
 
 
+def _block(request: PlanRequest) -> tuple[int, int, int]:
+    return UNKNOWN_BLOCK if request.block is None else _dims(request.block)
+
+
 def _threads(request: PlanRequest) -> int:
-    return math.prod(_dims(request.block))
+    return math.prod(_block(request))
 
 
 def _element_threads(
@@ -308,7 +316,7 @@ def _element_threads(
             span = np.zeros(0, np.int64), np.zeros(0, np.int64)
         count = span[0].size
         return span[0], span[1], np.zeros(count, np.int32), np.full(count, threads - 1, np.int32)
-    block = _dims(request.block)
+    block = _block(request)
     grid = _dims(request.grid)
     t = np.arange(threads, dtype=np.int64)
     coords = (t % block[0], t // block[0] % block[1], t // (block[0] * block[1]))

@@ -72,7 +72,9 @@ class BarrierCopy:
 
     virtual: int
     point: int  # the original program point
-    arms: tuple[tuple[int, int], ...]  # virtual [start, end) of each arm copy around it
+    # virtual [start, end) of each arm copy around it, and of each copy of a loop around it
+    # that may run zero times: the barrier runs only on paths through all of them
+    arms: tuple[tuple[int, int], ...]
 
 
 @dataclass
@@ -81,7 +83,7 @@ class BranchCopy:
     those of the branches inside it."""
 
     arms: tuple[tuple[int, int], ...]
-    outer: tuple[tuple[int, int], ...] = ()
+    outer: tuple[tuple[int, int], ...] = ()  # arm copies and skippable loop copies around it
     inner: tuple[tuple[int, int], ...] = ()
 
     @property
@@ -159,16 +161,19 @@ class Program:
         return found
 
     def _arm_copies(self, point: int, cp: Copies) -> tuple[tuple[int, int], ...]:
+        """The virtual spans a barrier copy runs only inside: the arm copies around it, and
+        the copies of the loops around it that may run zero times (a skipped body runs no
+        barrier, so one there protects only pieces inside that loop)."""
+        out = self._loops.skippable_spans(self._loops.chain(point), cp)
         if self._arms is None:
-            return ()
-        out = []
+            return out
         for j, k in self._arms.around(point):
             br = self.req.branches[j]
             s, e = br.arms[k]
             # The loops around the whole branch (a loop spanning just this arm runs inside it).
             sub = cp[: self._loops.depth_of_range(br.start, br.end)]
-            out.append((self._loops.position(s, sub), self._loops.end_position(e, sub)))
-        return tuple(out)
+            out += ((self._loops.position(s, sub), self._loops.end_position(e, sub)),)
+        return out
 
     def covers(self, barrier: BarrierCopy, k: int) -> bool:
         """Whether the barrier copy protects hazard ``k``: inside its window and on every
@@ -343,13 +348,14 @@ class Program:
             found: list[BranchCopy] = []
             for br in self.req.branches:
                 depth = loops.depth_of_range(br.start, br.end)
-                for cp in loops.copies(loops.chain(br.start)[:depth]):
+                chain = loops.chain(br.start)[:depth]
+                for cp in loops.copies(chain):
                     arms = tuple(
                         (loops.position(s, cp), loops.end_position(e, cp)) for s, e in br.arms
                     )
-                    found.append(BranchCopy(arms))
+                    found.append(BranchCopy(arms, loops.skippable_spans(chain, cp)))
             for b in found:
-                b.outer = tuple(
+                b.outer += tuple(
                     a
                     for o in found
                     if o is not b
@@ -478,8 +484,9 @@ class _Loops:
         ordered = sorted(req.loops, key=lambda lp: (lp.start, -lp.end))
         loops = [(lp.start, lp.end) for lp in ordered]
         self.loops = loops
-        # A loop that runs once is unrolled once; any other loop twice.
-        self.count = [1 if lp.trips == 1 else 2 for lp in ordered]
+        # A loop that never repeats is unrolled once; any other loop twice.
+        self.count = [2 if lp.repeats else 1 for lp in ordered]
+        self.skippable = [lp.may_skip for lp in ordered]
         self._chains: dict[int, list[int]] = {}
         self._positions: dict[tuple[int, Copies], int] = {}
         self._depths: dict[tuple[int, int], int] = {}
@@ -512,6 +519,18 @@ class _Loops:
     def _extra(self, loop: int) -> int:
         s, e = self.loops[loop]
         return self.count[loop] * self.vlen[loop] - (e - s)
+
+    def skippable_spans(self, chain: list[int], cp: Copies) -> tuple[tuple[int, int], ...]:
+        """Virtual [start, end) of the loops of ``chain`` that may run zero times, in the
+        copies ``cp`` of the loops outside each (all of its own copies)."""
+        return tuple(
+            (
+                self.position(self.loops[loop][0], cp[:depth]),
+                self.end_position(self.loops[loop][1], cp[:depth]),
+            )
+            for depth, loop in enumerate(chain[: len(cp)])
+            if self.skippable[loop]
+        )
 
     def chain(self, point: int) -> list[int]:
         """Loops around the point (start <= point < end), outermost first."""

@@ -160,8 +160,7 @@ def control_outline(request: PlanRequest, plan: Plan) -> list[Outline]:
     # arm of a branch begins, regions open (outermost first), then the barrier runs.
     events: list[tuple[int, int, tuple[int, int], Outline]] = []
     for i, loop in enumerate(request.loops):
-        trips = "trips unknown" if loop.trips is None else f"{loop.trips} trips"
-        text = f"loops.{i}: points [{loop.start}, {loop.end}) repeat, {trips}"
+        text = f"loops.{i}: points [{loop.start}, {loop.end}) repeat, {loop.count_text} trips"
         events.append((loop.start, 2, (-loop.end, 0), Outline(0, "loop", loop.start, text)))
         closing = Outline(0, "end-loop", loop.end, f"end of loops.{i}")
         events.append((loop.end, 0, (-loop.start, 1), closing))
@@ -179,7 +178,7 @@ def control_outline(request: PlanRequest, plan: Plan) -> list[Outline]:
             if loop.start <= point < loop.end:
                 body = [a for a in accessed if loop.start <= a < loop.end]
                 edge = not any(a < point for a in body) or not any(a >= point for a in body)
-                edge = edge and loop.trips != 1
+                edge = edge and loop.repeats
                 notes.append(
                     f"runs every iteration of loops.{i}" + ("; at the back edge" if edge else "")
                 )
@@ -233,9 +232,9 @@ def outline_lines(
         else:
             lines.append(f"{pad}{barrier}  // point {line.point}: {line.text}")
     if plan.barriers.executions is not None:
-        unknown = any(loop.trips is None for loop in request.loops)
+        unknown = any(loop.most is None for loop in request.loops)
         lines.append(
             f"// Barriers: {plan.barriers.static} in the code, {plan.barriers.executions} "
-            f"executions per block{' (unknown trips count 1000)' if unknown else ''}."
+            f"executions per block{' (unbounded trips count 1000)' if unknown else ''}."
         )
     return lines

@@ -295,7 +295,7 @@ def _control(panel: _Panel, request: PlanRequest, out: list[str]) -> list[str]:
     the top of the plot (a nested one a line lower); returns the kinds drawn."""
     bands: list[tuple[int, int, str, str, str, str]] = []  # start, end, class, label, attrs, fill
     for i, loop in enumerate(request.loops):
-        trips = "?" if loop.trips is None else str(loop.trips)
+        trips = loop.count_text
         attrs = f'data-loop="{i}" data-trips="{trips}"'
         bands.append((loop.start, loop.end, "loop", f"loop \u00d7{trips}", attrs, _LOOP_FILL))
     for j, branch in enumerate(request.branches):

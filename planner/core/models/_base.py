@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from pydantic import Field, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-__all__ = ["MAX_POINT", "MAX_SIZE", "Bytes", "Errors", "Loc", "Point", "Span"]
+__all__ = ["MAX_POINT", "MAX_SIZE", "Bytes", "Errors", "Loc", "Point", "Span", "absent"]
 
 MAX_SIZE = 1 << 40  # bytes; anything larger is a mistake, not a kernel
 MAX_POINT = 1 << 40  # program points
@@ -17,6 +17,11 @@ Bytes = Annotated[int, Field(ge=1, le=MAX_SIZE)]
 Span = Annotated[list[Point], Field(min_length=2, max_length=2)]  # [start, end), half-open
 
 Loc = tuple[str | int, ...]
+
+
+def absent(value: object) -> bool:
+    """For ``exclude_if``: an optional field left out of dumps when it is not given."""
+    return value is None
 
 
 class Errors:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from planner.core.models._base import Errors, Point, Span
+from planner.core.models._base import Errors, Point, Span, absent
 
 if TYPE_CHECKING:
     from planner.core.models.request import Buffer
@@ -38,7 +38,7 @@ __all__ = [
     "stretched",
 ]
 
-UNKNOWN_TRIPS = 1000  # iterations a loop of unknown trip count is charged for
+UNKNOWN_TRIPS = 1000  # iterations charged for a loop with no upper bound on its trips
 MAX_TRIPS = 1 << 30
 MAX_LOOPS = 256
 MAX_BRANCHES = 256
@@ -48,7 +48,9 @@ MAX_PATHS = 4096  # straight-line executions of the unrolled program (choices of
 
 
 class Loop(BaseModel):
-    """Points ``[start, end)`` that repeat ``trips`` times (null: unknown)."""
+    """Points ``[start, end)`` that repeat: ``trips`` times exactly, or between ``min_trips``
+    and ``max_trips`` times. A count not known to be at least one may be zero: then the body
+    does not run at all, and a barrier inside it separates nothing."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -59,27 +61,102 @@ class Loop(BaseModel):
         ge=1,
         le=MAX_TRIPS,
         description=(
-            "Iterations (at least 1); null: unknown, charged as 1000 in barrier executions."
+            "Iterations, exactly (at least 1). null: not known exactly; min_trips and max_trips"
+            " say\nwhat is known, and without them the loop may run any number of times, zero"
+            " included."
+        ),
+    )
+    min_trips: int | None = Field(
+        default=None,
+        exclude_if=absent,
+        ge=0,
+        le=MAX_TRIPS,
+        description=(
+            "Fewest iterations when trips is not given (0 or more). Default 0: the loop may be"
+            " skipped,\nso a barrier inside it protects no reuse across it."
+        ),
+    )
+    max_trips: int | None = Field(
+        default=None,
+        exclude_if=absent,
+        ge=1,
+        le=MAX_TRIPS,
+        description=(
+            "Most iterations when trips is not given (at least 1). Default unbounded; barrier"
+            " executions\ncount max_trips, else max(min_trips, 1000)."
         ),
     )
 
     @model_validator(mode="after")
     def _non_empty(self) -> Loop:
+        errors = Errors("Loop")
         if self.end <= self.start:
-            errors = Errors("Loop")
             errors.add(
                 ("end",),
                 "empty_loop",
                 f"loop end ({self.end}) must be greater than its start ({self.start})",
                 self.end,
             )
-            errors.raise_if_any()
+        if self.trips is not None:
+            for name in ("min_trips", "max_trips"):
+                value = getattr(self, name)
+                if value is not None:
+                    errors.add(
+                        (name,),
+                        "trips_and_bounds",
+                        f"give trips ({self.trips}) or min_trips/max_trips, not both",
+                        value,
+                    )
+        elif (
+            self.min_trips is not None
+            and self.max_trips is not None
+            and self.min_trips > self.max_trips
+        ):
+            errors.add(
+                ("max_trips",),
+                "trips_bounds_reversed",
+                f"max_trips ({self.max_trips}) is less than min_trips ({self.min_trips})",
+                self.max_trips,
+            )
+        errors.raise_if_any()
         return self
 
     @property
+    def fewest(self) -> int:
+        """Fewest iterations the loop may run: 0 when that is not known to be more."""
+        if self.trips is not None:
+            return self.trips
+        return self.min_trips or 0
+
+    @property
+    def most(self) -> int | None:
+        """Most iterations the loop may run; None when unbounded."""
+        return self.trips if self.trips is not None else self.max_trips
+
+    @property
+    def may_skip(self) -> bool:
+        """Whether the body may not run at all (zero trips)."""
+        return self.fewest == 0
+
+    @property
+    def repeats(self) -> bool:
+        """Whether the body may run more than once (a back edge is taken)."""
+        most = self.most
+        return most is None or most > 1
+
+    @property
+    def count_text(self) -> str:
+        """The trip count as known, for labels: ``8``, ``1+``, ``0-16``, ``0+``."""
+        if self.trips is not None:
+            return str(self.trips)
+        return f"{self.fewest}+" if self.max_trips is None else f"{self.fewest}-{self.max_trips}"
+
+    @property
     def multiplier(self) -> int:
-        """Executions of a point in the body per execution of the loop."""
-        return UNKNOWN_TRIPS if self.trips is None else self.trips
+        """Executions of a point in the body per execution of the loop, for the barrier
+        count: the exact trips, else ``max_trips``, else ``max(min_trips, UNKNOWN_TRIPS)``."""
+        most = self.most
+        return most if most is not None else max(self.fewest, UNKNOWN_TRIPS)
 
 
 class Branch(BaseModel):

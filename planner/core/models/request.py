@@ -19,7 +19,16 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 from pydantic_core import PydanticCustomError
 
 from planner.core.dtypes import DTYPES
-from planner.core.models._base import MAX_POINT, MAX_SIZE, Bytes, Errors, Loc, Point, Span
+from planner.core.models._base import (
+    MAX_POINT,
+    MAX_SIZE,
+    Bytes,
+    Errors,
+    Loc,
+    Point,
+    Span,
+    absent,
+)
 from planner.core.models.control import (
     Branch,
     Loop,
@@ -67,10 +76,6 @@ class _Hull(int):
 
 def _derived(value: int) -> bool:
     return type(value) is _Hull
-
-
-def _absent(value: object) -> bool:
-    return value is None
 
 
 def _empty(value: list[Any]) -> bool:
@@ -221,7 +226,7 @@ class Buffer(BaseModel):
     ranges: list[Span] | None = Field(
         default=None,
         min_length=1,
-        exclude_if=_absent,
+        exclude_if=absent,
         description=(
             "Several live ranges [[s1, e1], [s2, e2], ...] instead of start/end: half-open, "
             "non-empty,\n"
