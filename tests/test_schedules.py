@@ -264,8 +264,8 @@ def _accesses(rng: random.Random, ranges: list[list[int]], size: int, threads: i
 
 def random_schedule_request(rng: random.Random) -> dict[str, Any]:
     """A small program: loops of every kind of trip count, maybe a branch, 2 to 4 buffers of
-    4 to 12 bytes (with ranges, broadcasts or none), maybe a block, random barriers and
-    policy."""
+    4 to 12 bytes (with ranges, broadcasts or none, some pinned), maybe a block, random
+    barriers and policy."""
     horizon = rng.randint(4, 8)
     data: dict[str, Any] = {"alignment": 4, "loops": _loops(rng, horizon)}
     if rng.random() < 0.3:
@@ -289,12 +289,51 @@ def random_schedule_request(rng: random.Random) -> dict[str, Any]:
             item.update(start=s, end=e)
         if rng.random() < 0.6:
             item["accesses"] = _accesses(rng, ranges, size, threads)
+        if rng.random() < 0.15:
+            item["offset"] = rng.choice([0, 16])  # pinned by the caller
         buffers.append(item)
     data["buffers"] = buffers
     data["barriers"] = sorted(rng.sample(range(horizon), rng.randint(0, 2)))
     sync = rng.choice(["insert", "insert", "existing", "none"])
     data["options"] = {"sync": sync, "time_limit": 1.0}
     return data
+
+
+def _declared(data: dict[str, Any], offsets: dict[str, int], aliases: list[list[str]]) -> set[str]:
+    """The static check's codes for the plan of ``data`` moved to ``offsets``, with no new
+    barrier and ``aliases`` declared by the caller."""
+    req = parse_request(data)
+    plan = _at_offsets(planner.plan(req), offsets, inserted=[], required=[])
+    plan = plan.model_copy(update={"aliases": aliases})
+    codes: set[str] = {v.code for v in validate_plan(req, plan).violations}
+    return codes
+
+
+def _thread_writes(index: dict[str, int], offset: int = 0) -> list[dict[str, Any]]:
+    return [{"op": "write", "at": 0, "bytes": 4, "index": index, "offset": offset}]
+
+
+def test_aliases_declared_by_the_caller_are_checked_not_trusted() -> None:
+    plain = {
+        **BROADCASTS,
+        "buffers": [{k: v for k, v in b.items() if k != "accesses"} for b in BROADCASTS["buffers"]],
+    }
+    assert "bad_alias" in _declared(plain, {"a": 0, "b": 0}, [["a", "b"]])
+    assert "bad_alias" in _declared(BROADCASTS, {"a": 0, "b": 0}, [["a", "b"]])  # no block
+    own = {
+        "id": "a",
+        "size": 16,
+        "start": 0,
+        "end": 2,
+        "accesses": _thread_writes({"threadIdx.x": 1}),
+    }
+    later = {**own, "id": "b", "start": 2, "end": 4}
+    later["accesses"] = [{**own["accesses"][0], "at": 2}]
+    same = {"block": [4], "buffers": [own, later], "options": {"sync": "insert"}}
+    assert _declared(same, {"a": 0, "b": 0}, [["a", "b"]]) == set()
+    # b's thread t writes the element a's thread 3 - t wrote: another thread, a race.
+    later["accesses"] = [{**later["accesses"][0], "index": {"threadIdx.x": -1}, "offset": 3}]
+    assert "bad_alias" in _declared(same, {"a": 0, "b": 0}, [["a", "b"]])
 
 
 @pytest.mark.slow
