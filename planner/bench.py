@@ -13,7 +13,7 @@ import json
 import resource
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -29,7 +29,7 @@ from planner.families import family_suite
 from planner.generate import random_request
 from planner.pipeline.warm import ensure_warm
 from planner.solvers.auto import listening
-from planner.tables import format_columns
+from planner.tables import format_columns, format_row
 
 __all__ = [
     "BenchRow",
@@ -381,10 +381,36 @@ def bench(
     """Run every instance and print the table (or JSON); 0 if every plan fits and checks out,
     1 if any is infeasible, unknown or invalid."""
     stream = out if out is not None else sys.stdout
-    rows = [run_instance(instance) for instance in instances]
     if as_json:
+        rows = [run_instance(instance) for instance in instances]
         print(format_json(rows), file=stream)
     else:
-        print(format_table(rows), file=stream)
+        rows = list(stream_table(instances, stream, sys.stderr))
         print(summary(rows), file=stream)
     return 0 if all(r.ok for r in rows) else 1
+
+
+# Widths of the streamed table's columns besides their headings (cells may widen a line).
+_STREAM_WIDTHS = {"buffers": 7, "lower bound": 11, "bound": 11, "arena": 11, "status": 10}
+
+
+def stream_table(
+    instances: Sequence[Instance], stream: TextIO, status: TextIO
+) -> Iterator[BenchRow]:
+    """Plan the instances in turn, printing the heading at once and each row as it
+    finishes; on a terminal, ``status`` shows the instance being planned meanwhile."""
+    widths = [max(len(name), _STREAM_WIDTHS.get(name, 0)) for name, _ in _COLUMNS]
+    widths[0] = max([widths[0], *(len(i.name) for i in instances)])
+    widths[7] = max(widths[7], 22)  # winner: "greedy:length/best-fit"
+    print(format_row(_COLUMNS, widths, [name for name, _ in _COLUMNS]), file=stream, flush=True)
+    live = status.isatty()
+    for k, instance in enumerate(instances):
+        if live:
+            status.write(f"\r\x1b[K[{k + 1}/{len(instances)}] planning {instance.name}"[:120])
+            status.flush()
+        row = run_instance(instance)
+        if live:
+            status.write("\r\x1b[K")
+            status.flush()
+        print(format_row(_COLUMNS, widths, _cells(row)), file=stream, flush=True)
+        yield row

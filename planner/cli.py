@@ -20,12 +20,12 @@ import sys
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 import planner
 from planner import catalog
 from planner.argtypes import at_least, positive_float, positive_int
-from planner.cli_errors import EXIT_BAD_INPUT, describe, fail
+from planner.cli_errors import EXIT_BAD_INPUT, describe, describe_all, fail, nearest
 from planner.core.csvio import csv_losses, load_request, with_overrides, write_csv
 from planner.core.errors import InternalError, RequestError
 from planner.core.install import DISTRIBUTION, available, install_hint
@@ -69,10 +69,41 @@ class _UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr like every other bad input."""
+    """argparse, but a usage error is one line on stderr like every other bad input, and a
+    misspelt command or flag gets the nearest known one."""
+
+    argv: ClassVar[list[str]] = []  # the arguments being parsed, for the suggestions
 
     def error(self, message: str) -> NoReturn:
+        message = self._suggest(message)
         self.exit(EXIT_BAD_INPUT, f"planner: error: {message} (see '{self.prog} --help')\n")
+
+    def _suggest(self, message: str) -> str:
+        flags = _all_flags(self)
+        if "invalid choice: " in message:  # a command, or a flag's value
+            word = message.split("invalid choice: ", 1)[1].split(" ", 1)[0].strip("'")
+            choices = [c for a in self._actions for c in (a.choices or ()) if isinstance(c, str)]
+            guess = nearest(word, choices)
+            return f"{message}; did you mean {guess!r}?" if guess else message
+        unknown = [a.split("=", 1)[0] for a in _Parser.argv if a.startswith("--")]
+        unknown = [a for a in unknown if a not in flags]
+        if unknown and ("unrecognized arguments" in message or "required: COMMAND" in message):
+            word = unknown[0]
+            guess = nearest(word, flags)
+            hint = f"; did you mean {guess!r}?" if guess else ""
+            return f"unrecognized argument {word!r}{hint}"
+        return message
+
+
+def _all_flags(parser: argparse.ArgumentParser) -> set[str]:
+    """Every long option of the parser and of its subcommands."""
+    found: set[str] = set()
+    for action in parser._actions:
+        found |= {o for o in action.option_strings if o.startswith("--")}
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= _all_flags(sub)
+    return found
 
 
 def _port(text: str) -> int:
@@ -336,14 +367,30 @@ def _read_plan(path: str) -> Plan:
     try:
         return parse_plan(text)
     except RequestError as exc:
-        raise _UsageError(describe(exc, path)) from None
+        raise _UsageError(*describe_all(exc, path, root=Plan)) from None
+
+
+def _barrier_summary(plan: Plan) -> str:
+    """The barriers the plan adds (or asks the caller for, under sync "none"): points, and
+    executions per block where loops repeat them."""
+    b = plan.barriers
+    added, verb = (
+        (b.inserted, "added") if b.inserted or not b.required else (b.required, "required")
+    )
+    if verb == "required" and set(b.required) <= set(b.existing):
+        added, verb = [], "added"
+    runs = b.required_executions if verb == "required" else None
+    if verb == "added" and b.executions is not None and b.inserted:
+        runs = b.executions
+    text = f"{len(added)} barrier{'s' if len(added) != 1 else ''} {verb}"
+    return text + (f" ({runs} executions)" if runs is not None and added else "")
 
 
 def _summary(plan: Plan, seconds: float) -> str:
     line = (
         f"{plan.name}: {plan.status}, arena {plan.arena_bytes} B, "
         f"lower bound {plan.lower_bound} B, gap {plan.solver.gap * 100:.2f} %, "
-        f"winner {plan.solver.name}, {seconds * 1000:.1f} ms"
+        f"{_barrier_summary(plan)}, winner {plan.solver.name}, {seconds * 1000:.1f} ms"
     )
     cert = plan.certificate
     if plan.status == "unknown" and plan.capacity is not None:
@@ -370,7 +417,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         plan = planner.plan(request)
         seconds = time.perf_counter() - t0
     except RequestError as exc:
-        return fail(describe(exc, source))
+        return fail(describe_all(exc, source, root=PlanRequest))
     if args.svg is not None:
         from planner.emit import emit_svg
 
@@ -393,7 +440,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     try:
         request = load_request(args.request)
     except RequestError as exc:
-        return fail(describe(exc, _label(args.request)))
+        return fail(describe_all(exc, _label(args.request), root=PlanRequest))
     plan = _read_plan(args.plan)
     report = planner.validate(request, plan)
     violations = list(report.violations)
@@ -443,7 +490,7 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     try:
         request = load_request(args.input, capacity=args.capacity)
     except RequestError as exc:
-        return fail(describe(exc, _label(args.input)))
+        return fail(describe_all(exc, _label(args.input), root=PlanRequest))
     if out_kind == "json":
         _write(args.output, request.model_dump_json(indent=2, exclude_defaults=True) + "\n")
         return EXIT_OK
@@ -451,7 +498,7 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     try:
         text = write_csv(request, plan)
     except RequestError as exc:
-        return fail(describe(exc, args.plan))
+        return fail(describe_all(exc, args.plan, root=Plan))
     losses = csv_losses(request)
     if losses:
         print(f"planner: warning: the CSV drops {', '.join(losses)}", file=sys.stderr)
@@ -542,7 +589,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                     )
                 )
             except RequestError as exc:
-                return fail(describe(exc, _label(path), always=True))
+                return fail(describe_all(exc, _label(path), always=True, root=PlanRequest))
         for n in args.random:
             try:
                 instances.append(
@@ -662,6 +709,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     try:
         try:
+            _Parser.argv = list(sys.argv[1:] if argv is None else argv)
             args = _parser().parse_args(argv)
         except SystemExit as exc:  # --help, or a usage error already reported
             if exc.code is None or isinstance(exc.code, int):
@@ -669,7 +717,7 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_BAD_INPUT
         return _COMMANDS[args.command](args)
     except _UsageError as exc:
-        return fail(str(exc))
+        return fail([str(line) for line in exc.args])
     except InternalError as exc:
         print(f"planner: internal error: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -51,8 +51,11 @@ def _executions(req: PlanRequest, lo: int, hi: int) -> list[list[Step]]:
                 k += 1
                 if kind == "loop":
                     body = expand(s, e, ("loop", idx))
-                    runs = []
-                    times = min(2, req.loops[idx].trips or 2)  # a loop of one trip runs once
+                    loop = req.loops[idx]
+                    fewest = loop.trips or loop.min_trips or 0
+                    most = loop.trips or loop.max_trips
+                    runs: list[list[Step]] = [[]] if fewest == 0 else []  # skipped
+                    times = min(2, most or 2)  # a loop that never repeats runs once
                     for iters in itertools.product(body, repeat=times):
                         runs.append(
                             [(q, ((idx, n), *c)) for n, run in enumerate(iters) for q, c in run]
@@ -192,11 +195,11 @@ def reuse_windows(req: PlanRequest, plan: Plan) -> list[frozenset[int]]:
 
 def runs(req: PlanRequest, point: int) -> int:
     """How many times a barrier at the point runs: the trips of the loops around it
-    multiplied (unknown: 1000)."""
+    multiplied (else the most trips, else the fewest but at least 1000)."""
     out = 1
     for lp in req.loops:
         if lp.start <= point < lp.end:
-            out *= 1000 if lp.trips is None else lp.trips
+            out *= lp.trips or lp.max_trips or max(lp.min_trips or 0, 1000)
     return out
 
 

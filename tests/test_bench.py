@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -9,7 +10,9 @@ from typing import Any
 
 import pytest
 
-from planner.bench import load_instance, run_instance
+import planner
+from planner import bench as bench_mod
+from planner.bench import load_instance, random_instance, run_instance
 from planner.bench_omnimalloc import THREADS
 from planner.cli import main
 from planner.core.graph import build_graph
@@ -236,3 +239,37 @@ def test_omnimalloc_bad_thread_count(given: str, csv_path: Path, capsys: Capture
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0
     assert f"--omnimalloc {given}: threads must be 1 to 256" in err
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_rows_are_printed_as_each_instance_finishes(monkeypatch: pytest.MonkeyPatch) -> None:
+    instances = [random_instance(n, overlap=0.1, seed=1) for n in (8, 12, 16)]
+    out, status = io.StringIO(), _Terminal()
+    seen: list[int] = []
+
+    def planned(instance: bench_mod.Instance) -> bench_mod.BenchRow:
+        # The heading and every earlier row are out before the next instance starts.
+        seen.append(len(out.getvalue().splitlines()))
+        assert f"planning {instance.name}" in status.getvalue()
+        row = run_instance(instance)
+        assert planner.validate(instance.request, planner.plan(instance.request)).valid
+        return row
+
+    monkeypatch.setattr(bench_mod, "run_instance", planned)
+    rows = list(bench_mod.stream_table(instances, out, status))
+    assert seen == [1, 2, 3]
+    lines = out.getvalue().splitlines()
+    assert lines[0].split()[:2] == ["instance", "buffers"]
+    assert [line.split()[0] for line in lines[1:]] == [i.name for i in instances]
+    assert all(r.valid for r in rows)
+
+
+def test_no_status_line_when_piped(capsys: Capture) -> None:
+    assert main(["bench", "--random", "8"]) == 0
+    out, err = capsys.readouterr()
+    assert "planning" not in err
+    assert out.splitlines()[1].startswith("random-8 ")

@@ -72,6 +72,7 @@ def test_plan_json_to_stdout(request_json: Path, capsys: Capture) -> None:
     summary = err.strip().splitlines()[-1]  # after a compile notice, on a first run
     assert summary.startswith("two_phase: optimal, arena 384 B, lower bound 384 B, gap 0.00 %")
     assert f"winner {plan.solver.name}" in summary
+    assert f", {len(plan.barriers.inserted)} barrier" in summary
     assert summary.endswith(" ms")
 
 
@@ -253,8 +254,12 @@ def test_validate_bad_plan_file_exits_2(
     plan_path = tmp_path / "plan.json"
     plan_path.write_text('{"name": "x"}')
     assert main(["validate", str(request_json), str(plan_path)]) == 2
-    line = _one_error_line(capsys.readouterr().err)
-    assert "plan." in line
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()  # every missing field, one line each
+    assert "planner: error: plan.arena_bytes: Field required" in lines
+    assert "planner: error: plan.placements: Field required" in lines
+    assert all(line.startswith("planner: error: plan.") for line in lines)
 
 
 # --- convert -------------------------------------------------------------------------------

@@ -320,19 +320,14 @@ def test_aliases_declared_by_the_caller_are_checked_not_trusted() -> None:
     }
     assert "bad_alias" in _declared(plain, {"a": 0, "b": 0}, [["a", "b"]])
     assert "bad_alias" in _declared(BROADCASTS, {"a": 0, "b": 0}, [["a", "b"]])  # no block
-    own = {
-        "id": "a",
-        "size": 16,
-        "start": 0,
-        "end": 2,
-        "accesses": _thread_writes({"threadIdx.x": 1}),
-    }
-    later = {**own, "id": "b", "start": 2, "end": 4}
-    later["accesses"] = [{**own["accesses"][0], "at": 2}]
+    write = _thread_writes({"threadIdx.x": 1})
+    own: dict[str, Any] = {"id": "a", "size": 16, "start": 0, "end": 2, "accesses": write}
+    later: dict[str, Any] = {**own, "id": "b", "start": 2, "end": 4}
+    later["accesses"] = [{**write[0], "at": 2}]
     same = {"block": [4], "buffers": [own, later], "options": {"sync": "insert"}}
     assert _declared(same, {"a": 0, "b": 0}, [["a", "b"]]) == set()
     # b's thread t writes the element a's thread 3 - t wrote: another thread, a race.
-    later["accesses"] = [{**later["accesses"][0], "index": {"threadIdx.x": -1}, "offset": 3}]
+    later["accesses"] = [{**write[0], "at": 2, "index": {"threadIdx.x": -1}, "offset": 3}]
     assert "bad_alias" in _declared(same, {"a": 0, "b": 0}, [["a", "b"]])
 
 

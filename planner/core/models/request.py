@@ -12,6 +12,7 @@ takes only a JSON integer (not ``true``, ``"256"`` or ``1.0``), a boolean only `
 from __future__ import annotations
 
 import bisect
+import difflib
 import heapq
 from typing import Annotated, Any, Literal
 
@@ -426,10 +427,12 @@ class Options(BaseModel):
     def _known_solver(cls, value: str) -> str:
         if value not in SOLVER_NAMES:
             known = ", ".join([*METHODS, *HEURISTICS])
+            close = difflib.get_close_matches(value, [*METHODS, *HEURISTICS], n=1, cutoff=0.6)
+            guess = f"did you mean {close[0]!r}? " if close else ""
             raise PydanticCustomError(
                 "unknown_solver",
-                f"unknown solver {value!r}; known solvers: {known} (a heuristic also as "
-                "greedy:NAME)",
+                f"unknown solver {value!r}; {guess}known solvers: {known} (a heuristic also "
+                "as greedy:NAME)",
             )
         return value
 
