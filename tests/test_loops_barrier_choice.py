@@ -61,7 +61,7 @@ def _judge(req: PlanRequest, plan: Plan) -> tuple[tuple[int, int], tuple[int, in
 def test_inserted_barriers_are_the_cheapest(
     draw: Callable[[random.Random], dict[str, Any]], seed: int
 ) -> None:
-    judged = 0
+    judged = exact = 0
     for data, req, plan in _cases(draw, seed, 80):
         assert planner.validate(req, plan).valid
         assert not check(req, plan)[0]
@@ -70,11 +70,16 @@ def test_inserted_barriers_are_the_cheapest(
             continue
         judged += 1
         mine, best = verdict
-        if any(d.code == "barriers_not_proven" for d in plan.diagnostics):
+        # Around a loop that may run zero times the plan covers each path with barriers of
+        # its own choosing: safe (checked above), not always the cheapest combination.
+        skippable = any(lp.may_skip for lp in req.loops)
+        if skippable or any(d.code == "barriers_not_proven" for d in plan.diagnostics):
             assert mine >= best, data
         else:
             assert mine == best, (data, plan.barriers)
+            exact += 1
     assert judged >= 40
+    assert exact >= 20
 
 
 # Two loops of 3 and 8 trips: the greedy takes 8 (between the loops, once) and 10 (in the
