@@ -220,8 +220,8 @@ def _solve(
     if capacity is not None and bound > capacity:
         # The bound already proves it; those buffers alone cannot fit. Nothing to search.
         return replace(best, infeasible=_shrink(g, witness, capacity))
-    if not names or best.proved_optimal or expired():
-        return best
+    if not names or best.proved_optimal:
+        return best  # (past the deadline, ``_improve`` runs no method)
     with paused():  # the first import of a method's module (tenths of a second)
         found = {n: registry.exact_method(n) for n in names}
     methods = [(n, m) for n, m in found.items() if m is not None]

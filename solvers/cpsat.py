@@ -23,7 +23,7 @@ from ortools.sat.python import cp_model
 
 from planner.core.clock import wall_limit
 from planner.core.graph import InterferenceGraph
-from planner.solvers.exact import ExactResult, Progress, Stop
+from planner.solvers.exact import ExactResult, Progress, Stop, note_cpsat_cut
 
 __all__ = ["DETERMINISTIC_PER_SECOND", "SEED", "solve_cpsat"]
 
@@ -176,6 +176,13 @@ def solve_cpsat(
     if stop is not None and not stop.attach(solver.stop_search):
         return ExactResult("cpsat", None, None, lower_bound, False, False)
     status = solver.solve(model, progress)
+    note_cpsat_cut(
+        status in (cp_model.OPTIMAL, cp_model.INFEASIBLE),
+        solver.wall_time,
+        params.max_time_in_seconds,
+        solver.deterministic_time,
+        params.max_deterministic_time,
+    )
 
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         offsets = np.asarray(

@@ -20,7 +20,9 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core.arrays import distinct
+from planner.core.clock import wall_limit
 from planner.solvers._place import place
+from planner.solvers.exact import note_cpsat_cut
 from planner.solvers.greedy import FITS, GreedyResult
 
 __all__ = ["EDGE_HEURISTICS", "EXACT_MAX_BUFFERS", "ExplicitGraph", "exact_pairs", "fits"]
@@ -164,11 +166,20 @@ def exact_pairs(
         model.add(xs[b] + int(g.size[b]) <= xs[a]).only_enforce_if(~below)
     model.minimize(height)
     solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = SEED
-    solver.parameters.max_deterministic_time = max(0.01, DETERMINISTIC_PER_SECOND * time_limit)
-    solver.parameters.max_time_in_seconds = max(0.01, time_limit)
+    params = solver.parameters
+    params.num_workers = 1
+    params.random_seed = SEED
+    params.max_deterministic_time = max(0.01, DETERMINISTIC_PER_SECOND * time_limit)
+    # A hard cap only (``planner.core.clock``): the deterministic limit decides.
+    params.max_time_in_seconds = max(0.01, wall_limit(time_limit))
     status = solver.solve(model)
+    note_cpsat_cut(
+        status in (cp_model.OPTIMAL, cp_model.INFEASIBLE),
+        solver.wall_time,
+        params.max_time_in_seconds,
+        solver.deterministic_time,
+        params.max_deterministic_time,
+    )
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     offsets = np.asarray([int(solver.value(x)) for x in xs], dtype=np.int64)

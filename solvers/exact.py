@@ -9,9 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from planner.core.clock import note_cut
 from planner.core.graph import InterferenceGraph
 
-__all__ = ["ExactResult", "Progress", "Stop", "granularity", "round_up"]
+__all__ = ["ExactResult", "Progress", "Stop", "granularity", "note_cpsat_cut", "round_up"]
 
 I64 = npt.NDArray[np.int64]
 # Called as an exact method improves: (arena bytes of its best plan or None, bound bytes).
@@ -71,3 +72,12 @@ def granularity(g: InterferenceGraph) -> int:
 def round_up(value: int, step: int) -> int:
     """``value`` rounded up to a multiple of ``step``."""
     return -(-value // step) * step
+
+
+def note_cpsat_cut(finished: bool, seconds: float, cap: float, work: float, budget: float) -> None:
+    """Note a cut by the clock (``planner.core.clock.note_cut``) for a CP-SAT run that did not
+    finish (``finished``: optimal, or proved infeasible) and stopped on its clock cap (``seconds``
+    of wall time, ``cap`` its limit) before its deterministic budget (``work`` spent of
+    ``budget``)."""
+    if not finished and seconds >= cap and work < budget:
+        note_cut()

@@ -468,8 +468,8 @@ def portfolio(
                 break
         if best is not None and bound is not None and best[0] <= bound:
             break
-        if expired():  # a machine slower than the cost model: keep what is found
-            break
+        if first + workers < len(names) and expired():
+            break  # a machine slower than the cost model: keep what is found
     if best is None:
         raise ValueError(f"none of the heuristics {names} applies to this request")
     return GreedyResult(best[1], best[2], best[0], tried)

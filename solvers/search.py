@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core._jit import NATIVE_PAUSE
-from planner.core.clock import wall_limit
+from planner.core.clock import note_cut, wall_limit
 from planner.core.cores import usable_cores
 from planner.core.graph import InterferenceGraph
 from planner.solvers._pace_kernel import member_cap
@@ -444,6 +444,7 @@ def _rounds(
         if any(r[0] != OUT_OF_NODES for r in results) or limit >= per:
             return results
         if time.perf_counter() > deadline:
+            note_cut()
             return results
         limit = min(per, 2 * limit)
 
@@ -491,6 +492,7 @@ def _race(
         left = deadline - time.perf_counter()
         thread.join(None if left == float("inf") else max(0.0, left))
         if thread.is_alive():
+            note_cut()
             for cap in caps:
                 cap[0] = 0
             thread.join()
@@ -698,7 +700,12 @@ def solve_search(
         return status
 
     def time_left() -> bool:
-        return left > 0 and time.perf_counter() - clock < wall
+        if left <= 0:
+            return False
+        if time.perf_counter() - clock < wall:
+            return True
+        note_cut()
+        return False
 
     low = lo  # lowest capacity not yet tried
     high = ceiling  # highest capacity worth trying

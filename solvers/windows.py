@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 from numpy.lib.stride_tricks import sliding_window_view
 
-from planner.core.clock import wall_limit
+from planner.core.clock import note_cut, wall_limit
 from planner.core.graph import InterferenceGraph
 from planner.solvers.exact import ExactResult, Progress, Stop, granularity, round_up
 from planner.solvers.search import ORDERS, exhausts, node_budget
@@ -104,7 +104,10 @@ def window_bound(
             if proved:
                 bound += step
                 break
-            if left <= 0 or time.perf_counter() > deadline or (stop is not None and stop.stopped):
+            if left <= 0 or (stop is not None and stop.stopped):
+                return bound
+            if time.perf_counter() > deadline:
+                note_cut()
                 return bound
         else:
             return bound  # no window proves this capacity too low

@@ -336,3 +336,61 @@ def test_500_buffer_labels_fit_in_the_real_font() -> None:
     for t in labels:
         assert t.text == t.attrib["data-for"]
         assert width(t.text) <= _f(boxes[t.text], "width")
+
+
+# Characters outside XML 1.0's Char production that a request may hold (the C0 controls other
+# than tab, line feed and carriage return; U+FFFE, U+FFFF; a lone surrogate is refused), and
+# ones it allows.
+NOT_XML = [*(chr(c) for c in range(0x20) if c not in (0x09, 0x0A, 0x0D)), "\ufffe", "\uffff"]
+XML_EDGES = ["\t", "\n", "\r", "\x7f", "\x85", "\ufffd", "\U0001f600", "\\x01"]
+
+
+def _escaped(c: str) -> str:
+    """How the map writes a character XML cannot carry."""
+    return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+
+
+def test_ids_xml_cannot_carry_give_a_well_formed_map() -> None:
+    ids = [*NOT_XML, *(f"a{c}b" for c in NOT_XML), *XML_EDGES]
+    data = {
+        "name": "k\x00\x1b[31m\uffff",
+        "options": {"sync": "none"},
+        "buffers": [
+            {"id": ident, "size": 16, "start": k % 9, "end": k % 9 + 2}
+            for k, ident in enumerate(ids)
+        ],
+    }
+    request = parse_request(data)
+    plan = planner.plan(request)
+    assert planner.validate(request, plan).valid
+    text = emit_svg(request, plan)
+    text.encode("utf-8")  # no lone surrogate: the document can be written out
+    root = ET.fromstring(text)  # well-formed
+    got = [r.attrib["data-id"] for r in _rects(root)]
+    want = [
+        *(_escaped(c) for c in NOT_XML),
+        *(f"a{_escaped(c)}b" for c in NOT_XML),
+        *XML_EDGES,  # characters XML carries come back as they were
+    ]
+    assert got == want
+    tips = [r.findtext(f"{SVG}title") or "" for r in _rects(root)]
+    # XML reads a carriage return in text as a line feed.
+    assert [t.split(": offset ")[0] for t in tips] == [w.replace("\r", "\n") for w in want]
+    title = next(t for t in root.iter(f"{SVG}text") if t.get("font-weight") == "bold")
+    assert title.text is not None
+    assert title.text.startswith("k\\x00\\x1b[31m\\uffff: ")
+
+
+def test_a_lone_surrogate_is_refused_before_any_map() -> None:
+    with pytest.raises(planner.RequestError):
+        parse_request({"buffers": [{"id": "\ud800", "size": 1, "start": 0, "end": 1}]})
+
+
+def test_a_label_xml_cannot_carry_is_drawn_escaped() -> None:
+    data = {
+        "name": "label",
+        "buffers": [{"id": "\x01\x02x", "size": 4096, "start": 0, "end": 40}],
+    }
+    _, root = _svg(data)
+    labels = [t for t in root.iter(f"{SVG}text") if t.get("class") == "label"]
+    assert [(t.text, t.get("data-for")) for t in labels] == [("\\x01\\x02x", "\\x01\\x02x")]

@@ -7,6 +7,11 @@ method's own share, a method whose budget nearly fills its share would stop at a
 point whenever the machine is busy; so while a request is planned the cap is the request's
 own deadline instead: the time limit is still kept, and a busy machine changes nothing
 unless the whole limit runs out.
+
+When it does, the plan depends on the machine. So every place where the clock ends work that
+the deterministic budgets would have let run on says so (``note_cut``; ``expired`` does when
+it answers yes), and ``watching`` collects that for one request: its plan carries
+``solver.cut_by_clock``.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-__all__ = ["deadline", "expired", "now", "paused", "wall_limit"]
+__all__ = ["Cuts", "deadline", "expired", "note_cut", "now", "paused", "wall_limit", "watching"]
 
 
 class _Deadline:
@@ -30,6 +35,19 @@ class _Deadline:
 
 
 _DEADLINE: ContextVar[_Deadline | None] = ContextVar("planner_deadline", default=None)
+
+
+class Cuts:
+    """Whether the clock ended any of one request's work before its deterministic budget did:
+    one object shared by every thread that runs in the request's context."""
+
+    __slots__ = ("cut",)
+
+    def __init__(self) -> None:
+        self.cut = False
+
+
+_CUTS: ContextVar[Cuts | None] = ContextVar("planner_cuts", default=None)
 
 
 def now() -> float:
@@ -60,9 +78,38 @@ def wall_limit(share: float) -> float:
 def expired() -> bool:
     """Whether the request's deadline has passed (never without one). Optional work (more
     heuristics, exact methods, fewer-barrier attempts) is skipped once it has: only a machine
-    slower than the cost model assumes gets there (the ``planner.pipeline`` docstring)."""
+    slower than the cost model assumes gets there (the ``planner.pipeline`` docstring). Ask
+    only where the answer decides whether such work runs: a yes is noted as a cut."""
     end = _DEADLINE.get()
-    return end is not None and now() >= end.end
+    if end is None or now() < end.end:
+        return False
+    note_cut()
+    return True
+
+
+def note_cut() -> None:
+    """Note that the clock ended work its deterministic budget would have let run on (a
+    solver's hard cap reached, optional work skipped past the deadline)."""
+    cuts = _CUTS.get()
+    if cuts is not None:
+        cuts.cut = True
+
+
+@contextmanager
+def watching() -> Iterator[Cuts]:
+    """Within the block every cut by the clock is noted in the ``Cuts`` yielded. A block inside
+    another notes in the outer one: a request planned in parts (spilling plans the kept and the
+    spilled buffers apart) is cut when any part is."""
+    outer = _CUTS.get()
+    if outer is not None:
+        yield outer
+        return
+    cuts = Cuts()
+    token = _CUTS.set(cuts)
+    try:
+        yield cuts
+    finally:
+        _CUTS.reset(token)
 
 
 @contextmanager

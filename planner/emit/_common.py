@@ -4,8 +4,8 @@ Buffer ids (and the request's name) are free-form text: compilers use ``A_s``, `
 ``buf[2]``, ``%alloc_4``. They reach emitted code in exactly two forms:
 
 - an identifier (``identifiers``): ASCII letters, digits and single underscores, starting
-  with a letter, never a keyword, unique in the output; derived deterministically from the
-  id, so the same request gives the same text;
+  with a letter, never a reserved word of C++, C or CUDA (``_RESERVED``), unique in the
+  output; derived deterministically from the id, so the same request gives the same text;
 - a quoted label inside a ``//`` comment (``quoted``): the id as a JSON string with every
   non-ASCII or control character escaped, so it can end no line and open no code.
 """
@@ -32,17 +32,33 @@ __all__ = [
     "status_warning",
 ]
 
-# C++ keywords and CUDA built-ins a buffer id must not become.
-_RESERVED = frozenset(
-    """alignas alignof asm auto bool break case catch char char16_t char32_t char8_t class
-    const constexpr const_cast continue decltype default delete do double dynamic_cast else
-    enum explicit export extern false float for friend goto if inline int long mutable
-    namespace new noexcept nullptr operator private protected public register
-    reinterpret_cast return short signed sizeof static static_assert static_cast struct
-    switch template this thread_local throw true try typedef typeid typename union unsigned
-    using virtual void volatile wchar_t while threadIdx blockIdx blockDim gridDim warpSize
-    main NULL assert errno offsetof""".split()  # noqa: SIM905 - a word list reads better as text
-)
+# Words a buffer id must not become, in every form the compilers downstream read: C++23
+# keywords with the alternative tokens (``and``, ``bitor``, ...) and the words special at the
+# start of a line (``import``, ``module``); C keywords the host compilers take as extensions;
+# CUDA's built-in variables and vector types; the standard types, functions and macros a
+# kernel's code uses after the snippet; and the runtime names the snippet itself uses. A
+# leading underscore and a double underscore (reserved to the implementation) never occur in
+# a name made here, so no word of those forms (``__shared__``, ``_Bool``) needs listing.
+_CPP = """alignas alignof and and_eq asm atomic_cancel atomic_commit atomic_noexcept auto
+    bitand bitor bool break case catch char char8_t char16_t char32_t class co_await co_return
+    co_yield compl concept const const_cast consteval constexpr constinit continue
+    contract_assert decltype default delete do double dynamic_cast else enum explicit export
+    extern false float for friend goto if import inline int long module mutable namespace new
+    noexcept not not_eq nullptr operator or or_eq private protected public reflexpr register
+    reinterpret_cast requires return short signed sizeof static static_assert static_cast
+    struct switch synchronized template this thread_local throw true try typedef typeid
+    typename union unsigned using virtual void volatile wchar_t while xor xor_eq
+    restrict typeof typeof_unqual"""
+_CUDA = """threadIdx blockIdx blockDim gridDim warpSize dim3 half half2 nv_bfloat16 nv_bfloat162
+    cudaFuncSetAttribute cudaFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttribute
+    cudaError_t cudaSuccess cudaStream_t cudaMalloc cudaFree cudaMemcpy cudaMemset
+    cudaDeviceSynchronize cudaGetLastError cudaGetErrorString cudaLaunchKernel"""
+_SCALARS = "char uchar short ushort int uint long ulong longlong ulonglong float double"
+_VECTORS = [f"{t}{k}" for t in _SCALARS.split() for k in range(1, 5)]  # int4, float2, ...
+_STD = """std main size_t ptrdiff_t nullptr_t max_align_t int8_t int16_t int32_t int64_t
+    uint8_t uint16_t uint32_t uint64_t intptr_t uintptr_t intmax_t uintmax_t NULL EOF errno
+    assert offsetof stdin stdout stderr INFINITY NAN printf malloc free memcpy memset"""
+_RESERVED = frozenset([*_CPP.split(), *_CUDA.split(), *_STD.split(), *_VECTORS])
 _BYTE = DTYPES["u8"]
 
 
@@ -64,8 +80,10 @@ class Placed:
 def identifiers(ids: list[str], taken: set[str]) -> list[str]:
     """One C identifier per id: characters other than ASCII letters and digits become ``_``
     (a run of them one ``_``: a double underscore is reserved in C++), a leading digit or
-    underscore gets a ``b`` in front, keywords and ``taken`` names get ``_``; clashes get a
-    number. Unique, valid C and MLIR names whatever the ids hold."""
+    underscore gets a ``b`` in front (a leading underscore is reserved too), reserved words
+    (``_RESERVED``) get a ``_`` after them; clashes with each other or with ``taken`` get a
+    number. Unique, valid C++ and MLIR names whatever the ids hold, and the same names for the
+    same ids."""
     used = set(taken)
     names: list[str] = []
     for ident in ids:
@@ -73,9 +91,9 @@ def identifiers(ids: list[str], taken: set[str]) -> list[str]:
         if name[0].isdigit() or name[0] == "_":
             name = "b" + name
         if name in _RESERVED:
-            name += "_"
+            name += "_"  # no reserved word ends in "_", so this makes no "__"
         base, k = name.rstrip("_") + "_", 2  # "b_" numbers as "b_2", never "b__2"
-        while name in used:
+        while name in used or name in _RESERVED:
             name = f"{base}{k}"
             k += 1
         used.add(name)

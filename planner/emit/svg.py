@@ -10,12 +10,19 @@ No two labels overprint: buffer labels sit inside their own rectangles (which ne
 a valid plan) on a halo, above every line; the capacity and lower-bound labels stand in the
 right margin, stacked apart when their values are close and merged when equal; the legend
 names only what is drawn.
+
+Ids and the request's name are free text; the document is XML 1.0, which cannot carry every
+character (the C0 controls other than tab, line feed and carriage return, surrogates, U+FFFE
+and U+FFFF, even as character references). Those are written as escapes (``\\x01``,
+``\\ud800``) wherever such text appears (``_legible``), so the map stays well-formed and the
+id readable.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from xml.sax.saxutils import escape, quoteattr
 
 from planner.core.models import Plan, PlanRequest
@@ -37,6 +44,8 @@ _NARROW, _WIDE, _SYMBOL = set("ijlftrI.,:;'|!()[]{} -/"), set("mwMW@%"), set("<>
 DENSE_BARRIERS = 60  # more barriers than this are drawn faint
 _LOOP_FILL = "#f5cba7"  # loop bodies
 _ARM_FILLS = ("#aed6f1", "#d2b4de")  # branch arms, alternating
+# Characters outside XML 1.0's Char production.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _BARRIER_TIPS = {
     "existing": "existing barrier at point",
     "inserted": "barrier inserted by the plan at point",
@@ -64,7 +73,7 @@ class _Panel:
 
 def emit_svg(request: PlanRequest, plan: Plan) -> str:
     """The memory map of ``plan`` as a standalone SVG document."""
-    buffers = placed(request, plan, set())
+    buffers = [replace(b, id=_legible(b.id)) for b in placed(request, plan, set())]
     shared = [b for b in buffers if b.memory == "shared"]
     spilled = [b for b in buffers if b.memory == "global"]
     horizon = max(request.horizon, 1)
@@ -136,7 +145,13 @@ def emit_svg(request: PlanRequest, plan: Plan) -> str:
 
 
 def _title(plan: Plan) -> str:
-    return f"{plan.name}: {plan.status}, arena {plan.arena_bytes} B"
+    return f"{_legible(plan.name)}: {plan.status}, arena {plan.arena_bytes} B"
+
+
+def _legible(text: str) -> str:
+    """``text`` with each character XML 1.0 cannot carry written as an escape: ``\\x01``, or
+    ``\\ud800`` and ``\\uffff`` past U+00FF."""
+    return _NOT_XML.sub(lambda m: ascii(m[0])[1:-1], text)
 
 
 def _subtitle(plan: Plan, spilled: int) -> str:

@@ -20,7 +20,9 @@ and is estimated as ``FIXED_SECONDS_PER_BUFFER`` per buffer; optional work gets 
 
 So the same request runs the same work, and gets the same plan, on any machine on which
 that work fits its time limit; only a machine slower than the estimates assume reaches
-the clock checks, which then cut optional work to keep the limit. A time limit below the
+the clock checks, which then cut optional work to keep the limit. Such a plan says so
+(``solver.cut_by_clock``, see ``planner.core.clock.watching``): the same request gets the
+same plan, byte for byte, unless the plan says the clock cut its work. A time limit below the
 fixed work's estimate cannot be kept at all: such a request is refused at once
 (``time_limit_too_small``, naming the least limit that fits), never planned past its limit.
 """
@@ -31,7 +33,7 @@ import os
 from typing import Any
 
 from planner.core._jit import interpreted
-from planner.core.clock import deadline, now
+from planner.core.clock import deadline, now, watching
 from planner.core.csvio import load_request
 from planner.core.errors import InternalError, RequestError
 from planner.core.install import install_hint
@@ -87,9 +89,15 @@ def plan(
     if isinstance(request, os.PathLike):
         request = load_request(os.fspath(request), max_buffers=max_buffers)
     try:
-        return _plan(request, max_buffers, began)
+        with watching() as cuts:
+            result = _plan(request, max_buffers, began)
     except MemoryError as exc:
         raise InternalError(f"out of memory while planning: {exc or 'no detail'}") from exc
+    if not cuts.cut:
+        return result
+    return result.model_copy(
+        update={"solver": result.solver.model_copy(update={"cut_by_clock": True})}
+    )
 
 
 def _plan(

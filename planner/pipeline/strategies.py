@@ -80,12 +80,13 @@ def attempts(ctx: Context) -> list[Attempt]:
     wanted = opts.max_new_barriers is not None or opts.barrier_candidates is not None
     wanted = wanted or opts.pareto or bool(full.barriers.missed)
     # The plan on the existing barriers is kept when it is the fallback, even past the deadline.
-    if wanted or (not expired() and _bound_with(ctx, []) <= full.arena):
+    # (The deadline is asked last: a yes is a cut only where the attempt would run.)
+    if wanted or (_bound_with(ctx, []) <= full.arena and not expired()):
         found.append(attempt(ctx, ctx.existing, share(shares, Kind.EXISTING, limit), Kind.EXISTING))
     if ctx.owners is not None and not expired():
         seconds = share(shares, Kind.EXISTING_ALIASES, limit)
         found.append(attempt(ctx, ctx.existing, seconds, Kind.EXISTING_ALIASES, merge=True))
-    if full.new_barriers > 1 and Kind.LEAN in shares and not expired():
+    if full.new_barriers > 1 and Kind.LEAN in shares:
         # A plan of the full one's arena is all this attempt is for when that arena is
         # proved optimal: these lifetimes are no shorter, so no plan on them is smaller.
         capacity = req.effective_capacity
@@ -93,7 +94,7 @@ def attempts(ctx: Context) -> list[Attempt]:
         enough = full.arena if full.result.proved_optimal and fits else None
         if early is not None and floor == full.arena == enough:
             found.append(early)  # the attempt made above: the same target and budget
-        else:
+        elif not expired():
             found.append(_lean(ctx, full.arena, share(shares, Kind.LEAN, limit), Kind.LEAN, enough))
     if Kind.FORWARD in shares and not expired():
         found.extend(_fewer_barriers(ctx, full, share(shares, Kind.FORWARD, limit)))
@@ -111,10 +112,10 @@ def _with_alias_model(
 ) -> list[Attempt]:
     """``found``, and where the exact alias model applies and the best plan is above the
     bound, that plan solved (or proved) on the request's own sharing rules."""
-    if Kind.ALIAS_MODEL not in shares or expired():
+    if Kind.ALIAS_MODEL not in shares:
         return found
     best = choose(ctx.req, found)
-    if best.arena <= ctx.bound.bytes or best.barriers.missed:
+    if best.arena <= ctx.bound.bytes or best.barriers.missed or expired():
         return found
     seconds = share(shares, Kind.ALIAS_MODEL, ctx.req.options.time_limit)
     solved = exact_aliases(ctx, best, seconds)

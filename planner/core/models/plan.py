@@ -33,6 +33,10 @@ def _absent(value: object) -> bool:
     return value is None
 
 
+def _false(value: object) -> bool:
+    return value is False
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -196,6 +200,16 @@ class SolverInfo(_Model):
     )
     tried: list[SolverAttempt] = Field(
         default_factory=list, description="Every method tried and its arena, in order."
+    )
+    # Absent when false, so plans the clock did not cut read as they always did.
+    cut_by_clock: bool = Field(
+        default=False,
+        exclude_if=_false,
+        description=(
+            "True when the clock, not the time limit's deterministic budgets, ended some of "
+            "the work:\nthe machine was slower than the limit allows for, and the same request "
+            "may get another\nplan. Absent when false: then the plan is the request's alone."
+        ),
     )
 
 
