@@ -12,6 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from planner.api import web
 from planner.api.docs_ui import add_docs
 from planner.api.errors import register_exception_handlers
+from planner.api.hosts import HostGuard
 from planner.api.middleware import RequestMiddleware, configure_access_log
 from planner.api.routes import VERSION, router
 from planner.api.service import Service, warm_up
@@ -56,5 +57,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     add_docs(app)
     register_exception_handlers(app)
     logger = configure_access_log(settings.access_log)
-    app.add_middleware(RequestMiddleware, metrics=service.metrics, logger=logger)
+    app.add_middleware(HostGuard, allowed=settings.allowed_hosts.split(","))
+    app.add_middleware(RequestMiddleware, metrics=service.metrics, logger=logger)  # outermost
     return app

@@ -48,6 +48,16 @@ class Settings(BaseSettings):
     # process: shorter lets the event loop answer sooner while a solver thread (the "threads"
     # pool) runs.
     switch_interval: float = Field(default=0.0005, gt=0, le=0.1)
+    # Connections (`planner serve`): a client may not hold the server's file descriptors by
+    # sending slowly or not at all (api.connections). Past max_connections the connection
+    # idle longest is closed for each new one.
+    max_connections: int = Field(default=1000, ge=1)  # open at once, per uvicorn process
+    header_timeout: float = Field(default=10.0, gt=0)  # s from connecting to a complete head
+    body_timeout: float = Field(default=60.0, gt=0)  # s from the head to the whole body
+    keep_alive_timeout: float = Field(default=5.0, gt=0)  # s an idle kept-alive connection lives
+    # Host names answered besides localhost, 127.0.0.1 and [::1] (comma-separated; "*": any):
+    # any other Host is a 400, so a web page cannot reach the service by DNS rebinding.
+    allowed_hosts: str = ""
     # How `python -m api` (and the container) runs uvicorn.
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)

@@ -137,3 +137,82 @@ def test_a_request_within_the_limit_still_lists_its_errors(client: TestClient) -
     locs = [tuple(e["loc"]) for e in response.json()["detail"]]
     assert ("body", "buffers", 0, "size") in locs
     assert ("body", "buffers", 1, "end") in locs
+
+
+# --- Host, Content-Encoding, docs assets ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("allowed", "host", "status"),
+    [
+        ("", "localhost:8000", 200),
+        ("", "127.0.0.1", 200),
+        ("", "[::1]:8000", 200),
+        ("", "LOCALHOST", 200),
+        ("", "attacker.example", 400),
+        ("", "attacker.example:8000", 400),
+        ("", "localhost.attacker.example", 400),
+        ("planner, build-farm.internal", "planner:8000", 200),
+        ("planner", "other:8000", 400),
+        ("*", "anything.example", 200),
+    ],
+)
+def test_only_loopback_and_configured_hosts_are_answered(
+    allowed: str, host: str, status: int
+) -> None:
+    with TestClient(_app(allowed_hosts=allowed)) as c:
+        response = c.get("/healthz", headers={"host": host})
+        plan = c.post("/plan", json=TWO_PHASE, headers={"host": host})
+    assert response.status_code == status, response.text
+    assert plan.status_code == status, plan.text
+    if status == 400:
+        (error,) = response.json()["detail"]
+        assert error["loc"] == ["header", "host"]
+        assert error["type"] == "host_not_allowed"
+        assert error["input"] == host
+        assert "PLANNER_ALLOWED_HOSTS" in error["msg"]
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "br", "GZIP", "x-custom"])
+def test_an_encoded_body_is_415(client: TestClient, encoding: str) -> None:
+    response = client.post(
+        "/plan",
+        json=TWO_PHASE,
+        headers={"content-encoding": encoding},
+    )
+    assert response.status_code == 415, response.text
+    (error,) = response.json()["detail"]
+    assert error["loc"] == ["header", "content-encoding"]
+    assert error["type"] == "unsupported_content_encoding"
+    assert error["input"] == encoding
+
+
+def test_an_identity_encoded_body_is_read(client: TestClient) -> None:
+    response = client.post("/plan", json=TWO_PHASE, headers={"content-encoding": "identity"})
+    assert response.status_code == 200, response.text
+    plan = planner.Plan.model_validate_json(response.content)
+    assert planner.validate(TWO_PHASE, plan).valid
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "index.html",  # Swagger's demo page: it loads a remote URL
+        "swagger-initializer.js",
+        "oauth2-redirect.html",
+        "swagger-ui-bundle.js.map",
+        "swagger-ui.css.map",
+        "swagger-ui.js",
+        "../__init__.py",
+    ],
+)
+def test_docs_assets_are_only_what_the_page_loads(client: TestClient, name: str) -> None:
+    assert client.get(f"/docs/assets/{name}").status_code == 404
+
+
+def test_docs_assets_serve_the_page_files(client: TestClient) -> None:
+    script = client.get("/docs/assets/swagger-ui-bundle.js")
+    assert script.status_code == 200
+    assert script.headers["content-type"].startswith("text/javascript")
+    assert client.get("/docs/assets/swagger-ui.css").status_code == 200
+    assert client.get("/docs/assets/favicon-32x32.png").headers["content-type"] == "image/png"
