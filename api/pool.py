@@ -30,6 +30,7 @@ T = TypeVar("T")
 Cancelled = Callable[[], Awaitable[bool]]  # True once the caller no longer wants the answer
 PoolKind = Literal["processes", "threads"]
 CANCEL_POLL = 0.5  # s between checks that a waiting caller is still there
+START_SECONDS = 300.0  # s the workers may take to start and warm up (a cold compile)
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,8 @@ class SolverPool:
         self._processes: ProcessWorkers | None = None  # started on first use, on this loop
         self._lock = threading.Lock()
         self._admitted = 0  # jobs submitted and not finished (a dropped one is finished)
+        self._draining = False  # shutting down: no job starts any more
+        self._thread_jobs: set[Future[Any]] = set()  # thread jobs submitted, not yet done
 
     @property
     def admitted(self) -> int:
@@ -83,7 +86,9 @@ class SolverPool:
     async def start(self) -> None:
         """Start every worker now (processes take a second to import and warm up)."""
         if self.kind == "processes":
-            await asyncio.gather(*(self.run(300, int) for _ in range(self.workers)))
+            if self._processes is None:
+                self._processes = ProcessWorkers(self.workers, self._initializer)
+            await self._processes.all_ready(START_SECONDS)
 
     async def run(
         self,
@@ -102,6 +107,8 @@ class SolverPool:
         cannot be stopped: a running thread job keeps its slot until it ends (its time limit
         bounds it).
         """
+        if self._draining:
+            raise _shutting_down()
         with self._lock:
             if self._admitted >= self.capacity:
                 raise OverloadedError(
@@ -160,9 +167,15 @@ class SolverPool:
         except BaseException:
             self._release()
             raise
+        self._thread_jobs.add(future)
         future.add_done_callback(lambda _: self._release())
+        future.add_done_callback(self._thread_jobs.discard)
         try:
             return await _wait(asyncio.wrap_future(future), timeout, cancelled)
+        except asyncio.CancelledError:
+            if future.cancelled() and self._draining:  # dropped from the queue by drain()
+                raise _shutting_down() from None
+            raise
         finally:
             # A job still waiting is dropped from the queue; one already running finishes on
             # its own (its time limit bounds it) and frees its slot then.
@@ -172,6 +185,18 @@ class SolverPool:
         with self._lock:
             self._admitted -= 1
 
+    def drain(self) -> None:
+        """The server is stopping: every job that has not started is answered
+        ``OverloadedError`` (``shutting_down``: 503 with Retry-After) now, rather than after
+        the running ones, and so is any job submitted from now on. Running jobs go on."""
+        self._draining = True
+        if self._processes is not None:
+            for job in self._processes.drop_waiting():
+                if not job.future.done():
+                    job.future.set_exception(_shutting_down())
+        for future in list(self._thread_jobs):
+            future.cancel()  # only one still waiting for a thread is cancelled
+
     def shutdown(self) -> None:
         """Drop waiting jobs and stop the workers; a later job starts new ones."""
         threads, self._threads = self._threads, None
@@ -180,6 +205,7 @@ class SolverPool:
         processes, self._processes = self._processes, None
         if processes is not None:
             processes.shutdown()
+        self._draining = False
 
 
 async def _wait(future: asyncio.Future[T], timeout: float, cancelled: Cancelled | None) -> T:
@@ -199,6 +225,12 @@ async def _wait(future: asyncio.Future[T], timeout: float, cancelled: Cancelled 
             raise OverloadedError(
                 "client_disconnected", "the client went away before the request was answered"
             )
+
+
+def _shutting_down() -> OverloadedError:
+    return OverloadedError(
+        "shutting_down", "the service is shutting down; send the request again (to another replica)"
+    )
 
 
 def _deadline(timeout: float) -> OverloadedError:

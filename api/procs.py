@@ -1,8 +1,11 @@
 """Solver worker processes, one socket each, driven from the event loop.
 
-A job goes to the lowest-numbered idle worker. Under light load one process takes nearly
-every request and stays warm in the CPU's caches; the others take jobs only while it is busy,
-so a long exact solve never holds up the requests behind it while another worker is idle. No
+A job goes to the lowest-numbered idle worker that is warm: a worker says it is ready (an
+empty frame) once its initializer has run, and gets no job before, so a replacement that is
+still loading its kernels never holds a request while a warm worker is idle. Under light
+load one process takes nearly every request and stays warm in the CPU's caches; the others
+take jobs only while it is busy, so a long exact solve never holds up the requests behind it
+while another worker is idle. No
 thread of the server process carries a job: jobs and answers travel as length-prefixed
 frames (``api.frames``) over a socket pair per worker, the server's end non-blocking and
 driven by the event loop, the worker's end blocking. Frames of any size go through whatever
@@ -40,6 +43,7 @@ __all__ = ["Job", "ProcessWorkers", "WorkerDiedError"]
 PARENT_POLL = 0.5  # s between a worker's checks that its server is still there
 KILL_GRACE = 0.5  # s a stopped worker has to exit after SIGTERM before SIGKILL
 REAP_TRIES = 20  # checks, KILL_GRACE apart, that a killed worker is gone (then reaped)
+READY_POLL = 0.05  # s between checks that the workers are warm, at start-up
 JOIN_SECONDS = 1.0  # a stopping worker's grace at shutdown before it is terminated
 # spawn: a fork of a process running an event loop and threads is unsafe.
 _SPAWN = multiprocessing.get_context("spawn")
@@ -63,6 +67,10 @@ def _serve(sock: socket.socket, parent: int, initializer: Callable[[], None] | N
     sock.setblocking(True)
     if initializer is not None:
         initializer()
+    try:
+        send_frame(sock, b"")  # warm: ready for jobs
+    except OSError:
+        return
     while True:
         try:
             frame = recv_frame(sock)
@@ -105,6 +113,7 @@ class _Worker:
     process: BaseProcess
     channel: Channel | None = None  # set right after the worker is built
     job: Job | None = None
+    ready: bool = False  # its initializer has run: it takes jobs
 
 
 @dataclass(eq=False)
@@ -141,6 +150,12 @@ class ProcessWorkers:
         )
         return worker
 
+    async def all_ready(self, timeout: float) -> None:
+        """Wait until every worker is warm, at most ``timeout`` s."""
+        give_up = self.loop.time() + timeout
+        while not all(w.ready for w in self._workers) and self.loop.time() < give_up:
+            await asyncio.sleep(READY_POLL)
+
     def submit(
         self, fn: Callable[..., Any], args: tuple[Any, ...], on_done: Callable[[], None]
     ) -> Job:
@@ -172,13 +187,17 @@ class ProcessWorkers:
         for worker in self._workers:
             if not self._waiting:
                 return
-            if worker.job is None:
+            if worker.ready and worker.job is None:
                 job = self._waiting.popleft()
                 worker.job = job
                 assert worker.channel is not None
                 worker.channel.send(job.data)  # queued: written as the socket accepts it
 
     def _answered(self, worker: _Worker, frame: bytearray) -> None:
+        if not worker.ready:  # its first frame: it is warm
+            worker.ready = True
+            self._dispatch()
+            return
         job, worker.job = worker.job, None
         if job is not None:
             job.finish()
@@ -214,6 +233,15 @@ class ProcessWorkers:
         if process.exitcode is None:
             process.terminate()
         self.loop.call_later(KILL_GRACE, _reap, self.loop, process, REAP_TRIES)
+
+    def drop_waiting(self) -> list[Job]:
+        """Take every job that has not started off the queue (their slots are freed); the
+        caller answers them. Running jobs go on."""
+        dropped = list(self._waiting)
+        self._waiting.clear()
+        for job in dropped:
+            job.finish()
+        return dropped
 
     def shutdown(self) -> None:
         """Stop every worker; waiting and running jobs are cancelled."""
