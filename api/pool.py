@@ -66,8 +66,10 @@ class SolverPool:
         queue_size: int,
         kind: PoolKind = "threads",
         initializer: Callable[[], None] | None = None,
+        pin: bool = True,
     ) -> None:
         self.workers = workers
+        self.pin = pin  # worker processes each on their share of the cores
         self.kind = kind
         self.capacity = workers + queue_size  # jobs running or waiting
         self._initializer = initializer  # run once in each worker process
@@ -87,7 +89,7 @@ class SolverPool:
         """Start every worker now (processes take a second to import and warm up)."""
         if self.kind == "processes":
             if self._processes is None:
-                self._processes = ProcessWorkers(self.workers, self._initializer)
+                self._processes = ProcessWorkers(self.workers, self._initializer, self.pin)
             await self._processes.all_ready(START_SECONDS)
 
     async def run(
@@ -96,10 +98,12 @@ class SolverPool:
         fn: Callable[..., T],
         *args: object,
         cancelled: Cancelled | None = None,
+        large: bool = False,
     ) -> T:
         """``fn(*args)`` on a worker; ``OverloadedError`` when full, after ``timeout`` s, when
         the worker process died, or when ``cancelled()`` (polled every ``CANCEL_POLL`` s)
-        says the caller is gone.
+        says the caller is gone. A ``large`` job runs apart from small ones: processes never
+        give their last idle worker to a large job.
 
         ``fn`` and its arguments must pickle when the workers are processes. A process job
         given up (deadline, cancellation, or this coroutine cancelled) frees its worker: a
@@ -118,7 +122,7 @@ class SolverPool:
                 )
             self._admitted += 1
         if self.kind == "processes":
-            result = await self._in_process(timeout, fn, args, cancelled)
+            result = await self._in_process(timeout, fn, args, cancelled, large)
         else:
             result = await self._in_thread(timeout, fn, args, cancelled)
         if isinstance(result, _Failure):
@@ -131,12 +135,13 @@ class SolverPool:
         fn: Callable[..., T],
         args: tuple[object, ...],
         cancelled: Cancelled | None,
+        large: bool = False,
     ) -> T | _Failure:
         try:
             if self._processes is None:
-                self._processes = ProcessWorkers(self.workers, self._initializer)
+                self._processes = ProcessWorkers(self.workers, self._initializer, self.pin)
             workers = self._processes
-            job = workers.submit(_guarded, (fn, *args), self._release)
+            job = workers.submit(_guarded, (fn, *args), self._release, large)
         except BaseException:
             self._release()
             raise

@@ -163,7 +163,12 @@ async def post_plan(request: Request, service: ServiceDep) -> Response:
         ms = (time.perf_counter() - started) * 1e3
         return _plan_response(cached, "hit", f"cache;dur={ms:.3f}")
     solved = await service.pool.run(
-        settings.request_timeout, solve, job, settings, cancelled=request.is_disconnected
+        settings.request_timeout,
+        solve,
+        job,
+        settings,
+        cancelled=request.is_disconnected,
+        large=not parses_inline(body),
     )
     service.cache.link(digest, solved.key)
     service.metrics.solves.labels(solved.status, solved.solver).inc()
@@ -196,6 +201,11 @@ async def post_validate(request: Request, service: ServiceDep) -> Response:
         parsed = parse_check(body, settings)
         job = body if service.pool.kind == "processes" else parsed
     report = await service.pool.run(
-        settings.request_timeout, check, job, settings, cancelled=request.is_disconnected
+        settings.request_timeout,
+        check,
+        job,
+        settings,
+        cancelled=request.is_disconnected,
+        large=not parses_inline(body),
     )
     return Response(report.model_dump_json(), media_type="application/json")

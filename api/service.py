@@ -79,6 +79,7 @@ class Service:
                 settings.queue_size,
                 settings.solver_pool,
                 initializer=warm_up,
+                pin=settings.pin_workers,
             ),
             cache=PlanCache(settings.cache_size, settings.cache_bytes),
             metrics=Metrics(),

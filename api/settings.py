@@ -37,6 +37,9 @@ class Settings(BaseSettings):
     # for tens of ms at a time, which with threads stalls every other request.
     solver_pool: PoolKind = "processes"
     solver_workers: int = Field(default_factory=lambda: usable_cores(default=1), ge=1, le=256)
+    # Each solver process runs on its share of the cores, so that a large request's threads
+    # cannot take the cores the others answer small requests on (plans do not depend on it).
+    pin_workers: bool = True
     # Requests waiting for a worker: at 200 requests/s, 256 absorb a 1 s solve without a 503.
     queue_size: int = Field(default=256, ge=0)
     request_timeout: float = Field(default=60.0, gt=0)  # s a request may wait and run, else 503

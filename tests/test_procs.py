@@ -321,3 +321,40 @@ def test_a_stop_signal_drains_the_pool_then_runs_the_servers_handler() -> None:
     finally:
         signal.signal(signal.SIGTERM, before)
     assert seen == [f"server {int(signal.SIGTERM)}", "drain"]
+
+
+def test_large_jobs_leave_a_worker_to_small_ones() -> None:
+    async def scenario() -> tuple[list[int], float, int]:
+        pool = SolverPool(2, 8, "processes")
+        try:
+            await pool.start()
+            large = [
+                asyncio.create_task(pool.run(30, _pid_after, 1.5, large=True)) for _ in range(2)
+            ]
+            await asyncio.sleep(0.2)
+            started = time.perf_counter()
+            small = await pool.run(30, os.getpid)
+            seconds = time.perf_counter() - started
+            return list(await asyncio.gather(*large)), seconds, small
+        finally:
+            pool.shutdown()
+
+    large, seconds, small = run_on("uvloop", scenario())
+    assert seconds < 0.5, f"{seconds:.2f} s: the small job waited behind the large ones"
+    assert large[0] == large[1]  # one after the other, on one worker
+    assert small != large[0]
+
+
+def test_worker_core_shares_split_the_cores() -> None:
+    from planner.api.procs import core_shares
+
+    if not hasattr(os, "sched_getaffinity"):
+        pytest.skip("no CPU affinity here")
+    cores = os.sched_getaffinity(0)
+    for count in (1, 2, 3, len(cores), 2 * len(cores)):
+        shares = core_shares(count)
+        assert len(shares) == count
+        assert all(shares)
+        assert set().union(*shares) == cores
+        if count <= len(cores):  # disjoint shares
+            assert sum(len(share) for share in shares) == len(cores)
