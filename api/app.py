@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import sys
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from types import FrameType
+from typing import Any
 
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
@@ -12,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from planner.api import web
 from planner.api.docs_ui import add_docs
 from planner.api.errors import register_exception_handlers
+from planner.api.hosts import HostGuard
 from planner.api.middleware import RequestMiddleware, configure_access_log
 from planner.api.routes import VERSION, router
 from planner.api.service import Service, warm_up
@@ -27,12 +33,49 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     previous = sys.getswitchinterval()
     sys.setswitchinterval(app.state.settings.switch_interval)
     await run_in_threadpool(warm_up)
-    await app.state.service.pool.start()
+    pool = app.state.service.pool
+    await pool.start()
+    restore = _drain_on_stop_signals(pool.drain)
     try:
         yield
     finally:
-        app.state.service.pool.shutdown()
+        restore()
+        pool.shutdown()
         sys.setswitchinterval(previous)
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _drain_on_stop_signals(drain: Callable[[], None]) -> Callable[[], None]:
+    """Call ``drain`` on the event loop as soon as a stop signal arrives, then the server's
+    own handler (uvicorn's: stop accepting, let running requests finish, then shut down).
+    Without it, requests queued behind long solves would wait for them before the answer
+    every request gets at shutdown anyway. Returns what puts the handlers back; a no-op off
+    the main thread (an app under a test client), where signals cannot be handled."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    loop = asyncio.get_running_loop()
+    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+
+    def on_signal(sig: int, frame: FrameType | None) -> None:
+        loop.call_soon_threadsafe(drain)
+        handler: Any = previous[signal.Signals(sig)]
+        if callable(handler):
+            handler(sig, frame)
+        else:  # no server handler: the signal does what it did before
+            signal.signal(sig, handler)
+            signal.raise_signal(sig)
+
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, on_signal)
+
+    def restore() -> None:
+        for sig, handler in previous.items():
+            if signal.getsignal(sig) is on_signal and handler is not None:
+                signal.signal(sig, handler)
+
+    return restore
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -56,5 +99,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     add_docs(app)
     register_exception_handlers(app)
     logger = configure_access_log(settings.access_log)
-    app.add_middleware(RequestMiddleware, metrics=service.metrics, logger=logger)
+    app.add_middleware(HostGuard, allowed=settings.allowed_hosts.split(","))
+    app.add_middleware(RequestMiddleware, metrics=service.metrics, logger=logger)  # outermost
     return app

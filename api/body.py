@@ -1,5 +1,9 @@
-"""Reading a POST body: the content type, then the bytes, refused as soon as they pass the
-size limit. Every route that takes a body reads it here."""
+"""Reading a POST body: the content type and encoding, then the bytes, refused as soon as they
+pass the size limit. Every route that takes a body reads it here.
+
+A client that goes away while its body is arriving raises ``ClientDisconnect`` (starlette's),
+which ``api.middleware`` counts and logs as a disconnect, not as a failure of the service.
+"""
 
 from __future__ import annotations
 
@@ -27,7 +31,8 @@ def is_json(content_type: str | None) -> bool:
 
 
 async def read_body(request: Request, limit: int) -> bytes:
-    """The raw JSON body: ``UnsupportedMediaTypeError`` (415) unless it is declared JSON,
+    """The raw JSON body: ``UnsupportedMediaTypeError`` (415) unless it is declared JSON and
+    sent as it is (a ``Content-Encoding`` such as gzip is refused, not read as JSON),
     ``PayloadTooLargeError`` (413) as soon as it passes ``limit`` bytes (streamed: a body
     without Content-Length cannot fill memory before it is refused).
 
@@ -37,6 +42,9 @@ async def read_body(request: Request, limit: int) -> bytes:
     content_type = request.headers.get("content-type")
     if not is_json(content_type):
         _refuse_type(content_type)
+    encoding = request.headers.get("content-encoding")
+    if encoding is not None and encoding.strip().lower() not in ("", "identity"):
+        _refuse_encoding(encoding)
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         _refuse_size(int(declared), limit)
@@ -61,6 +69,20 @@ def _refuse_type(content_type: str | None) -> NoReturn:
                 "msg": msg,
                 "type": "unsupported_media_type",
                 "input": None if content_type is None else shorten(content_type),
+            }
+        ]
+    )
+
+
+def _refuse_encoding(encoding: str) -> NoReturn:
+    msg = shorten(f"Content-Encoding {encoding!r}: send the body unencoded", 400)
+    raise UnsupportedMediaTypeError(
+        [
+            {
+                "loc": ["header", "content-encoding"],
+                "msg": msg,
+                "type": "unsupported_content_encoding",
+                "input": shorten(encoding),
             }
         ]
     )

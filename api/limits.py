@@ -1,10 +1,14 @@
 """The service's limits on one request, beyond the body size and the buffer count that
-parsing enforces: a buffer count read from the raw bytes before parsing, the solve-time cap
-and the access-enumeration budget of the emulator."""
+parsing enforces: a buffer count read from the raw bytes before parsing, the count of the
+buffers array before its elements are validated, the solve-time cap and the
+access-enumeration budget of the emulator."""
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Sequence
+from typing import Any
 
 from planner.core.errors import RequestError
 from planner.core.models import Plan, PlanRequest
@@ -16,6 +20,7 @@ __all__ = [
     "buffers_at_least",
     "cap_time_limit",
     "check_buffer_count",
+    "check_element_count",
     "check_emulation_budget",
     "check_emulation_span",
 ]
@@ -64,6 +69,36 @@ def check_buffer_count(body: bytes, max_buffers: int) -> None:
             "too_many_buffers",
             count,
         )
+
+
+def check_element_count(
+    body: bytes, max_buffers: int, arrays: Sequence[tuple[str, ...]] = (("buffers",),)
+) -> None:
+    """Raise ``RequestError`` at an array of ``arrays`` (paths of object keys in ``body``)
+    that holds more than ``max_buffers`` elements, whatever they are: before any element is
+    validated, so that a body of a million ``{}`` gets one error, not four million.
+
+    No array holds more elements than the body has commas, plus one: below that the answer
+    is immediate; above it the body is read as plain JSON (a few ms a megabyte, on whatever
+    thread parses it anyway). Malformed JSON is left to the parser, which says where.
+    """
+    if body.count(b",") < max_buffers:
+        return
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return
+    for path in arrays:
+        value: Any = data
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if isinstance(value, list) and len(value) > max_buffers:
+            raise RequestError.field(
+                path,
+                f"{len(value)} {path[-1]} exceed the limit of {max_buffers}",
+                "too_many_buffers",
+                len(value),
+            )
 
 
 def cap_time_limit(request: PlanRequest, max_time_limit: float) -> PlanRequest:

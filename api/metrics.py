@@ -72,6 +72,11 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self.client_disconnects = Counter(
+            "planner_client_disconnects",
+            "Requests whose client went away while its body was arriving (logged as 499).",
+            registry=r,
+        )
         self.pool_admitted = Gauge(
             "planner_pool_admitted", "Solver jobs running or waiting now.", registry=r
         )

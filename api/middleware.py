@@ -2,6 +2,10 @@
 metrics, one structured JSON access-log line, and a JSON 500 in the ``detail`` shape for an
 exception no handler took (then re-raised, so the server logs its traceback).
 
+A client that went away while its body was arriving is no failure of the service: nothing is
+answered (nobody would read it), no traceback is logged, and it is counted and logged with
+status 499 (nginx's "client closed request") and in ``planner_client_disconnects``.
+
 A plain ASGI middleware (not ``BaseHTTPMiddleware``): it adds a few microseconds per request,
 which matters for cached answers.
 """
@@ -16,6 +20,7 @@ import time
 import uuid
 from typing import Any
 
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from planner.api.errors import error_body
@@ -24,6 +29,7 @@ from planner.api.metrics import Metrics
 __all__ = ["ACCESS_LOGGER", "RequestMiddleware", "configure_access_log"]
 
 ACCESS_LOGGER = "planner.core.access"
+CLIENT_CLOSED = 499  # the status logged and counted for a client gone mid-request
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")  # ids taken as given; others replaced
 
 
@@ -105,6 +111,10 @@ class RequestMiddleware:
 
         try:
             await self.app(scope, receive, send_with_id)
+        except ClientDisconnect:
+            if not started_response:
+                status = CLIENT_CLOSED
+                self.metrics.client_disconnects.inc()
         except Exception:
             if not started_response:
                 await _server_error(send_with_id)

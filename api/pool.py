@@ -30,6 +30,7 @@ T = TypeVar("T")
 Cancelled = Callable[[], Awaitable[bool]]  # True once the caller no longer wants the answer
 PoolKind = Literal["processes", "threads"]
 CANCEL_POLL = 0.5  # s between checks that a waiting caller is still there
+START_SECONDS = 300.0  # s the workers may take to start and warm up (a cold compile)
 
 
 @dataclass(frozen=True)
@@ -65,8 +66,10 @@ class SolverPool:
         queue_size: int,
         kind: PoolKind = "threads",
         initializer: Callable[[], None] | None = None,
+        pin: bool = True,
     ) -> None:
         self.workers = workers
+        self.pin = pin  # worker processes each on their share of the cores
         self.kind = kind
         self.capacity = workers + queue_size  # jobs running or waiting
         self._initializer = initializer  # run once in each worker process
@@ -74,6 +77,8 @@ class SolverPool:
         self._processes: ProcessWorkers | None = None  # started on first use, on this loop
         self._lock = threading.Lock()
         self._admitted = 0  # jobs submitted and not finished (a dropped one is finished)
+        self._draining = False  # shutting down: no job starts any more
+        self._thread_jobs: set[Future[Any]] = set()  # thread jobs submitted, not yet done
 
     @property
     def admitted(self) -> int:
@@ -83,7 +88,9 @@ class SolverPool:
     async def start(self) -> None:
         """Start every worker now (processes take a second to import and warm up)."""
         if self.kind == "processes":
-            await asyncio.gather(*(self.run(300, int) for _ in range(self.workers)))
+            if self._processes is None:
+                self._processes = ProcessWorkers(self.workers, self._initializer, self.pin)
+            await self._processes.all_ready(START_SECONDS)
 
     async def run(
         self,
@@ -91,10 +98,12 @@ class SolverPool:
         fn: Callable[..., T],
         *args: object,
         cancelled: Cancelled | None = None,
+        large: bool = False,
     ) -> T:
         """``fn(*args)`` on a worker; ``OverloadedError`` when full, after ``timeout`` s, when
         the worker process died, or when ``cancelled()`` (polled every ``CANCEL_POLL`` s)
-        says the caller is gone.
+        says the caller is gone. A ``large`` job runs apart from small ones: processes never
+        give their last idle worker to a large job.
 
         ``fn`` and its arguments must pickle when the workers are processes. A process job
         given up (deadline, cancellation, or this coroutine cancelled) frees its worker: a
@@ -102,6 +111,8 @@ class SolverPool:
         cannot be stopped: a running thread job keeps its slot until it ends (its time limit
         bounds it).
         """
+        if self._draining:
+            raise _shutting_down()
         with self._lock:
             if self._admitted >= self.capacity:
                 raise OverloadedError(
@@ -111,7 +122,7 @@ class SolverPool:
                 )
             self._admitted += 1
         if self.kind == "processes":
-            result = await self._in_process(timeout, fn, args, cancelled)
+            result = await self._in_process(timeout, fn, args, cancelled, large)
         else:
             result = await self._in_thread(timeout, fn, args, cancelled)
         if isinstance(result, _Failure):
@@ -124,12 +135,13 @@ class SolverPool:
         fn: Callable[..., T],
         args: tuple[object, ...],
         cancelled: Cancelled | None,
+        large: bool = False,
     ) -> T | _Failure:
         try:
             if self._processes is None:
-                self._processes = ProcessWorkers(self.workers, self._initializer)
+                self._processes = ProcessWorkers(self.workers, self._initializer, self.pin)
             workers = self._processes
-            job = workers.submit(_guarded, (fn, *args), self._release)
+            job = workers.submit(_guarded, (fn, *args), self._release, large)
         except BaseException:
             self._release()
             raise
@@ -160,9 +172,15 @@ class SolverPool:
         except BaseException:
             self._release()
             raise
+        self._thread_jobs.add(future)
         future.add_done_callback(lambda _: self._release())
+        future.add_done_callback(self._thread_jobs.discard)
         try:
             return await _wait(asyncio.wrap_future(future), timeout, cancelled)
+        except asyncio.CancelledError:
+            if future.cancelled() and self._draining:  # dropped from the queue by drain()
+                raise _shutting_down() from None
+            raise
         finally:
             # A job still waiting is dropped from the queue; one already running finishes on
             # its own (its time limit bounds it) and frees its slot then.
@@ -172,6 +190,18 @@ class SolverPool:
         with self._lock:
             self._admitted -= 1
 
+    def drain(self) -> None:
+        """The server is stopping: every job that has not started is answered
+        ``OverloadedError`` (``shutting_down``: 503 with Retry-After) now, rather than after
+        the running ones, and so is any job submitted from now on. Running jobs go on."""
+        self._draining = True
+        if self._processes is not None:
+            for job in self._processes.drop_waiting():
+                if not job.future.done():
+                    job.future.set_exception(_shutting_down())
+        for future in list(self._thread_jobs):
+            future.cancel()  # only one still waiting for a thread is cancelled
+
     def shutdown(self) -> None:
         """Drop waiting jobs and stop the workers; a later job starts new ones."""
         threads, self._threads = self._threads, None
@@ -180,6 +210,7 @@ class SolverPool:
         processes, self._processes = self._processes, None
         if processes is not None:
             processes.shutdown()
+        self._draining = False
 
 
 async def _wait(future: asyncio.Future[T], timeout: float, cancelled: Cancelled | None) -> T:
@@ -199,6 +230,12 @@ async def _wait(future: asyncio.Future[T], timeout: float, cancelled: Cancelled 
             raise OverloadedError(
                 "client_disconnected", "the client went away before the request was answered"
             )
+
+
+def _shutting_down() -> OverloadedError:
+    return OverloadedError(
+        "shutting_down", "the service is shutting down; send the request again (to another replica)"
+    )
 
 
 def _deadline(timeout: float) -> OverloadedError:

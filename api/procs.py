@@ -1,8 +1,11 @@
 """Solver worker processes, one socket each, driven from the event loop.
 
-A job goes to the lowest-numbered idle worker. Under light load one process takes nearly
-every request and stays warm in the CPU's caches; the others take jobs only while it is busy,
-so a long exact solve never holds up the requests behind it while another worker is idle. No
+A job goes to the lowest-numbered idle worker that is warm: a worker says it is ready (an
+empty frame) once its initializer has run, and gets no job before, so a replacement that is
+still loading its kernels never holds a request while a warm worker is idle. Under light
+load one process takes nearly every request and stays warm in the CPU's caches; the others
+take jobs only while it is busy, so a long exact solve never holds up the requests behind it
+while another worker is idle. No
 thread of the server process carries a job: jobs and answers travel as length-prefixed
 frames (``api.frames``) over a socket pair per worker, the server's end non-blocking and
 driven by the event loop, the worker's end blocking. Frames of any size go through whatever
@@ -20,6 +23,7 @@ job) and, while it runs a job, within ``PARENT_POLL`` seconds of its server's de
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import os
 import pickle
@@ -35,11 +39,12 @@ from typing import Any
 
 from planner.api.frames import Channel, recv_frame, send_frame
 
-__all__ = ["Job", "ProcessWorkers", "WorkerDiedError"]
+__all__ = ["Job", "ProcessWorkers", "WorkerDiedError", "core_shares"]
 
 PARENT_POLL = 0.5  # s between a worker's checks that its server is still there
 KILL_GRACE = 0.5  # s a stopped worker has to exit after SIGTERM before SIGKILL
 REAP_TRIES = 20  # checks, KILL_GRACE apart, that a killed worker is gone (then reaped)
+READY_POLL = 0.05  # s between checks that the workers are warm, at start-up
 JOIN_SECONDS = 1.0  # a stopping worker's grace at shutdown before it is terminated
 # spawn: a fork of a process running an event loop and threads is unsafe.
 _SPAWN = multiprocessing.get_context("spawn")
@@ -55,14 +60,42 @@ def _watch_parent(parent: int) -> None:
     os._exit(0)  # the server is gone: nobody will read an answer
 
 
-def _serve(sock: socket.socket, parent: int, initializer: Callable[[], None] | None) -> None:
+def core_shares(count: int) -> list[frozenset[int]]:
+    """The cores each of ``count`` workers may run on: the server's own cores split into
+    ``count`` shares (as even as they go; one core each, round robin, when there are more
+    workers than cores). Empty shares where the system cannot pin a process."""
+    if not hasattr(os, "sched_getaffinity"):
+        return [frozenset()] * count
+    cores = sorted(os.sched_getaffinity(0))
+    if count >= len(cores):
+        return [frozenset({cores[i % len(cores)]}) for i in range(count)]
+    bounds = [len(cores) * i // count for i in range(count + 1)]
+    return [frozenset(cores[bounds[i] : bounds[i + 1]]) for i in range(count)]
+
+
+def _serve(
+    sock: socket.socket,
+    parent: int,
+    initializer: Callable[[], None] | None,
+    cores: frozenset[int] = frozenset(),
+) -> None:
     """A worker process: run each job received and send back its outcome, until EOF."""
     # Ctrl-C reaches the whole process group: the server decides when its workers stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if cores:
+        # Its share of the cores: every thread a job starts (the search's racing members,
+        # the heuristics' pool, CP-SAT's) shares them, so one large request cannot take the
+        # cores the other workers answer small ones on. Plans do not depend on it.
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, cores)
     threading.Thread(target=_watch_parent, args=(parent,), name="parent-watch", daemon=True).start()
     sock.setblocking(True)
     if initializer is not None:
         initializer()
+    try:
+        send_frame(sock, b"")  # warm: ready for jobs
+    except OSError:
+        return
     while True:
         try:
             frame = recv_frame(sock)
@@ -92,6 +125,7 @@ class Job:
     data: bytes  # the pickled call
     future: asyncio.Future[Any]
     on_done: Callable[[], None]  # called once: the job finished, failed or was given up
+    large: bool = False  # a request of many buffers: it runs apart from small ones
     finished: bool = False
 
     def finish(self) -> None:
@@ -105,6 +139,7 @@ class _Worker:
     process: BaseProcess
     channel: Channel | None = None  # set right after the worker is built
     job: Job | None = None
+    ready: bool = False  # its initializer has run: it takes jobs
 
 
 @dataclass(eq=False)
@@ -113,19 +148,22 @@ class ProcessWorkers:
 
     count: int
     initializer: Callable[[], None] | None = None
+    pin: bool = True  # each worker runs on its share of the cores (core_shares)
     loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.get_running_loop)
     _workers: list[_Worker] = field(init=False)
     _waiting: deque[Job] = field(init=False, default_factory=deque)
+    _shares: list[frozenset[int]] = field(init=False)  # the cores of each worker
 
     def __post_init__(self) -> None:
-        self._workers = [self._spawn() for _ in range(self.count)]
+        self._shares = core_shares(self.count) if self.pin else [frozenset()] * self.count
+        self._workers = [self._spawn(i) for i in range(self.count)]
 
-    def _spawn(self) -> _Worker:
+    def _spawn(self, index: int) -> _Worker:
         mine, theirs = socket.socketpair()
         try:
             process = _SPAWN.Process(
                 target=_serve,
-                args=(theirs, os.getpid(), self.initializer),
+                args=(theirs, os.getpid(), self.initializer, self._shares[index]),
                 name="planner-solver",
                 daemon=True,
             )
@@ -141,13 +179,24 @@ class ProcessWorkers:
         )
         return worker
 
+    async def all_ready(self, timeout: float) -> None:
+        """Wait until every worker is warm, at most ``timeout`` s."""
+        give_up = self.loop.time() + timeout
+        while not all(w.ready for w in self._workers) and self.loop.time() < give_up:
+            await asyncio.sleep(READY_POLL)
+
     def submit(
-        self, fn: Callable[..., Any], args: tuple[Any, ...], on_done: Callable[[], None]
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        on_done: Callable[[], None],
+        large: bool = False,
     ) -> Job:
         """Queue ``fn(*args)``; its outcome arrives in ``job.future``. Raises (and queues
-        nothing) if the call does not pickle."""
+        nothing) if the call does not pickle. A ``large`` job never takes the last idle
+        worker (``_dispatch``)."""
         data = pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL)
-        job = Job(data, self.loop.create_future(), on_done)
+        job = Job(data, self.loop.create_future(), on_done, large=large)
         self._waiting.append(job)
         self._dispatch()
         return job
@@ -162,23 +211,37 @@ class ProcessWorkers:
                 if worker.job is job:
                     worker.job = None
                     self._retire(worker)
-                    self._workers[index] = self._spawn()
+                    self._workers[index] = self._spawn(index)
                     break
         job.finish()
         job.future.cancel()
         self._dispatch()
 
     def _dispatch(self) -> None:
-        for worker in self._workers:
-            if not self._waiting:
+        """Start waiting jobs, in order, on idle warm workers, lowest-numbered first. Large
+        jobs run apart from small ones: with two workers or more, at most all but one run
+        large jobs, so one is always left for small kernels, which a large job's
+        seconds would otherwise hold up; a large job that must wait lets the small ones
+        behind it go first."""
+        large_cap = max(1, len(self._workers) - 1)
+        running_large = sum(1 for w in self._workers if w.job is not None and w.job.large)
+        for job in list(self._waiting):
+            if job.large and running_large >= large_cap:
+                continue
+            worker = next((w for w in self._workers if w.ready and w.job is None), None)
+            if worker is None:
                 return
-            if worker.job is None:
-                job = self._waiting.popleft()
-                worker.job = job
-                assert worker.channel is not None
-                worker.channel.send(job.data)  # queued: written as the socket accepts it
+            self._waiting.remove(job)
+            running_large += job.large
+            worker.job = job
+            assert worker.channel is not None
+            worker.channel.send(job.data)  # queued: written as the socket accepts it
 
     def _answered(self, worker: _Worker, frame: bytearray) -> None:
+        if not worker.ready:  # its first frame: it is warm
+            worker.ready = True
+            self._dispatch()
+            return
         job, worker.job = worker.job, None
         if job is not None:
             job.finish()
@@ -199,7 +262,8 @@ class ProcessWorkers:
             return
         job, worker.job = worker.job, None
         self._retire(worker)
-        self._workers[self._workers.index(worker)] = self._spawn()
+        index = self._workers.index(worker)
+        self._workers[index] = self._spawn(index)
         if job is not None:
             job.finish()
             if not job.future.done():
@@ -214,6 +278,15 @@ class ProcessWorkers:
         if process.exitcode is None:
             process.terminate()
         self.loop.call_later(KILL_GRACE, _reap, self.loop, process, REAP_TRIES)
+
+    def drop_waiting(self) -> list[Job]:
+        """Take every job that has not started off the queue (their slots are freed); the
+        caller answers them. Running jobs go on."""
+        dropped = list(self._waiting)
+        self._waiting.clear()
+        for job in dropped:
+            job.finish()
+        return dropped
 
     def shutdown(self) -> None:
         """Stop every worker; waiting and running jobs are cancelled."""

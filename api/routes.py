@@ -28,18 +28,18 @@ from planner.api.docs import (
 )
 from planner.api.limits import check_buffer_count
 from planner.api.service import (
-    INLINE_PARSE_BYTES,
     CheckBody,
     Service,
     check,
     parse_capped,
     parse_check,
+    parses_inline,
     solve,
 )
 from planner.api.settings import Settings
 from planner.client import CheckReport
 from planner.core.io import request_sha256
-from planner.core.models import Plan
+from planner.core.models import Plan, PlanRequest
 from planner.core.targets import STATIC_SMEM_LIMIT, TARGETS
 
 __all__ = ["PLAN_EXAMPLE", "VERSION", "Health", "Target", "get_service", "get_settings", "router"]
@@ -142,32 +142,35 @@ async def post_plan(request: Request, service: ServiceDep) -> Response:
     started = time.perf_counter()
     settings = service.settings
     body = await read_body(request, settings.max_body_bytes)
-    if len(body) > INLINE_PARSE_BYTES:
-        # Parsing a large body takes long enough to stall the event loop: a worker does it,
-        # and such requests skip the cache lookup (their plan still goes into the cache).
-        # A scan of the bytes refuses one that surely has too many buffers first.
+    digest = hashlib.blake2b(body, digest_size=32).digest()
+    key = service.cache.key_of(digest)  # a byte-identical repeat is found without parsing
+    cached = service.cache.get(key) if key is not None else None
+    job: bytes | PlanRequest = body  # a worker process parses the bytes (faster than a pickle)
+    if cached is None and parses_inline(body):
+        parsed = parse_capped(body, settings)
+        key = request_sha256(parsed)
+        service.cache.link(digest, key)
+        cached = service.cache.get(key)
+        if service.pool.kind == "threads":
+            job = parsed
+    elif cached is None:
+        # Parsing a large body (or one of many objects, each of which may be an error) takes
+        # long enough to stall the event loop: a worker does it. A scan of the bytes refuses
+        # one that surely has too many buffers first.
         check_buffer_count(body, settings.max_buffers)
-        solved = await service.pool.run(
-            settings.request_timeout, solve, body, settings, cancelled=request.is_disconnected
-        )
-    else:
-        digest = hashlib.blake2b(body, digest_size=32).digest()
-        key = service.cache.key_of(digest)
-        cached = service.cache.get(key) if key is not None else None
-        if cached is None:
-            parsed = parse_capped(body, settings)
-            key = request_sha256(parsed)
-            service.cache.link(digest, key)
-            cached = service.cache.get(key)
-        service.metrics.cache.labels("hit" if cached is not None else "miss").inc()
-        if cached is not None:
-            ms = (time.perf_counter() - started) * 1e3
-            return _plan_response(cached, "hit", f"cache;dur={ms:.3f}")
-        # A worker process parses the bytes again (faster than pickling the model).
-        job = body if service.pool.kind == "processes" else parsed
-        solved = await service.pool.run(
-            settings.request_timeout, solve, job, settings, cancelled=request.is_disconnected
-        )
+    service.metrics.cache.labels("hit" if cached is not None else "miss").inc()
+    if cached is not None:
+        ms = (time.perf_counter() - started) * 1e3
+        return _plan_response(cached, "hit", f"cache;dur={ms:.3f}")
+    solved = await service.pool.run(
+        settings.request_timeout,
+        solve,
+        job,
+        settings,
+        cancelled=request.is_disconnected,
+        large=not parses_inline(body),
+    )
+    service.cache.link(digest, solved.key)
     service.metrics.solves.labels(solved.status, solved.solver).inc()
     service.metrics.solve_time.observe(solved.seconds)
     service.cache.put(solved.key, solved.body)
@@ -192,12 +195,17 @@ async def post_validate(request: Request, service: ServiceDep) -> Response:
     settings = service.settings
     body = await read_body(request, settings.max_body_bytes)
     job: bytes | CheckBody = body
-    if len(body) <= INLINE_PARSE_BYTES:
+    if parses_inline(body):
         # Small enough to parse here: its limits (buffers, emulation budget) are refused
         # before it is queued. A larger body is checked by the worker, before it emulates.
         parsed = parse_check(body, settings)
         job = body if service.pool.kind == "processes" else parsed
     report = await service.pool.run(
-        settings.request_timeout, check, job, settings, cancelled=request.is_disconnected
+        settings.request_timeout,
+        check,
+        job,
+        settings,
+        cancelled=request.is_disconnected,
+        large=not parses_inline(body),
     )
     return Response(report.model_dump_json(), media_type="application/json")

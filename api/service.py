@@ -11,7 +11,12 @@ from pydantic import BaseModel, ConfigDict
 import planner
 from planner.api.cache import PlanCache
 from planner.api.emulation import emulate
-from planner.api.limits import cap_time_limit, check_emulation_budget, check_emulation_span
+from planner.api.limits import (
+    cap_time_limit,
+    check_element_count,
+    check_emulation_budget,
+    check_emulation_span,
+)
 from planner.api.metrics import Metrics
 from planner.api.pool import SolverPool
 from planner.api.settings import Settings
@@ -32,11 +37,21 @@ __all__ = [
     "emit",
     "parse_capped",
     "parse_check",
+    "parses_inline",
     "solve",
     "warm_up",
 ]
 
-INLINE_PARSE_BYTES = 64 << 10  # bodies up to this are parsed on the event loop (< 1 ms)
+INLINE_PARSE_BYTES = 64 << 10  # bodies up to this are parsed on the event loop (< 1 ms)...
+# ...when they hold at most this many JSON objects: a body of 20 000 empty objects is 64 KiB,
+# and its 80 000 field errors take pydantic half a second to list.
+INLINE_PARSE_OBJECTS = 512
+CHECK_ARRAYS = (("request", "buffers"), ("plan", "placements"))  # counted before validation
+
+
+def parses_inline(body: bytes) -> bool:
+    """Whether parsing ``body`` is cheap enough for the event loop, whatever it holds."""
+    return len(body) <= INLINE_PARSE_BYTES and body.count(b"{") <= INLINE_PARSE_OBJECTS
 
 
 def warm_up() -> None:
@@ -64,6 +79,7 @@ class Service:
                 settings.queue_size,
                 settings.solver_pool,
                 initializer=warm_up,
+                pin=settings.pin_workers,
             ),
             cache=PlanCache(settings.cache_size, settings.cache_bytes),
             metrics=Metrics(),
@@ -82,7 +98,9 @@ class Solved:
 
 
 def parse_capped(body: bytes, settings: Settings) -> PlanRequest:
-    """The request in ``body`` with its time limit capped by the server's maximum."""
+    """The request in ``body`` with its time limit capped by the server's maximum; its
+    buffers are counted before any is validated."""
+    check_element_count(body, settings.max_buffers)
     request = parse_request(body, max_buffers=settings.max_buffers)
     return cap_time_limit(request, settings.max_time_limit)
 
@@ -126,6 +144,7 @@ def parse_check(body: bytes | CheckBody, settings: Settings) -> CheckBody:
     if isinstance(body, CheckBody):
         parsed = body
     else:
+        check_element_count(body, settings.max_buffers, CHECK_ARRAYS)
         parsed = parse_model(CheckBody, body, context={"max_buffers": settings.max_buffers})
     check_limits(parsed, settings)
     return parsed

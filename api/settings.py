@@ -37,6 +37,9 @@ class Settings(BaseSettings):
     # for tens of ms at a time, which with threads stalls every other request.
     solver_pool: PoolKind = "processes"
     solver_workers: int = Field(default_factory=lambda: usable_cores(default=1), ge=1, le=256)
+    # Each solver process runs on its share of the cores, so that a large request's threads
+    # cannot take the cores the others answer small requests on (plans do not depend on it).
+    pin_workers: bool = True
     # Requests waiting for a worker: at 200 requests/s, 256 absorb a 1 s solve without a 503.
     queue_size: int = Field(default=256, ge=0)
     request_timeout: float = Field(default=60.0, gt=0)  # s a request may wait and run, else 503
@@ -48,6 +51,16 @@ class Settings(BaseSettings):
     # process: shorter lets the event loop answer sooner while a solver thread (the "threads"
     # pool) runs.
     switch_interval: float = Field(default=0.0005, gt=0, le=0.1)
+    # Connections (`planner serve`): a client may not hold the server's file descriptors by
+    # sending slowly or not at all (api.connections). Past max_connections the connection
+    # idle longest is closed for each new one.
+    max_connections: int = Field(default=1000, ge=1)  # open at once, per uvicorn process
+    header_timeout: float = Field(default=10.0, gt=0)  # s from connecting to a complete head
+    body_timeout: float = Field(default=60.0, gt=0)  # s from the head to the whole body
+    keep_alive_timeout: float = Field(default=5.0, gt=0)  # s an idle kept-alive connection lives
+    # Host names answered besides localhost, 127.0.0.1 and [::1] (comma-separated; "*": any):
+    # any other Host is a 400, so a web page cannot reach the service by DNS rebinding.
+    allowed_hosts: str = ""
     # How `python -m api` (and the container) runs uvicorn.
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)

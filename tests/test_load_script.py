@@ -12,6 +12,8 @@ from types import ModuleType
 
 import pytest
 
+from planner.pipeline.budget import FIXED_SECONDS_PER_BUFFER
+
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "load.py"
 
 
@@ -58,6 +60,15 @@ def test_mixed_sizes_follow_their_weights_and_are_distinct() -> None:
     large = next(json.loads(b) for n, b in drawn if n == 300)
     assert large["options"]["time_limit"] == load.LARGE_TIME_LIMIT
     assert list(load._mixed_bodies(50, {32: 90, 300: 10}, seed=7)) == drawn[:50]
+
+
+def test_mixed_time_limits_are_ones_the_service_accepts() -> None:
+    load = _load()
+    for n in (300, 3000, 10_000, 30_000, 100_000):
+        least = FIXED_SECONDS_PER_BUFFER * n  # below it: 422 time_limit_too_small
+        assert load.large_time_limit(n) >= 2 * least
+        assert load.large_time_limit(n) >= load.LARGE_TIME_LIMIT
+    assert load.large_time_limit(3000) == load.LARGE_TIME_LIMIT
 
 
 def test_mixed_reports_each_size_and_small_requests_during_large_ones() -> None:

@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
 from planner import OverloadedError
-from planner.api.pool import SolverPool
+from planner.api.pool import PoolKind, SolverPool
 from planner.core.errors import RequestError
 
 from .loops import LOOPS, run_on
@@ -74,6 +76,7 @@ def test_jobs_and_answers_larger_than_any_socket_buffer_cross(loop: str) -> None
     async def scenario() -> list[tuple[int, bytes]]:
         pool = SolverPool(2, len(sizes), "processes")
         try:
+            await pool.start()  # both warm: a cold worker takes no job
             answers = await asyncio.gather(*(pool.run(60, _echo, p) for p in payloads))
             assert pool.admitted == 0
             return answers
@@ -90,6 +93,7 @@ def test_a_dead_worker_is_a_retryable_refusal_and_is_replaced(loop: str) -> None
     async def scenario() -> None:
         pool = SolverPool(2, 2, "processes")
         try:
+            await pool.start()  # both warm: jobs go to the first while it is idle
             first = await pool.run(30, os.getpid)
             with pytest.raises(RequestError) as info:
                 await pool.run(30, _refuse)
@@ -99,7 +103,7 @@ def test_a_dead_worker_is_a_retryable_refusal_and_is_replaced(loop: str) -> None
             assert died.value.reason == "worker_died"
             assert pool.admitted == 0
             second = await pool.run(30, os.getpid)
-            assert second != first  # a new process in the dead one's place
+            assert second != first  # another process: the dead one is gone
             # Killed from outside while it runs: that job fails, the other worker's does not.
             running = asyncio.create_task(pool.run(30, _pid_after, 30))
             other = asyncio.create_task(pool.run(30, _pid_after, 0.5))
@@ -232,3 +236,125 @@ def test_threads_drop_a_cancelled_waiting_job() -> None:
             pool.shutdown()
 
     run_on("asyncio", scenario())
+
+
+def _slow_marker(parent: int) -> Path:
+    return Path(tempfile.gettempdir()) / f"planner-test-slow-warm-up-{parent}"
+
+
+def _warm_up_slowly_when_marked() -> None:
+    """A worker's initializer: 2 s long while its test has left the marker file."""
+    if _slow_marker(os.getppid()).exists():
+        time.sleep(2)
+
+
+def test_a_replacement_worker_gets_no_job_before_it_is_warm() -> None:
+    marker = _slow_marker(os.getpid())
+
+    async def scenario() -> tuple[int, int, float]:
+        pool = SolverPool(2, 4, "processes", initializer=_warm_up_slowly_when_marked)
+        try:
+            await pool.start()
+            first = await pool.run(30, os.getpid)  # the first worker takes an idle pool's jobs
+            marker.touch()  # workers started from now on take 2 s to warm up
+            os.kill(first, signal.SIGKILL)
+            assert await _gone(first)
+            await asyncio.sleep(0.3)  # the pool has seen it die and started a replacement
+            started = time.perf_counter()
+            pid = await pool.run(30, os.getpid)
+            return first, pid, time.perf_counter() - started
+        finally:
+            pool.shutdown()
+            marker.unlink(missing_ok=True)
+
+    first, pid, seconds = run_on("uvloop", scenario())
+    assert pid != first
+    assert seconds < 1.0, f"{seconds:.2f} s: the job waited for the cold replacement"
+
+
+@pytest.mark.parametrize("kind", ["processes", "threads"])
+def test_drain_answers_jobs_not_started_at_once(kind: PoolKind) -> None:
+    async def scenario() -> tuple[list[BaseException | int], float, int]:
+        pool = SolverPool(1, 8, kind)
+        try:
+            await pool.start()
+            running = asyncio.create_task(pool.run(30, _pid_after, 2.0))
+            await asyncio.sleep(0.3)
+            waiting = [asyncio.create_task(pool.run(30, _pid_after, 0)) for _ in range(3)]
+            await asyncio.sleep(0.1)
+            started = time.perf_counter()
+            pool.drain()
+            answers = await asyncio.gather(*waiting, return_exceptions=True)
+            seconds = time.perf_counter() - started
+            with pytest.raises(OverloadedError) as late:
+                await pool.run(30, os.getpid)
+            assert late.value.reason == "shutting_down"
+            return answers, seconds, await running
+        finally:
+            pool.shutdown()
+
+    answers, seconds, pid = run_on("uvloop", scenario())
+    assert seconds < 0.5
+    for answer in answers:
+        assert isinstance(answer, OverloadedError), answer
+        assert answer.reason == "shutting_down"
+    assert pid > 0  # the running job finished
+
+
+def test_a_stop_signal_drains_the_pool_then_runs_the_servers_handler() -> None:
+    from planner.api.app import _drain_on_stop_signals
+
+    seen: list[str] = []
+    before = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, lambda sig, frame: seen.append(f"server {sig}"))
+
+    async def scenario() -> None:
+        restore = _drain_on_stop_signals(lambda: seen.append("drain"))
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            await asyncio.sleep(0.1)  # the handler runs, then the drain on the loop
+        finally:
+            restore()
+
+    try:
+        run_on("uvloop", scenario())
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert seen == [f"server {int(signal.SIGTERM)}", "drain"]
+
+
+def test_large_jobs_leave_a_worker_to_small_ones() -> None:
+    async def scenario() -> tuple[list[int], float, int]:
+        pool = SolverPool(2, 8, "processes")
+        try:
+            await pool.start()
+            large = [
+                asyncio.create_task(pool.run(30, _pid_after, 1.5, large=True)) for _ in range(2)
+            ]
+            await asyncio.sleep(0.2)
+            started = time.perf_counter()
+            small = await pool.run(30, os.getpid)
+            seconds = time.perf_counter() - started
+            return list(await asyncio.gather(*large)), seconds, small
+        finally:
+            pool.shutdown()
+
+    large, seconds, small = run_on("uvloop", scenario())
+    assert seconds < 0.5, f"{seconds:.2f} s: the small job waited behind the large ones"
+    assert large[0] == large[1]  # one after the other, on one worker
+    assert small != large[0]
+
+
+def test_worker_core_shares_split_the_cores() -> None:
+    from planner.api.procs import core_shares
+
+    if not hasattr(os, "sched_getaffinity"):
+        pytest.skip("no CPU affinity here")
+    cores = os.sched_getaffinity(0)
+    for count in (1, 2, 3, len(cores), 2 * len(cores)):
+        shares = core_shares(count)
+        assert len(shares) == count
+        assert all(shares)
+        assert set().union(*shares) == cores
+        if count <= len(cores):  # disjoint shares
+            assert sum(len(share) for share in shares) == len(cores)

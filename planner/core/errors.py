@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 __all__ = [
     "ECHO_CHARS",
+    "MAX_FIELD_ERRORS",
     "FieldError",
     "FormatError",
     "InternalError",
@@ -45,6 +46,9 @@ FieldError = dict[str, Any]
 # twice as many, since it names the value and says what is wrong with it. A 10 MB id is
 # answered with its first characters and its length, not with itself.
 ECHO_CHARS = 200
+# Field errors one RequestError keeps: the first ones, then one entry saying how many more
+# there were. A body of 20 000 empty objects has 80 000 errors; nobody reads past the first.
+MAX_FIELD_ERRORS = 100
 _BIG_INT_BITS = 664  # about 200 decimal digits
 _SLACK = 40  # characters past the limit a text may have: room for the suffix shorten adds
 
@@ -111,6 +115,15 @@ def _capped(error: FieldError) -> FieldError:
     return capped
 
 
+TOO_MANY_ERRORS = "too_many_errors"  # the type of the entry that counts the errors left out
+
+
+def _more_errors(count: int) -> FieldError:
+    plural = "s" if count > 1 else ""
+    msg = f"and {count} more error{plural}, not listed (the first {MAX_FIELD_ERRORS} are)"
+    return {"loc": [], "msg": msg, "type": TOO_MANY_ERRORS, "input": count}
+
+
 class PlannerError(Exception):
     """Base of every error the planner raises on purpose."""
 
@@ -122,10 +135,17 @@ class RequestError(PlannerError):
 
     code = "bad_request"
 
-    def __init__(self, errors: list[FieldError]) -> None:
-        # The one place field errors are made: every echo of the input is bounded here, for
-        # the service's 422 body and the command line's one-line error alike.
-        self.errors = [_capped(e) for e in errors]
+    def __init__(self, errors: list[FieldError], more: int = 0) -> None:
+        # The one place field errors are made: every echo of the input and the number of
+        # errors are bounded here, for the service's 422 body and the command line's one-line
+        # error alike. ``more``: errors beyond ``errors`` that were already left out.
+        if errors and errors[-1].get("type") == TOO_MANY_ERRORS:  # a capped list, again
+            more += int(errors[-1].get("input") or 0)
+            errors = errors[:-1]
+        more += max(0, len(errors) - MAX_FIELD_ERRORS)
+        self.errors = [_capped(e) for e in errors[:MAX_FIELD_ERRORS]]
+        if more:
+            self.errors.append(_more_errors(more))
         super().__init__(self.summary())
 
     def summary(self) -> str:
@@ -135,6 +155,8 @@ class RequestError(PlannerError):
         first = self.errors[0]
         loc = ".".join(str(part) for part in first.get("loc", ())) or "request"
         more = len(self.errors) - 1
+        if self.errors[-1].get("type") == TOO_MANY_ERRORS:
+            more += int(self.errors[-1]["input"]) - 1
         tail = f" (and {more} more error{'s' if more > 1 else ''})" if more else ""
         return f"{loc}: {first.get('msg', 'invalid')}{tail}"
 
@@ -147,9 +169,11 @@ class RequestError(PlannerError):
     def from_validation(
         cls, exc: ValidationError, prefix: tuple[str | int, ...] = ()
     ) -> RequestError:
-        """Wrap pydantic's errors, keeping loc, msg, type and the offending input."""
+        """Wrap pydantic's errors, keeping loc, msg, type and the offending input (the first
+        ``MAX_FIELD_ERRORS`` of them)."""
         errors: list[FieldError] = []
-        for err in exc.errors(include_url=False, include_context=False):
+        everyone = exc.errors(include_url=False, include_context=False)
+        for err in everyone[:MAX_FIELD_ERRORS]:
             errors.append(
                 {
                     "loc": [*prefix, *err["loc"]],
@@ -158,7 +182,7 @@ class RequestError(PlannerError):
                     "input": err.get("input"),
                 }
             )
-        return cls(errors)
+        return cls(errors, more=len(everyone) - len(errors))
 
 
 class FormatError(RequestError):

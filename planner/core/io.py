@@ -72,7 +72,9 @@ def parse_model(
             return model.model_validate_json(data, strict=True, context=context)
         return model.model_validate(data, strict=True, context=context)
     except ValidationError as exc:
-        errors = exc.errors(include_url=False)
+        # Malformed JSON is the one error pydantic reports: a bad request may have a hundred
+        # thousand errors, whose conversion from_validation bounds; do not convert them here.
+        errors = exc.errors(include_url=False) if exc.error_count() == 1 else []
         if errors and errors[0]["type"] == "json_invalid":
             msg = errors[0].get("ctx", {}).get("error", errors[0]["msg"])
             raise FormatError(
