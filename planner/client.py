@@ -47,6 +47,7 @@ __all__ = [
     "Client",
     "EmulatorReport",
     "EmulatorViolation",
+    "emit",
     "error_for_status",
 ]
 
@@ -253,6 +254,21 @@ def _check_options(retries: int, backoff: float) -> None:
 # --- the clients ------------------------------------------------------------------------------
 
 
+def emit(request: RequestLike, plan: PlanLike, kind: str = "cuda") -> str:
+    """``plan`` as text, made here (no request to the service): ``"cuda"`` (a C++ snippet
+    declaring the arena and a typed pointer per buffer), ``"mlir"``
+    (``gpu.dynamic_shared_memory`` and a ``memref.view`` per buffer) or ``"svg"`` (the memory
+    map). Raises RequestError for a bad request or plan, ValueError for an unknown kind."""
+    from planner.core.io import parse_plan, parse_request
+    from planner.emit import EMITTERS
+
+    if kind not in EMITTERS:
+        raise ValueError(f"unknown emitter {kind!r}; known: {', '.join(EMITTERS)}")
+    data = dict(request) if isinstance(request, Mapping) else request
+    shown = dict(plan) if isinstance(plan, Mapping) else plan
+    return EMITTERS[kind](parse_request(data), parse_plan(shown))
+
+
 class Client:
     """A blocking client: ``Client("http://planner:8000").plan(request) -> Plan``."""
 
@@ -291,6 +307,10 @@ class Client:
     def health(self) -> dict[str, str]:
         """The service's liveness answer: ``{"status": "ok", "version": ...}``."""
         return _health(self._send("GET", "/healthz"))
+
+    def emit(self, request: RequestLike, plan: PlanLike, kind: str = "cuda") -> str:
+        """``plan`` as CUDA, MLIR or SVG text (``emit``; made here, not by the service)."""
+        return emit(request, plan, kind)
 
     def targets(self) -> dict[str, DeviceProfile]:
         """The device profiles the service knows, by name."""
@@ -369,6 +389,10 @@ class AsyncClient:
     async def health(self) -> dict[str, str]:
         """The service's liveness answer: ``{"status": "ok", "version": ...}``."""
         return _health(await self._send("GET", "/healthz"))
+
+    def emit(self, request: RequestLike, plan: PlanLike, kind: str = "cuda") -> str:
+        """``plan`` as CUDA, MLIR or SVG text (``emit``; made here, not by the service)."""
+        return emit(request, plan, kind)
 
     async def targets(self) -> dict[str, DeviceProfile]:
         """The device profiles the service knows, by name."""

@@ -11,7 +11,7 @@ OWN = "PYTEST_CURRENT_TEST"  # pytest's own, set around every test
 
 # The Host names of starlette's TestClient and of the tests' in-process httpx clients; the
 # service answers only loopback names unless told (test_api_limits checks it is so).
-os.environ.setdefault("PLANNER_ALLOWED_HOSTS", "testserver,test")
+os.environ.setdefault("PLANNER_ALLOWED_HOSTS", "testserver,test,planner.test")
 
 
 @pytest.fixture(autouse=True)

@@ -332,3 +332,15 @@ def test_rejects_bad_arguments() -> None:
         planner.Client(URL, retries=-1)
     with pytest.raises(ValueError, match=r"'backoff' argument: -0\.5"):
         planner.AsyncClient(URL, backoff=-0.5)
+
+
+def test_emit_gives_the_emitters_text_for_the_services_plan(client: planner.Client) -> None:
+    plan = client.plan(TWO_PHASE)
+    assert planner.validate(TWO_PHASE, plan).valid
+    cuda = client.emit(TWO_PHASE, plan)
+    assert "extern __shared__" in cuda
+    assert all(p.id in cuda for p in plan.placements)
+    assert "gpu.dynamic_shared_memory" in client.emit(TWO_PHASE, plan.model_dump(), "mlir")
+    assert client.emit(TWO_PHASE, plan, "svg").startswith("<svg")
+    with pytest.raises(ValueError, match="unknown emitter 'ptx'"):
+        client.emit(TWO_PHASE, plan, "ptx")

@@ -44,7 +44,7 @@ def _not_json(text: str) -> FormatError:
     shown = text if len(text) <= 80 else text[:77] + "..."
     msg = (
         f"expected a request as JSON text, a dict or a PlanRequest, got the string {shown!r}; "
-        "to plan a file, pass pathlib.Path(...) to planner.plan, or use 'planner plan FILE'"
+        "a file is planned by its path (planner.plan('kernel.json'), planner plan kernel.json)"
     )
     return FormatError([{"loc": [], "msg": msg, "type": "json_invalid", "input": shown}])
 

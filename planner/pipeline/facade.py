@@ -34,7 +34,7 @@ from typing import Any
 
 from planner.core._jit import interpreted
 from planner.core.clock import deadline, now, watching
-from planner.core.csvio import load_request
+from planner.core.csvio import load_request, with_overrides
 from planner.core.errors import InternalError, RequestError
 from planner.core.install import install_hint
 from planner.core.io import parse_plan, parse_request
@@ -78,16 +78,33 @@ def plan(
     request: PlanRequest | dict[str, Any] | str | bytes | os.PathLike[str],
     *,
     max_buffers: int = DEFAULT_MAX_BUFFERS,
+    capacity: int | None = None,
+    target: str | None = None,
+    sync: str | None = None,
+    solver: str | None = None,
+    time_limit: float | None = None,
 ) -> Plan:
     """Plan a request (a model, a dict, JSON text, or the path of a JSON or MiniMalloc CSV
-    file); the result has passed the static validator. Raises ``RequestError``, and
+    file, as a string or a path); the result has passed the static validator. The keywords
+    replace the request's fields as the command line's flags do. Raises ``RequestError``, and
     ``InternalError`` when the process runs out of memory.
 
     ``options.time_limit`` bounds the whole call, parsing and the static check included
     (see the module docstring)."""
     began = now()
-    if isinstance(request, os.PathLike):
+    if isinstance(request, os.PathLike) or (
+        isinstance(request, str) and not request.lstrip().startswith("{")
+    ):
         request = load_request(os.fspath(request), max_buffers=max_buffers)
+    if (capacity, target, sync, solver, time_limit) != (None,) * 5:
+        request = with_overrides(
+            parse_request(request, max_buffers=max_buffers),
+            capacity=capacity,
+            target=target,
+            sync=sync,
+            solver=solver,
+            time_limit=time_limit,
+        )
     try:
         with watching() as cuts:
             result = _plan(request, max_buffers, began)
