@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 import planner
+from planner.catalog import EXPECT_SUFFIX, PLAN_SUFFIX, is_request_file
 from planner.cli_errors import describe, fail
 from planner.core.csvio import load_request
 from planner.core.errors import RequestError
@@ -60,8 +61,6 @@ __all__ = [
     "run_batch",
 ]
 
-PLAN_SUFFIX = ".plan.json"
-EXPECT_SUFFIX = ".expect.json"
 _STATUSES = ("optimal", "feasible", "infeasible", "unknown")
 VALIDATORS = ("static", "emulator", "gpu")
 _FITTING = ("optimal", "feasible")
@@ -140,9 +139,7 @@ def request_files(directory: Path) -> list[Path]:
     return [
         path
         for path in sorted(directory.iterdir())
-        if path.is_file()
-        and path.suffix.lower() in (".json", ".csv")
-        and not path.name.endswith((PLAN_SUFFIX, EXPECT_SUFFIX))
+        if path.is_file() and is_request_file(path.name)
     ]
 
 

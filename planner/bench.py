@@ -21,7 +21,7 @@ from typing import Any, TextIO
 from pydantic import ValidationError
 
 import planner
-from planner.catalog import FILE_REPEAT, RANDOM_REPEAT
+from planner.catalog import FILE_REPEAT, RANDOM_REPEAT, is_request_file
 from planner.core.csvio import load_request, with_overrides
 from planner.core.errors import RequestError
 from planner.core.models import DEFAULT_MAX_BUFFERS, Options, PlanRequest
@@ -48,8 +48,6 @@ __all__ = [
     "run_instance",
     "summary",
 ]
-
-_SUFFIXES = (".csv", ".json")
 
 
 @dataclass(frozen=True)
@@ -99,13 +97,15 @@ Runner = Callable[[Instance], BenchRow]  # plans one instance into one row
 
 
 def expand_paths(paths: Iterable[str]) -> list[str]:
-    """Files as given; a directory stands for its ``*.csv`` and ``*.json`` files, sorted."""
+    """Files as given; a directory stands for its ``*.csv`` and ``*.json`` files, sorted.
+    Plans and expectations beside a request (``NAME.plan.json``, ``NAME.expect.json``) are
+    left out either way (a shell's ``*.json`` names them too)."""
     out: list[str] = []
     for path in paths:
         p = Path(path)
         if p.is_dir():
-            out.extend(str(f) for f in sorted(p.iterdir()) if f.suffix.lower() in _SUFFIXES)
-        else:
+            out.extend(str(f) for f in sorted(p.iterdir()) if is_request_file(f.name))
+        elif path == "-" or is_request_file(p.name) or not p.name.lower().endswith(".json"):
             out.append(path)
     return out
 

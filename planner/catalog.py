@@ -9,14 +9,17 @@ modules that only ``bench``, ``batch`` or ``selftest`` run.
 from __future__ import annotations
 
 __all__ = [
+    "EXPECT_SUFFIX",
     "FAMILIES",
     "FAMILY_IDS",
     "FILE_REPEAT",
     "MIN_BUFFERS",
     "MODEL_MAX_BUFFERS",
+    "PLAN_SUFFIX",
     "RANDOM_REPEAT",
     "SCALING_KINDS",
     "SCALING_SIZES",
+    "is_request_file",
 ]
 
 # Each family's number is part of the seed of its instances: changing one changes them all.
@@ -38,3 +41,14 @@ RANDOM_REPEAT = 1  # random instances are large: one run each
 
 SCALING_KINDS = ("model", "random", "all-overlapping")
 SCALING_SIZES = (10_000, 100_000, 1_000_000)  # buffers per case by default
+
+# Files that sit beside a request NAME.json and are no requests themselves.
+PLAN_SUFFIX = ".plan.json"  # a plan to check instead of planning
+EXPECT_SUFFIX = ".expect.json"  # the statuses a batch run expects
+
+
+def is_request_file(name: str) -> bool:
+    """Whether a file name is a request's (``.json`` or ``.csv``), not a plan or an
+    expectation beside one."""
+    lower = name.lower()
+    return lower.endswith((".json", ".csv")) and not lower.endswith((PLAN_SUFFIX, EXPECT_SUFFIX))

@@ -286,7 +286,35 @@ def _parser() -> _Parser:
     t.add_argument("--json", action="store_true", help="print the profiles as JSON")
     _add_batch(sub)
     _add_selftest(sub)
+    _add_generate(sub)
     return parser
+
+
+def _add_generate(sub: argparse._SubParsersAction[Any]) -> None:
+    g = sub.add_parser(
+        "generate",
+        help="write requests to try the planner on (random, kernels, loops, families)",
+        description="Write generated requests as JSON: one to stdout, or --count files in -o DIR.",
+        epilog="examples:\n  planner generate program --buffers 24 | planner plan -\n"
+        "  planner generate family --family pinwheel --buffers 40 --count 10 -o corpus/",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    g.add_argument(
+        "kind",
+        choices=["random", "kernel", "program", "family"],
+        help="random: lifetimes and sizes at random (plain DSA); kernel: 16 to --buffers "
+        "buffers of mixed alignments; program: loops, a branch and two-range buffers; "
+        "family: a benchmark family (--family) with a known optimum",
+    )
+    g.add_argument("--buffers", type=positive_int, default=32, metavar="N", help="default 32")
+    g.add_argument("--seed", type=int, default=0, help="the first request's seed (default 0)")
+    g.add_argument(
+        "--count", type=positive_int, default=1, metavar="N", help="requests (seeds) to write"
+    )
+    g.add_argument("--overlap", type=_overlap, default=0.1, help="random: default 0.1")
+    g.add_argument("--sync", choices=["existing", "insert", "none"], help="program: policy")
+    g.add_argument("--family", choices=catalog.FAMILIES, help="family: which one")
+    g.add_argument("-o", "--output", metavar="OUT", help="file, or directory with --count")
 
 
 def _add_batch(sub: argparse._SubParsersAction[Any]) -> None:
@@ -691,6 +719,12 @@ def _cmd_selftest(args: argparse.Namespace) -> int:
     return command(args)
 
 
+def _cmd_generate(args: argparse.Namespace) -> int:
+    from planner.generate_cli import command
+
+    return command(args)
+
+
 _COMMANDS = {
     "plan": _cmd_plan,
     "validate": _cmd_validate,
@@ -702,6 +736,7 @@ _COMMANDS = {
     "targets": _cmd_targets,
     "batch": _cmd_batch,
     "selftest": _cmd_selftest,
+    "generate": _cmd_generate,
 }
 
 
