@@ -366,3 +366,20 @@ def test_a_skyline_named_for_pinned_buffers_plans_with_the_default_fits(solver: 
     notes = [d for d in plan.diagnostics if d.code == "solver_not_applicable"]
     assert len(notes) == 1
     assert "'a' is pinned" in notes[0].message
+
+
+def test_sync_none_lists_the_barriers_the_caller_needs_whatever_the_candidates() -> None:
+    # Candidates are where "insert" may add barriers; under "none" the caller synchronizes
+    # where the plan says, so they must not hide a reuse from barriers.required.
+    data: dict[str, Any] = {
+        "buffers": [
+            {"id": "a", "size": 1, "start": 0, "end": 2},
+            {"id": "b", "size": 1, "start": 2, "end": 3},
+        ],
+        "options": {"sync": "none", "barrier_candidates": [0]},
+    }
+    plan = planner.plan(data)
+    assert validate_plan(PlanRequest.model_validate(data), plan).valid
+    assert plan.arena_bytes == 1
+    assert plan.barriers.required == [2]
+    assert plan.barriers.inserted == []
