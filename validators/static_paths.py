@@ -113,18 +113,20 @@ class PathCheck:
             self.seen.add(key)
             self.out.add(code, message, buffers, point)
 
-    def check_claims(self, extents: list[Extent]) -> None:
-        """Every claimed alias names two placed buffers whose ranges share bytes and obey
-        rule (b) range by range."""
-        by_id = {e.id: e for e in extents}
+    def check_claims(self, arenas: list[list[Extent]]) -> None:
+        """Every claimed alias names two placed buffers of one arena (the shared one or the
+        workspace) whose ranges share bytes and obey rule (b) range by range."""
+        by_id = {e.id: (k, e) for k, extents in enumerate(arenas) for e in extents}
         for pair in self.claims:
             if len(pair) != 2 or pair[0] not in by_id or pair[1] not in by_id:
                 self.add("bad_alias", f"alias {pair} does not name two placed buffers", pair, None)
                 continue
-            a, b = by_id[pair[0]], by_id[pair[1]]
+            (arena_a, a), (arena_b, b) = by_id[pair[0]], by_id[pair[1]]
             parts_a = range(len(self.request.buffers[a.buffer].lifetimes))
             parts_b = range(len(self.request.buffers[b.buffer].lifetimes))
-            if not (a.lo < b.hi and b.lo < a.hi):
+            if arena_a != arena_b:
+                why = "is in another memory than"
+            elif not (a.lo < b.hi and b.lo < a.hi):
                 why = "shares no byte with"
             elif not all(
                 self.aliases.holds(a._replace(part=i), b._replace(part=j))

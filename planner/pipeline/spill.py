@@ -367,6 +367,8 @@ def _merge(
             "solver": shared.solver,
             "diagnostics": [note, *shared.diagnostics],
             "certificate": None,
+            # Each arena's thread-local aliases: the base plan's placed every buffer in one.
+            "aliases": sorted([*shared.aliases, *workspace.aliases]),
         }
     )
 
