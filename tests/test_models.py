@@ -95,6 +95,19 @@ CASES = [
         "grid",
     ),
     (
+        bad(
+            ["buffers", 0],
+            {
+                **BASE["buffers"][0],
+                "size": 8,
+                "accesses": [{"op": "write", "at": 1, "bytes": 16, "threads": "all"}],
+            },
+        ),
+        ["buffers", 0, "accesses", 0, "bytes"],
+        "access_outside_buffer",
+        "16-byte elements",
+    ),
+    (
         bad(["buffers", 0, "accesses"], [{"op": "read", "at": 1, "bytes": 4}]),
         ["buffers", 0, "accesses", 0, "index"],
         "missing_index",

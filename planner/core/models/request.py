@@ -707,9 +707,19 @@ class PlanRequest(BaseModel):
     def _check_accesses(self, errors: _Errors) -> None:
         for i, b in enumerate(self.buffers):
             for k, access in enumerate(b.accesses):
-                if access.index is None:
-                    continue
                 loc: Loc = ("buffers", i, "accesses", k)
+                if access.index is None:
+                    if access.bytes > b.size:
+                        # A broadcast touches the buffer's whole elements; with none, the
+                        # access would claim bytes the buffer does not have.
+                        errors.add(
+                            (*loc, "bytes"),
+                            "access_outside_buffer",
+                            f"a broadcast of {access.bytes}-byte elements is wider than buffer "
+                            f"{b.id!r} of {b.size} bytes",
+                            access.bytes,
+                        )
+                    continue
                 lo = hi = access.offset  # element index range
                 complete = True
                 for var, coeff in access.index.items():
