@@ -8,8 +8,11 @@ from typing import Any
 
 import pytest
 
+from planner.core.dtypes import DTYPES
 from planner.core.errors import RequestError
 from planner.core.io import canonical_chunks, canonical_json, parse_request, request_sha256
+from planner.core.models import PlanRequest
+from planner.core.targets import TARGETS
 from planner.generate import model_request
 
 BASE: dict[str, Any] = {
@@ -34,7 +37,7 @@ def bad(path: list[Any], value: Any) -> dict[str, Any]:
     return request
 
 
-def errors_of(request: dict[str, Any], **kwargs: Any) -> list[dict[str, Any]]:
+def errors_of(request: dict[str, Any] | str | bytes, **kwargs: Any) -> list[dict[str, Any]]:
     with pytest.raises(RequestError) as info:
         parse_request(request, **kwargs)
     return info.value.errors
@@ -112,6 +115,18 @@ CASES = [
         ["buffers", 0, "accesses", 0, "index"],
         "missing_index",
         "threads",
+    ),
+    (
+        bad(["buffers", 0, "accesses"], [{**ACCESS, "index": {"k" * 65: 1}, "loops": {"k": 1}}]),
+        ["buffers", 0, "accesses", 0, "index", "k" * 65, "[key]"],
+        "string_too_long",
+        "64 characters",
+    ),
+    (
+        bad(["buffers", 0, "accesses"], [{**ACCESS, "index": {"k": 1}, "loops": {"k" * 65: 1}}]),
+        ["buffers", 0, "accesses", 0, "loops", "k" * 65, "[key]"],
+        "string_too_long",
+        "64 characters",
     ),
     (bad(["buffers", 0, "colour"], "red"), ["buffers", 0, "colour"], "extra_forbidden", ""),
     (bad(["target"], "sm_99"), ["target"], "unknown_target", "'sm_99'"),
@@ -203,3 +218,21 @@ def test_canonical_chunks_join_to_the_model_dump(per_chunk: int) -> None:
         assert b"".join(canonical_chunks(request, per_chunk)) == text
         assert canonical_json(request) == text
         assert request_sha256(request) == hashlib.sha256(text).hexdigest()
+
+
+def test_a_variable_name_of_64_characters_is_accepted() -> None:
+    name = "k" * 64
+    access = {**ACCESS, "index": {name: 1}, "loops": {name: 4}}
+    request = parse_request(bad(["buffers", 0, "accesses"], [access]))
+    assert request.buffers[0].accesses[0].loops == {name: 4}
+
+
+def test_schema_lists_targets_and_dtypes_and_limits_variable_names() -> None:
+    schema = PlanRequest.model_json_schema()
+    target = schema["properties"]["target"]["anyOf"]
+    assert {"enum": [*TARGETS], "type": "string"} in target
+    dtype = schema["$defs"]["Buffer"]["properties"]["dtype"]["anyOf"]
+    assert {"enum": [*DTYPES], "type": "string"} in dtype
+    access = schema["$defs"]["Access"]["properties"]
+    assert access["loops"]["propertyNames"] == {"maxLength": 64}
+    assert {"maxLength": 64} in [o.get("propertyNames") for o in access["index"]["anyOf"]]
