@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 from typing import Any
 
 import pytest
@@ -225,6 +226,29 @@ def test_a_variable_name_of_64_characters_is_accepted() -> None:
     access = {**ACCESS, "index": {name: 1}, "loops": {name: 4}}
     request = parse_request(bad(["buffers", 0, "accesses"], [access]))
     assert request.buffers[0].accesses[0].loops == {name: 4}
+
+
+@pytest.mark.parametrize(
+    ("path", "loc"),
+    [
+        (["buffers", 0, "size"], ["buffers", 0, "size"]),
+        (["options", "time_limit"], ["options", "time_limit"]),
+        (["barriers", 0], ["barriers", 0]),
+    ],
+)
+def test_an_integer_too_long_to_read_is_refused_naming_its_field(
+    path: list[Any], loc: list[Any]
+) -> None:
+    # More digits than Python converts (4300): the JSON parser refuses the number without
+    # saying where; the error names the field.
+    marker = 123454321
+    text = json.dumps(bad(path, marker)).replace(str(marker), "9" * 5000)
+    for body in (text, text.encode()):
+        errors = errors_of(body)
+        assert [e["loc"] for e in errors] == [loc]
+        assert errors[0]["type"] == "int_parsing_size"
+        assert "5000 digits" in errors[0]["msg"]
+        assert len(errors[0]["input"]) < 100
 
 
 def test_schema_lists_targets_and_dtypes_and_limits_variable_names() -> None:
