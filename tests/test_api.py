@@ -207,6 +207,22 @@ def test_rejects_malformed_json(client: TestClient) -> None:
     assert error["msg"].startswith("malformed JSON")
 
 
+def test_rejects_an_integer_too_long_to_read_naming_its_field(client: TestClient) -> None:
+    marker = 123454321
+    body = json.dumps(_with_buffer(1, size=marker)).replace(str(marker), "9" * 5000)
+    error = _rejected(client, body.encode())
+    assert error["loc"] == ["body", "buffers", 1, "size"]
+    assert error["type"] == "int_parsing_size"
+    assert "5000 digits" in error["msg"]
+    response = client.post(
+        "/validate",
+        content=f'{{"request": {json.dumps(BASE)}, "plan": {{"arena_bytes": {"1" * 4400}}}}}',
+        headers=JSON,
+    )
+    assert response.status_code == 422
+    assert [e["loc"] for e in response.json()["detail"]] == [["body", "plan", "arena_bytes"]]
+
+
 def test_rejects_empty_body(client: TestClient) -> None:
     error = _rejected(client, b"")
     assert error["loc"] == ["body"]

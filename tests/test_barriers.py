@@ -87,3 +87,7 @@ def test_choose_prefers_existing_barriers() -> None:
     assert none.required == [4, 6]
     limited = choose_barriers(found, [4], "insert", [1])
     assert [(r.after, r.before) for r in limited.missed] == [(5, 6)]
+    # Candidates are where "insert" may add barriers: under "none" the caller synchronizes
+    # wherever the plan asks, so they limit nothing.
+    caller = choose_barriers(found, [4], "none", [1])
+    assert (caller.inserted, caller.required, caller.missed) == ([], [4, 6], [])

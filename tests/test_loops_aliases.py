@@ -151,3 +151,45 @@ def test_a_shift_that_breaks_the_rule_places_the_pair_apart(
     shared = offsets["T2_s"] < pin + 4096 and pin < offsets["T2_s"] + 4096
     assert shared is not apart
     assert (plan.aliases == []) is apart
+
+
+def test_an_alias_claim_covers_the_reuses_with_no_barrier_between() -> None:
+    # 'b' reuses the bytes of 'a''s first range as the same thread, with no barrier; 'a''s
+    # second range (no access) takes them back after a barrier. The claim ['a', 'b'] is
+    # about the first reuse only: the second is the barrier's.
+    data: dict[str, Any] = {
+        "block": [1],
+        "buffers": [
+            {
+                "id": "a",
+                "size": 1,
+                "ranges": [[6, 8], [19, 21]],
+                "accesses": [{"op": "read", "at": 7, "bytes": 1, "index": {"threadIdx.x": 0}}],
+            },
+            {
+                "id": "b",
+                "size": 4,
+                "start": 9,
+                "end": 16,
+                "accesses": [
+                    {
+                        "op": "read",
+                        "at": 9,
+                        "bytes": 2,
+                        "index": {"threadIdx.x": 0, "i": 1},
+                        "loops": {"i": 2},
+                    }
+                ],
+            },
+        ],
+    }
+    req, plan = _plan(data)
+    assert _offsets(plan) == {"a": 0, "b": 0}
+    assert plan.aliases == [["a", "b"]]
+    assert len(plan.barriers.required) == 1
+    assert 10 <= plan.barriers.required[0] <= 19
+    # Without the barrier the second reuse has no claim to stand on.
+    dropped = plan.model_copy(
+        update={"barriers": plan.barriers.model_copy(update={"inserted": [], "required": []})}
+    )
+    assert "missing_barrier" in {v.code for v in planner.validate(req, dropped).violations}

@@ -80,3 +80,24 @@ def test_random_loop_requests_spill_safely() -> None:
             spilled += 1
             assert plan.arena_bytes <= data["capacity"] or plan.status == "infeasible"
     assert spilled >= 20
+
+
+def test_max_new_barriers_bounds_both_arenas_together() -> None:
+    # 'c' (spilled) reuses its own bytes between its ranges: a barrier in [4, 8] whatever the
+    # placement. 'a' and 'b' share after 'a' ends: a barrier in [7, 15]. One at 7 or 8 does
+    # both, within the cap of 1; planned apart, the arenas took one each.
+    data: dict[str, Any] = {
+        "capacity": 256,
+        "buffers": [
+            {"id": "a", "size": 1, "ranges": [[1, 7]]},
+            {"id": "b", "size": 1, "start": 15, "end": 18},
+            {"id": "c", "size": 4096, "ranges": [[0, 4], [8, 15]]},
+        ],
+        "options": {"overflow": "spill", "max_new_barriers": 1},
+    }
+    req = parse_request(data)
+    plan = _spilled(req)
+    assert plan.spilled == ["c"]
+    assert len(plan.barriers.inserted) == 1
+    assert 4 <= plan.barriers.inserted[0] <= 8
+    assert plan.arena_bytes == 1

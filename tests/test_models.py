@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 from typing import Any
 
 import pytest
 
+from planner.core.dtypes import DTYPES
 from planner.core.errors import RequestError
 from planner.core.io import canonical_chunks, canonical_json, parse_request, request_sha256
+from planner.core.models import PlanRequest
+from planner.core.targets import TARGETS
 from planner.generate import model_request
 
 BASE: dict[str, Any] = {
@@ -34,7 +38,7 @@ def bad(path: list[Any], value: Any) -> dict[str, Any]:
     return request
 
 
-def errors_of(request: dict[str, Any], **kwargs: Any) -> list[dict[str, Any]]:
+def errors_of(request: dict[str, Any] | str | bytes, **kwargs: Any) -> list[dict[str, Any]]:
     with pytest.raises(RequestError) as info:
         parse_request(request, **kwargs)
     return info.value.errors
@@ -95,10 +99,35 @@ CASES = [
         "grid",
     ),
     (
+        bad(
+            ["buffers", 0],
+            {
+                **BASE["buffers"][0],
+                "size": 8,
+                "accesses": [{"op": "write", "at": 1, "bytes": 16, "threads": "all"}],
+            },
+        ),
+        ["buffers", 0, "accesses", 0, "bytes"],
+        "access_outside_buffer",
+        "16-byte elements",
+    ),
+    (
         bad(["buffers", 0, "accesses"], [{"op": "read", "at": 1, "bytes": 4}]),
         ["buffers", 0, "accesses", 0, "index"],
         "missing_index",
         "threads",
+    ),
+    (
+        bad(["buffers", 0, "accesses"], [{**ACCESS, "index": {"k" * 65: 1}, "loops": {"k": 1}}]),
+        ["buffers", 0, "accesses", 0, "index", "k" * 65, "[key]"],
+        "string_too_long",
+        "64 characters",
+    ),
+    (
+        bad(["buffers", 0, "accesses"], [{**ACCESS, "index": {"k": 1}, "loops": {"k" * 65: 1}}]),
+        ["buffers", 0, "accesses", 0, "loops", "k" * 65, "[key]"],
+        "string_too_long",
+        "64 characters",
     ),
     (bad(["buffers", 0, "colour"], "red"), ["buffers", 0, "colour"], "extra_forbidden", ""),
     (bad(["target"], "sm_99"), ["target"], "unknown_target", "'sm_99'"),
@@ -190,3 +219,44 @@ def test_canonical_chunks_join_to_the_model_dump(per_chunk: int) -> None:
         assert b"".join(canonical_chunks(request, per_chunk)) == text
         assert canonical_json(request) == text
         assert request_sha256(request) == hashlib.sha256(text).hexdigest()
+
+
+def test_a_variable_name_of_64_characters_is_accepted() -> None:
+    name = "k" * 64
+    access = {**ACCESS, "index": {name: 1}, "loops": {name: 4}}
+    request = parse_request(bad(["buffers", 0, "accesses"], [access]))
+    assert request.buffers[0].accesses[0].loops == {name: 4}
+
+
+@pytest.mark.parametrize(
+    ("path", "loc"),
+    [
+        (["buffers", 0, "size"], ["buffers", 0, "size"]),
+        (["options", "time_limit"], ["options", "time_limit"]),
+        (["barriers", 0], ["barriers", 0]),
+    ],
+)
+def test_an_integer_too_long_to_read_is_refused_naming_its_field(
+    path: list[Any], loc: list[Any]
+) -> None:
+    # More digits than Python converts (4300): the JSON parser refuses the number without
+    # saying where; the error names the field.
+    marker = 123454321
+    text = json.dumps(bad(path, marker)).replace(str(marker), "9" * 5000)
+    for body in (text, text.encode()):
+        errors = errors_of(body)
+        assert [e["loc"] for e in errors] == [loc]
+        assert errors[0]["type"] == "int_parsing_size"
+        assert "5000 digits" in errors[0]["msg"]
+        assert len(errors[0]["input"]) < 100
+
+
+def test_schema_lists_targets_and_dtypes_and_limits_variable_names() -> None:
+    schema = PlanRequest.model_json_schema()
+    target = schema["properties"]["target"]["anyOf"]
+    assert {"enum": [*TARGETS], "type": "string"} in target
+    dtype = schema["$defs"]["Buffer"]["properties"]["dtype"]["anyOf"]
+    assert {"enum": [*DTYPES], "type": "string"} in dtype
+    access = schema["$defs"]["Access"]["properties"]
+    assert access["loops"]["propertyNames"] == {"maxLength": 64}
+    assert {"maxLength": 64} in [o.get("propertyNames") for o in access["index"]["anyOf"]]

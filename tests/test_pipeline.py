@@ -345,3 +345,41 @@ def test_a_time_limit_below_the_fixed_work_is_refused_at_once() -> None:
     data["options"]["time_limit"] = FIXED_SECONDS_PER_BUFFER * n  # just enough
     plan = planner.plan(data)
     assert validate_plan(PlanRequest.model_validate(data), plan).valid
+
+
+@pytest.mark.parametrize("solver", ["length/skyline", "greedy:random/skyline"])
+def test_a_skyline_named_for_pinned_buffers_plans_with_the_default_fits(solver: str) -> None:
+    # The skyline packs no pinned buffer: the request gets the default portfolio and a note,
+    # as a request with loops gets for a solver its route cannot run.
+    data: dict[str, Any] = {
+        "buffers": [
+            {"id": "a", "size": 1, "start": 0, "end": 1, "offset": 0},
+            {"id": "b", "size": 8, "start": 0, "end": 2},
+        ],
+        "options": {"solver": solver},
+    }
+    plan = planner.plan(data)
+    assert validate_plan(PlanRequest.model_validate(data), plan).valid
+    assert {p.id: p.offset for p in plan.placements}["a"] == 0
+    assert plan.arena_bytes == 9
+    assert not plan.solver.name.endswith("/skyline")
+    notes = [d for d in plan.diagnostics if d.code == "solver_not_applicable"]
+    assert len(notes) == 1
+    assert "'a' is pinned" in notes[0].message
+
+
+def test_sync_none_lists_the_barriers_the_caller_needs_whatever_the_candidates() -> None:
+    # Candidates are where "insert" may add barriers; under "none" the caller synchronizes
+    # where the plan says, so they must not hide a reuse from barriers.required.
+    data: dict[str, Any] = {
+        "buffers": [
+            {"id": "a", "size": 1, "start": 0, "end": 2},
+            {"id": "b", "size": 1, "start": 2, "end": 3},
+        ],
+        "options": {"sync": "none", "barrier_candidates": [0]},
+    }
+    plan = planner.plan(data)
+    assert validate_plan(PlanRequest.model_validate(data), plan).valid
+    assert plan.arena_bytes == 1
+    assert plan.barriers.required == [2]
+    assert plan.barriers.inserted == []

@@ -295,3 +295,76 @@ def test_cli_validates_a_spilled_plan(tmp_path: Path) -> None:
     broken["global_bytes"] = 1
     out.write_text(json.dumps(broken))
     assert main(["validate", str(request), str(out)]) == 1
+
+
+def test_a_spilled_plan_lists_the_aliases_of_its_two_arenas() -> None:
+    # One thread: 'a' may reuse the bytes 'c' held with no barrier, and the shared arena's
+    # plan says so; the plan that spills 'b' must keep saying so (not the aliases of the
+    # plan that did not fit).
+    data: dict[str, Any] = {
+        "block": [1],
+        "capacity": 256,
+        "buffers": [
+            {
+                "id": "a",
+                "size": 4,
+                "start": 4,
+                "end": 13,
+                "accesses": [{"op": "write", "at": 10, "bytes": 4, "index": {"threadIdx.x": 2}}],
+            },
+            {"id": "b", "size": 1024, "start": 6, "end": 8},
+            {
+                "id": "c",
+                "size": 16,
+                "start": 2,
+                "end": 3,
+                "accesses": [{"op": "read", "at": 2, "bytes": 1, "index": {"threadIdx.x": 0}}],
+            },
+        ],
+        "options": {"overflow": "spill"},
+    }
+    request = PlanRequest.model_validate(data)
+    plan = planner.plan(request)
+    assert validate_plan(request, plan).valid
+    assert plan.spilled == ["b"]
+    assert plan.arena_bytes <= 256
+    offsets = {p.id: p.offset for p in plan.placements}
+    assert offsets["a"] == offsets["c"] == 0
+    assert plan.barriers.required == []
+    assert plan.aliases == [["c", "a"]]
+
+
+@pytest.mark.parametrize("ranges", [False, True])
+def test_an_alias_of_two_spilled_buffers_is_checked_in_the_workspace(ranges: bool) -> None:
+    # Each element is touched by one and the same thread in both buffers: in the workspace,
+    # 'y' may take the bytes of 'x' with no barrier when the plan lists the pair.
+    own = [{"op": "read", "at": 1, "bytes": 4, "index": {"threadIdx.x": 1}}]
+    later = [{**own[0], "at": 10}]
+    x: dict[str, Any] = {"id": "x", "size": 64, "start": 1, "end": 2, "accesses": own}
+    if ranges:
+        x = {"id": "x", "size": 64, "ranges": [[1, 2]], "accesses": own}
+    data: dict[str, Any] = {
+        "block": [16],
+        "capacity": 16,
+        "buffers": [x, {"id": "y", "size": 64, "start": 10, "end": 11, "accesses": later}],
+        "options": {"sync": "existing", "overflow": "spill"},
+    }
+    request = PlanRequest.model_validate(data)
+    plan = planner.plan(request)
+    assert validate_plan(request, plan).valid
+    assert plan.spilled == ["x", "y"]
+    assert plan.aliases == [["x", "y"]]
+    assert {p.offset for p in plan.placements} == {0}
+    # The claim is the workspace's: between a shared and a global buffer it is refused.
+    mixed = plan.model_copy(
+        update={
+            "placements": [
+                plan.placements[0].model_copy(update={"memory": "shared"}),
+                *plan.placements[1:],
+            ],
+            "spilled": ["y"],
+            "arena_bytes": 64,
+        }
+    )
+    codes = [v.code for v in validate_plan(request, mixed).violations]
+    assert "bad_alias" in codes

@@ -147,14 +147,18 @@ def validate_plan(
 
             paths = PathCheck(request, plan, runtime_barriers, set(_shrunk(request)), out)
             listed = list(extents)
-            paths.check_claims(listed)
+            workspace = _workspace(request, plan)
+            paths.check_claims([listed, workspace])
             paths.sweep(listed)
-            _check_workspace(request, plan, out, paths.sweep)
+            _check_workspace(request, plan, workspace, out, paths.sweep)
         else:
             aliases = _Aliases(request, plan, runtime_barriers)
-            _check_aliases(request, plan, extents, aliases, out)
+            workspace = _workspace(request, plan)
+            _check_aliases(request, plan, [extents, workspace], aliases, out)
             sweep(extents, runtime_barriers, aliases, out)
-            _check_workspace(request, plan, out, lambda e: sweep(e, runtime_barriers, aliases, out))
+            _check_workspace(
+                request, plan, workspace, out, lambda e: sweep(e, runtime_barriers, aliases, out)
+            )
     except ReportFullError:
         pass
     violations = sorted(out.items, key=_sort_key)
@@ -386,18 +390,25 @@ def _check_footprints(request: PlanRequest, plan: Plan, out: Collector) -> None:
 
 
 def _check_aliases(
-    request: PlanRequest, plan: Plan, extents: Sequence[Extent], aliases: _Aliases, out: Collector
+    request: PlanRequest,
+    plan: Plan,
+    arenas: Sequence[Sequence[Extent]],
+    aliases: _Aliases,
+    out: Collector,
 ) -> None:
-    """Every claimed alias names two sequential buffers that share bytes and obey rule (b)."""
+    """Every claimed alias names two sequential buffers of one arena (the shared one or the
+    workspace) that share bytes and obey rule (b)."""
     if not plan.aliases:
         return
-    by_id = {e.id: e for e in extents}
+    by_id = {e.id: (k, e) for k, extents in enumerate(arenas) for e in extents}
     for pair in plan.aliases:
         if len(pair) != 2 or pair[0] not in by_id or pair[1] not in by_id:
             out.add("bad_alias", f"alias {pair} does not name two placed buffers", list(pair))
             continue
-        a, b = by_id[pair[0]], by_id[pair[1]]
-        if a.end > b.start:
+        (arena_a, a), (arena_b, b) = by_id[pair[0]], by_id[pair[1]]
+        if arena_a != arena_b:
+            why = "is in another memory than"
+        elif a.end > b.start:
             why = "is not live strictly before"
         elif not (a.lo < b.hi and b.lo < a.hi):
             why = "shares no byte with"
@@ -498,32 +509,39 @@ def _check_barriers(request: PlanRequest, plan: Plan, out: Collector) -> list[in
     return sorted(runtime)
 
 
-def _check_workspace(
-    request: PlanRequest,
-    plan: Plan,
-    out: Collector,
-    check_reuse: Callable[[list[Extent]], None],
-) -> None:
-    """The global workspace of spilled buffers: an arena of its own, checked like the shared
-    one (``global_bytes``, overlaps and barriers), and ``spilled`` lists exactly its buffers."""
+def _workspace(request: PlanRequest, plan: Plan) -> list[Extent]:
+    """The buffers placed in the global workspace, as placed."""
     spans = {b.id: b for b in request.buffers}
     index = {b.id: i for i, b in enumerate(request.buffers)}
     placed = [p for p in plan.placements if p.memory == "global" and p.id in spans]
-    ids = [p.id for p in placed]
+    return [_extent(spans[p.id], index[p.id], p.offset, spans[p.id].size) for p in placed]
+
+
+def _check_workspace(
+    request: PlanRequest,
+    plan: Plan,
+    workspace: list[Extent],
+    out: Collector,
+    check_reuse: Callable[[list[Extent]], None],
+) -> None:
+    """The global workspace of spilled buffers (``workspace``): an arena of its own, checked
+    like the shared one (``global_bytes``, overlaps and barriers), and ``spilled`` lists
+    exactly its buffers."""
+    ids = [e.id for e in workspace]
     if sorted(plan.spilled) != sorted(set(ids)):
         out.add(
             "wrong_arena",
             f"spilled lists {_preview_ids(plan.spilled)} but the placements in global memory "
             f"are {_preview_ids(ids)}",
         )
-    top = max((p.offset + spans[p.id].size for p in placed), default=0)  # bytes
+    top = max((e.hi for e in workspace), default=0)  # bytes
     if plan.global_bytes != top:
         out.add(
             "wrong_arena",
             f"global_bytes is {plan.global_bytes} but max(offset + size) over global "
             f"placements is {top}",
         )
-    check_reuse([_extent(spans[p.id], index[p.id], p.offset, spans[p.id].size) for p in placed])
+    check_reuse(workspace)
 
 
 def _preview_ids(ids: Sequence[str]) -> str:

@@ -113,20 +113,26 @@ class PathCheck:
             self.seen.add(key)
             self.out.add(code, message, buffers, point)
 
-    def check_claims(self, extents: list[Extent]) -> None:
-        """Every claimed alias names two placed buffers whose ranges share bytes and obey
-        rule (b) range by range."""
-        by_id = {e.id: e for e in extents}
+    def check_claims(self, arenas: list[list[Extent]]) -> None:
+        """Every claimed alias names two placed buffers that share bytes, and some range of
+        one and some range of the other obey rule (b). A claim covers the pair's reuses with
+        no barrier between; with several ranges, others may be barrier-protected (a range
+        after the barrier that follows the alias) and need not obey it. Every reuse with no
+        barrier is judged on its own two ranges by the sweep. The arenas are the shared one
+        and the workspace: a claim names two buffers of one."""
+        by_id = {e.id: (k, e) for k, extents in enumerate(arenas) for e in extents}
         for pair in self.claims:
             if len(pair) != 2 or pair[0] not in by_id or pair[1] not in by_id:
                 self.add("bad_alias", f"alias {pair} does not name two placed buffers", pair, None)
                 continue
-            a, b = by_id[pair[0]], by_id[pair[1]]
+            (arena_a, a), (arena_b, b) = by_id[pair[0]], by_id[pair[1]]
             parts_a = range(len(self.request.buffers[a.buffer].lifetimes))
             parts_b = range(len(self.request.buffers[b.buffer].lifetimes))
-            if not (a.lo < b.hi and b.lo < a.hi):
+            if arena_a != arena_b:
+                why = "is in another memory than"
+            elif not (a.lo < b.hi and b.lo < a.hi):
                 why = "shares no byte with"
-            elif not all(
+            elif not any(
                 self.aliases.holds(a._replace(part=i), b._replace(part=j))
                 for i in parts_a
                 for j in parts_b

@@ -256,7 +256,9 @@ def choose_barriers(
     on arrays, so a million reuses cost compiled steps, not Python tuples."""
     after, before = _columns(found)
     uncovered = np.flatnonzero(~_hit_mask(existing, after, before))
-    allowed: list[int] | None = [] if sync == "existing" else candidates
+    # Candidates are where "insert" may add barriers; under "none" the caller synchronizes
+    # wherever the plan says, so any point may be required.
+    allowed: list[int] | None = {"existing": [], "insert": candidates, "none": None}[sync]
     if allowed is not None:
         allowed = sorted(set(allowed) - set(existing))
     new, missed_mask = _stab_arrays(after[uncovered], before[uncovered], allowed)

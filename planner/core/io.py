@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
+import sys
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from planner.core.errors import FormatError, RequestError
+from planner.core.errors import FieldError, FormatError, RequestError
 from planner.core.models import DEFAULT_MAX_BUFFERS, Buffer, Plan, PlanRequest
 
 __all__ = [
@@ -23,6 +25,7 @@ __all__ = [
 
 M = TypeVar("M", bound=BaseModel)
 HASH_CHUNK = 10_000  # buffers serialized at a time for the request's hash
+_HUGE_ERRORS_MAX = 100  # fields named when integers too long to read are many
 
 
 def parse_request(
@@ -76,11 +79,57 @@ def parse_model(
         # thousand errors, whose conversion from_validation bounds; do not convert them here.
         errors = exc.errors(include_url=False) if exc.error_count() == 1 else []
         if errors and errors[0]["type"] == "json_invalid":
+            assert isinstance(data, str | bytes)
+            huge = _huge_integers(data, prefix)
+            if huge:
+                raise RequestError(huge) from None
             msg = errors[0].get("ctx", {}).get("error", errors[0]["msg"])
             raise FormatError(
                 [{"loc": [*prefix], "msg": f"malformed JSON: {msg}", "type": "json_invalid"}]
             ) from None
         raise RequestError.from_validation(exc, prefix) from None
+
+
+class _HugeInteger:
+    """An integer literal too long to convert (``sys.get_int_max_str_digits``)."""
+
+    def __init__(self, text: str) -> None:
+        self.digits = len(text.lstrip("-"))
+
+
+def _huge_integers(data: str | bytes, prefix: tuple[str | int, ...]) -> list[FieldError]:
+    """An error naming each field that holds an integer of more digits than Python converts
+    (4300 by default), which the JSON parser refuses without saying where; none when the
+    text fails for another reason. Read again by the standard parser, on this failure only."""
+    limit = sys.get_int_max_str_digits() or None
+
+    def integer(text: str) -> int | _HugeInteger:
+        if limit is not None and len(text.lstrip("-")) > limit:
+            return _HugeInteger(text)
+        return int(text)
+
+    try:
+        parsed = json.loads(data, parse_int=integer)
+    except (ValueError, RecursionError):
+        return []
+    found: list[FieldError] = []
+    stack: list[tuple[tuple[str | int, ...], Any]] = [(prefix, parsed)]
+    while stack and len(found) < _HUGE_ERRORS_MAX:
+        loc, value = stack.pop()
+        if isinstance(value, _HugeInteger):
+            found.append(
+                {
+                    "loc": list(loc),
+                    "msg": f"an integer of {value.digits} digits is out of range",
+                    "type": "int_parsing_size",
+                    "input": f"an integer of {value.digits} digits",
+                }
+            )
+        elif isinstance(value, dict):
+            stack.extend(((*loc, k), v) for k, v in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend(((*loc, k), v) for k, v in reversed(list(enumerate(value))))
+    return found
 
 
 def canonical_json(request: PlanRequest) -> bytes:

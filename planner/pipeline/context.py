@@ -19,9 +19,10 @@ from planner.core.graph import (
     build_graph,
     sync_barriers,
 )
-from planner.core.models import Footprint, PlanRequest
+from planner.core.models import Diagnostic, Footprint, PlanRequest
 from planner.core.patterns import block_slice
 from planner.solvers.bounds import hazard_bound
+from planner.solvers.greedy import applicable
 
 __all__ = ["CAP_SETS_MAX", "Context", "build_context", "planned_sizes"]
 
@@ -36,6 +37,7 @@ class Context:
 
     req: PlanRequest
     heuristics: list[str] | None  # None: the default greedy portfolio
+    notes: list[Diagnostic]  # about the request as planned (a solver that does not apply)
     sizes: list[int]  # bytes planned per buffer: declared, or the per-block footprint
     footprints: list[Footprint]
     existing: list[int]  # the request's barriers, sorted
@@ -77,6 +79,7 @@ def build_context(req: PlanRequest, heuristics: list[str] | None, spare: float) 
     aliasing = patterned and len(req.buffers) <= ALIAS_MAX_BUFFERS and req.options.sync != "none"
     owners = Owners(req, existing, shrunk) if aliasing else None
     reference = build_graph(req, sizes=sizes)
+    heuristics, notes = _applicable(req, reference, heuristics)
     before, after = access_bounds(req)
     # The graph is exact unless aliases are possible, or a buffer's first access comes after
     # a barrier point inside its lifetime (the graph then keeps it from bytes that barrier
@@ -90,6 +93,7 @@ def build_context(req: PlanRequest, heuristics: list[str] | None, spare: float) 
     return Context(
         req=req,
         heuristics=heuristics,
+        notes=notes,
         sizes=sizes,
         footprints=footprints,
         existing=existing,
@@ -101,6 +105,26 @@ def build_context(req: PlanRequest, heuristics: list[str] | None, spare: float) 
         exact=exact,
         spare=spare,
     )
+
+
+def _applicable(
+    req: PlanRequest, g: InterferenceGraph, heuristics: list[str] | None
+) -> tuple[list[str] | None, list[Diagnostic]]:
+    """The named heuristics that can plan the request; when none can (the skyline packs
+    no pinned buffer, nor more than ``SKYLINE_MAX_BUFFERS``), the default portfolio and a
+    diagnostic, as on the unrolled route. Every graph an attempt plans on has these pins
+    and at most these buffers, so what applies here applies there."""
+    if heuristics is None or any(applicable(g, h) for h in heuristics):
+        return heuristics, []
+    pinned = [b.id for b in req.buffers if b.offset is not None]
+    why = f"buffer {pinned[0]!r} is pinned" if pinned else f"{g.n} buffers are too many for it"
+    note = Diagnostic(
+        level="warning",
+        code="solver_not_applicable",
+        message=f"solver {req.options.solver!r} cannot plan this request ({why}); it was "
+        "planned by the default greedy portfolio",
+    )
+    return None, [note]
 
 
 def _hazard_bound(

@@ -18,7 +18,7 @@ MAX_DIAGNOSTICS = 50
 def diagnostics(ctx: Context, attempt: Attempt, status: Status, chosen: bool) -> list[Diagnostic]:
     req, g = ctx.req, ctx.reference
     arena = attempt.arena
-    notes: list[Diagnostic] = []
+    notes: list[Diagnostic] = list(ctx.notes)
     capacity = req.effective_capacity
     if status == "infeasible" and attempt.result.infeasible is not None:
         assert capacity is not None

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.core.arrays import distinct
+from planner.core.errors import RequestError
 from planner.core.graph import build_graph
 from planner.core.models import Barriers, Diagnostic, Launch, Plan, PlanRequest
 from planner.core.program import build_program
@@ -241,8 +242,12 @@ def plan_with_spill(request: PlanRequest, base: Plan, plan_fn: PlanFn) -> Plan:
     share = request.options.time_limit / (SINGLE_ROUNDS + 3)  # s, per replan
     singles = SINGLE_ROUNDS if len(request.buffers) <= SINGLE_ROUNDS_MAX_BUFFERS else 0
     shared = base
+    reserved: list[int] = []
     if spilled:
-        shared = plan_fn(_subrequest(request, spilled, keep=True, time_limit=share))
+        reserved = _reserved(request, spilled)
+        shared = plan_fn(
+            _subrequest(request, spilled, keep=True, time_limit=share, reserved=reserved)
+        )
     for round_ in range(singles + 1):
         if shared.status in _FITS:
             break
@@ -257,13 +262,42 @@ def plan_with_spill(request: PlanRequest, base: Plan, plan_fn: PlanFn) -> Plan:
         if round_ < singles:
             above = [min(above, key=lambda i: (costs[i], i))]
         spilled.update(above)
-        shared = plan_fn(_subrequest(request, spilled, keep=True, time_limit=share))
+        reserved = _reserved(request, spilled)
+        shared = plan_fn(
+            _subrequest(request, spilled, keep=True, time_limit=share, reserved=reserved)
+        )
     if shared.status not in _FITS:
         return _cannot_spill(base, capacity)
+    inserted = sorted({*shared.barriers.inserted, *reserved})
     workspace = plan_fn(
-        _subrequest(request, spilled, keep=False, time_limit=share, inserted=shared.barriers)
+        _subrequest(request, spilled, keep=False, time_limit=share, inserted=inserted)
     )
-    return _merge(request, base, shared, workspace, spilled, costs, choice)
+    return _merge(request, base, shared, workspace, spilled, costs, choice, reserved)
+
+
+def _reserved(request: PlanRequest, spilled: set[int]) -> list[int]:
+    """Under sync "insert" with ``max_new_barriers``, on a request with loops, branches or
+    ranges: the new barriers the spilled buffers' reuses of their own bytes need whatever
+    the placement. The cap bounds the new barriers of both arenas together, so these are
+    set aside before the shared arena spends the rest, and the workspace is planned on
+    them and the shared arena's with no new barrier of its own."""
+    opts = request.options
+    cap = opts.max_new_barriers
+    if not request.has_control_flow or opts.sync != "insert" or not cap:
+        return []
+    from planner.pipeline.unrolled import own_reuse_barriers
+
+    workspace = _subrequest(request, spilled, keep=False, time_limit=opts.time_limit)
+    points = own_reuse_barriers(workspace)
+    if len(points) > cap:
+        raise RequestError.field(
+            ("options", "max_new_barriers"),
+            f"the spilled buffers need at least {len(points)} new barriers for reusing their "
+            f"own bytes (at points {points}); max_new_barriers is {cap}",
+            "too_few_barriers",
+            cap,
+        )
+    return points
 
 
 def _subrequest(
@@ -272,22 +306,28 @@ def _subrequest(
     *,
     keep: bool,
     time_limit: float,
-    inserted: Barriers | None = None,
+    inserted: list[int] | None = None,
+    reserved: Sequence[int] = (),
 ) -> PlanRequest:
     """The kept buffers (``keep``) for shared memory, or the spilled ones for the workspace.
 
     The workspace has no capacity and needs no new barrier: under sync "existing" and
-    "insert" it relies on the shared plan's barriers; under "none" the caller's again.
+    "insert" it relies on the shared plan's barriers (``inserted``, the ``reserved`` ones
+    among them); under "none" the caller's again. The shared arena gets the ``reserved``
+    barriers as its own and the rest of the cap.
     """
     bufs = [b for i, b in enumerate(request.buffers) if (i in spilled) != keep]
     horizon = max((b.end for b in bufs), default=0)
     opts = request.options
     barriers = list(request.barriers)
     update: dict[str, object] = {"overflow": "error", "time_limit": time_limit}
-    if not keep and opts.sync != "none":
-        assert inserted is not None
-        barriers = sorted(set(barriers) | set(inserted.inserted))
-        if request.has_control_flow and opts.sync == "insert":
+    if keep and reserved:
+        assert opts.max_new_barriers is not None
+        barriers = sorted({*barriers, *reserved})
+        update["max_new_barriers"] = opts.max_new_barriers - len(reserved)
+    if not keep and opts.sync != "none" and inserted is not None:
+        barriers = sorted(set(barriers) | set(inserted))
+        if request.has_control_flow and opts.sync == "insert" and opts.max_new_barriers is None:
             # A spilled buffer in a loop body reuses its own bytes across the back edge: the
             # workspace may need barriers the shared plan did not (counted in the plan).
             update.update(max_new_barriers=None)
@@ -317,6 +357,7 @@ def _merge(
     spilled: set[int],
     costs: list[int],
     choice: SpillChoice,
+    reserved: list[int],
 ) -> Plan:
     where = {p.id: p for p in shared.placements}
     where.update({p.id: p.model_copy(update={"memory": "global"}) for p in workspace.placements})
@@ -338,7 +379,7 @@ def _merge(
         f"{how} that brings the live bytes within it{why}: {_names(ids)}",
     )
     required = sorted(set(shared.barriers.required) | set(workspace.barriers.required))
-    inserted = sorted(set(shared.barriers.inserted) | set(workspace.barriers.inserted))
+    inserted = sorted({*shared.barriers.inserted, *workspace.barriers.inserted, *reserved})
     counts: dict[str, int] = {}
     if request.has_control_flow:
         points = set(base.barriers.existing) | set(inserted)
@@ -367,6 +408,8 @@ def _merge(
             "solver": shared.solver,
             "diagnostics": [note, *shared.diagnostics],
             "certificate": None,
+            # Each arena's thread-local aliases: the base plan's placed every buffer in one.
+            "aliases": sorted([*shared.aliases, *workspace.aliases]),
         }
     )
 

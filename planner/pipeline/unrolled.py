@@ -50,7 +50,7 @@ from planner.pipeline.unrolled_stab import SEARCH_NODES, Choice, choose, greedy
 from planner.solvers.edges import EDGE_HEURISTICS, EXACT_MAX_BUFFERS, ExplicitGraph, exact_pairs
 from planner.solvers.edges import fits as greedy_fits
 
-__all__ = ["plan_unrolled"]
+__all__ = ["own_reuse_barriers", "plan_unrolled"]
 
 I64 = npt.NDArray[np.int64]
 EXACT_SHARE = 0.5  # of the time limit: CP-SAT on the pairs, when greedy leaves a gap
@@ -95,6 +95,40 @@ def _events(req: PlanRequest) -> list[int]:
         for s, e in br.arms:
             points.update((s, e))
     return sorted(points)
+
+
+def _allowed(req: PlanRequest, events: list[int]) -> list[int]:
+    """Points where sync "insert" may add a barrier: the candidates, else every event, less
+    the request's barriers."""
+    pool = req.options.barrier_candidates
+    return sorted(set(events if pool is None else pool) - set(req.barriers))
+
+
+def _own_reuses(prog: Program, al: PieceAliases) -> Mask:
+    """Per hazard: a buffer reusing its own bytes where rule (b) does not let it go."""
+    h = prog.hazards
+    own: Mask = h.a == h.b
+    if al.active:
+        own &= ~al.same_offset()
+    return own
+
+
+def _mandatory(
+    prog: Program, own_reuse: Mask, allowed: list[int], existing: list[int]
+) -> list[int]:
+    """New barriers the buffers' own reuses need whatever the placement: fewest, then
+    cheapest (greedy: the plan's barriers are chosen again, exactly, for its placement)."""
+    return sorted(set(greedy(prog, own_reuse, allowed, existing)) - set(existing))
+
+
+def own_reuse_barriers(req: PlanRequest) -> list[int]:
+    """The new barriers that ``plan_unrolled`` under sync "insert" inserts for the buffers'
+    reuses of their own bytes whatever the placement (at the allowed points)."""
+    prog = build_program(req)
+    sizes, _ = planned_sizes(req)
+    existing = sorted(set(req.barriers))
+    allowed = _allowed(req, _events(req))
+    return _mandatory(prog, _own_reuses(prog, PieceAliases(req, prog, sizes)), allowed, existing)
 
 
 def _unprotected(
@@ -208,23 +242,15 @@ def plan_unrolled(req: PlanRequest) -> Plan:
             bound, peak_at = held[0], (held[1], held[2])
         chosen = _finish(req, prog, sizes, live | pairs, bound, heuristics, existing, [], [], al)
     else:
-        allowed = (
-            events if opts.barrier_candidates is None else sorted(set(opts.barrier_candidates))
-        )
-        allowed = sorted(set(allowed) - set(existing))
+        allowed = _allowed(req, events)
         # Reuses no allowed point protects (candidates; or a later buffer whose first point
         # opens an arm it covers whole, so the barrier before it would be in that arm only).
         never, own = _unprotected(prog, [*existing, *allowed], al)
         if own:
             where = None if opts.barrier_candidates is None else ("options", "barrier_candidates")
             raise _own_race(req, prog, own[0], where)
-        # Barriers a buffer's own reuses need whatever the placement: fewest, then cheapest.
-        h = prog.hazards
-        own_reuse = h.a == h.b
-        if al.active:
-            own_reuse &= ~al.same_offset()
-        # (greedy: the plan's barriers are chosen again, exactly, for its placement)
-        mandatory = sorted(set(greedy(prog, own_reuse, allowed, existing)) - set(existing))
+        own_reuse = _own_reuses(prog, al)
+        mandatory = _mandatory(prog, own_reuse, allowed, existing)
         cap = opts.max_new_barriers
         if cap is not None and len(mandatory) > cap:
             raise RequestError.field(

@@ -64,6 +64,9 @@ BLOCK_VARS = {"blockIdx.x": 0, "blockIdx.y": 1, "blockIdx.z": 2}
 MAX_BLOCK = (1024, 1024, 64)  # CUDA's per-dimension block limits; 1024 threads in all
 MAX_GRID = ((1 << 31) - 1, 65535, 65535)
 
+MAX_NAME = 64  # characters of a loop or index variable's name
+VarName = Annotated[str, Field(max_length=MAX_NAME)]
+
 SyncPolicy = Literal["existing", "insert", "none"]
 _Errors = Errors
 
@@ -129,18 +132,19 @@ class Access(BaseModel):
             "Element width in bytes (1 to 256); element i covers bytes [i*bytes, (i+1)*bytes)."
         ),
     )
-    index: dict[str, int] | None = Field(  # var -> coefficient, in elements
+    index: dict[VarName, int] | None = Field(  # var -> coefficient, in elements
         default=None,
         description=(
             "Element index as {variable: coefficient}: sum(coeff * var) + offset, in elements. "
             "Variables:\n"
-            "threadIdx.x|y|z, blockIdx.x|y|z, or a name in loops. Give index or threads, not both."
+            "threadIdx.x|y|z, blockIdx.x|y|z, or a name in loops (at most 64 characters). Give "
+            "index or\nthreads, not both."
         ),
     )
     offset: int = Field(  # elements
         default=0, description="Constant added to the element index, in elements. Default 0."
     )
-    loops: dict[str, Annotated[int, Field(ge=1, le=1 << 30)]] = Field(
+    loops: dict[VarName, Annotated[int, Field(ge=1, le=1 << 30)]] = Field(
         default_factory=dict,
         description=(
             "Extent of each loop variable the index uses: {name: iterations}. Default none."
@@ -220,7 +224,8 @@ class Buffer(BaseModel):
             "byte from start to end - 1."
         ),
     )
-    dtype: str | None = Field(  # element type for the emitters; None: bytes
+    dtype: Annotated[str, Field(json_schema_extra={"enum": [*DTYPES]})] | None = Field(
+        # element type for the emitters; None: bytes
         default=None,
         description='Element type for the emitted CUDA/MLIR pointers (e.g. "f16"). Default: bytes.',
     )
@@ -466,7 +471,7 @@ class PlanRequest(BaseModel):
         max_length=256,
         description='Name of the kernel, echoed in the plan. Default "kernel".',
     )
-    target: str | None = Field(
+    target: Annotated[str, Field(json_schema_extra={"enum": [*TARGETS]})] | None = Field(
         default=None,
         description=(
             "Device profile (sm_70, sm_75, sm_80, sm_86, sm_89, sm_90): its per-block shared "
@@ -715,9 +720,19 @@ class PlanRequest(BaseModel):
     def _check_accesses(self, errors: _Errors) -> None:
         for i, b in enumerate(self.buffers):
             for k, access in enumerate(b.accesses):
-                if access.index is None:
-                    continue
                 loc: Loc = ("buffers", i, "accesses", k)
+                if access.index is None:
+                    if access.bytes > b.size:
+                        # A broadcast touches the buffer's whole elements; with none, the
+                        # access would claim bytes the buffer does not have.
+                        errors.add(
+                            (*loc, "bytes"),
+                            "access_outside_buffer",
+                            f"a broadcast of {access.bytes}-byte elements is wider than buffer "
+                            f"{b.id!r} of {b.size} bytes",
+                            access.bytes,
+                        )
+                    continue
                 lo = hi = access.offset  # element index range
                 complete = True
                 for var, coeff in access.index.items():
