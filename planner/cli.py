@@ -543,11 +543,44 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     serve = getattr(api, "serve", None)
     if serve is None:
         return fail("serve: this installation's api package has no serve()")
-    if args.loop is None:
-        serve(args.host, args.port)  # the environment's loop (PLANNER_LOOP), else auto
-    else:
-        serve(args.host, args.port, loop=args.loop)
+    taken = _port_taken(args.host, args.port)
+    if taken is not None:
+        return fail(f"serve: cannot listen on {taken}; give another --port or stop what uses it")
+    try:
+        if args.loop is None:
+            serve(args.host, args.port)  # the environment's loop (PLANNER_LOOP), else auto
+        else:
+            serve(args.host, args.port, loop=args.loop)
+    except SystemExit as exc:  # the server could not start (uvicorn exits 3)
+        if exc.code in (None, 0):
+            return EXIT_OK
+        print(f"planner: serve: the server stopped on start-up (code {exc.code})", file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_OK
+
+
+def _port_taken(host: str | None, port: int | None) -> str | None:
+    """``HOST:PORT (why)`` when nothing can listen there now, else None (the server's own
+    settings are used for what is not given)."""
+    import socket
+
+    from planner.api.settings import environment_settings
+
+    settings = environment_settings()
+    host = host if host is not None else settings.host
+    port = port if port is not None else settings.port
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        return f"{host}:{port} ({exc.strerror or exc})"
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            return f"{host}:{port} ({exc.strerror or exc})"
+    return None
 
 
 def _buffer_range(text: str) -> tuple[int, int]:
@@ -570,15 +603,17 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 
 def _cmd_warm(args: argparse.Namespace) -> int:
+    from planner.core._jit import warming
     from planner.pipeline.warm import ensure_warm, warm_up_requests
 
     t0 = time.perf_counter()
+    warming()
     requests = warm_up_requests()
     ensure_warm(planner.plan)
-    solvers = ", ".join(sorted({str(r["options"]["solver"]) for r in requests}))
+    solvers = ", ".join(sorted({"greedy", *(str(r["options"]["solver"]) for r in requests)}))
     missing = "" if available("exact") else f"; CP-SAT is not installed ({install_hint('exact')})"
     print(
-        f"planner: warm: compiled and loaded greedy, {solvers} in "
+        f"planner: warm: compiled and loaded {solvers} in "
         f"{time.perf_counter() - t0:.1f} s{missing}",
         file=sys.stderr,
     )

@@ -297,6 +297,14 @@ def _numba_version() -> str:
         return "unknown"
 
 
+_WARMING = [False]  # True while ``planner warm`` runs: no advice to run it
+
+
+def warming() -> None:
+    """Say that ``planner warm`` is compiling: the compile notes leave out their advice."""
+    _WARMING[0] = True
+
+
 def announce(part: str) -> None:
     """Before the first run in a process of one part's compiled code (``"core"``, an exact
     method): say on stderr when that run will compile its kernels (the first run after an
@@ -313,10 +321,9 @@ def announce(part: str) -> None:
             f"compiling them in memory, ~{COMPILE_SECONDS} s per process"
         )
     else:
-        note = (
-            f"planner: compiling planner kernels ({part}), once, up to ~{COMPILE_SECONDS} s; "
-            "'planner warm' does it ahead of time"
-        )
+        advice = "" if _WARMING[0] else "; 'planner warm' does it ahead of time"
+        note = f"planner: compiling planner kernels ({part}), once, up to ~{COMPILE_SECONDS} s"
+        note += advice
     print(note, file=sys.stderr, flush=True)
     if stamp is not None:
         with contextlib.suppress(OSError):  # a read-only cache: the next run says it again
