@@ -80,6 +80,7 @@ class Service:
                 settings.solver_pool,
                 initializer=warm_up,
                 pin=settings.pin_workers,
+                max_rss=settings.worker_max_rss,
             ),
             cache=PlanCache(settings.cache_size, settings.cache_bytes),
             metrics=Metrics(),

@@ -42,6 +42,10 @@ class Settings(BaseSettings):
     # Each solver process runs on its share of the cores, so that a large request's threads
     # cannot take the cores the others answer small requests on (plans do not depend on it).
     pin_workers: bool = True
+    # Bytes a solver process may keep resident after a job: past it, it returns freed memory
+    # to the system and, if still past it, exits after answering and a fresh one takes its
+    # place (a warm worker is about 250 MB). 0: never. Not for the "threads" pool.
+    worker_max_rss: int = Field(default=1 << 30, ge=0)
     # Requests waiting for a worker: at 200 requests/s, 256 absorb a 1 s solve without a 503.
     queue_size: int = Field(default=256, ge=0)
     request_timeout: float = Field(default=60.0, gt=0)  # s a request may wait and run, else 503
