@@ -6,17 +6,16 @@ access-enumeration budget of the emulator."""
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from planner.core.errors import RequestError
 from planner.core.models import Plan, PlanRequest
-from planner.core.models.request import BLOCK_VARS
+from planner.validators.cost import EmulationCost, emulation_cost
+from planner.validators.emulator import DEFAULT_MAX_BLOCKS
 
 __all__ = [
     "EMULATION_MAX_SPAN",
-    "access_instances",
     "buffers_at_least",
     "cap_time_limit",
     "check_buffer_count",
@@ -112,44 +111,27 @@ def cap_time_limit(request: PlanRequest, max_time_limit: float) -> PlanRequest:
     return request.model_copy(update={"options": options})
 
 
-def access_instances(request: PlanRequest) -> int:
-    """How many (thread, block, loop iteration) accesses emulating the request enumerates.
-
-    A broadcast (``"threads": "all"``) touches every element of its buffer from every thread;
-    the emulator stands two threads (the smallest and the largest) for all of them, so it
-    counts those threads times the bytes of the elements: its cost grows with the buffer's
-    size, which a small request can make large. A buffer without accesses is emulated with
-    the synthetic pattern, one write and one read of each of its elements.
-    """
-    threads = math.prod(request.block or [1])
-    blocks = math.prod(request.grid or [1])
-    total = 0
-    for buffer in request.buffers:
-        if not buffer.accesses:
-            # The synthetic pattern (planner.validators.program): every element written at
-            # the buffer's start and read at its end, spread over the threads.
-            width = 4 if buffer.size % 4 == 0 else 1  # bytes, as the synthetic pattern has it
-            total += 2 * threads * -(-(buffer.size // width) // threads)
-            continue
-        for access in buffer.accesses:
-            if access.index is None:
-                total += min(threads, 2) * (buffer.size // access.bytes * access.bytes)
-                continue
-            uses_blocks = any(v in BLOCK_VARS for v in access.index)
-            total += threads * (blocks if uses_blocks else 1) * math.prod(access.loops.values())
-    return total
-
-
-def check_emulation_budget(request: PlanRequest, budget: int) -> None:
-    """Raise ``RequestError`` at ``emulate`` when emulation would pass the budget."""
-    count = access_instances(request)
-    if count > budget:
+def check_emulation_budget(request: PlanRequest, plan: Plan, budget: int) -> EmulationCost:
+    """Raise ``RequestError`` at ``emulate`` when emulating ``plan`` may cost more than
+    ``budget`` units (``validators.cost``: (thread, byte) accesses over every path of the
+    control flow and every emulated block, an upper bound); else the cost."""
+    cost = emulation_cost(request, plan, DEFAULT_MAX_BLOCKS)
+    if cost.total > budget:
+        share = ""
+        if cost.costliest:
+            share = (
+                f"; the accesses of buffer {cost.costliest!r} cost {cost.costliest_units} of them"
+            )
         raise RequestError.field(
             ("emulate",),
-            f"emulating this request enumerates {count} accesses, over the limit of {budget}",
+            f"emulating this request may enumerate {cost.total} (thread, byte) accesses over "
+            f"{cost.paths} path{'s' if cost.paths != 1 else ''} of its control flow and "
+            f"{cost.blocks} block{'s' if cost.blocks != 1 else ''}, over the limit of {budget} "
+            f"(PLANNER_MAX_ACCESS_INSTANCES){share}",
             "emulation_budget_exceeded",
             True,
         )
+    return cost
 
 
 def check_emulation_span(request: PlanRequest, plan: Plan, limit: int = EMULATION_MAX_SPAN) -> None:

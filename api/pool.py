@@ -67,9 +67,11 @@ class SolverPool:
         kind: PoolKind = "threads",
         initializer: Callable[[], None] | None = None,
         pin: bool = True,
+        max_rss: int = 0,
     ) -> None:
         self.workers = workers
         self.pin = pin  # worker processes each on their share of the cores
+        self.max_rss = max_rss  # bytes a worker process may keep after a job (0: no limit)
         self.kind = kind
         self.capacity = workers + queue_size  # jobs running or waiting
         self._initializer = initializer  # run once in each worker process
@@ -89,7 +91,9 @@ class SolverPool:
         """Start every worker now (processes take a second to import and warm up)."""
         if self.kind == "processes":
             if self._processes is None:
-                self._processes = ProcessWorkers(self.workers, self._initializer, self.pin)
+                self._processes = ProcessWorkers(
+                    self.workers, self._initializer, self.pin, max_rss=self.max_rss
+                )
             await self._processes.all_ready(START_SECONDS)
 
     async def run(
@@ -139,7 +143,9 @@ class SolverPool:
     ) -> T | _Failure:
         try:
             if self._processes is None:
-                self._processes = ProcessWorkers(self.workers, self._initializer, self.pin)
+                self._processes = ProcessWorkers(
+                    self.workers, self._initializer, self.pin, max_rss=self.max_rss
+                )
             workers = self._processes
             job = workers.submit(_guarded, (fn, *args), self._release, large)
         except BaseException:

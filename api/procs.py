@@ -18,15 +18,24 @@ caller gives it up (``abandon``): a waiting job is dropped, a running one's work
 
 A worker exits when its socket closes (the server shut down or was killed, or gave up its
 job) and, while it runs a job, within ``PARENT_POLL`` seconds of its server's death.
+
+A job that grew its worker does not leave the memory behind: after each job a worker whose
+resident memory passes ``max_rss`` collects garbage and hands freed heap back to the system
+(glibc's ``malloc_trim``); if it still passes, it says so in its answer and exits, and the
+pool starts a replacement at once and gives the retiring worker no further job. The answer
+itself is delivered like any other.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import gc
 import multiprocessing
 import os
 import pickle
+import platform
 import signal
 import socket
 import threading
@@ -39,7 +48,14 @@ from typing import Any
 
 from planner.api.frames import Channel, recv_frame, send_frame
 
-__all__ = ["Job", "ProcessWorkers", "WorkerDiedError", "core_shares"]
+__all__ = [
+    "Job",
+    "ProcessWorkers",
+    "WorkerDiedError",
+    "core_shares",
+    "resident_bytes",
+    "shrinks_below",
+]
 
 PARENT_POLL = 0.5  # s between a worker's checks that its server is still there
 KILL_GRACE = 0.5  # s a stopped worker has to exit after SIGTERM before SIGKILL
@@ -60,6 +76,33 @@ def _watch_parent(parent: int) -> None:
     os._exit(0)  # the server is gone: nobody will read an answer
 
 
+def resident_bytes() -> int:
+    """This process's resident memory now, in bytes (0 where the system does not say)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _trim_heap() -> None:
+    """Give the heap's free pages back to the system (glibc; elsewhere nothing)."""
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def shrinks_below(max_rss: int) -> bool:
+    """Whether this process's resident memory is (or, after a garbage collection and a heap
+    trim, comes back) within ``max_rss`` bytes; always when ``max_rss`` is 0."""
+    if max_rss <= 0 or resident_bytes() <= max_rss:
+        return True
+    gc.collect()
+    _trim_heap()
+    return resident_bytes() <= max_rss
+
+
 def core_shares(count: int) -> list[frozenset[int]]:
     """The cores each of ``count`` workers may run on: the server's own cores split into
     ``count`` shares (as even as they go; one core each, round robin, when there are more
@@ -78,8 +121,10 @@ def _serve(
     parent: int,
     initializer: Callable[[], None] | None,
     cores: frozenset[int] = frozenset(),
+    max_rss: int = 0,
 ) -> None:
-    """A worker process: run each job received and send back its outcome, until EOF."""
+    """A worker process: run each job received and send back its outcome, until EOF, or
+    until a job leaves it above ``max_rss`` bytes resident (``shrinks_below``)."""
     # Ctrl-C reaches the whole process group: the server decides when its workers stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if cores:
@@ -107,15 +152,20 @@ def _serve(
             outcome: tuple[bool, Any] = (True, fn(*args))
         except Exception as exc:  # sent back and raised by the caller, as an executor does
             outcome = (False, exc)
+        del fn, args
+        retire = not shrinks_below(max_rss)  # the job's own objects are gone by now
         try:
-            data = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
+            data = pickle.dumps((*outcome, retire), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # an unpicklable result or exception
-            data = pickle.dumps((False, RuntimeError(f"unpicklable outcome: {exc!r}")))
+            failure = RuntimeError(f"unpicklable outcome: {exc!r}")
+            data = pickle.dumps((False, failure, retire))
         del outcome
         try:
             send_frame(sock, data)
         except OSError:
             return
+        if retire:
+            return  # the pool has started a replacement on reading the answer
 
 
 @dataclass(eq=False)
@@ -149,10 +199,12 @@ class ProcessWorkers:
     count: int
     initializer: Callable[[], None] | None = None
     pin: bool = True  # each worker runs on its share of the cores (core_shares)
+    max_rss: int = 0  # bytes a worker may keep resident after a job (0: no limit)
     loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.get_running_loop)
     _workers: list[_Worker] = field(init=False)
     _waiting: deque[Job] = field(init=False, default_factory=deque)
     _shares: list[frozenset[int]] = field(init=False)  # the cores of each worker
+    recycled: int = field(init=False, default=0)  # workers replaced for their memory
 
     def __post_init__(self) -> None:
         self._shares = core_shares(self.count) if self.pin else [frozenset()] * self.count
@@ -163,7 +215,7 @@ class ProcessWorkers:
         try:
             process = _SPAWN.Process(
                 target=_serve,
-                args=(theirs, os.getpid(), self.initializer, self._shares[index]),
+                args=(theirs, os.getpid(), self.initializer, self._shares[index], self.max_rss),
                 name="planner-solver",
                 daemon=True,
             )
@@ -243,13 +295,22 @@ class ProcessWorkers:
             self._dispatch()
             return
         job, worker.job = worker.job, None
+        try:
+            ok, value, retire = pickle.loads(frame)
+        except Exception as exc:  # an outcome that does not unpickle here
+            ok, value = False, RuntimeError(f"the worker's answer did not load: {exc!r}")
+            retire = False
+        del frame
+        if retire and worker in self._workers:
+            # It exits after this answer, too large to keep: its place goes to a fresh one
+            # now, so no job is sent to it.
+            index = self._workers.index(worker)
+            self._retire(worker)
+            self._workers[index] = self._spawn(index)
+            self.recycled += 1
         if job is not None:
             job.finish()
             if not job.future.done():
-                try:
-                    ok, value = pickle.loads(frame)
-                except Exception as exc:  # an outcome that does not unpickle here
-                    ok, value = False, RuntimeError(f"the worker's answer did not load: {exc!r}")
                 if ok:
                     job.future.set_result(value)
                 else:

