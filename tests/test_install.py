@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from importlib import metadata
@@ -172,15 +173,31 @@ def test_plan_takes_a_path_and_says_what_a_string_must_be() -> None:
     plan = planner.plan(EXAMPLE)
     assert planner.validate(json.loads(EXAMPLE.read_text()), plan).valid
     assert plan.model_dump_json() == planner.plan(EXAMPLE.read_text()).model_dump_json()
-    with pytest.raises(FormatError, match=r"pathlib\.Path"):
-        planner.plan(str(EXAMPLE))
+    assert plan.model_dump_json() == planner.plan(str(EXAMPLE)).model_dump_json()
+    with pytest.raises(FormatError, match=r"a file is planned by its path"):
+        planner.validate(str(EXAMPLE), plan)
 
 
-def test_warm_command(capsys: Capture) -> None:
+def test_warm_says_what_it_compiled_once_each(capsys: Capture) -> None:
     assert main(["warm"]) == 0
     err = capsys.readouterr().err
-    assert "planner: warm: compiled and loaded greedy" in err
-    assert "search" in err
+    assert "ahead of time" not in err  # no advice to run what is running
+    (line,) = [x for x in err.splitlines() if x.startswith("planner: warm: compiled and loaded")]
+    names = line.split("compiled and loaded ", 1)[1].split(" in ", 1)[0].split(", ")
+    assert "greedy" in names
+    assert "search" in names
+    assert len(names) == len(set(names))
+
+
+def test_serve_on_a_taken_address_is_one_line(capsys: Capture) -> None:
+    pytest.importorskip("uvicorn")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "--host", "127.0.0.1", "--port", str(port)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"planner: error: serve: cannot listen on 127.0.0.1:{port}")
 
 
 @pytest.mark.parametrize("which", ["request", "plan"])
