@@ -148,15 +148,19 @@ def test_global_and_unknown_placements_are_left_out() -> None:
     assert all(a.buffer in (0, 1) for s in program.steps for a in s.accesses)
 
 
-def test_no_block_means_one_thread() -> None:
+def test_no_block_means_more_than_one_thread() -> None:
     request = PlanRequest.model_validate(
         {"buffers": [{"id": "x", "size": 8, "start": 0, "end": 2}]}
     )
-    program = build_program(request, planner.plan(request))
-    assert program.block == (1, 1, 1)
-    assert program.threads == 1
+    plan = planner.plan(request)
+    assert planner.validate(request, plan).valid
+    program = build_program(request, plan)
+    assert program.block == (2, 1, 1)  # never one thread unless the request says so
+    assert program.threads == 2
     write = program.steps[0].accesses[0]
-    assert dict(write.loops) == {"i": 2}
+    assert dict(write.loops) == {"i": 1}  # two 4-byte elements, one per thread
+    one = request.model_copy(update={"block": [1, 1, 1]})
+    assert build_program(one, plan).threads == 1
 
 
 def test_footprint_rebases_accesses_onto_the_slice() -> None:
