@@ -43,7 +43,7 @@ check: lint layers typecheck
 test: check unit
 
 bench: $(VENV)/.installed-dev
-	$(BIN)/planner bench ../shared/benchmarks/minimalloc/*.csv --capacity 1048576
+	$(BIN)/planner bench benchmarks/minimalloc/[A-F].1048576.csv --capacity 1048576
 
 # Loopback load test on a fresh server: p50, p99, throughput and errors against the targets.
 load: $(VENV)/.installed-server

@@ -409,6 +409,25 @@ def format_table(results: Sequence[CaseResult]) -> str:
     return f"{format_columns(_COLUMNS, body)}\n{len(results) - failed} passed, {failed} failed"
 
 
+def format_json(results: Sequence[CaseResult]) -> str:
+    """``{"cases": [...], "passed": N, "failed": M}``: what the table shows, per case."""
+    cases = [
+        {
+            "name": r.name,
+            "buffers": r.buffers,
+            "status": r.status,
+            "arena_bytes": r.arena_bytes,
+            "checks": dict(r.checks),
+            "failures": list(r.failures),
+            "seconds": r.seconds,
+            "planned": r.planned,
+        }
+        for r in results
+    ]
+    failed = sum(not r.ok for r in results)
+    return json.dumps({"cases": cases, "passed": len(results) - failed, "failed": failed}, indent=2)
+
+
 def junit_xml(results: Sequence[CaseResult], suite: str, seconds: float) -> bytes:
     """JUnit XML: one ``testcase`` per request, a ``failure`` for each failed one."""
     failed = sum(not r.ok for r in results)
@@ -470,7 +489,7 @@ def command(args: argparse.Namespace) -> int:
         progress=None if args.quiet else Progress(len(cases), sys.stderr),
     )
     seconds = time.perf_counter() - t0
-    print(format_table(results))
+    print(format_json(results) if args.json else format_table(results))
     print(f"{len(results)} requests in {seconds:.1f} s", file=sys.stderr)
     if args.junit:
         try:

@@ -166,6 +166,9 @@ def _parser() -> _Parser:
         help="what to print: the plan as JSON (default), a CUDA C++ snippet, or MLIR",
     )
     p.add_argument("--svg", metavar="FILE", help="also write the memory map as SVG here")
+    p.add_argument(
+        "-q", "--quiet", action="store_true", help="no summary line on stderr (errors only)"
+    )
 
     v = sub.add_parser("validate", help="check a plan against its request")
     v.add_argument("request", metavar="REQUEST", help="request .json or .csv file")
@@ -189,8 +192,14 @@ def _parser() -> _Parser:
     c.add_argument("--plan", metavar="PLAN", help="plan .json whose offsets fill the CSV")
     _add_capacity(c)
 
-    sc = sub.add_parser("schema", help="print the JSON Schema of a request or a plan")
-    sc.add_argument("which", nargs="?", choices=["request", "plan"], default="request")
+    sc = sub.add_parser(
+        "schema",
+        help="print the JSON Schema of a request or a plan",
+        epilog="example: planner schema plan > plan.schema.json",
+    )
+    sc.add_argument(
+        "which", nargs="?", choices=["request", "plan"], default="request", help="default request"
+    )
 
     sub.add_parser(
         "warm",
@@ -198,9 +207,16 @@ def _parser() -> _Parser:
         "first request (image builds, make serve)",
     )
 
-    s = sub.add_parser("serve", help="start the HTTP service")
-    s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=_port, default=8000)
+    s = sub.add_parser(
+        "serve",
+        help="start the HTTP service",
+        description="Serve POST /plan, POST /validate, /healthz, /metrics and /docs; settings "
+        "come from PLANNER_* variables (README, 'The service in production').",
+        epilog="example: planner serve --port 8080, then curl -X POST localhost:8080/plan "
+        "-H 'content-type: application/json' --data @kernel.json",
+    )
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    s.add_argument("--port", type=_port, default=8000, help="default 8000")
     s.add_argument(
         "--loop",
         choices=["auto", "asyncio", "uvloop"],
@@ -230,7 +246,9 @@ def _parser() -> _Parser:
     b.add_argument(
         "--overlap", type=_overlap, default=0.01, help="fraction of buffers each one overlaps"
     )
-    b.add_argument("--seed", type=int, default=0)
+    b.add_argument(
+        "--seed", type=int, default=0, help="seed of the generated instances (default 0)"
+    )
     b.add_argument(
         "--family",
         choices=catalog.FAMILIES,
@@ -330,6 +348,7 @@ def _add_batch(sub: argparse._SubParsersAction[Any]) -> None:
         "--trials", type=positive_int, default=4, metavar="N", help="GPU launches per plan"
     )
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML here")
+    p.add_argument("--json", action="store_true", help="print the cases as JSON, not a table")
     p.add_argument("--jobs", type=positive_int, default=1, metavar="N", help="worker processes")
     p.add_argument(
         "--quiet",
@@ -348,7 +367,7 @@ def _add_selftest(sub: argparse._SubParsersAction[Any]) -> None:
         metavar="N",
         help="random requests besides the examples (default 24)",
     )
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the random requests and faults")
     p.add_argument(
         "--trials",
         type=positive_int,
@@ -456,7 +475,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         from planner.emit import EMITTERS
 
         _write(args.output, EMITTERS[args.emit](request, plan))
-    print(_summary(plan, seconds), file=sys.stderr)
+    if not args.quiet:
+        print(_summary(plan, seconds), file=sys.stderr)
     return EXIT_OK if plan.status in ("optimal", "feasible") else EXIT_FAILED
 
 

@@ -271,3 +271,16 @@ def test_quiet_prints_no_progress(tmp_path: Path, capsys: Capture) -> None:
     assert "[" not in captured.err  # no progress bar or per-tenth lines
     assert main(["batch", str(tmp_path)]) == 0
     assert "1/1" in capsys.readouterr().err
+
+
+def test_json_lists_every_case(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "k.json").write_text(json.dumps(TWO_PHASE))
+    (tmp_path / "bad.json").write_text('{"buffers": [{"id": "a"}]}')
+    assert main(["batch", str(tmp_path), "--json", "--quiet"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert (data["passed"], data["failed"]) == (1, 1)
+    by_name = {case["name"]: case for case in data["cases"]}
+    assert by_name["k.json"]["checks"] == {"static": "pass"}
+    assert by_name["k.json"]["arena_bytes"] == planner.plan(TWO_PHASE).arena_bytes
+    assert by_name["bad.json"]["status"] == "bad input"
+    assert by_name["bad.json"]["failures"]

@@ -427,3 +427,27 @@ def test_out_of_memory_is_one_line(
     assert main(["plan", str(request_json)]) == 1
     err = capsys.readouterr().err
     assert err == "planner: error: out of memory\n"
+
+
+def test_quiet_plan_prints_the_plan_and_no_summary(request_json: Path, capsys: Capture) -> None:
+    assert main(["plan", "-q", str(request_json)]) == 0
+    out, err = capsys.readouterr()
+    _checked(request_json, out)
+    assert "arena" not in err
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("serve", ["address to listen on", "default 8000", "example: planner serve"]),
+        ("schema", ["default request", "example: planner schema plan"]),
+        ("bench", ["seed of the generated instances"]),
+        ("selftest", ["seed of the random requests and faults"]),
+        ("generate", ["the first request's seed", "examples:"]),
+    ],
+)
+def test_commands_explain_their_flags(command: str, expected: list[str], capsys: Capture) -> None:
+    assert main([command, "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for words in expected:
+        assert words in text, words

@@ -12,7 +12,7 @@ from planner.core.csvio import csv_losses, load_request, read_csv, with_override
 from planner.core.errors import FormatError, RequestError
 from planner.core.models import PlanRequest
 
-BENCHMARKS = Path(__file__).resolve().parent / "data" / "minimalloc"
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks" / "minimalloc"
 
 SIMPLE = "id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\nb3,0,9,4\n"
 
