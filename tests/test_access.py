@@ -79,7 +79,8 @@ def _requests(draw: st.DrawFn) -> PlanRequest:
     extents = dict(zip(VARS[:5], [*block, *grid[:2]], strict=True))
     need = 1  # bytes
     for a in accesses:
-        if "index" not in a:
+        if "index" not in a:  # a broadcast: at least one whole element
+            need = max(need, a["bytes"])
             continue
         lo = hi = 0
         for v, c in a["index"].items():
