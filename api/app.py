@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from planner.api import web
+from planner.api.docs import add_body_schemas
 from planner.api.docs_ui import add_docs
 from planner.api.errors import register_exception_handlers
 from planner.api.hosts import HostGuard
@@ -97,6 +98,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(router)
     app.include_router(web.router)
     add_docs(app)
+    add_body_schemas(app)
     register_exception_handlers(app)
     logger = configure_access_log(settings.access_log)
     app.add_middleware(HostGuard, allowed=settings.allowed_hosts.split(","))

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from fastapi import FastAPI
+from pydantic import BaseModel
+
 from planner.api.errors import ErrorResponse
 from planner.api.service import CheckBody, EmitBody
 from planner.core.models import PlanRequest
 
 __all__ = [
+    "BODY_MODELS",
     "CHECK_BODY",
     "CHECK_PLAN_EXAMPLE",
     "CHECK_REQUEST_EXAMPLE",
@@ -20,39 +24,13 @@ __all__ = [
     "PLAN_BODY",
     "PLAN_EXAMPLE",
     "PLAN_RESPONSE_EXAMPLE",
+    "add_body_schemas",
+    "body_components",
     "check_responses",
     "emit_responses",
     "plan_responses",
     "simple_responses",
 ]
-
-
-def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
-    """The schema with every ``#/$defs/X`` replaced by X itself.
-
-    Embedded in an OpenAPI operation, ``#/$defs/...`` would resolve against the document root
-    and break /docs. A model that contains itself (a plan's ``pareto`` points hold plans) is
-    inlined once; inside itself it is described as an object of that title.
-    """
-    defs: dict[str, Any] = schema.get("$defs", {})
-
-    def resolve(node: Any, open_refs: frozenset[str]) -> Any:
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                name = ref.removeprefix("#/$defs/")
-                rest = {k: resolve(v, open_refs) for k, v in node.items() if k != "$ref"}
-                if name in open_refs:
-                    return {"type": "object", "title": name, **rest}
-                return {**resolve(defs[name], open_refs | {name}), **rest}
-            return {k: resolve(v, open_refs) for k, v in node.items() if k != "$defs"}
-        if isinstance(node, list):
-            return [resolve(v, open_refs) for v in node]
-        return node
-
-    title = schema.get("title")
-    result: dict[str, Any] = resolve(schema, frozenset({title} if title else ()))
-    return result
 
 
 # The example of docs/design.md, Wire format; tests plan it, so the docs never show a
@@ -169,7 +147,41 @@ CHECK_PLAN_EXAMPLE: dict[str, Any] = {
     "request_sha256": "aa0ee751dabfece164e3606a426e09ac720262ae0d72316b0d11fde8551b7c1e",
 }
 
-# The raw-read bodies: FastAPI cannot derive their schema, so it is declared here.
+# The raw-read bodies: FastAPI cannot derive their schema, so it is declared here, each a
+# named component (PlanRequest, CheckBody, EmitBody) beside the models it holds.
+BODY_MODELS: tuple[type[BaseModel], ...] = (PlanRequest, CheckBody, EmitBody)
+
+
+def _ref(model: type[BaseModel]) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{model.__name__}"}
+
+
+def body_components() -> dict[str, Any]:
+    """The schemas of the raw-read bodies and of every model they hold, by name, as
+    ``components/schemas`` holds them."""
+    out: dict[str, Any] = {}
+    for model in BODY_MODELS:
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        out.update(schema.pop("$defs", {}))
+        out[model.__name__] = schema
+    return out
+
+
+def add_body_schemas(app: FastAPI) -> None:
+    """Put ``body_components`` into the app's OpenAPI document (a component FastAPI already
+    made from a response model keeps its own schema)."""
+    made = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        document = made()
+        schemas = document.setdefault("components", {}).setdefault("schemas", {})
+        for name, schema in body_components().items():
+            schemas.setdefault(name, schema)
+        return document
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
 PLAN_BODY: dict[str, Any] = {
     "requestBody": {
         "required": True,
@@ -178,7 +190,7 @@ PLAN_BODY: dict[str, Any] = {
         "with 415.",
         "content": {
             "application/json": {
-                "schema": _inline_refs(PlanRequest.model_json_schema()),
+                "schema": _ref(PlanRequest),
                 "example": PLAN_EXAMPLE,
             }
         },
@@ -191,7 +203,7 @@ CHECK_BODY: dict[str, Any] = {
         "description": "A request, a plan for it, and whether to run the CPU emulator too.",
         "content": {
             "application/json": {
-                "schema": _inline_refs(CheckBody.model_json_schema()),
+                "schema": _ref(CheckBody),
                 "example": {
                     "request": CHECK_REQUEST_EXAMPLE,
                     "plan": CHECK_PLAN_EXAMPLE,
@@ -208,7 +220,7 @@ EMIT_BODY: dict[str, Any] = {
         "description": "A request and a plan of it; the plan must pass the static check.",
         "content": {
             "application/json": {
-                "schema": _inline_refs(EmitBody.model_json_schema()),
+                "schema": _ref(EmitBody),
                 "example": {"request": CHECK_REQUEST_EXAMPLE, "plan": CHECK_PLAN_EXAMPLE},
             }
         },

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from planner.core import errors as core_errors
 from planner.core.errors import (
@@ -56,16 +56,16 @@ BODY = "body"  # FastAPI's loc prefix for errors in the request body
 class ErrorDetail(BaseModel):
     """One error: where (``loc``), what (``msg``), its stable ``type``, and the bad value."""
 
-    loc: list[str | int]
-    msg: str
-    type: str
-    input: Any = None
+    loc: list[str | int] = Field(description='Where: the path to the field, "body" first.')
+    msg: str = Field(description="What is wrong, naming the value.")
+    type: str = Field(description="A stable code for the kind of error.")
+    input: Any = Field(default=None, description="The value at fault.")
 
 
 class ErrorResponse(BaseModel):
     """The body of every 4xx/5xx answer, as FastAPI writes request validation errors."""
 
-    detail: list[ErrorDetail]
+    detail: list[ErrorDetail] = Field(description="Every error found (the first 100).")
 
 
 def _field_errors(

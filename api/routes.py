@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from planner.api.body import read_body
 from planner.api.docs import (
@@ -38,6 +38,7 @@ from planner.api.service import (
 )
 from planner.api.settings import Settings
 from planner.client import CheckReport
+from planner.core.install import available
 from planner.core.io import request_sha256
 from planner.core.models import Plan, PlanRequest
 from planner.core.targets import STATIC_SMEM_LIMIT, TARGETS
@@ -68,29 +69,38 @@ async def get_settings(request: Request) -> Settings:
 ServiceDep = Annotated[Service, Depends(get_service)]
 
 
+EXTRAS = ("exact", "gpu", "compare")  # optional parts /healthz reports
+
+
 class Health(BaseModel):
     """Liveness answer."""
 
-    status: Literal["ok"] = "ok"
-    version: str
+    status: Literal["ok"] = Field(default="ok", description='Always "ok" when answered.')
+    version: str = Field(description="The installed version of the planner.")
+    extras: list[str] = Field(
+        description='Optional parts installed: "exact" (CP-SAT), "gpu" (the CUDA harness), '
+        '"compare" (the bench\'s side-by-side allocators).'
+    )
 
 
 class Target(BaseModel):
     """One device profile (docs/design.md, Device profiles); bytes unless named otherwise."""
 
-    name: str
-    devices: str
-    max_smem_per_block: int  # dynamic, with the opt-in attribute
-    smem_per_sm: int
-    reserved_per_block: int
-    max_blocks_per_sm: int
-    static_smem_limit: int  # above this a kernel needs dynamic smem and the opt-in
+    name: str = Field(description='The name a request\'s "target" gives, e.g. "sm_90".')
+    devices: str = Field(description="The devices of this profile.")
+    max_smem_per_block: int = Field(description="Dynamic shared memory per block, opt-in.")
+    smem_per_sm: int = Field(description="Shared memory per multiprocessor.")
+    reserved_per_block: int = Field(description="Bytes the system reserves per block.")
+    max_blocks_per_sm: int = Field(description="Resident blocks per multiprocessor at most.")
+    static_smem_limit: int = Field(
+        description="Above this a kernel needs dynamic shared memory and the opt-in."
+    )
 
 
 @router.get("/healthz", response_model=Health, responses=simple_responses())
 async def healthz() -> Health:
     """Liveness: the service answers, and which version it is."""
-    return Health(version=VERSION)
+    return Health(version=VERSION, extras=[x for x in EXTRAS if available(x)])
 
 
 @router.get("/targets", response_model=list[Target], responses=simple_responses())

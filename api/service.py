@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 import planner
 from planner.api.cache import PlanCache
@@ -126,9 +126,11 @@ class CheckBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    request: PlanRequest
-    plan: Plan
-    emulate: bool = False  # also run the CPU emulator on the kernel's accesses
+    request: PlanRequest = Field(description="The request the plan is for.")
+    plan: Plan = Field(description="The plan to check.")
+    emulate: bool = Field(
+        default=False, description="Also run the CPU emulator on the kernel's accesses."
+    )
 
 
 class EmitBody(BaseModel):
@@ -136,8 +138,8 @@ class EmitBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    request: PlanRequest
-    plan: Plan
+    request: PlanRequest = Field(description="The request the plan is for.")
+    plan: Plan = Field(description="The plan to print; it must pass the static check.")
 
 
 def parse_check(body: bytes | CheckBody, settings: Settings) -> CheckBody:

@@ -68,8 +68,8 @@ class EmulatorViolation(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    code: str
-    message: str
+    code: str = Field(description='What kind: "race", "clobbered", "too_many_paths", ...')
+    message: str = Field(description="The buffers, bytes, threads and points involved.")
 
 
 class EmulatorReport(BaseModel):
@@ -77,7 +77,9 @@ class EmulatorReport(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    violations: list[EmulatorViolation] = Field(default_factory=list)
+    violations: list[EmulatorViolation] = Field(
+        default_factory=list, description="Every problem the emulator saw; empty: none."
+    )
 
     @property
     def valid(self) -> bool:
@@ -90,9 +92,11 @@ class CheckReport(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    valid: bool  # every check that ran found nothing
-    static: ValidationReport
-    emulator: EmulatorReport | None = None  # None: not asked for
+    valid: bool = Field(description="Every check that ran found nothing.")
+    static: ValidationReport = Field(description="The static check's report.")
+    emulator: EmulatorReport | None = Field(
+        default=None, description="The CPU emulator's report; null when not asked for."
+    )
 
 
 # --- errors and retries -----------------------------------------------------------------------
@@ -191,13 +195,13 @@ def _targets(response: httpx.Response) -> dict[str, DeviceProfile]:
         raise UnexpectedResponseError(f"the service's targets are malformed: {exc}", 200) from None
 
 
-def _health(response: httpx.Response) -> dict[str, str]:
+def _health(response: httpx.Response) -> dict[str, Any]:
     if response.status_code != 200:
         raise error_for_status(response.status_code, response.content)
     body = response.json()
     if not isinstance(body, dict):
         raise UnexpectedResponseError("the service's health answer is not an object", 200)
-    return {str(k): str(v) for k, v in body.items()}
+    return {str(k): v for k, v in body.items()}
 
 
 class _Attempts:
@@ -304,8 +308,8 @@ class Client:
         content = _check_content(request, plan, emulate)
         return _read(self._send("POST", "/validate", content), CheckReport)
 
-    def health(self) -> dict[str, str]:
-        """The service's liveness answer: ``{"status": "ok", "version": ...}``."""
+    def health(self) -> dict[str, Any]:
+        """The service's liveness answer: ``{"status": "ok", "version": ..., "extras": [...]}``."""
         return _health(self._send("GET", "/healthz"))
 
     def emit(self, request: RequestLike, plan: PlanLike, kind: str = "cuda") -> str:
@@ -386,8 +390,8 @@ class AsyncClient:
         content = _check_content(request, plan, emulate)
         return _read(await self._send("POST", "/validate", content), CheckReport)
 
-    async def health(self) -> dict[str, str]:
-        """The service's liveness answer: ``{"status": "ok", "version": ...}``."""
+    async def health(self) -> dict[str, Any]:
+        """The service's liveness answer: ``{"status": "ok", "version": ..., "extras": [...]}``."""
         return _health(await self._send("GET", "/healthz"))
 
     def emit(self, request: RequestLike, plan: PlanLike, kind: str = "cuda") -> str:

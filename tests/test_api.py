@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import re
 from collections.abc import Iterator
@@ -317,7 +318,10 @@ def test_other_routes_keep_fastapi_validation_errors() -> None:
 def test_healthz(client: TestClient) -> None:
     response = client.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "version": version("alloc-planner")}
+    body = response.json()
+    assert body == {"status": "ok", "version": version("alloc-planner"), "extras": body["extras"]}
+    assert set(body["extras"]) <= {"exact", "gpu", "compare"}
+    assert ("exact" in body["extras"]) == (importlib.util.find_spec("ortools") is not None)
 
 
 def test_openapi_documents_plan(client: TestClient) -> None:
@@ -325,8 +329,10 @@ def test_openapi_documents_plan(client: TestClient) -> None:
     assert response.status_code == 200
     operation = response.json()["paths"]["/plan"]["post"]
     body = operation["requestBody"]["content"]["application/json"]
-    assert body["schema"]["additionalProperties"] is False
-    assert {"buffers", "barriers", "options"} <= set(body["schema"]["properties"])
+    schema = response.json()["components"]["schemas"]["PlanRequest"]
+    assert body["schema"] == {"$ref": "#/components/schemas/PlanRequest"}
+    assert schema["additionalProperties"] is False
+    assert {"buffers", "barriers", "options"} <= set(schema["properties"])
     assert body["example"] == PLAN_EXAMPLE
     # Inlined: a "#/$defs/..." ref would resolve against the document root and break /docs.
     assert "#/$defs/" not in json.dumps(response.json())

@@ -469,10 +469,14 @@ def test_emit_refuses_a_chunked_body_over_the_limit_as_it_streams() -> None:
 
 
 def test_emit_documents_its_body(client: TestClient) -> None:
-    operation = client.get("/openapi.json").json()["paths"]["/emit/{kind}"]["post"]
+    spec = client.get("/openapi.json").json()
+    operation = spec["paths"]["/emit/{kind}"]["post"]
     body = operation["requestBody"]["content"]["application/json"]
-    assert set(body["schema"]["required"]) == {"request", "plan"}
-    assert "buffers" in body["schema"]["properties"]["request"]["properties"]
+    assert body["schema"] == {"$ref": "#/components/schemas/EmitBody"}
+    schema = spec["components"]["schemas"]["EmitBody"]
+    assert set(schema["required"]) == {"request", "plan"}
+    assert schema["properties"]["request"]["$ref"] == "#/components/schemas/PlanRequest"
+    assert "buffers" in spec["components"]["schemas"]["PlanRequest"]["properties"]
     assert {"413", "415", "422", "500", "503"} <= set(operation["responses"])
     # The example as /docs shows it (FastAPI drops its nulls) is a body the service takes.
     example = body["example"]

@@ -3,6 +3,8 @@ request schema's example is a request that plans."""
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import pytest
@@ -53,12 +55,21 @@ def test_openapi_documents_the_request_fields() -> None:
     with TestClient(app) as client:
         spec = client.get("/openapi.json").json()
     body = spec["paths"]["/plan"]["post"]["requestBody"]["content"]["application/json"]
-    objects = _objects(body["schema"])
-    names = {name for obj in objects for name in obj["properties"]}
+    assert body["schema"] == {"$ref": "#/components/schemas/PlanRequest"}  # a named component
+    components = spec["components"]["schemas"]
+    names = {name for obj in _objects(components["PlanRequest"]) for name in obj["properties"]}
+    names |= {n for k in ("Buffer", "Access", "Options") for n in components[k]["properties"]}
     assert {"buffers", "time_limit", "accesses", "threads"} <= names
-    for obj in objects:
-        for name, prop in obj["properties"].items():
-            assert prop.get("description"), name
+    # Every field of every component says what it is (a bare reference: its component's
+    # description); every reference resolves.
+    for component, schema in components.items():
+        for obj in _objects(schema):
+            for name, prop in obj["properties"].items():
+                referred = set(prop) == {"$ref"} and components[prop["$ref"].rsplit("/")[-1]]
+                assert prop.get("description") or referred, f"{component}.{name}"
+    refs = re.findall(r"#/components/schemas/([\w.-]+)", json.dumps(spec))
+    assert refs
+    assert set(refs) <= set(components)
 
 
 def test_the_schema_example_plans() -> None:

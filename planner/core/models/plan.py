@@ -260,7 +260,9 @@ class ParetoPoint(_Model):
 
     arena_bytes: int = Field(description="Arena of this plan, in bytes.")
     new_barriers: int = Field(description="Barriers this plan inserts.")
-    plan: Plan  # the full plan, its own pareto list empty; described by Plan's docstring
+    # The whole plan of this trade-off, its own pareto empty. A description here would be
+    # copied onto every reference to Plan in the service's OpenAPI document.
+    plan: Plan
 
 
 class Plan(_Model):

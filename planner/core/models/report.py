@@ -33,10 +33,10 @@ class Violation(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    code: ViolationCode
-    message: str
-    buffers: list[str] = Field(default_factory=list)
-    point: int | None = None  # program point, where one applies
+    code: ViolationCode = Field(description="The kind of violation, a stable code.")
+    message: str = Field(description="What is wrong, naming buffers, bytes and points.")
+    buffers: list[str] = Field(default_factory=list, description="The buffers involved.")
+    point: int | None = Field(default=None, description="The program point, where one applies.")
 
 
 class ValidationReport(BaseModel):
@@ -44,6 +44,6 @@ class ValidationReport(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    valid: bool
-    violations: list[Violation] = Field(default_factory=list)
-    truncated: bool = False  # more violations exist than are listed
+    valid: bool = Field(description="No violation was found.")
+    violations: list[Violation] = Field(default_factory=list, description="Every violation.")
+    truncated: bool = Field(default=False, description="More violations exist than are listed.")
