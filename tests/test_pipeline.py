@@ -383,3 +383,20 @@ def test_sync_none_lists_the_barriers_the_caller_needs_whatever_the_candidates()
     assert plan.arena_bytes == 1
     assert plan.barriers.required == [2]
     assert plan.barriers.inserted == []
+
+
+def test_diagnostics_of_one_kind_are_one_note() -> None:
+    from planner.generate import random_request
+
+    request = random_request(60, overlap=0.05, seed=3, sync="insert")
+    plan = planner.plan(request)
+    assert planner.validate(request, plan).valid
+    inserted = plan.barriers.inserted
+    assert len(inserted) > 1
+    notes = [d for d in plan.diagnostics if d.code == "barrier_inserted"]
+    assert len(notes) == 1
+    assert notes[0].message.startswith(f"{len(inserted)} barriers inserted at points ")
+    named = notes[0].message.split("points ", 1)[1].split(" so that", 1)[0]
+    assert named.split(" and ")[0].split(", ") == [str(p) for p in inserted[:20]]
+    codes = [d.code for d in plan.diagnostics]
+    assert len(codes) == len(set(codes))

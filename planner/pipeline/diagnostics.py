@@ -3,6 +3,8 @@ and why, which buffers alias, what footprints saved, and what the access budgets
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from planner.core.access import budget_diagnostics
 from planner.core.models import Diagnostic, Status
 from planner.core.patterns import block_slice
@@ -69,22 +71,28 @@ def diagnostics(ctx: Context, attempt: Attempt, status: Status, chosen: bool) ->
                 else "planned on barrier-extended lifetimes to respect max_new_barriers",
             )
         )
-    for point in attempt.barriers.inserted:
+    inserted = attempt.barriers.inserted
+    if inserted:
+        many = len(inserted) > 1
         notes.append(
             Diagnostic(
                 level="info",
                 code="barrier_inserted",
-                message=f"barrier inserted at point {point} so that buffers can reuse bytes "
-                "freed before it",
+                message=f"{len(inserted)} barrier{'s' if many else ''} inserted at point"
+                f"{'s' if many else ''} {_listed(inserted)} so that buffers can reuse bytes "
+                f"freed before {'them' if many else 'it'}",
             )
         )
-    for a, b in attempt.aliases:
+    if attempt.aliases:
+        pairs = [f"{g.ids[b]} on {g.ids[a]}" for a, b in attempt.aliases]
+        many = len(pairs) > 1
         notes.append(
             Diagnostic(
                 level="info",
                 code="thread_local_alias",
-                message=f"{g.ids[b]} reuses bytes of {g.ids[a]} with no barrier: each shared "
-                "byte is touched by one and the same thread in both",
+                message=f"{len(pairs)} reuse{'s' if many else ''} with no barrier "
+                f"({_listed(pairs)}): each shared byte is touched by one and the same thread "
+                "in both",
             )
         )
     notes.extend(_footprint_notes(ctx))
@@ -97,6 +105,16 @@ def diagnostics(ctx: Context, attempt: Attempt, status: Status, chosen: bool) ->
             Diagnostic(level="info", code="truncated", message=f"{dropped} more notes omitted"),
         ]
     return notes
+
+
+LISTED = 20  # items a grouped note names before it counts the rest
+
+
+def _listed(items: Sequence[object]) -> str:
+    """The first ``LISTED`` items, comma-separated, then how many more."""
+    shown = ", ".join(str(x) for x in items[:LISTED])
+    rest = len(items) - LISTED
+    return f"{shown} and {rest} more" if rest > 0 else shown
 
 
 def _footprint_notes(ctx: Context) -> list[Diagnostic]:
