@@ -62,7 +62,6 @@ KILL_GRACE = 0.5  # s a stopped worker has to exit after SIGTERM before SIGKILL
 REAP_TRIES = 20  # checks, KILL_GRACE apart, that a killed worker is gone (then reaped)
 READY_POLL = 0.05  # s between checks that the workers are warm, at start-up
 JOIN_SECONDS = 1.0  # a stopping worker's grace at shutdown before it is terminated
-LARGE_JOB_NICE = 10  # added to the niceness of the workers that take large jobs
 # spawn: a fork of a process running an event loop and threads is unsafe.
 _SPAWN = multiprocessing.get_context("spawn")
 
@@ -123,16 +122,11 @@ def _serve(
     initializer: Callable[[], None] | None,
     cores: frozenset[int] = frozenset(),
     max_rss: int = 0,
-    nice: int = 0,
 ) -> None:
     """A worker process: run each job received and send back its outcome, until EOF, or
-    until a job leaves it above ``max_rss`` bytes resident (``shrinks_below``). ``nice`` is
-    added to its scheduling niceness (a worker for large jobs)."""
+    until a job leaves it above ``max_rss`` bytes resident (``shrinks_below``)."""
     # Ctrl-C reaches the whole process group: the server decides when its workers stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if nice:
-        with contextlib.suppress(OSError):
-            os.nice(nice)
     if cores:
         # Its share of the cores: every thread a job starts (the search's racing members,
         # the heuristics' pool, CP-SAT's) shares them, so one large request cannot take the
@@ -221,14 +215,7 @@ class ProcessWorkers:
         try:
             process = _SPAWN.Process(
                 target=_serve,
-                args=(
-                    theirs,
-                    os.getpid(),
-                    self.initializer,
-                    self._shares[index],
-                    self.max_rss,
-                    self._nice(index),
-                ),
+                args=(theirs, os.getpid(), self.initializer, self._shares[index], self.max_rss),
                 name="planner-solver",
                 daemon=True,
             )
@@ -243,12 +230,6 @@ class ProcessWorkers:
             self.loop, mine, lambda frame: self._answered(worker, frame), lambda: self._died(worker)
         )
         return worker
-
-    def _nice(self, index: int) -> int:
-        """Niceness added to worker ``index``: with two workers or more, every worker but the
-        first may take large jobs, and yields the CPU to the first (small jobs), to the
-        event loop and to every other process of normal priority when they contend."""
-        return LARGE_JOB_NICE if self.count > 1 and index > 0 else 0
 
     async def all_ready(self, timeout: float) -> None:
         """Wait until every worker is warm, at most ``timeout`` s."""
@@ -299,12 +280,8 @@ class ProcessWorkers:
         for job in list(self._waiting):
             if job.large and running_large >= large_cap:
                 continue
-            # A large job runs on a worker of lower priority (every one but the first).
-            workers = self._workers[1:] if job.large and len(self._workers) > 1 else self._workers
-            worker = next((w for w in workers if w.ready and w.job is None), None)
+            worker = next((w for w in self._workers if w.ready and w.job is None), None)
             if worker is None:
-                if job.large:
-                    continue  # its workers are busy: the small jobs behind it go first
                 return
             self._waiting.remove(job)
             running_large += job.large

@@ -406,25 +406,3 @@ def test_a_worker_within_its_memory_limit_stays() -> None:
     assert shrinks_below(0)  # no limit
     assert shrinks_below(1 << 50)
     assert not shrinks_below(1)  # no process fits in a byte, trimmed or not
-
-
-def _niceness() -> int:
-    return os.getpriority(os.PRIO_PROCESS, 0)
-
-
-def test_large_jobs_run_on_workers_that_yield_the_cpu() -> None:
-    from planner.api.procs import LARGE_JOB_NICE
-
-    async def scenario() -> tuple[int, int, int]:
-        pool = SolverPool(2, 8, "processes")
-        try:
-            await pool.start()
-            large = await pool.run(30, _niceness, large=True)
-            small = await pool.run(30, _niceness)
-            return large, small, _niceness()
-        finally:
-            pool.shutdown()
-
-    large, small, here = run_on("asyncio", scenario())
-    assert small == here  # the first worker keeps the server's priority
-    assert large == min(19, here + LARGE_JOB_NICE)
