@@ -630,7 +630,8 @@ def _cmd_warm(args: argparse.Namespace) -> int:
     warming()
     requests = warm_up_requests()
     ensure_warm(planner.plan)
-    solvers = ", ".join(sorted({"greedy", *(str(r["options"]["solver"]) for r in requests)}))
+    others = sorted({str(r["options"]["solver"]) for r in requests} - {"greedy"})
+    solvers = ", ".join(["greedy", *others])
     missing = "" if available("exact") else f"; CP-SAT is not installed ({install_hint('exact')})"
     print(
         f"planner: warm: compiled and loaded {solvers} in "
