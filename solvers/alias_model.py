@@ -33,7 +33,7 @@ from ortools.sat.python import cp_model
 
 from planner.core.clock import wall_limit
 from planner.solvers.cpsat import SEED
-from planner.solvers.exact import ExactResult, note_cpsat_cut
+from planner.solvers.exact import ExactResult, note_cpsat_run
 
 __all__ = ["AliasRules", "Guard", "solve_aliased"]
 
@@ -146,13 +146,7 @@ def solve_aliased(
     params.max_deterministic_time = DETERMINISTIC_PER_SECOND * time_limit
     params.max_time_in_seconds = wall_limit(time_limit)
     status = solver.solve(model)
-    note_cpsat_cut(
-        status in (cp_model.OPTIMAL, cp_model.INFEASIBLE),
-        solver.wall_time,
-        params.max_time_in_seconds,
-        solver.deterministic_time,
-        params.max_deterministic_time,
-    )
+    note_cpsat_run(solver, status in (cp_model.OPTIMAL, cp_model.INFEASIBLE))
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         # Infeasible below ``upper`` proves nothing about a capacity: ``upper`` is a plan's.
         return ExactResult("alias-model", None, None, floor, False, False)

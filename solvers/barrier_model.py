@@ -23,7 +23,7 @@ import numpy.typing as npt
 from ortools.sat.python import cp_model
 
 from planner.core.clock import wall_limit
-from planner.solvers.exact import note_cpsat_cut
+from planner.solvers.exact import note_cpsat_run
 
 __all__ = ["BarrierProblem", "BarrierSolution", "solve_barriers"]
 
@@ -158,13 +158,7 @@ def solve_barriers(
     params.max_deterministic_time = DETERMINISTIC_PER_SECOND * time_limit
     params.max_time_in_seconds = wall_limit(time_limit)  # the deterministic limit decides
     status = solver.solve(model)
-    note_cpsat_cut(
-        status in (cp_model.OPTIMAL, cp_model.INFEASIBLE),
-        solver.wall_time,
-        params.max_time_in_seconds,
-        solver.deterministic_time,
-        params.max_deterministic_time,
-    )
+    note_cpsat_run(solver, status in (cp_model.OPTIMAL, cp_model.INFEASIBLE))
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     offsets = np.asarray(

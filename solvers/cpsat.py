@@ -23,7 +23,7 @@ from ortools.sat.python import cp_model
 
 from planner.core.clock import wall_limit
 from planner.core.graph import InterferenceGraph
-from planner.solvers.exact import ExactResult, Progress, Stop, note_cpsat_cut
+from planner.solvers.exact import ExactResult, Progress, Stop, note_cpsat_run
 
 __all__ = ["DETERMINISTIC_PER_SECOND", "SEED", "solve_cpsat"]
 
@@ -176,13 +176,7 @@ def solve_cpsat(
     if stop is not None and not stop.attach(solver.stop_search):
         return ExactResult("cpsat", None, None, lower_bound, False, False)
     status = solver.solve(model, progress)
-    note_cpsat_cut(
-        status in (cp_model.OPTIMAL, cp_model.INFEASIBLE),
-        solver.wall_time,
-        params.max_time_in_seconds,
-        solver.deterministic_time,
-        params.max_deterministic_time,
-    )
+    note_cpsat_run(solver, status in (cp_model.OPTIMAL, cp_model.INFEASIBLE))
 
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         offsets = np.asarray(

@@ -22,7 +22,7 @@ import numpy.typing as npt
 from planner.core.arrays import distinct
 from planner.core.clock import wall_limit
 from planner.solvers._place import place
-from planner.solvers.exact import note_cpsat_cut
+from planner.solvers.exact import note_cpsat_run
 from planner.solvers.greedy import FITS, GreedyResult
 
 __all__ = ["EDGE_HEURISTICS", "EXACT_MAX_BUFFERS", "ExplicitGraph", "exact_pairs", "fits"]
@@ -173,13 +173,7 @@ def exact_pairs(
     # A hard cap only (``planner.core.clock``): the deterministic limit decides.
     params.max_time_in_seconds = max(0.01, wall_limit(time_limit))
     status = solver.solve(model)
-    note_cpsat_cut(
-        status in (cp_model.OPTIMAL, cp_model.INFEASIBLE),
-        solver.wall_time,
-        params.max_time_in_seconds,
-        solver.deterministic_time,
-        params.max_deterministic_time,
-    )
+    note_cpsat_run(solver, status in (cp_model.OPTIMAL, cp_model.INFEASIBLE))
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     offsets = np.asarray([int(solver.value(x)) for x in xs], dtype=np.int64)

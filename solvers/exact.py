@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -12,7 +13,15 @@ import numpy.typing as npt
 from planner.core.clock import note_cut
 from planner.core.graph import InterferenceGraph
 
-__all__ = ["ExactResult", "Progress", "Stop", "granularity", "note_cpsat_cut", "round_up"]
+__all__ = [
+    "ExactResult",
+    "Progress",
+    "Stop",
+    "granularity",
+    "note_cpsat_cut",
+    "note_cpsat_run",
+    "round_up",
+]
 
 I64 = npt.NDArray[np.int64]
 # Called as an exact method improves: (arena bytes of its best plan or None, bound bytes).
@@ -81,3 +90,16 @@ def note_cpsat_cut(finished: bool, seconds: float, cap: float, work: float, budg
     ``budget``)."""
     if not finished and seconds >= cap and work < budget:
         note_cut()
+
+
+def note_cpsat_run(solver: Any, finished: bool) -> None:
+    """``note_cpsat_cut`` for a CP-SAT solver that has run (``finished``: its status was
+    optimal or infeasible): its wall time and deterministic time against its limits."""
+    params = solver.parameters
+    note_cpsat_cut(
+        finished,
+        solver.wall_time,
+        params.max_time_in_seconds,
+        solver.deterministic_time,
+        params.max_deterministic_time,
+    )

@@ -14,7 +14,6 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 import planner
@@ -28,34 +27,17 @@ from planner.core.errors import RequestError
 from planner.core.io import parse_request
 from planner.core.models import Plan
 
+from .apps import spy_pool, threads_app
 from .samples import TWO_PHASE
 
 JSON = {"content-type": "application/json"}
 EMIT_BODY_EXAMPLE = EMIT_BODY["requestBody"]["content"]["application/json"]["example"]
 
 
-def _app(**settings: Any) -> FastAPI:
-    return create_app(Settings(solver_pool="threads", access_log=False, **settings))
-
-
 @pytest.fixture(scope="module")
 def client() -> Iterator[TestClient]:
-    with TestClient(_app()) as c:
+    with TestClient(threads_app()) as c:
         yield c
-
-
-def _spy_pool(app: FastAPI, monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    """Record every function the app hands to its solver pool."""
-    pool = app.state.service.pool
-    real = pool.run
-    calls: list[object] = []
-
-    async def run(timeout: float, fn: Any, *args: object, **options: Any) -> Any:
-        calls.append(fn)
-        return await real(timeout, fn, *args, **options)
-
-    monkeypatch.setattr(pool, "run", run)
-    return calls
 
 
 def _error(response: httpx.Response, status: int) -> dict[str, Any]:
@@ -91,8 +73,8 @@ def test_too_many_buffers_in_a_large_body_is_refused_before_the_pool(
     request = _many_buffers(3000)
     body = json.dumps(request).encode()
     assert len(body) > 64 << 10  # parsed by a worker, were it queued
-    app = _app(max_buffers=2000)
-    calls = _spy_pool(app, monkeypatch)
+    app = threads_app(max_buffers=2000)
+    calls = spy_pool(app, monkeypatch)
     with TestClient(app) as c:
         error = _error(c.post("/plan", content=body, headers=JSON), 422)
         assert app.state.service.pool.admitted == 0
@@ -119,8 +101,8 @@ def test_a_large_body_within_the_limit_is_planned(monkeypatch: pytest.MonkeyPatc
         ]
     body = json.dumps(request).encode()
     assert body.count(b'"id"') > 1500
-    app = _app(max_buffers=1500)
-    calls = _spy_pool(app, monkeypatch)
+    app = threads_app(max_buffers=1500)
+    calls = spy_pool(app, monkeypatch)
     with TestClient(app) as c:
         _assert_planned(request, c.post("/plan", content=body, headers=JSON))
     assert len(calls) == 1
@@ -184,8 +166,8 @@ def test_validate_over_the_emulation_budget_is_refused_before_the_pool(
     plan = planner.plan(request)
     assert planner.validate(request, plan).valid
     body = {"request": request, "plan": plan.model_dump(mode="json"), "emulate": True}
-    app = _app(max_access_instances=1000)
-    calls = _spy_pool(app, monkeypatch)
+    app = threads_app(max_access_instances=1000)
+    calls = spy_pool(app, monkeypatch)
     with TestClient(app) as c:
         error = _error(c.post("/validate", json=body), 422)
         assert c.post("/validate", json={**body, "emulate": False}).json()["valid"] is True
@@ -212,8 +194,8 @@ def test_validate_over_the_emulation_budget_is_refused_before_the_pool(
 def test_a_body_not_declared_json_is_415(
     monkeypatch: pytest.MonkeyPatch, path: str, content_type: str | None
 ) -> None:
-    app = _app()
-    calls = _spy_pool(app, monkeypatch)
+    app = threads_app()
+    calls = spy_pool(app, monkeypatch)
     headers = {} if content_type is None else {"content-type": content_type}
     with TestClient(app) as c:
         body = json.dumps(TWO_PHASE).encode()
@@ -355,7 +337,7 @@ def test_a_failure_while_planning_is_a_json_500(
     monkeypatch: pytest.MonkeyPatch, exc: BaseException, type_: str
 ) -> None:
     monkeypatch.setattr(planner, "plan", _raising(exc))
-    with TestClient(_app(), raise_server_exceptions=False) as c:
+    with TestClient(threads_app(), raise_server_exceptions=False) as c:
         response = c.post("/plan", json=TWO_PHASE)
         assert "x-request-id" in response.headers
         assert c.get("/healthz").status_code == 200
@@ -365,7 +347,7 @@ def test_a_failure_while_planning_is_a_json_500(
 
 def test_a_memory_error_on_the_event_loop_is_a_json_500(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(planner.api.routes, "parse_capped", _raising(MemoryError()))
-    with TestClient(_app()) as c:
+    with TestClient(threads_app()) as c:
         error = _error(c.post("/plan", json=TWO_PHASE), 500)
     assert error["type"] == "out_of_memory"
 
@@ -418,7 +400,7 @@ def test_cache_index_stays_bounded() -> None:
 
 
 def test_a_plan_over_the_cache_budget_is_not_cached() -> None:
-    with TestClient(_app(cache_bytes=100)) as c:
+    with TestClient(threads_app(cache_bytes=100)) as c:
         first = c.post("/plan", json=TWO_PHASE)
         again = c.post("/plan", json=TWO_PHASE)
     _assert_planned(TWO_PHASE, first)
@@ -437,8 +419,8 @@ def _emit_body() -> dict[str, Any]:
 
 
 def test_emit_runs_in_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
-    app = _app()
-    calls = _spy_pool(app, monkeypatch)
+    app = threads_app()
+    calls = spy_pool(app, monkeypatch)
     with TestClient(app) as c:
         response = c.post("/emit/cuda", json=_emit_body())
     assert response.status_code == 200, response.text
@@ -447,7 +429,7 @@ def test_emit_runs_in_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_emit_refuses_a_chunked_body_over_the_limit_as_it_streams() -> None:
-    app = _app(max_body_bytes=4096)
+    app = threads_app(max_body_bytes=4096)
     sent = 0
 
     async def chunks() -> AsyncIterator[bytes]:

@@ -6,44 +6,23 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 import planner
-from planner.api import create_app
-from planner.api.settings import Settings
 from planner.core.errors import MAX_FIELD_ERRORS, RequestError
 
+from .apps import spy_pool, threads_app
 from .samples import TWO_PHASE
 
 JSON = {"content-type": "application/json"}
 
 
-def _app(**settings: Any) -> FastAPI:
-    return create_app(Settings(solver_pool="threads", access_log=False, **settings))
-
-
 @pytest.fixture(scope="module")
 def client() -> Iterator[TestClient]:
-    with TestClient(_app()) as c:
+    with TestClient(threads_app()) as c:
         yield c
-
-
-def _spy_pool(app: FastAPI, monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    """Record every function the app hands to its solver pool."""
-    pool = app.state.service.pool
-    real = pool.run
-    calls: list[object] = []
-
-    async def run(timeout: float, fn: Any, *args: object, **options: Any) -> Any:
-        calls.append(fn)
-        return await real(timeout, fn, *args, **options)
-
-    monkeypatch.setattr(pool, "run", run)
-    return calls
 
 
 def _empty_objects(count: int) -> bytes:
@@ -74,8 +53,8 @@ def test_a_64k_body_of_empty_objects_is_one_small_422_parsed_by_the_pool(
 ) -> None:
     body = _empty_objects(21_000)
     assert len(body) < 64 << 10
-    app = _app()
-    calls = _spy_pool(app, monkeypatch)
+    app = threads_app()
+    calls = spy_pool(app, monkeypatch)
     with TestClient(app) as c:
         started = time.perf_counter()
         response = c.post("/plan", content=body, headers=JSON)
@@ -109,7 +88,7 @@ def test_an_array_over_the_buffer_limit_is_refused_before_its_elements_are_read(
 
 
 def test_a_buffer_array_of_other_values_is_counted_too() -> None:
-    with TestClient(_app(max_buffers=10)) as c:
+    with TestClient(threads_app(max_buffers=10)) as c:
         response = c.post("/plan", content=b'{"buffers":[1,1,1,1,1,1,1,1,1,1,1]}', headers=JSON)
     (error,) = response.json()["detail"]
     assert error["loc"] == ["body", "buffers"]
@@ -160,7 +139,7 @@ def test_a_request_within_the_limit_still_lists_its_errors(client: TestClient) -
 def test_only_loopback_and_configured_hosts_are_answered(
     allowed: str, host: str, status: int
 ) -> None:
-    with TestClient(_app(allowed_hosts=allowed)) as c:
+    with TestClient(threads_app(allowed_hosts=allowed)) as c:
         response = c.get("/healthz", headers={"host": host})
         plan = c.post("/plan", json=TWO_PHASE, headers={"host": host})
     assert response.status_code == status, response.text
