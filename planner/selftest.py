@@ -55,7 +55,8 @@ CORRECT = "(correct plans)"
 MUST_CATCH = ("overlap",)  # fault kinds every validator must catch
 EXAMPLES = Path(__file__).resolve().parent / "examples"  # shipped in the wheel too
 RANDOM_BLOCK = [64, 1, 1]  # threads: more than one, so cross-thread hazards are real
-RANDOM_BUFFERS = (12, 24, 40)  # buffers per random request, in turn
+RANDOM_BUFFERS = (12, 24, 40)  # buffers per random request, in turn (half in a program)
+PROGRAM_MIN_BUFFERS = 6  # a random program has one buffer of each shape, and one more
 _SYNCS = ("insert", "none", "existing")  # sync policy per random request, in turn
 _NOTES = 5  # misses of faults a validator need not catch, listed before "... and N more"
 
@@ -115,7 +116,7 @@ def subjects(random: int, seed: int, examples: Path | None = EXAMPLES) -> list[S
             # Existing barriers would leave a buffer's reuse across its own back edge
             # unprotected: the program's policy is "none" instead.
             policy = "none" if sync == "existing" else sync
-            request = random_program(n, seed=seed + k, sync=policy)
+            request = random_program(max(PROGRAM_MIN_BUFFERS, n // 2), seed=seed + k, sync=policy)
             kind = "program"
         else:
             request = random_request(n, overlap=0.2, seed=seed + k, sync=sync)

@@ -238,10 +238,10 @@ def test_image_warms_serves_and_selftests(venvs: dict[str, Path]) -> None:
         _plan_over_http(port)
     finally:
         _stop(process)
-    selftest = _planner(venv, "selftest", jit=True)
+    selftest = _planner(venv, "selftest", "--random", "4", jit=True)
     assert selftest.returncode == 0, selftest.stdout + selftest.stderr
     # The wheel ships the examples: the installed self-test covers what the checkout's does.
-    expected = len(subjects(24, 0))
+    expected = len(subjects(4, 0))
     assert f"selftest ok: {expected} correct plans" in selftest.stdout + selftest.stderr
 
 
