@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import statistics
 import threading
 import time
 from collections.abc import Iterator
@@ -179,7 +180,12 @@ def test_healthz_answers_while_bodies_of_many_errors_are_refused(server: ServerP
     for sender in senders:
         sender.join(60)
     assert samples
-    assert max(samples) < 500, f"/healthz took {max(samples):.0f} ms"
+    # An event loop that parsed the bodies itself would stall for all eight parses together
+    # (at least 8 x 0.5 s; 13.9 s measured before they went to the workers). What is left is
+    # the workers' CPU beside the loop's on a loaded machine: the median stays small, a
+    # sample may wait its turn for a core.
+    assert statistics.median(samples) < 200, f"/healthz median {statistics.median(samples):.0f} ms"
+    assert max(samples) < 3000, f"/healthz took {max(samples):.0f} ms"
     assert len(replies) == 8
     for reply in replies:
         assert reply.status_code in (422, 503), reply.text[:300]
