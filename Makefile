@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: serve test check lint layers typecheck unit bench load clean
+.PHONY: serve test check lint layers typecheck unit docs bench load clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,7 +40,11 @@ unit: $(VENV)/.installed-dev
 
 check: lint layers typecheck
 
-test: check unit
+# The documentation site from docs/ (MkDocs): strict, so a broken link or anchor fails.
+docs: $(VENV)/.installed-dev
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+test: check docs unit
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/planner bench benchmarks/minimalloc/[A-F].1048576.csv --capacity 1048576
@@ -50,4 +54,4 @@ load: $(VENV)/.installed-server
 	$(BIN)/python scripts/load.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) site .pytest_cache .mypy_cache .ruff_cache

@@ -12,6 +12,7 @@ as one line ``planner: error: <field>: <message>`` on stderr; 130 on Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import importlib
 import json
@@ -34,6 +35,7 @@ from planner.core.models import Plan, PlanRequest
 from planner.core.models.request import Options
 from planner.core.targets import STATIC_SMEM_LIMIT, TARGETS, profile_dicts
 from planner.tables import format_columns
+from planner.ticker import Ticker
 
 __all__ = ["main"]
 
@@ -211,7 +213,7 @@ def _parser() -> _Parser:
         "serve",
         help="start the HTTP service",
         description="Serve POST /plan, POST /validate, /healthz, /metrics and /docs; settings "
-        "come from PLANNER_* variables (README, 'The service in production').",
+        "come from PLANNER_* variables (docs/service.md).",
         epilog="example: planner serve --port 8080, then curl -X POST localhost:8080/plan "
         "-H 'content-type: application/json' --data @kernel.json",
     )
@@ -461,7 +463,10 @@ def _cmd_plan(args: argparse.Namespace) -> int:
             target=args.target,
         )
         t0 = time.perf_counter()
-        plan = planner.plan(request)
+        label = f"planning {request.name or source} ({len(request.buffers)} buffers)"
+        ticker = Ticker(sys.stderr, label, request.options.time_limit)
+        with contextlib.nullcontext() if args.quiet else ticker:
+            plan = planner.plan(request)
         seconds = time.perf_counter() - t0
     except RequestError as exc:
         return fail(describe_all(exc, source, root=PlanRequest))

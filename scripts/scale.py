@@ -35,7 +35,11 @@ if limit != "default":
 from planner.pipeline.warm import ensure_warm
 ensure_warm(planner.plan)  # loads compiled code and the exact methods, as the service does
 began = time.perf_counter()
-plan = planner.plan(request)
+try:
+    plan = planner.plan(request)
+except planner.RequestError as exc:
+    print(json.dumps({"refused": exc.errors[0]["type"], "message": exc.errors[0]["msg"]}))
+    raise SystemExit(0)
 seconds = time.perf_counter() - began
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # MiB (Linux: KiB)
 print(json.dumps({"seconds": seconds, "peak_mb": peak, "status": plan.status,
@@ -83,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         row = measure(kind, n, lim)
         if "error" in row:
             print(f"{n:>7} {kind:<16} {lim:>6} failed: {row['error']}")
+            continue
+        if "refused" in row:
+            print(f"{n:>7} {kind:<16} {lim:>6} refused: {row['refused']}: {row['message']}")
             continue
         arena, bound = int(str(row["arena"])), int(str(row["bound"]))
         gap = 100.0 * (arena - bound) / bound if bound else 0.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import sys
@@ -321,6 +322,8 @@ def test_serve_without_fastapi_exits_2(capsys: Capture, monkeypatch: pytest.Monk
 
 def test_serve_calls_the_api(capsys: Capture, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[str, int]] = []
+    # The port check reads the service's settings module; it stays the real one.
+    importlib.import_module("planner.api.settings")
     fake = type(sys)("planner.api")
     vars(fake).update(serve=lambda host, port: calls.append((host, port)))
     monkeypatch.setitem(sys.modules, "planner.api", fake)
