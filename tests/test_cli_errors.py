@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,21 @@ def test_a_misspelt_command_or_flag_gets_the_nearest(
     (line,) = err.strip().splitlines()
     assert expected in line
     assert f"did you mean {guess!r}?" in line
+
+
+@pytest.mark.parametrize("text", ["", "  \n\n"])
+def test_empty_input_says_so_for_a_file_and_for_stdin(
+    text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty.json"
+    empty.write_text(text)
+    assert main(["plan", str(empty)]) == EXIT_BAD_INPUT
+    said = capsys.readouterr().err.strip()
+    assert (
+        said == f"planner: error: {empty}: empty input; expected a JSON request or a MiniMalloc CSV"
+    )
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+    assert main(["plan", "-"]) == EXIT_BAD_INPUT
+    said = capsys.readouterr().err.strip()
+    assert said == "planner: error: stdin: empty input; expected a JSON request or a MiniMalloc CSV"
+    assert "header" not in said

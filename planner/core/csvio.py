@@ -290,6 +290,11 @@ def load_request(
     (``loc`` empty: the file itself is at fault) and RequestError for a bad request.
     """
     text = _read_text(path)
+    if not text.strip():
+        what = "stdin" if path == "-" else path
+        raise _file_error(
+            what, "empty input; expected a JSON request or a MiniMalloc CSV", "file_empty"
+        )
     if is_csv(path, text):
         name = "stdin" if path == "-" else Path(path).stem
         return read_csv(text, capacity=capacity, name=name, max_buffers=max_buffers)
