@@ -1,4 +1,4 @@
-"""The loop, branch and live-range kernels in examples/ plan as examples/README.md says.
+"""The loop, branch and live-range kernels in examples/ plan as docs/examples.md says.
 
 Outcomes are worked out by hand from the requests; every plan goes through the static
 validator and the brute force over every unrolled execution (tests/loops_brute.py), and is
