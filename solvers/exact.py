@@ -14,9 +14,12 @@ from planner.core.clock import note_cut
 from planner.core.graph import InterferenceGraph
 
 __all__ = [
+    "DEFAULT_GAP_PARTS",
     "ExactResult",
+    "GapTolerance",
     "Progress",
     "Stop",
+    "allowed_gap",
     "granularity",
     "note_cpsat_cut",
     "note_cpsat_run",
@@ -27,6 +30,10 @@ I64 = npt.NDArray[np.int64]
 # Called as an exact method improves: (arena bytes of its best plan or None, bound bytes).
 # For benchmarks; it never changes the result.
 Progress = Callable[[int | None, int], None]
+# ``options.gap_tolerance``: bytes (an int), a fraction of the bound (a float below 1), or None
+# for the default rule (``allowed_gap``).
+GapTolerance = int | float | None
+DEFAULT_GAP_PARTS = 1_000_000  # the default tolerates a gap below this part of the bound
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,22 @@ def granularity(g: InterferenceGraph) -> int:
     values = np.concatenate([g.size, g.alignment[free], g.pinned[~free]]).astype(np.int64)
     step = int(np.gcd.reduce(values)) if values.size else 1
     return max(1, step)
+
+
+def allowed_gap(tolerance: GapTolerance, bound: int, alignment: int) -> int:
+    """Bytes above ``bound`` a plan may stay for the exact methods not to run, or to stop.
+
+    ``tolerance`` is bytes (an int), a fraction of ``bound`` (a float), or None: the default,
+    which tolerates a gap smaller than ``alignment`` (the largest alignment in the request: a
+    gap below it rarely buys anything a compiler could use) or than a millionth of the bound
+    (whole-model arenas of gigabytes, where closing kilobytes is not worth seconds of search).
+    0 asks for a proof of optimality.
+    """
+    if tolerance is None:
+        return max(alignment - 1, bound // DEFAULT_GAP_PARTS)
+    if isinstance(tolerance, int):
+        return tolerance
+    return int(bound * tolerance)
 
 
 def round_up(value: int, step: int) -> int:

@@ -640,6 +640,7 @@ def solve_search(
     on_progress: Progress | None = None,
     bound_only: bool = False,
     above_bound: bool = False,
+    tolerance: int = 0,
 ) -> ExactResult:
     """Smallest arena (bytes) within ``capacity``, or a proof that none fits.
 
@@ -649,6 +650,8 @@ def solve_search(
     ``bound_only``: decide only the lowest capacity worth trying (the lower bound, where a
     plan is optimal) with every node, and stop there: no bisection above it.
     ``above_bound``: the bound was left undecided by a run before; bisect above it at once.
+    ``tolerance``: bytes; the search stops once its best plan is within them of the bound it
+    has proved (``options.gap_tolerance``).
     """
     if g.n == 0:
         return ExactResult("search", np.zeros(0, np.int64), 0, 0, True, False)
@@ -700,7 +703,7 @@ def solve_search(
         return status
 
     def time_left() -> bool:
-        if left <= 0:
+        if left <= 0 or (best_arena is not None and best_arena - bound <= tolerance):
             return False
         if time.perf_counter() - clock < wall:
             return True

@@ -43,12 +43,13 @@ from planner.core.models import (
 )
 from planner.core.program import Program, build_program, held_peak
 from planner.core.targets import launch_figures
-from planner.pipeline.assembly import naive_bytes
+from planner.pipeline.assembly import naive_bytes, stop_reason
 from planner.pipeline.context import CAP_SETS_MAX, planned_sizes
 from planner.pipeline.unrolled_aliases import PieceAliases
 from planner.pipeline.unrolled_stab import SEARCH_NODES, Choice, choose, greedy
 from planner.solvers.edges import EDGE_HEURISTICS, EXACT_MAX_BUFFERS, ExplicitGraph, exact_pairs
 from planner.solvers.edges import fits as greedy_fits
+from planner.solvers.exact import allowed_gap
 
 __all__ = ["own_reuse_barriers", "plan_unrolled"]
 
@@ -481,7 +482,8 @@ def _place_once(
         found.arena_bytes <= bound,
     )
     wants_exact = exact and req.options.solver in ("auto", "exact", "search", "cpsat")
-    if not optimal and wants_exact and 0 < g.n <= EXACT_MAX_BUFFERS:
+    tolerated = arena - bound <= allowed_gap(req.options.gap_tolerance, bound, req.max_alignment)
+    if not optimal and not tolerated and wants_exact and 0 < g.n <= EXACT_MAX_BUFFERS:
         solved = exact_pairs(
             g, lower_bound=bound, hint=offsets, time_limit=EXACT_SHARE * req.options.time_limit
         )
@@ -627,6 +629,7 @@ def _assemble(
             bound=best_bound,
             gap=round(gap, 6),
             tried=[SolverAttempt(name=m, arena_bytes=a) for m, a in chosen.tried],
+            stopped=stop_reason(req, status, arena, best_bound, proved),
         ),
         graph=GraphStats(
             buffers=len(req.buffers),
