@@ -39,7 +39,14 @@ from planner.solvers._stack_kernel import MAX_BUFFERS as STACK_MAX_BUFFERS
 from planner.solvers.exact import ExactResult, Progress, granularity, round_up
 from planner.solvers.greedy import arena_of
 
-__all__ = ["NODE_WORK_PER_SECOND", "ORDERS", "exhausts", "node_budget", "solve_search"]
+__all__ = [
+    "NODE_WORK_PER_SECOND",
+    "ORDERS",
+    "decide_orders",
+    "exhausts",
+    "node_budget",
+    "solve_search",
+]
 
 I64 = npt.NDArray[np.int64]
 
@@ -54,19 +61,20 @@ MIN_NODES = 1_000  # even the smallest time limit gets this many nodes
 # some plans fast and misses others, so every decision runs them all, each on the same share
 # of nodes (``_decide_all``), and the one that decides with the fewest wins. Nothing ranks one
 # order over another, so the portfolio favours no instance set: MiniMalloc's published
-# defaults (WAT, TAW, TWA), then orders led by the latest end or the earliest start (EL, BL:
-# filling the lowest free bytes from one side, which zero-slack tilings need), the longest
-# interval (TLS), the largest buffer (SWT) and the largest area (ATW). Which orders are in it
+# defaults (WAT, TAW, TWA, its letters as its solver defines them), then orders led by the
+# latest end or the earliest start (EL, BL: filling the lowest free bytes from one side, which
+# zero-slack tilings need), the longest interval (TLS), the largest buffer (SCT) and the
+# largest area (ATC). Which orders are in it
 # was decided on the training families (``planner.families``, ``TRAINING_SEED``); the order of
 # the tuple only breaks ties between orders that decide with the same effort.
-ORDERS = ("WAT", "TAW", "TWA", "EL", "BL", "TLS", "SWT", "ATW")
+ORDERS = ("WAT", "TAW", "TWA", "EL", "BL", "TLS", "SCT", "ATC")
 # The skyline kernel (``solvers._skyline_kernel``) joins the portfolio with these priorities
 # on graphs of more than ``SKYLINE_MIN`` buffers without pinned buffers: it covers the lowest
 # free cell of a valley exactly, so it decides zero-slack tilings that no order of the
 # canonical kernel does within its share (and misses others those decide).
 # Each priority runs with two valley rules, forwards and with time reversed: like the
 # orders, no variant is best everywhere, and which one decides fast varies by instance.
-SKYLINE_ORDERS = ("S", "W")
+SKYLINE_ORDERS = ("S", "C")
 SKYLINE_VALLEYS = (FEWEST, LEFTMOST)
 SKYLINE_MIN = 64  # buffers; up to this many (kernel-sized), the canonical orders decide fast
 # A skyline step (a tight scan over sections) costs about a sixteenth of a canonical kernel
@@ -266,9 +274,10 @@ def _instances(g: InterferenceGraph, orders: tuple[str, ...]) -> list[_Instance]
 
 def _rank_keys(g: InterferenceGraph, first: I64, last: I64, sections: int) -> dict[str, I64]:
     """Branching priorities after MiniMalloc's, each ascending: "T" puts the buffers of the
-    fullest sections first, "W" those spanning the most sections, "A" the largest area, "L"
-    the longest occupied interval, "S" the largest, "B" the earliest start, "E" the latest
-    end."""
+    fullest sections first, "W" the widest (the longest occupied interval, in program points:
+    MiniMalloc's width), "C" those spanning the most sections, "A" the largest area, "L" the
+    longest occupied interval (as "W"), "S" the largest, "B" the earliest start, "E" the
+    latest end."""
     load = np.zeros(sections + 1, dtype=np.int64)
     np.add.at(load, first, g.size)
     np.add.at(load, last, -g.size)
@@ -278,7 +287,8 @@ def _rank_keys(g: InterferenceGraph, first: I64, last: I64, sections: int) -> di
     )
     return {
         "T": -fullest,
-        "W": -(last - first),
+        "W": -(g.occupied_end - g.start).astype(np.int64),
+        "C": -(last - first),
         "A": -(g.size * (g.occupied_end - g.start)),
         "L": -(g.occupied_end - g.start),
         "S": -g.size,
@@ -614,6 +624,20 @@ def exhausts(
     thread. The clock (``deadline``, a ``time.perf_counter`` value) is only a hard cap."""
     status, _, used = _decide_all(_instances(g, orders), capacity, nodes, deadline, parallel=False)
     return status == EXHAUSTED, used
+
+
+def decide_orders(
+    g: InterferenceGraph,
+    capacity: int,
+    orders: tuple[str, ...],
+    nodes: int,
+    deadline: float = float("inf"),
+) -> tuple[int, I64, int]:
+    """(status, offsets, nodes used) of one decision at ``capacity`` bytes by the canonical
+    kernel on ``orders`` in turns on this thread, within ``nodes`` nodes (benchmarks compare
+    one order at a time with MiniMalloc's). ``deadline`` (``time.perf_counter``) is a hard
+    cap."""
+    return _decide_all(_instances(g, orders), capacity, nodes, deadline, parallel=False)
 
 
 def _pins_clash(g: InterferenceGraph) -> bool:
