@@ -83,6 +83,13 @@ SKYLINE_MIN = 64  # buffers; up to this many (kernel-sized), the canonical order
 SKYLINE_DISCOUNT = 16
 SKYLINE_SHARE = 1  # share exponent of each skyline member (``_weights``): half a share
 PARALLEL_MIN = 16  # buffers; below, starting threads costs more than racing saves
+# Minimizing on graphs of more than ``DESCEND_MIN`` buffers, the bound is decided on a
+# ``1 / BOUND_PART`` share of the nodes (it is mostly out of reach there), and each next
+# capacity lies ``1 / DESCEND_PART`` of the way down from the best arena to the lowest
+# capacity not yet ruled out, instead of halfway: each plan found is a step down.
+DESCEND_MIN = 64
+BOUND_PART = 8
+DESCEND_PART = 4
 # Racing members on graphs of more than ``PACED_MIN`` buffers are paced
 # (``solvers._pace_kernel``): the cores go to the members that have spent the least effort,
 # so when one decides, the others have not run far past it. A member counts as behind another
@@ -709,13 +716,13 @@ def solve_search(
     clock = time.perf_counter()
     wall = wall_limit(time_limit)  # seconds: the clock's cap; the node budget decides
 
-    def attempt(target: int, last: bool) -> int:
-        """Decide ``target`` on half the nodes left (all if ``last``).
+    def attempt(target: int, last: bool, part: int = 2) -> int:
+        """Decide ``target`` on ``1 / part`` of the nodes left (all if ``last``).
 
         A plan found becomes the best. Returns the kernel's status.
         """
         nonlocal best, best_arena, bound, left
-        share = left if last else max(1, left // 2)
+        share = left if last else max(1, left // part)
         status, offsets, used = _decide_all(insts, target, share, clock + wall)
         left -= used
         if status == FOUND:
@@ -736,6 +743,7 @@ def solve_search(
 
     low = lo  # lowest capacity not yet tried
     high = ceiling  # highest capacity worth trying
+    descend = g.n > DESCEND_MIN
     if cap is not None and best is None and low <= cap == high and time_left():
         # No plan within the capacity yet: first get one, or prove there is none.
         if attempt(cap, last=True) == EXHAUSTED:
@@ -747,14 +755,17 @@ def solve_search(
     if above_bound:
         low += step
     elif low <= high and time_left():
-        attempt(low, last=bound_only or low == high)
+        attempt(low, last=bound_only or low == high, part=BOUND_PART if descend else 2)
         low += step
         if best_arena is not None:
             high = min(high, best_arena - step)
         if bound_only:
             high = low - step
     while low <= high and time_left():
-        mid = low + (high - low) // step // 2 * step
+        # Large graphs: a capacity a quarter of the way down from the best arena, where plans
+        # are easier to find than at the middle (which mostly runs out of nodes there).
+        fall = (high - low) // step // (DESCEND_PART if descend else 2) * step
+        mid = high - fall if descend else low + fall
         status = attempt(mid, last=low == high)
         if status == FOUND and best_arena is not None:
             high = best_arena - step
