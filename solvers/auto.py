@@ -38,7 +38,13 @@ from planner.core.models import PlanRequest
 from planner.solvers import registry
 from planner.solvers.ahead import Ahead
 from planner.solvers.bounds import CLIQUE_MAX, clique_bound, stack_height
-from planner.solvers.exact import ExactResult, GapTolerance, allowed_gap, granularity, round_up
+from planner.solvers.exact import (
+    ExactResult,
+    GapTolerance,
+    exact_budget,
+    granularity,
+    round_up,
+)
 from planner.solvers.greedy import RANDOM_SKYLINE, applicable, arena_of, cost, portfolio
 
 __all__ = [
@@ -162,8 +168,8 @@ def solve(
     """Plan ``g`` with the named solver; ``heuristics`` restricts the greedy portfolio.
 
     ``gap_tolerance`` (``options.gap_tolerance``; None: its default rule, see
-    ``solvers.exact.allowed_gap``): once the plan is that close to the bound, no exact method
-    runs and a running one stops. The default 0 asks for a proof.
+    ``solvers.exact.exact_budget``): once the plan is that close to the bound, no exact
+    method runs and a running one stops. The default 0 asks for a proof.
 
     ``greedy_seconds``: what the default portfolio may cost by its estimates (default
     ``GREEDY_SHARE`` of ``time_limit``); once the request's deadline has passed by the clock
@@ -229,9 +235,12 @@ def _solve(
     if capacity is not None and bound > capacity:
         # The bound already proves it; those buffers alone cannot fit. Nothing to search.
         return replace(best, infeasible=_shrink(g, witness, capacity))
-    # Bytes above the bound the plan may stay (the target's, with ``enough``).
-    slack = allowed_gap(gap_tolerance, bound, _max_alignment(g))
+    # Bytes above the bound (the target's, with ``enough``) the plan may stay, and the time
+    # the exact methods get to close the gap (``solvers.exact.exact_budget``).
     target = bound if enough is None else max(bound, enough)
+    time_limit, slack = exact_budget(
+        gap_tolerance, best.arena_bytes - target, bound, _max_alignment(g), time_limit
+    )
     if not names or best.proved_optimal or best.arena_bytes <= _roof(target, slack, capacity):
         return best  # (past the deadline, ``_improve`` runs no method)
     with paused():  # the first import of a method's module (tenths of a second)

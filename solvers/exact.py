@@ -15,11 +15,13 @@ from planner.core.graph import InterferenceGraph
 
 __all__ = [
     "DEFAULT_GAP_PARTS",
+    "SMALL_GAP_SECONDS",
     "ExactResult",
     "GapTolerance",
     "Progress",
     "Stop",
     "allowed_gap",
+    "exact_budget",
     "granularity",
     "note_cpsat_cut",
     "note_cpsat_run",
@@ -34,6 +36,7 @@ Progress = Callable[[int | None, int], None]
 # for the default rule (``allowed_gap``).
 GapTolerance = int | float | None
 DEFAULT_GAP_PARTS = 1_000_000  # the default tolerates a gap below this part of the bound
+SMALL_GAP_SECONDS = 0.25  # of exact methods at most, by default, on a gap below the alignment
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,23 @@ def allowed_gap(tolerance: GapTolerance, bound: int, alignment: int) -> int:
     if isinstance(tolerance, int):
         return tolerance
     return int(bound * tolerance)
+
+
+def exact_budget(
+    tolerance: GapTolerance, gap: int, bound: int, alignment: int, seconds: float
+) -> tuple[float, int]:
+    """(seconds of budget, bytes of gap at which they stop) for the exact methods on a plan
+    ``gap`` bytes above ``bound``, given ``seconds``.
+
+    A tolerance given is kept as it is. The default stops at a millionth of the bound, and
+    gives a gap below the largest alignment (``allowed_gap``) at most ``SMALL_GAP_SECONDS``:
+    kernel-sized parts close such gaps in milliseconds, and none gets seconds for it.
+    """
+    if tolerance is not None:
+        return seconds, allowed_gap(tolerance, bound, alignment)
+    if gap <= allowed_gap(None, bound, alignment):
+        seconds = min(seconds, SMALL_GAP_SECONDS)
+    return seconds, bound // DEFAULT_GAP_PARTS
 
 
 def round_up(value: int, step: int) -> int:

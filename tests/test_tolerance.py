@@ -11,7 +11,7 @@ import planner
 from planner.core.errors import RequestError
 from planner.core.io import request_sha256
 from planner.core.models import PlanRequest
-from planner.solvers.exact import allowed_gap
+from planner.solvers.exact import SMALL_GAP_SECONDS, allowed_gap, exact_budget
 
 pytest.importorskip("ortools")
 
@@ -71,18 +71,29 @@ def test_a_gap_within_the_tolerance_runs_no_exact_method(k: int, tolerance: int 
         assert plan.arena_bytes - plan.solver.bound <= allowed_gap(tolerance, 3 * k, 1)
 
 
+def test_exact_budget_at_the_edges_of_the_default() -> None:
+    # A gap below the largest alignment gets a short budget; one at it, the whole time.
+    assert exact_budget(None, 127, 4096, 128, 10.0) == (SMALL_GAP_SECONDS, 0)
+    assert exact_budget(None, 128, 4096, 128, 10.0) == (10.0, 0)
+    assert exact_budget(None, 127, 4096, 128, 0.1) == (0.1, 0)  # never more than given
+    # A millionth of the bound: the exact methods stop there (and do not start below it).
+    assert exact_budget(None, 5000, 3 * BIG, 1, 10.0) == (10.0, 3000)
+    # A tolerance given is kept, with the whole time.
+    assert exact_budget(16, 5, 4096, 128, 10.0) == (10.0, 16)
+    assert exact_budget(0, 5, 4096, 128, 10.0) == (10.0, 0)
+
+
 @pytest.mark.parametrize("k", [7, 8])
-def test_default_tolerates_a_gap_below_the_largest_alignment(k: int) -> None:
+def test_default_closes_a_gap_below_the_alignment_on_a_short_budget(k: int) -> None:
     request = _fragmented(k)
     # A buffer aligned to 8 bytes, alone in time: the largest alignment in the request.
     request["buffers"].append({"id": "z", "size": 8, "start": 5, "end": 6, "alignment": 8})
     plan = _planned(request)
+    # Kernel-sized: the short budget (gap 7) is enough to prove what the full one (gap 8)
+    # proves.
     assert plan.arena_bytes == 4 * k
-    assert plan.solver.stopped == "within_tolerance"
-    # A gap of 8 is not below the alignment: the search runs, and stops once it has proved
-    # a bound less than 8 below the plan.
-    assert _exact_ran(plan) == (k >= 8)
-    assert (plan.solver.bound > plan.lower_bound) == (k >= 8)
+    assert _exact_ran(plan)
+    assert plan.solver.stopped == "proved"
 
 
 @pytest.mark.parametrize("k", [1000, 1001])

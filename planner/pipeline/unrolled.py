@@ -49,7 +49,7 @@ from planner.pipeline.unrolled_aliases import PieceAliases
 from planner.pipeline.unrolled_stab import SEARCH_NODES, Choice, choose, greedy
 from planner.solvers.edges import EDGE_HEURISTICS, EXACT_MAX_BUFFERS, ExplicitGraph, exact_pairs
 from planner.solvers.edges import fits as greedy_fits
-from planner.solvers.exact import allowed_gap
+from planner.solvers.exact import exact_budget
 
 __all__ = ["own_reuse_barriers", "plan_unrolled"]
 
@@ -482,11 +482,16 @@ def _place_once(
         found.arena_bytes <= bound,
     )
     wants_exact = exact and req.options.solver in ("auto", "exact", "search", "cpsat")
-    tolerated = arena - bound <= allowed_gap(req.options.gap_tolerance, bound, req.max_alignment)
+    seconds, slack = exact_budget(
+        req.options.gap_tolerance,
+        arena - bound,
+        bound,
+        req.max_alignment,
+        EXACT_SHARE * req.options.time_limit,
+    )
+    tolerated = arena - bound <= slack
     if not optimal and not tolerated and wants_exact and 0 < g.n <= EXACT_MAX_BUFFERS:
-        solved = exact_pairs(
-            g, lower_bound=bound, hint=offsets, time_limit=EXACT_SHARE * req.options.time_limit
-        )
+        solved = exact_pairs(g, lower_bound=bound, hint=offsets, time_limit=seconds)
         if solved is not None:
             x_offsets, x_arena, proved = solved
             tried.append(("exact:cpsat-pairs", min(arena, x_arena)))

@@ -433,8 +433,8 @@ class Options(BaseModel):
         description=(
             "How far above the lower bound a plan may stay for the exact methods not to run, "
             "or to stop:\nbytes (an integer), or a fraction of the bound (a number below 1); 0 "
-            "asks for a proof of\noptimality. Default: a gap smaller than the largest alignment "
-            "in the request or than a\nmillionth of the bound."
+            "asks for a proof of\noptimality. Default: a millionth of the bound, and at most "
+            "0.25 s of exact search on a gap\nsmaller than the largest alignment in the request."
         ),
     )
 
