@@ -38,7 +38,13 @@ from planner.core.models import PlanRequest
 from planner.solvers import registry
 from planner.solvers.ahead import Ahead
 from planner.solvers.bounds import CLIQUE_MAX, clique_bound, stack_height
-from planner.solvers.exact import ExactResult, granularity, round_up
+from planner.solvers.exact import (
+    ExactResult,
+    GapTolerance,
+    exact_budget,
+    granularity,
+    round_up,
+)
 from planner.solvers.greedy import RANDOM_SKYLINE, applicable, arena_of, cost, portfolio
 
 __all__ = [
@@ -157,8 +163,13 @@ def solve(
     time_limit: float,
     enough: int | None = None,
     greedy_seconds: float | None = None,
+    gap_tolerance: GapTolerance = 0,
 ) -> Solution:
     """Plan ``g`` with the named solver; ``heuristics`` restricts the greedy portfolio.
+
+    ``gap_tolerance`` (``options.gap_tolerance``; None: its default rule, see
+    ``solvers.exact.exact_budget``): once the plan is that close to the bound, no exact
+    method runs and a running one stops. The default 0 asks for a proof.
 
     ``greedy_seconds``: what the default portfolio may cost by its estimates (default
     ``GREEDY_SHARE`` of ``time_limit``); once the request's deadline has passed by the clock
@@ -173,7 +184,10 @@ def solve(
     # Kernel-sized, with exact methods to follow: the search decides the bound sooner than
     # hundreds of random skyline runs, which run only where it leaves the plan unproved.
     later = (RANDOM_SKYLINE,) if heuristics is None and names and g.n <= SMALL_PART else ()
-    result = _solve(g, names, heuristics, capacity, time_limit, enough, seconds, later)
+    result = _solve(
+        g, names, heuristics, capacity, time_limit, enough, seconds, later, gap_tolerance
+    )
+    # The heuristics left for later run whatever the tolerance: it stops exact methods only.
     if later and not result.proved_optimal and (enough is None or result.arena_bytes > enough):
         result = _greedy_after(g, result, list(later), seconds)
     return result
@@ -188,6 +202,7 @@ def _solve(
     enough: int | None,
     seconds: float,
     later: tuple[str, ...],
+    gap_tolerance: GapTolerance,
 ) -> Solution:
     """``solve`` but for the heuristics ``later`` (left out of the default portfolio)."""
     # Every arena is a multiple of the granularity, so the bound rounds up to one.
@@ -220,7 +235,13 @@ def _solve(
     if capacity is not None and bound > capacity:
         # The bound already proves it; those buffers alone cannot fit. Nothing to search.
         return replace(best, infeasible=_shrink(g, witness, capacity))
-    if not names or best.proved_optimal:
+    # Bytes above the bound (the target's, with ``enough``) the plan may stay, and the time
+    # the exact methods get to close the gap (``solvers.exact.exact_budget``).
+    target = bound if enough is None else max(bound, enough)
+    time_limit, slack = exact_budget(
+        gap_tolerance, best.arena_bytes - target, bound, _max_alignment(g), time_limit
+    )
+    if not names or best.proved_optimal or best.arena_bytes <= _roof(target, slack, capacity):
         return best  # (past the deadline, ``_improve`` runs no method)
     with paused():  # the first import of a method's module (tenths of a second)
         found = {n: registry.exact_method(n) for n in names}
@@ -233,7 +254,18 @@ def _solve(
     if not methods:
         return Solution(**{**best.__dict__, "notes": notes})
     _load(methods)
-    return _improve(g, best, methods, capacity, time_limit, notes, enough)
+    return _improve(g, best, methods, capacity, time_limit, notes, enough, slack)
+
+
+def _roof(bound: int, slack: int, capacity: int | None) -> int:
+    """The largest arena (bytes) the gap tolerance accepts: ``slack`` above ``bound``, never
+    above ``capacity`` (a plan over it is no answer, however close)."""
+    return bound + slack if capacity is None else min(bound + slack, max(bound, capacity))
+
+
+def _max_alignment(g: InterferenceGraph) -> int:
+    """The largest alignment of the graph's buffers, bytes (1 without buffers)."""
+    return int(g.alignment.max(initial=1))
 
 
 def _greedy_after(
@@ -268,7 +300,10 @@ def _improve(
     time_limit: float,
     notes: list[str],
     enough: int | None = None,
+    slack: int = 0,
 ) -> Solution:
+    """``best`` improved by the exact methods, part by part, until the plan is within
+    ``slack`` bytes of the target (the bound, or ``enough``) or the budgets run out."""
     offsets = best.offsets.copy()
     bound = best.bound
     # With ``enough`` the methods aim at it as if it were the bound; what they prove then
@@ -276,14 +311,15 @@ def _improve(
     target = bound if enough is None else max(bound, enough)
     name = best.name
     tried = list(best.tried)
-    parts = [m for m in g.members() if arena_of(g.subgraph(m), offsets[m]) > target]
+    roof = _roof(target, slack, capacity)
+    parts = [m for m in g.members() if arena_of(g.subgraph(m), offsets[m]) > roof]
     if not _exact_affordable(g, parts, time_limit):
         return best
     per_part = time_limit / max(1, len(parts))  # seconds
     for members in sorted(parts, key=lambda m: -arena_of(g.subgraph(m), offsets[m])):
         sub = g.subgraph(members)
         sub_arena = arena_of(sub, offsets[members])
-        if sub_arena <= target:
+        if sub_arena <= roof:
             continue  # the arena is the largest component's: lower gains nothing
         # Below the whole request's bound nothing is gained either, so that is the target.
         sub_bound = max(round_up(sub.aligned_bound.bytes, granularity(sub)), target)
@@ -303,7 +339,14 @@ def _improve(
                 for _ in range(run.tries):
                     before = sub_bound
                     arguments = _arguments(
-                        run, capacity, sub_bound, offsets[members], share, sub_arena, progress
+                        run,
+                        capacity,
+                        sub_bound,
+                        offsets[members],
+                        share,
+                        sub_arena,
+                        progress,
+                        slack,
                     )
                     beside = None  # the next step's first run, to start beside this one
                     if run.next_ahead and k + 1 < len(steps):
@@ -320,6 +363,7 @@ def _improve(
                                 share_after,
                                 sub_arena,
                                 later_progress,
+                                slack,
                             ),
                         )
                     result, ahead = _call(method, sub, arguments, ahead, beside)
@@ -344,9 +388,9 @@ def _improve(
                         sub_arena = arena
                         name = f"exact:{method_name}"
                     tried.append((f"exact:{method_name}", arena_of(g, offsets)))
-                    if sub_arena <= sub_bound or sub_bound == before:
-                        break  # optimal, or the bound stands: another try gains nothing
-                if sub_arena <= sub_bound:
+                    if sub_arena <= _roof(sub_bound, slack, capacity) or sub_bound == before:
+                        break  # optimal (or within the tolerance), or the bound stands
+                if sub_arena <= _roof(sub_bound, slack, capacity):
                     break
         finally:
             if ahead is not None:
@@ -425,8 +469,10 @@ def _arguments(
     share: float,
     arena: int,
     progress: Callable[[int | None, int], None],
+    slack: int,
 ) -> dict[str, Any]:
-    """What ``run`` is called with on a part whose bound and best arena are these."""
+    """What ``run`` is called with on a part whose bound and best arena are these (``slack``:
+    the bytes above the bound the plan may stay)."""
     return {
         "capacity": capacity,
         "lower_bound": bound,
@@ -434,6 +480,7 @@ def _arguments(
         "time_limit": share,
         "upper": bound if run.at_bound else arena,
         "on_progress": progress,
+        "tolerance": slack,
         **run.options,
     }
 

@@ -93,6 +93,7 @@ def solve_cpsat(
     upper: int | None = None,
     on_progress: Progress | None = None,
     stop: Stop | None = None,
+    tolerance: int = 0,
 ) -> ExactResult:
     """Smallest arena for ``g`` within ``capacity`` (bytes), searched for ``time_limit`` s.
 
@@ -102,6 +103,7 @@ def solve_cpsat(
     a proof that no plan fits within it raises the bound returned past it. ``on_progress``
     sees each improving arena and the bound: for benchmarks; it does not change the result.
     ``stop`` may end the search early from another thread (then the result means nothing).
+    ``tolerance``: bytes; the search stops once its plan is within them of its bound.
     """
     n = g.n
     if n == 0:
@@ -169,6 +171,8 @@ def solve_cpsat(
     rate = DETERMINISTIC_PER_SECOND_SMALL if n <= SMALL_MODEL else DETERMINISTIC_PER_SECOND
     params.max_deterministic_time = rate * time_limit
     params.max_time_in_seconds = wall_limit(time_limit)  # hard cap; see the module docstring
+    if tolerance > 0:
+        params.absolute_gap_limit = tolerance  # CP-SAT then calls the plan optimal: see below
     if upper is not None and h_max <= least:
         # The height can only be the bound: a feasibility model (see SMALL_MODEL).
         params.use_dynamic_precedence_in_disjunctive = n <= SMALL_MODEL
@@ -185,7 +189,8 @@ def solve_cpsat(
         )
         arena = int((offsets + g.size).max())
         bound = max(lower_bound, int(solver.best_objective_bound))
-        optimal = status == cp_model.OPTIMAL
+        # Within the tolerance CP-SAT reports optimal; only an arena at its bound is proved.
+        optimal = status == cp_model.OPTIMAL and (tolerance == 0 or arena <= bound)
         return ExactResult("cpsat", offsets, arena, arena if optimal else bound, optimal, False)
     if status == cp_model.INFEASIBLE:
         # No plan within the space: every plan is higher, a proof. Only a capacity makes

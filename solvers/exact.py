@@ -14,9 +14,14 @@ from planner.core.clock import note_cut
 from planner.core.graph import InterferenceGraph
 
 __all__ = [
+    "DEFAULT_GAP_PARTS",
+    "SMALL_GAP_SECONDS",
     "ExactResult",
+    "GapTolerance",
     "Progress",
     "Stop",
+    "allowed_gap",
+    "exact_budget",
     "granularity",
     "note_cpsat_cut",
     "note_cpsat_run",
@@ -27,6 +32,11 @@ I64 = npt.NDArray[np.int64]
 # Called as an exact method improves: (arena bytes of its best plan or None, bound bytes).
 # For benchmarks; it never changes the result.
 Progress = Callable[[int | None, int], None]
+# ``options.gap_tolerance``: bytes (an int), a fraction of the bound (a float below 1), or None
+# for the default rule (``allowed_gap``).
+GapTolerance = int | float | None
+DEFAULT_GAP_PARTS = 1_000_000  # the default tolerates a gap below this part of the bound
+SMALL_GAP_SECONDS = 0.25  # of exact methods at most, by default, on a gap below the alignment
 
 
 @dataclass(frozen=True)
@@ -76,6 +86,39 @@ def granularity(g: InterferenceGraph) -> int:
     values = np.concatenate([g.size, g.alignment[free], g.pinned[~free]]).astype(np.int64)
     step = int(np.gcd.reduce(values)) if values.size else 1
     return max(1, step)
+
+
+def allowed_gap(tolerance: GapTolerance, bound: int, alignment: int) -> int:
+    """Bytes above ``bound`` a plan may stay for the exact methods not to run, or to stop.
+
+    ``tolerance`` is bytes (an int), a fraction of ``bound`` (a float), or None: the default,
+    which tolerates a gap smaller than ``alignment`` (the largest alignment in the request: a
+    gap below it rarely buys anything a compiler could use) or than a millionth of the bound
+    (whole-model arenas of gigabytes, where closing kilobytes is not worth seconds of search).
+    0 asks for a proof of optimality.
+    """
+    if tolerance is None:
+        return max(alignment - 1, bound // DEFAULT_GAP_PARTS)
+    if isinstance(tolerance, int):
+        return tolerance
+    return int(bound * tolerance)
+
+
+def exact_budget(
+    tolerance: GapTolerance, gap: int, bound: int, alignment: int, seconds: float
+) -> tuple[float, int]:
+    """(seconds of budget, bytes of gap at which they stop) for the exact methods on a plan
+    ``gap`` bytes above ``bound``, given ``seconds``.
+
+    A tolerance given is kept as it is. The default stops at a millionth of the bound, and
+    gives a gap below the largest alignment (``allowed_gap``) at most ``SMALL_GAP_SECONDS``:
+    kernel-sized parts close such gaps in milliseconds, and none gets seconds for it.
+    """
+    if tolerance is not None:
+        return seconds, allowed_gap(tolerance, bound, alignment)
+    if gap <= allowed_gap(None, bound, alignment):
+        seconds = min(seconds, SMALL_GAP_SECONDS)
+    return seconds, bound // DEFAULT_GAP_PARTS
 
 
 def round_up(value: int, step: int) -> int:

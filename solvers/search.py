@@ -39,7 +39,14 @@ from planner.solvers._stack_kernel import MAX_BUFFERS as STACK_MAX_BUFFERS
 from planner.solvers.exact import ExactResult, Progress, granularity, round_up
 from planner.solvers.greedy import arena_of
 
-__all__ = ["NODE_WORK_PER_SECOND", "ORDERS", "exhausts", "node_budget", "solve_search"]
+__all__ = [
+    "NODE_WORK_PER_SECOND",
+    "ORDERS",
+    "decide_orders",
+    "exhausts",
+    "node_budget",
+    "solve_search",
+]
 
 I64 = npt.NDArray[np.int64]
 
@@ -54,19 +61,20 @@ MIN_NODES = 1_000  # even the smallest time limit gets this many nodes
 # some plans fast and misses others, so every decision runs them all, each on the same share
 # of nodes (``_decide_all``), and the one that decides with the fewest wins. Nothing ranks one
 # order over another, so the portfolio favours no instance set: MiniMalloc's published
-# defaults (WAT, TAW, TWA), then orders led by the latest end or the earliest start (EL, BL:
-# filling the lowest free bytes from one side, which zero-slack tilings need), the longest
-# interval (TLS), the largest buffer (SWT) and the largest area (ATW). Which orders are in it
+# defaults (WAT, TAW, TWA, its letters as its solver defines them), then orders led by the
+# latest end or the earliest start (EL, BL: filling the lowest free bytes from one side, which
+# zero-slack tilings need), the longest interval (TLS), the largest buffer (SCT) and the
+# largest area (ATC). Which orders are in it
 # was decided on the training families (``planner.families``, ``TRAINING_SEED``); the order of
 # the tuple only breaks ties between orders that decide with the same effort.
-ORDERS = ("WAT", "TAW", "TWA", "EL", "BL", "TLS", "SWT", "ATW")
+ORDERS = ("WAT", "TAW", "TWA", "EL", "BL", "TLS", "SCT", "ATC")
 # The skyline kernel (``solvers._skyline_kernel``) joins the portfolio with these priorities
 # on graphs of more than ``SKYLINE_MIN`` buffers without pinned buffers: it covers the lowest
 # free cell of a valley exactly, so it decides zero-slack tilings that no order of the
 # canonical kernel does within its share (and misses others those decide).
 # Each priority runs with two valley rules, forwards and with time reversed: like the
 # orders, no variant is best everywhere, and which one decides fast varies by instance.
-SKYLINE_ORDERS = ("S", "W")
+SKYLINE_ORDERS = ("S", "C")
 SKYLINE_VALLEYS = (FEWEST, LEFTMOST)
 SKYLINE_MIN = 64  # buffers; up to this many (kernel-sized), the canonical orders decide fast
 # A skyline step (a tight scan over sections) costs about a sixteenth of a canonical kernel
@@ -75,6 +83,13 @@ SKYLINE_MIN = 64  # buffers; up to this many (kernel-sized), the canonical order
 SKYLINE_DISCOUNT = 16
 SKYLINE_SHARE = 1  # share exponent of each skyline member (``_weights``): half a share
 PARALLEL_MIN = 16  # buffers; below, starting threads costs more than racing saves
+# Minimizing on graphs of more than ``DESCEND_MIN`` buffers, the bound is decided on a
+# ``1 / BOUND_PART`` share of the nodes (it is mostly out of reach there), and each next
+# capacity lies ``1 / DESCEND_PART`` of the way down from the best arena to the lowest
+# capacity not yet ruled out, instead of halfway: each plan found is a step down.
+DESCEND_MIN = 64
+BOUND_PART = 8
+DESCEND_PART = 4
 # Racing members on graphs of more than ``PACED_MIN`` buffers are paced
 # (``solvers._pace_kernel``): the cores go to the members that have spent the least effort,
 # so when one decides, the others have not run far past it. A member counts as behind another
@@ -266,9 +281,10 @@ def _instances(g: InterferenceGraph, orders: tuple[str, ...]) -> list[_Instance]
 
 def _rank_keys(g: InterferenceGraph, first: I64, last: I64, sections: int) -> dict[str, I64]:
     """Branching priorities after MiniMalloc's, each ascending: "T" puts the buffers of the
-    fullest sections first, "W" those spanning the most sections, "A" the largest area, "L"
-    the longest occupied interval, "S" the largest, "B" the earliest start, "E" the latest
-    end."""
+    fullest sections first, "W" the widest (the longest occupied interval, in program points:
+    MiniMalloc's width), "C" those spanning the most sections, "A" the largest area, "L" the
+    longest occupied interval (as "W"), "S" the largest, "B" the earliest start, "E" the
+    latest end."""
     load = np.zeros(sections + 1, dtype=np.int64)
     np.add.at(load, first, g.size)
     np.add.at(load, last, -g.size)
@@ -278,7 +294,8 @@ def _rank_keys(g: InterferenceGraph, first: I64, last: I64, sections: int) -> di
     )
     return {
         "T": -fullest,
-        "W": -(last - first),
+        "W": -(g.occupied_end - g.start).astype(np.int64),
+        "C": -(last - first),
         "A": -(g.size * (g.occupied_end - g.start)),
         "L": -(g.occupied_end - g.start),
         "S": -g.size,
@@ -616,6 +633,20 @@ def exhausts(
     return status == EXHAUSTED, used
 
 
+def decide_orders(
+    g: InterferenceGraph,
+    capacity: int,
+    orders: tuple[str, ...],
+    nodes: int,
+    deadline: float = float("inf"),
+) -> tuple[int, I64, int]:
+    """(status, offsets, nodes used) of one decision at ``capacity`` bytes by the canonical
+    kernel on ``orders`` in turns on this thread, within ``nodes`` nodes (benchmarks compare
+    one order at a time with MiniMalloc's). ``deadline`` (``time.perf_counter``) is a hard
+    cap."""
+    return _decide_all(_instances(g, orders), capacity, nodes, deadline, parallel=False)
+
+
 def _pins_clash(g: InterferenceGraph) -> bool:
     """Whether two conflicting pinned buffers share a byte: then no plan exists at all."""
     pins = np.flatnonzero(g.pinned >= 0)
@@ -640,6 +671,7 @@ def solve_search(
     on_progress: Progress | None = None,
     bound_only: bool = False,
     above_bound: bool = False,
+    tolerance: int = 0,
 ) -> ExactResult:
     """Smallest arena (bytes) within ``capacity``, or a proof that none fits.
 
@@ -649,6 +681,8 @@ def solve_search(
     ``bound_only``: decide only the lowest capacity worth trying (the lower bound, where a
     plan is optimal) with every node, and stop there: no bisection above it.
     ``above_bound``: the bound was left undecided by a run before; bisect above it at once.
+    ``tolerance``: bytes; the search stops once its best plan is within them of the bound it
+    has proved (``options.gap_tolerance``).
     """
     if g.n == 0:
         return ExactResult("search", np.zeros(0, np.int64), 0, 0, True, False)
@@ -682,13 +716,13 @@ def solve_search(
     clock = time.perf_counter()
     wall = wall_limit(time_limit)  # seconds: the clock's cap; the node budget decides
 
-    def attempt(target: int, last: bool) -> int:
-        """Decide ``target`` on half the nodes left (all if ``last``).
+    def attempt(target: int, last: bool, part: int = 2) -> int:
+        """Decide ``target`` on ``1 / part`` of the nodes left (all if ``last``).
 
         A plan found becomes the best. Returns the kernel's status.
         """
         nonlocal best, best_arena, bound, left
-        share = left if last else max(1, left // 2)
+        share = left if last else max(1, left // part)
         status, offsets, used = _decide_all(insts, target, share, clock + wall)
         left -= used
         if status == FOUND:
@@ -700,7 +734,7 @@ def solve_search(
         return status
 
     def time_left() -> bool:
-        if left <= 0:
+        if left <= 0 or (best_arena is not None and best_arena - bound <= tolerance):
             return False
         if time.perf_counter() - clock < wall:
             return True
@@ -709,6 +743,7 @@ def solve_search(
 
     low = lo  # lowest capacity not yet tried
     high = ceiling  # highest capacity worth trying
+    descend = g.n > DESCEND_MIN
     if cap is not None and best is None and low <= cap == high and time_left():
         # No plan within the capacity yet: first get one, or prove there is none.
         if attempt(cap, last=True) == EXHAUSTED:
@@ -720,14 +755,17 @@ def solve_search(
     if above_bound:
         low += step
     elif low <= high and time_left():
-        attempt(low, last=bound_only or low == high)
+        attempt(low, last=bound_only or low == high, part=BOUND_PART if descend else 2)
         low += step
         if best_arena is not None:
             high = min(high, best_arena - step)
         if bound_only:
             high = low - step
     while low <= high and time_left():
-        mid = low + (high - low) // step // 2 * step
+        # Large graphs: a capacity a quarter of the way down from the best arena, where plans
+        # are easier to find than at the middle (which mostly runs out of nodes there).
+        fall = (high - low) // step // (DESCEND_PART if descend else 2) * step
+        mid = high - fall if descend else low + fall
         status = attempt(mid, last=low == high)
         if status == FOUND and best_arena is not None:
             high = best_arena - step

@@ -56,10 +56,12 @@ def solve_windows(
     upper: int | None = None,
     on_progress: Progress | None = None,
     stop: Stop | None = None,
+    tolerance: int = 0,
 ) -> ExactResult:
     """The window bound as an exact method's result: no plan, the bound raised from
     ``lower_bound`` within the nodes ``time_limit`` buys (``search.node_budget``). A bound
-    above ``capacity`` proves that nothing fits. ``hint`` and ``upper`` are not used.
+    above ``capacity`` proves that nothing fits. ``hint``, ``upper`` and ``tolerance`` are
+    not used.
     ``stop``: once stopped (a plan at ``lower_bound`` is known), no further window is tried."""
     start = round_up(max(lower_bound, 0), granularity(g))
     deadline = time.perf_counter() + wall_limit(time_limit)

@@ -16,6 +16,7 @@ from planner.core.models import (
     SolverAttempt,
     SolverInfo,
     Status,
+    Stopped,
 )
 from planner.core.models.plan import shared_placements
 from planner.core.targets import launch_figures
@@ -23,8 +24,9 @@ from planner.pipeline.attempt import Attempt
 from planner.pipeline.context import Context
 from planner.pipeline.diagnostics import diagnostics
 from planner.solvers.auto import Solution
+from planner.solvers.exact import allowed_gap
 
-__all__ = ["assemble", "naive_bytes"]
+__all__ = ["assemble", "naive_bytes", "stop_reason"]
 
 
 def assemble(ctx: Context, attempt: Attempt, chosen: bool) -> Plan:
@@ -59,6 +61,7 @@ def assemble(ctx: Context, attempt: Attempt, chosen: bool) -> Plan:
             bound=result.bound,
             gap=round(gap, 6),
             tried=[SolverAttempt(name=n, arena_bytes=a) for n, a in result.tried],
+            stopped=stop_reason(req, status, arena, result.bound, result.proved_optimal),
         ),
         graph=GraphStats(
             buffers=g.n,
@@ -79,6 +82,18 @@ def naive_bytes(req: PlanRequest) -> int:
     for size, align in ((b.size, req.alignment_of(b)) for b in req.buffers):
         top = (top + align - 1) // align * align + size
     return top
+
+
+def stop_reason(req: PlanRequest, status: Status, arena: int, bound: int, proved: bool) -> Stopped:
+    """Why the search for this plan ended, but for the clock (the facade says "time" where
+    it cut a plan short of its budgets): a proof, the gap tolerance, or the budgets."""
+    if proved or status == "infeasible":
+        return "proved"
+    if status != "unknown" and arena - bound <= allowed_gap(
+        req.options.gap_tolerance, bound, req.max_alignment
+    ):
+        return "within_tolerance"
+    return "budget"
 
 
 def _status(result: Solution, capacity: int | None) -> Status:

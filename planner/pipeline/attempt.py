@@ -56,6 +56,7 @@ def attempt(
         time_limit=time_limit,
         enough=enough,
         greedy_seconds=GREEDY_SHARE * time_limit * ctx.spare,
+        gap_tolerance=req.options.gap_tolerance,
     )
     trusted = kind is Kind.POLICY and ctx.exact
     if node is not None:

@@ -112,8 +112,12 @@ def plan(
         raise InternalError(f"out of memory while planning: {exc or 'no detail'}") from exc
     if not cuts.cut:
         return result
+    # A plan proved, or within its tolerance, stopped for that reason whatever the clock did.
+    stopped = "time" if result.solver.stopped == "budget" else result.solver.stopped
     return result.model_copy(
-        update={"solver": result.solver.model_copy(update={"cut_by_clock": True})}
+        update={
+            "solver": result.solver.model_copy(update={"cut_by_clock": True, "stopped": stopped})
+        }
     )
 
 

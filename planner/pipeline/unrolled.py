@@ -43,12 +43,13 @@ from planner.core.models import (
 )
 from planner.core.program import Program, build_program, held_peak
 from planner.core.targets import launch_figures
-from planner.pipeline.assembly import naive_bytes
+from planner.pipeline.assembly import naive_bytes, stop_reason
 from planner.pipeline.context import CAP_SETS_MAX, planned_sizes
 from planner.pipeline.unrolled_aliases import PieceAliases
 from planner.pipeline.unrolled_stab import SEARCH_NODES, Choice, choose, greedy
 from planner.solvers.edges import EDGE_HEURISTICS, EXACT_MAX_BUFFERS, ExplicitGraph, exact_pairs
 from planner.solvers.edges import fits as greedy_fits
+from planner.solvers.exact import exact_budget
 
 __all__ = ["own_reuse_barriers", "plan_unrolled"]
 
@@ -481,10 +482,16 @@ def _place_once(
         found.arena_bytes <= bound,
     )
     wants_exact = exact and req.options.solver in ("auto", "exact", "search", "cpsat")
-    if not optimal and wants_exact and 0 < g.n <= EXACT_MAX_BUFFERS:
-        solved = exact_pairs(
-            g, lower_bound=bound, hint=offsets, time_limit=EXACT_SHARE * req.options.time_limit
-        )
+    seconds, slack = exact_budget(
+        req.options.gap_tolerance,
+        arena - bound,
+        bound,
+        req.max_alignment,
+        EXACT_SHARE * req.options.time_limit,
+    )
+    tolerated = arena - bound <= slack
+    if not optimal and not tolerated and wants_exact and 0 < g.n <= EXACT_MAX_BUFFERS:
+        solved = exact_pairs(g, lower_bound=bound, hint=offsets, time_limit=seconds)
         if solved is not None:
             x_offsets, x_arena, proved = solved
             tried.append(("exact:cpsat-pairs", min(arena, x_arena)))
@@ -627,6 +634,7 @@ def _assemble(
             bound=best_bound,
             gap=round(gap, 6),
             tried=[SolverAttempt(name=m, arena_bytes=a) for m, a in chosen.tried],
+            stopped=stop_reason(req, status, arena, best_bound, proved),
         ),
         graph=GraphStats(
             buffers=len(req.buffers),

@@ -22,7 +22,8 @@ WARM_UP: list[dict[str, Any]] = [
     {
         "name": f"warm-up-{solver}",
         "barriers": [1],
-        "options": {"solver": solver, "time_limit": 1.0, "sync": sync},
+        # No gap tolerated, so that the exact methods run whatever gap greedy leaves.
+        "options": {"solver": solver, "time_limit": 1.0, "sync": sync, "gap_tolerance": 0},
         "buffers": [
             {"id": f"b{i}", "size": size, "start": start, "end": end, "alignment": align}
             for i, (size, start, end, align) in enumerate(WARM_UP_BUFFERS)

@@ -14,6 +14,7 @@ from planner.core.models.plan import (
     SolverAttempt,
     SolverInfo,
     Status,
+    Stopped,
 )
 from planner.core.models.report import ValidationReport, Violation, ViolationCode
 from planner.core.models.request import (
@@ -53,6 +54,7 @@ __all__ = [
     "SolverAttempt",
     "SolverInfo",
     "Status",
+    "Stopped",
     "ValidationReport",
     "Violation",
     "ViolationCode",

@@ -23,10 +23,12 @@ __all__ = [
     "SolverAttempt",
     "SolverInfo",
     "Status",
+    "Stopped",
     "shared_placements",
 ]
 
 Status = Literal["optimal", "feasible", "infeasible", "unknown"]
+Stopped = Literal["proved", "within_tolerance", "budget", "time"]
 
 
 def _absent(value: object) -> bool:
@@ -200,6 +202,15 @@ class SolverInfo(_Model):
     )
     tried: list[SolverAttempt] = Field(
         default_factory=list, description="Every method tried and its arena, in order."
+    )
+    stopped: Stopped = Field(
+        default="budget",
+        description=(
+            'Why the search ended: "proved" (the arena is optimal, or nothing fits), '
+            '"within_tolerance"\n(options.gap_tolerance of the bound), "budget" (the time '
+            'limit\'s deterministic work ran\nout) or "time" (the clock cut it: see '
+            "cut_by_clock)."
+        ),
     )
     # Absent when false, so plans the clock did not cut read as they always did.
     cut_by_clock: bool = Field(

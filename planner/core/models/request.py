@@ -427,6 +427,37 @@ class Options(BaseModel):
         ),
     )
 
+    gap_tolerance: int | float | None = Field(  # bytes (int) or a fraction of the bound
+        default=None,
+        exclude_if=absent,
+        description=(
+            "How far above the lower bound a plan may stay for the exact methods not to run, "
+            "or to stop:\nbytes (an integer), or a fraction of the bound (a number below 1); 0 "
+            "asks for a proof of\noptimality. Default: a millionth of the bound, and at most "
+            "0.25 s of exact search on a gap\nsmaller than the largest alignment in the request."
+        ),
+    )
+
+    @field_validator("gap_tolerance")
+    @classmethod
+    def _tolerance_in_range(cls, value: int | float | None) -> int | float | None:
+        if isinstance(value, bool):
+            raise PydanticCustomError(
+                "gap_tolerance_type", f"gap_tolerance {value!r} is not a number of bytes"
+            )
+        if isinstance(value, int) and not 0 <= value <= MAX_SIZE:
+            raise PydanticCustomError(
+                "gap_tolerance_range",
+                f"gap_tolerance {value} bytes is outside 0 .. {MAX_SIZE}",
+            )
+        if isinstance(value, float) and not 0.0 <= value < 1.0:
+            raise PydanticCustomError(
+                "gap_tolerance_range",
+                f"gap_tolerance {value!r} as a fraction of the bound is outside [0, 1); "
+                "give bytes as an integer",
+            )
+        return value
+
     @field_validator("solver")
     @classmethod
     def _known_solver(cls, value: str) -> str:
@@ -600,6 +631,11 @@ class PlanRequest(BaseModel):
         if buffer.dtype is not None:
             align = max(align, DTYPES[buffer.dtype].bytes)
         return align
+
+    @property
+    def max_alignment(self) -> int:
+        """The largest alignment of any buffer (bytes; the request's default without any)."""
+        return max((self.alignment_of(b) for b in self.buffers), default=self.alignment)
 
     @property
     def has_control_flow(self) -> bool:
