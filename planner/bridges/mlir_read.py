@@ -134,7 +134,7 @@ def kernels(module: Any) -> Iterator[Any]:
                     c = child.operation
                     if c.name == "gpu.func" and ("kernel" in c.attributes or "gpu.kernel" in c.attributes):
                         found.append(("kernel", c))
-                    elif c.name == "func.func" and _in_device_code(c):
+                    elif c.name == "func.func" and len(c.regions[0].blocks) and _in_device_code(c):
                         found.append(("kernel", c))
                     elif c.name not in ("gpu.func", "func.func") and c.regions:
                         found.append(("nest", c))
