@@ -138,8 +138,9 @@ class KernelShape:
                     inside = any(a.start <= lo and hi <= a.end for a in arms)
                     if inside:
                         continue
-                if lo < e and s < hi and not (lo <= s and e <= hi):
-                    lo, hi = min(lo, s), max(hi, e)
+                inside = s <= lo and hi <= e
+                if lo < e and s < hi and not (lo <= s and e <= hi) and not inside:
+                    lo, hi = min(lo, s), max(hi, e)  # enters or leaves it: covers it all
                     changed = True
         return lo, hi
 
