@@ -141,7 +141,11 @@ async def post_mlir(request: Request, service: ServiceDep) -> Response:
     settings = service.settings
     body = await read_body(request, settings.max_body_bytes)
     answer = await service.pool.run(
-        settings.request_timeout, mlir_job, body, settings, cancelled=request.is_disconnected,
+        settings.request_timeout,
+        mlir_job,
+        body,
+        settings,
+        cancelled=request.is_disconnected,
         large=True,
     )
     return Response(answer.model_dump_json(), media_type="application/json")

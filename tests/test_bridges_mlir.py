@@ -19,7 +19,7 @@ from planner.core.errors import MissingExtraError, RequestError
 
 pytest.importorskip("iree.compiler")
 
-from planner.bridges.mlir import check_module, plan_module, requests_of  # noqa: E402
+from planner.bridges.mlir import check_module, plan_module, requests_of
 
 COMPILE = Path(sys.executable).with_name("iree-compile")
 
@@ -124,7 +124,8 @@ def iree_cuda(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, 
 def _validated(kernel: object) -> None:
     """Every plan a test produces goes through the static validator."""
     request, plan = getattr(kernel, "request", None), getattr(kernel, "plan", None)
-    assert request is not None and plan is not None
+    assert request is not None
+    assert plan is not None
     assert planner.validate(request, plan).valid
 
 
@@ -134,11 +135,13 @@ def test_iree_kernel_is_planned_rewritten_and_checked(
 ) -> None:
     dump, iree_bytes = iree_cuda[name]
     result = plan_module(dump, time_limit=2.0)
-    assert result.kernels and all(k.status == "rewritten" for k in result.kernels)
+    assert result.kernels
+    assert all(k.status == "rewritten" for k in result.kernels)
     for k in result.kernels:
         _validated(k)
         assert k.buffers >= 1
-        assert iree_bytes is not None and k.arena_bytes <= iree_bytes
+        assert iree_bytes is not None
+        assert k.arena_bytes <= iree_bytes
         assert k.arena_bytes >= k.lower_bound
     assert "gpu.dynamic_shared_memory" in result.module
     assert "memref.alloc()" not in result.module.split("util.func")[0]
@@ -154,7 +157,8 @@ def test_softmax_reuses_the_first_reduction_buffer(
     dump, iree_bytes = iree_cuda["softmax"]
     (kernel,) = plan_module(dump, time_limit=2.0).kernels
     assert (iree_bytes, kernel.compiler_bytes, kernel.arena_bytes) == (80, 80, 40)
-    assert kernel.arena_bytes == kernel.lower_bound and kernel.barriers_inserted == 0
+    assert kernel.arena_bytes == kernel.lower_bound
+    assert kernel.barriers_inserted == 0
 
 
 def _dynamic_views(module: str) -> list[tuple[str, str]]:
@@ -175,8 +179,9 @@ def test_planted_overlap_and_misalignment_are_caught(
     shifts = [s for s, _ in _dynamic_views(module)]
     assert len(shifts) == 2  # the two operand tiles, live together in the K loop
     overlap = check_module(_set_constant(module, shifts[1], 0), emulation=False)
-    assert not overlap[0].verdict or not overlap[0].verdict.valid
-    assert any("overlap" in v for v in overlap[0].verdict.static)
+    assert overlap[0].verdict is not None
+    assert not overlap[0].verdict.valid
+    assert any(v.startswith("overlap") for v in overlap[0].verdict.static)
     crooked = check_module(_set_constant(module, shifts[1], 17410), emulation=False)
     assert crooked[0].verdict is not None
     assert any(v.startswith("misaligned") for v in crooked[0].verdict.static)
@@ -192,8 +197,10 @@ def test_planted_dropped_barrier_is_caught(
     # The third barrier separates the first buffer's last read from the second's write.
     dropped = "\n".join(line for i, line in enumerate(lines) if i != barriers[2])
     (check,) = check_module(dropped)
-    assert check.verdict is not None and not check.verdict.valid
-    assert check.verdict.static and check.verdict.emulated  # both validators see it
+    assert check.verdict is not None
+    assert not check.verdict.valid
+    assert check.verdict.static
+    assert check.verdict.emulated
 
 
 def test_hand_written_gpu_module() -> None:
@@ -203,16 +210,19 @@ def test_hand_written_gpu_module() -> None:
     assert kernel.status == "rewritten"
     assert (kernel.buffers, kernel.compiler_bytes) == (4, 2816)
     assert kernel.arena_bytes == kernel.lower_bound == 1024
-    assert kernel.barriers_existing == 2 and kernel.barriers_inserted >= 1
+    assert kernel.barriers_existing == 2
+    assert kernel.barriers_inserted >= 1
     assert f"dynamic_shared_memory_size %c{kernel.arena_bytes}_i32" in result.module
     assert "workgroup(" not in result.module  # the attribution is a view now
     assert result.module.count("gpu.barrier") == 2 + kernel.barriers_inserted
     request = kernel.request
-    assert request is not None and request["loops"] == [
+    assert request is not None
+    assert request["loops"] == [
         {"start": request["loops"][0]["start"], "end": request["loops"][0]["end"], "trips": 4}
     ]
     (check,) = check_module(result.module)
-    assert check.verdict is not None and check.verdict.valid
+    assert check.verdict is not None
+    assert check.verdict.valid
 
 
 def test_bytecode_in_and_out() -> None:
@@ -246,18 +256,32 @@ module attributes {{gpu.container_module}} {{
 @pytest.mark.parametrize(
     ("body", "extra", "named"),
     [
-        (f"%a = memref.alloc(%n) : memref<?xf32, {WS}>\n"
-         f"memref.store %f, %a[%c0] : memref<?xf32, {WS}>", "", "dynamic size"),
-        (f"%a = memref.alloc() : memref<64xf32, {WS}>\n"
-         f"%p = memref.extract_aligned_pointer_as_index %a : memref<64xf32, {WS}> -> index",
-         "", "memref.extract_aligned_pointer_as_index"),
-        (f"%a = memref.alloc() : memref<64xf32, {WS}>\n"
-         f"func.call @ext(%a) : (memref<64xf32, {WS}>) -> ()",
-         f"func.func private @ext(memref<64xf32, {WS}>)", "func.call"),
-        (f"%a = memref.alloc() : memref<64xf32, {WS}>\n"
-         "%t = gpu.thread_id x\n%c = arith.cmpi eq, %t, %c0 : index\n"
-         "scf.if %c {\n gpu.barrier\n}\n"
-         f"memref.store %f, %a[%c0] : memref<64xf32, {WS}>", "", "thread-dependent"),
+        (
+            f"%a = memref.alloc(%n) : memref<?xf32, {WS}>\n"
+            f"memref.store %f, %a[%c0] : memref<?xf32, {WS}>",
+            "",
+            "dynamic size",
+        ),
+        (
+            f"%a = memref.alloc() : memref<64xf32, {WS}>\n"
+            f"%p = memref.extract_aligned_pointer_as_index %a : memref<64xf32, {WS}> -> index",
+            "",
+            "memref.extract_aligned_pointer_as_index",
+        ),
+        (
+            f"%a = memref.alloc() : memref<64xf32, {WS}>\n"
+            f"func.call @ext(%a) : (memref<64xf32, {WS}>) -> ()",
+            f"func.func private @ext(memref<64xf32, {WS}>)",
+            "func.call",
+        ),
+        (
+            f"%a = memref.alloc() : memref<64xf32, {WS}>\n"
+            "%t = gpu.thread_id x\n%c = arith.cmpi eq, %t, %c0 : index\n"
+            "scf.if %c {\n gpu.barrier\n}\n"
+            f"memref.store %f, %a[%c0] : memref<64xf32, {WS}>",
+            "",
+            "thread-dependent",
+        ),
     ],
     ids=["dynamic_size", "escaping_pointer", "unknown_call", "divergent_barrier"],
 )
@@ -265,16 +289,18 @@ def test_what_cannot_be_read_is_left_as_it_was(body: str, extra: str, named: str
     source = _kernel(body, extra)
     result = plan_module(source, time_limit=1.0)
     (kernel,) = result.kernels
-    assert kernel.status == "skipped" and kernel.reason is not None
+    assert kernel.status == "skipped"
+    assert kernel.reason is not None
     assert named in kernel.reason
     assert "gpu.dynamic_shared_memory" not in result.module
     assert result.diagnostics == [f"@k: {kernel.reason}"]
 
 
 def test_requests_of_lists_every_kernel() -> None:
-    (name, request, why), = requests_of(HAND)
+    ((name, request, why),) = requests_of(HAND)
     assert (name, why) == ("two_phase", None)
-    assert request is not None and request["target"] == "sm_90"
+    assert request is not None
+    assert request["target"] == "sm_90"
     assert planner.plan(request).arena_bytes == 1024
 
 
@@ -291,7 +317,8 @@ def test_missing_extra_says_which(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(plans, "available", lambda extra: False)
     with pytest.raises(MissingExtraError) as info:
         plan_module(HAND)
-    assert info.value.extra == "mlir" and "[mlir]" in str(info.value)
+    assert info.value.extra == "mlir"
+    assert "[mlir]" in str(info.value)
 
 
 @pytest.mark.slow

@@ -15,13 +15,13 @@ from planner.core.errors import MissingExtraError, RequestError
 
 pytest.importorskip("triton")
 
-from planner.bridges._plans import judge  # noqa: E402
-from planner.bridges._program import Unsupported  # noqa: E402
-from planner.bridges.triton import TritonReport, check_compiled, check_ttgir  # noqa: E402
-from planner.bridges.ttgir import read_ttgir  # noqa: E402
-from planner.validators.faults import plant_fault  # noqa: E402
+from planner.bridges._plans import judge
+from planner.bridges._program import Unsupported
+from planner.bridges.triton import TritonReport, check_compiled, check_ttgir
+from planner.bridges.ttgir import read_ttgir
+from planner.validators.faults import plant_fault
 
-from .triton_kernels import KERNELS, compile_kernel  # noqa: E402
+from .triton_kernels import KERNELS, compile_kernel
 
 CASES = [(name, cap) for cap in (80, 90) for name in KERNELS]
 
@@ -44,16 +44,25 @@ def test_triton_plan_is_checked_and_ours_is_never_larger(
 ) -> None:
     report = reports[(name, cap)]
     assert report.modeled, report.reason
-    assert report.triton_verdict is not None and report.triton_verdict.valid
+    assert report.triton_verdict is not None
+    assert report.triton_verdict.valid
     assert report.triton_verdict.emulation_run
-    assert report.request is not None and report.plan is not None
-    assert planner.validate(report.request.model_copy(
-        update={"options": report.request.options.model_copy(update={"sync": "insert"})}
-    ), report.plan).valid
-    assert report.ours_bytes is not None and report.ours_bytes <= report.triton_bytes
-    assert report.lower_bound is not None and report.lower_bound <= report.ours_bytes
-    assert report.alone_bytes is not None and report.alone_bytes <= report.triton_bytes
-    assert report.buffers >= 1 and report.triton_barriers >= 1
+    assert report.request is not None
+    assert report.plan is not None
+    assert planner.validate(
+        report.request.model_copy(
+            update={"options": report.request.options.model_copy(update={"sync": "insert"})}
+        ),
+        report.plan,
+    ).valid
+    assert report.ours_bytes is not None
+    assert report.ours_bytes <= report.triton_bytes
+    assert report.lower_bound is not None
+    assert report.lower_bound <= report.ours_bytes
+    assert report.alone_bytes is not None
+    assert report.alone_bytes <= report.triton_bytes
+    assert report.buffers >= 1
+    assert report.triton_barriers >= 1
     assert not [n for n in report.notes if "past ttg.shared" in n]
 
 
@@ -62,7 +71,8 @@ def test_planted_faults_in_a_triton_plan_are_caught(
     reports: dict[tuple[str, int], TritonReport], kind: str
 ) -> None:
     report = reports[("attention", 80)]
-    assert report.request is not None and report.triton_plan is not None
+    assert report.request is not None
+    assert report.triton_plan is not None
     fault = plant_fault(report.request, report.triton_plan, kind, random.Random(0))  # type: ignore[arg-type]
     assert fault is not None, kind
     verdict = judge(fault.request, fault.plan, emulation=kind != "misalign")
@@ -75,8 +85,10 @@ def test_planted_faults_in_a_triton_plan_are_caught(
 def test_ttgir_text_and_target(compiled: dict[tuple[str, int], Any]) -> None:
     ttgir = compiled[("softmax", 80)].asm["ttgir"]
     report = check_ttgir(ttgir, "sm_80", time_limit=1.0, emulation=False)
-    assert report.modeled and report.triton_bytes == 16
-    assert report.triton_verdict is not None and not report.triton_verdict.emulation_run
+    assert report.modeled
+    assert report.triton_bytes == 16
+    assert report.triton_verdict is not None
+    assert not report.triton_verdict.emulation_run
     with pytest.raises(RequestError) as info:
         check_ttgir(ttgir, "gfx942")
     assert info.value.errors[0]["loc"] == ["target"]
@@ -90,8 +102,8 @@ UNMODELLED = """
 #smem = #ttg.shared_memory
 module attributes {"ttg.num-warps" = 4 : i32, ttg.shared = 64 : i32} {
   tt.func public @k(%arg0: i32) {
-    %0 = ttg.local_alloc {allocation.offset = 0 : i32} : () -> !ttg.memdesc<16xf32, #shared, #smem, mutable>
-    ttng.some_future_op %0 : !ttg.memdesc<16xf32, #shared, #smem, mutable>
+    %0 = ttg.local_alloc {allocation.offset = 0 : i32} : () -> !ttg.memdesc<16xf32, #shared, #smem>
+    ttng.some_future_op %0 : !ttg.memdesc<16xf32, #shared, #smem>
     tt.return
   }
 }
@@ -105,8 +117,11 @@ def test_a_kernel_it_cannot_model_is_reported_with_the_op() -> None:
 
 def test_what_it_reads_from_ttgir() -> None:
     read = read_ttgir(UNMODELLED.replace("ttng.some_future_op", "ttg.local_load"))
-    assert read.name == "k" and read.shared_bytes == 64 and read.offsets == {"%0": 0}
-    assert read.shape.buffers["%0"].size == 64 and read.barrier_ops == 0
+    assert read.name == "k"
+    assert read.shared_bytes == 64
+    assert read.offsets == {"%0": 0}
+    assert read.shape.buffers["%0"].size == 64
+    assert read.barrier_ops == 0
 
 
 def test_missing_extra_says_which(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,3 +1,4 @@
+# ruff: noqa: N803  (Triton kernels name their block sizes in capitals)
 """Kernels in the manner of Triton's tutorials (matmul, fused softmax, layer norm, attention
 forward), compiled for a CUDA target without a GPU (Triton ships ptxas)."""
 
@@ -11,10 +12,23 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 
-@triton.jit
+@triton.jit  # type: ignore[untyped-decorator]
 def matmul_kernel(  # type: ignore[no-untyped-def]
-    a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,  # noqa: N803
-    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,  # noqa: N803
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    sam,
+    sak,
+    sbk,
+    sbn,
+    scm,
+    scn,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BK: tl.constexpr,
 ):
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
@@ -34,8 +48,8 @@ def matmul_kernel(  # type: ignore[no-untyped-def]
     tl.store(c_ptr + offs_am[:, None] * scm + offs_bn[None, :] * scn, c)
 
 
-@triton.jit
-def softmax_kernel(out_ptr, in_ptr, stride, n_cols, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]  # noqa: N803
+@triton.jit  # type: ignore[untyped-decorator]
+def softmax_kernel(out_ptr, in_ptr, stride, n_cols, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
     row = tl.program_id(0)
     offs = tl.arange(0, BLOCK)
     x = tl.load(in_ptr + row * stride + offs, mask=offs < n_cols, other=-float("inf"))
@@ -45,8 +59,8 @@ def softmax_kernel(out_ptr, in_ptr, stride, n_cols, BLOCK: tl.constexpr):  # typ
     tl.store(out_ptr + row * stride + offs, num / den, mask=offs < n_cols)
 
 
-@triton.jit
-def layer_norm_kernel(x_ptr, y_ptr, w_ptr, b_ptr, stride, n, eps, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]  # noqa: N803
+@triton.jit  # type: ignore[untyped-decorator]
+def layer_norm_kernel(x_ptr, y_ptr, w_ptr, b_ptr, stride, n, eps, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
     row = tl.program_id(0)
     offs = tl.arange(0, BLOCK)
     mask = offs < n
@@ -60,10 +74,17 @@ def layer_norm_kernel(x_ptr, y_ptr, w_ptr, b_ptr, stride, n, eps, BLOCK: tl.cons
     tl.store(y_ptr + row * stride + offs, d * rstd * w + b, mask=mask)
 
 
-@triton.jit
+@triton.jit  # type: ignore[untyped-decorator]
 def attention_kernel(  # type: ignore[no-untyped-def]
-    q_ptr, k_ptr, v_ptr, o_ptr, n_ctx, scale,
-    BM: tl.constexpr, BN: tl.constexpr, D: tl.constexpr,  # noqa: N803
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    o_ptr,
+    n_ctx,
+    scale,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    D: tl.constexpr,
 ):
     start_m = tl.program_id(0)
     offs_m = start_m * BM + tl.arange(0, BM)
@@ -88,26 +109,60 @@ def attention_kernel(  # type: ignore[no-untyped-def]
 
 
 _MATMUL_SIG = {
-    **{n: "*fp16" for n in ("a_ptr", "b_ptr", "c_ptr")},
-    **{n: "i32" for n in ("M", "N", "K", "sam", "sak", "sbk", "sbn", "scm", "scn")},
-    **{n: "constexpr" for n in ("BM", "BN", "BK")},
+    **dict.fromkeys(("a_ptr", "b_ptr", "c_ptr"), "*fp16"),
+    **dict.fromkeys(("M", "N", "K", "sam", "sak", "sbk", "sbn", "scm", "scn"), "i32"),
+    **dict.fromkeys(("BM", "BN", "BK"), "constexpr"),
 }
 KERNELS: dict[str, tuple[Any, dict[str, str], dict[str, Any], dict[str, Any]]] = {
-    "matmul": (matmul_kernel, _MATMUL_SIG, {"BM": 128, "BN": 128, "BK": 32},
-               {"num_warps": 4, "num_stages": 3}),
-    "softmax": (softmax_kernel,
-                {"out_ptr": "*fp32", "in_ptr": "*fp32", "stride": "i32", "n_cols": "i32",
-                 "BLOCK": "constexpr"},
-                {"BLOCK": 1024}, {"num_warps": 4}),
-    "layer_norm": (layer_norm_kernel,
-                   {"x_ptr": "*fp16", "y_ptr": "*fp16", "w_ptr": "*fp32", "b_ptr": "*fp32",
-                    "stride": "i32", "n": "i32", "eps": "fp32", "BLOCK": "constexpr"},
-                   {"BLOCK": 1024}, {"num_warps": 8}),
-    "attention": (attention_kernel,
-                  {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp16",
-                   "n_ctx": "i32", "scale": "fp32", "BM": "constexpr", "BN": "constexpr",
-                   "D": "constexpr"},
-                  {"BM": 64, "BN": 64, "D": 64}, {"num_warps": 4, "num_stages": 2}),
+    "matmul": (
+        matmul_kernel,
+        _MATMUL_SIG,
+        {"BM": 128, "BN": 128, "BK": 32},
+        {"num_warps": 4, "num_stages": 3},
+    ),
+    "softmax": (
+        softmax_kernel,
+        {
+            "out_ptr": "*fp32",
+            "in_ptr": "*fp32",
+            "stride": "i32",
+            "n_cols": "i32",
+            "BLOCK": "constexpr",
+        },
+        {"BLOCK": 1024},
+        {"num_warps": 4},
+    ),
+    "layer_norm": (
+        layer_norm_kernel,
+        {
+            "x_ptr": "*fp16",
+            "y_ptr": "*fp16",
+            "w_ptr": "*fp32",
+            "b_ptr": "*fp32",
+            "stride": "i32",
+            "n": "i32",
+            "eps": "fp32",
+            "BLOCK": "constexpr",
+        },
+        {"BLOCK": 1024},
+        {"num_warps": 8},
+    ),
+    "attention": (
+        attention_kernel,
+        {
+            "q_ptr": "*fp16",
+            "k_ptr": "*fp16",
+            "v_ptr": "*fp16",
+            "o_ptr": "*fp16",
+            "n_ctx": "i32",
+            "scale": "fp32",
+            "BM": "constexpr",
+            "BN": "constexpr",
+            "D": "constexpr",
+        },
+        {"BM": 64, "BN": 64, "D": 64},
+        {"num_warps": 4, "num_stages": 2},
+    ),
 }
 
 

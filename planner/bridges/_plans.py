@@ -86,5 +86,6 @@ def judge(request: PlanRequest, plan: Plan, *, emulation: bool = True) -> Verdic
         result = emulate(request, plan)
         run = True
         emulated = [f"{v.code}: {v.message}" for v in result.violations]
-    return Verdict(valid=not static and not emulated, static=static, emulated=emulated,
-                   emulation_run=run)
+    return Verdict(
+        valid=not static and not emulated, static=static, emulated=emulated, emulation_run=run
+    )

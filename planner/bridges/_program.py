@@ -146,9 +146,7 @@ class KernelShape:
 
     def _outside_scope(self, at: int, scope: tuple[int, ...]) -> list[int]:
         """The regions around point ``at`` that do not hold the allocation, outermost first."""
-        around = [
-            r for r, region in enumerate(self.regions) if region.start <= at < region.end
-        ]
+        around = [r for r, region in enumerate(self.regions) if region.start <= at < region.end]
         around.sort(key=lambda r: (self.regions[r].start, -self.regions[r].end))
         return [r for r in around if r not in scope]
 

@@ -30,24 +30,40 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
     )
     m.add_argument("module", metavar="FILE", help="MLIR text or bytecode; - for stdin")
     m.add_argument("-o", "--output", metavar="OUT", help="write the module here (default stdout)")
-    m.add_argument("--target", metavar="SM", help="device profile, e.g. sm_80 (default: the "
-                   "module's)")
-    m.add_argument("--time-limit", type=float, default=5.0, metavar="S",
-                   help="seconds per kernel's plan (default 5)")
+    m.add_argument(
+        "--target", metavar="SM", help="device profile, e.g. sm_80 (default: the module's)"
+    )
+    m.add_argument(
+        "--time-limit",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="seconds per kernel's plan (default 5)",
+    )
     m.add_argument("--bytecode", action="store_true", help="write MLIR bytecode, not text")
-    m.add_argument("--check", action="store_true",
-                   help="judge the placed buffers of a rewritten module instead of planning")
-    m.add_argument("--json", action="store_true",
-                   help="print each kernel's request and plan as JSON, not the module")
+    m.add_argument(
+        "--check",
+        action="store_true",
+        help="judge the placed buffers of a rewritten module instead of planning",
+    )
+    m.add_argument(
+        "--json",
+        action="store_true",
+        help="print each kernel's request and plan as JSON, not the module",
+    )
     t = sub.add_parser(
         "triton",
-        help="check Triton's shared-memory plan of a TTGIR file and plan it too (extra "
-        "[triton])",
+        help="check Triton's shared-memory plan of a TTGIR file and plan it too (extra [triton])",
     )
     t.add_argument("ttgir", metavar="FILE", help="TTGIR as Triton prints it (asm['ttgir'])")
     t.add_argument("--target", required=True, metavar="SM", help="CUDA target, e.g. sm_80")
-    t.add_argument("--time-limit", type=float, default=5.0, metavar="S",
-                   help="seconds for our plan (default 5)")
+    t.add_argument(
+        "--time-limit",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="seconds for our plan (default 5)",
+    )
     t.add_argument("--no-emulate", action="store_true", help="the static check only")
     t.add_argument("--json", action="store_true", help="print the reports as JSON")
 
@@ -56,8 +72,9 @@ def _read(path: str) -> bytes:
     try:
         return sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     except OSError as exc:
-        raise RequestError.field(("file",), f"{path}: cannot read: {exc.strerror or exc}",
-                                 "unreadable", path) from None
+        raise RequestError.field(
+            ("file",), f"{path}: cannot read: {exc.strerror or exc}", "unreadable", path
+        ) from None
 
 
 def _source(data: bytes) -> str | bytes:
@@ -73,17 +90,21 @@ def mlir_command(args: argparse.Namespace) -> int:
             return _check(data, args)
         from planner.bridges.mlir import plan_module
 
-        result = plan_module(_source(data), target=args.target, time_limit=args.time_limit,
-                             bytecode=args.bytecode)
+        result = plan_module(
+            _source(data), target=args.target, time_limit=args.time_limit, bytecode=args.bytecode
+        )
     except MissingExtraError as exc:
         return fail(str(exc))
     except RequestError as exc:
         return fail(f"{args.module}: {exc.summary()}")
     for k in result.kernels:
         if k.status == "rewritten":
-            print(f"@{k.name}: {k.buffers} buffers, {k.compiler_bytes} B allocated -> arena "
-                  f"{k.arena_bytes} B (lower bound {k.lower_bound} B), "
-                  f"{k.barriers_inserted} barriers added", file=sys.stderr)
+            print(
+                f"@{k.name}: {k.buffers} buffers, {k.compiler_bytes} B allocated -> arena "
+                f"{k.arena_bytes} B (lower bound {k.lower_bound} B), "
+                f"{k.barriers_inserted} barriers added",
+                file=sys.stderr,
+            )
         elif k.status == "skipped":
             print(f"@{k.name}: left as it was: {k.reason}", file=sys.stderr)
     print(f"bridge: {result.seconds * 1000:.0f} ms", file=sys.stderr)
@@ -126,8 +147,9 @@ def triton_command(args: argparse.Namespace) -> int:
         from planner.bridges.triton import check_ttgir
 
         text = _read(args.ttgir).decode("utf-8")
-        report = check_ttgir(text, args.target, time_limit=args.time_limit,
-                             emulation=not args.no_emulate)
+        report = check_ttgir(
+            text, args.target, time_limit=args.time_limit, emulation=not args.no_emulate
+        )
     except MissingExtraError as exc:
         return fail(str(exc))
     except RequestError as exc:
@@ -139,10 +161,12 @@ def triton_command(args: argparse.Namespace) -> int:
     else:
         verdict = report.triton_verdict
         state = "valid" if verdict is not None and verdict.valid else "INVALID"
-        print(f"@{report.name} ({report.target}): {report.buffers} buffers; Triton "
-              f"{report.triton_bytes} B, {report.triton_barriers} barriers, {state}; ours "
-              f"{report.ours_bytes} B (+{report.ours_inserted} barriers), lower bound "
-              f"{report.lower_bound} B; {report.seconds * 1000:.0f} ms")
+        print(
+            f"@{report.name} ({report.target}): {report.buffers} buffers; Triton "
+            f"{report.triton_bytes} B, {report.triton_barriers} barriers, {state}; ours "
+            f"{report.ours_bytes} B (+{report.ours_inserted} barriers), lower bound "
+            f"{report.lower_bound} B; {report.seconds * 1000:.0f} ms"
+        )
         if verdict is not None:
             for line in verdict.static + verdict.emulated:
                 print(f"  {line}")
@@ -151,4 +175,3 @@ def triton_command(args: argparse.Namespace) -> int:
     if report.triton_verdict is not None and not report.triton_verdict.valid:
         return EXIT_FAILED
     return EXIT_OK
-

@@ -199,9 +199,7 @@ def _simplify(module: Any) -> None:
     pm.run(module.operation)
 
 
-def _plan_kernel(
-    module: Any, function: Any, target: str | None, time_limit: float
-) -> KernelResult:
+def _plan_kernel(module: Any, function: Any, target: str | None, time_limit: float) -> KernelResult:
     name = symbol(function)
     try:
         read = read_kernel(function)
@@ -318,7 +316,9 @@ def _set_launch(module: Any, name: str, arena: int) -> None:
         operands = list(launch.operands)
         with ir.InsertionPoint(launch):
             size = ir.Operation.create(
-                "arith.constant", results=[i32], attributes={"value": ir.IntegerAttr.get(i32, arena)}
+                "arith.constant",
+                results=[i32],
+                attributes={"value": ir.IntegerAttr.get(i32, arena)},
             ).results[0]
         if segments[10]:
             operands[where] = size

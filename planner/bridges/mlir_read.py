@@ -132,9 +132,7 @@ def kernels(module: Any) -> Iterator[Any]:
             for block in region.blocks:
                 for child in block.operations:
                     c = child.operation
-                    if c.name == "gpu.func" and ("kernel" in c.attributes or "gpu.kernel" in c.attributes):
-                        found.append(("kernel", c))
-                    elif c.name == "func.func" and len(c.regions[0].blocks) and _in_device_code(c):
+                    if _is_kernel(c):
                         found.append(("kernel", c))
                     elif c.name not in ("gpu.func", "func.func") and c.regions:
                         found.append(("nest", c))
@@ -144,6 +142,13 @@ def kernels(module: Any) -> Iterator[Any]:
         for kind, c in found:
             if kind == "kernel":
                 yield c
+
+
+def _is_kernel(op: Any) -> bool:
+    """A ``gpu.func`` marked kernel, or a ``func.func`` with a body in device code."""
+    if op.name == "gpu.func":
+        return "kernel" in op.attributes or "gpu.kernel" in op.attributes
+    return op.name == "func.func" and len(op.regions[0].blocks) > 0 and _in_device_code(op)
 
 
 def _in_device_code(op: Any) -> bool:
@@ -180,7 +185,7 @@ def _bytes_of(t: Any) -> int:
     from iree.compiler import ir
 
     if isinstance(t, ir.VectorType):
-        return math.prod(t.shape) * _bytes_of(t.element_type)
+        return int(math.prod(t.shape)) * _bytes_of(t.element_type)
     if isinstance(t, ir.ComplexType):
         return 2 * _bytes_of(t.element_type)
     if isinstance(t, ir.IndexType):
@@ -282,11 +287,16 @@ class _Reader:
                 self.read.allocs[bid] = op
             elif name == "gpu.dynamic_shared_memory":
                 if not self.placed:
-                    raise Unsupported("gpu.dynamic_shared_memory: the kernel already places "
-                                      "its buffers in dynamic shared memory")
+                    raise Unsupported(
+                        "gpu.dynamic_shared_memory: the kernel already places "
+                        "its buffers in dynamic shared memory"
+                    )
                 self.read.root = op.results[0]
-            elif name == "memref.view" and self.placed and self.read.root is not None and (
-                op.operands[0] == self.read.root
+            elif (
+                name == "memref.view"
+                and self.placed
+                and self.read.root is not None
+                and (op.operands[0] == self.read.root)
             ):
                 shift = _constant(op.operands[1])
                 if shift is None:
@@ -375,8 +385,10 @@ class _Reader:
         for r in op.results:
             if r in self.defined:  # the regions around the allocation
                 shape.buffers[self.defined[r]].scope = shape.scope()
-        if self.read.root is not None and name != "memref.view" and any(
-            v == self.read.root for v in op.operands
+        if (
+            self.read.root is not None
+            and name != "memref.view"
+            and any(v == self.read.root for v in op.operands)
         ):
             raise Unsupported(f"{name} at {op.location} uses the dynamic shared memory itself")
         touched: set[str] = set()
@@ -445,8 +457,10 @@ class _Reader:
         while inner:
             o = inner.pop()
             if o.name in _BARRIERS or any(v in self.alias for v in o.operands):
-                raise Unsupported(f"{op.name} at {op.location} holds {o.name}, which this "
-                                  "bridge cannot place in program order")
+                raise Unsupported(
+                    f"{op.name} at {op.location} holds {o.name}, which this "
+                    "bridge cannot place in program order"
+                )
             for region in o.regions:
                 for b in region.blocks:
                     inner.extend(c.operation for c in b.operations)

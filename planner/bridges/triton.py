@@ -71,7 +71,9 @@ class TritonReport:
             "buffers": self.buffers,
             "triton_bytes": self.triton_bytes,
             "triton_barriers": self.triton_barriers,
-            "triton_verdict": None if self.triton_verdict is None else self.triton_verdict.as_dict(),
+            "triton_verdict": None
+            if self.triton_verdict is None
+            else self.triton_verdict.as_dict(),
             "ours_bytes": self.ours_bytes,
             "ours_inserted": self.ours_inserted,
             "lower_bound": self.lower_bound,
@@ -85,7 +87,9 @@ def _capability(target: str) -> int:
     found = re.fullmatch(r"(?:sm_|cuda:)?(\d+)a?", target.strip())
     if found is None:
         raise RequestError.field(
-            ("target",), f"target {target!r} is not a CUDA capability such as sm_80", "bad_target",
+            ("target",),
+            f"target {target!r} is not a CUDA capability such as sm_80",
+            "bad_target",
             target,
         )
     return int(found.group(1))
@@ -138,12 +142,15 @@ def allocated_ttgir(ttgir: str, capability: int, *, membar: bool, cfg: bool = Fa
 _OFFSETS = re.compile(r"allocation\.offset\s*=\s*(\d+)")
 
 
-def check_compiled(compiled: Any, *, time_limit: float = 5.0, emulation: bool = True) -> TritonReport:
+def check_compiled(
+    compiled: Any, *, time_limit: float = 5.0, emulation: bool = True
+) -> TritonReport:
     """Check the shared-memory plan of a kernel ``triton.compile`` returned."""
     need("triton", _FEATURE)
     arch = compiled.metadata.target.arch
-    report = check_ttgir(compiled.asm["ttgir"], f"sm_{arch}", time_limit=time_limit,
-                         emulation=emulation)
+    report = check_ttgir(
+        compiled.asm["ttgir"], f"sm_{arch}", time_limit=time_limit, emulation=emulation
+    )
     if report.modeled and report.triton_bytes != compiled.metadata.shared:
         report.notes.append(
             f"the compiled kernel has {compiled.metadata.shared} bytes of shared memory, the "
@@ -166,8 +173,9 @@ def check_ttgir(
     try:
         cfg = allocated_ttgir(ttgir, capability, membar=False, cfg=True)
         if _OFFSETS.findall(cfg) != _OFFSETS.findall(structured):
-            raise Unsupported("Triton's allocation differs between its CFG form and the "
-                              "structured form read here")
+            raise Unsupported(
+                "Triton's allocation differs between its CFG form and the structured form read here"
+            )
         before = read_ttgir(allocated_ttgir(ttgir, capability, membar=False))
         after = read_ttgir(structured)
     except Unsupported as exc:
@@ -179,15 +187,19 @@ def check_ttgir(
     report.triton_bytes = after.shared_bytes
     report.triton_barriers = after.barrier_ops
     if after.async_ops:
-        report.notes.append(f"{after.async_ops} asynchronous operations (cp.async, wgmma), "
-                            "taken as touching their buffers until the wait that retires them")
+        report.notes.append(
+            f"{after.async_ops} asynchronous operations (cp.async, wgmma), "
+            "taken as touching their buffers until the wait that retires them"
+        )
     request = PlanRequest.model_validate(_request(after, profile, time_limit, sync="existing"))
     report.request = request
     triton_plan = foreign_plan(request, after.offsets, "triton")
     report.triton_plan = triton_plan
     if triton_plan.arena_bytes > after.shared_bytes:
-        report.notes.append(f"Triton's offsets reach {triton_plan.arena_bytes} bytes, past "
-                            f"ttg.shared {after.shared_bytes}")
+        report.notes.append(
+            f"Triton's offsets reach {triton_plan.arena_bytes} bytes, past "
+            f"ttg.shared {after.shared_bytes}"
+        )
     report.triton_verdict = judge(request, triton_plan, emulation=emulation)
     ours = plan_request(_request(after, profile, time_limit, sync="insert"))
     report.plan = ours

@@ -50,8 +50,18 @@ _ASYNC = {
 }
 _IGNORED = frozenset({"ttg.local_dealloc"})
 _BARRIERS = frozenset({"ttg.barrier", "gpu.barrier"})
-_ELEMENT_BYTES = {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "f16": 2, "bf16": 2,
-                  "f32": 4, "f64": 8, "tf32": 4}
+_ELEMENT_BYTES = {
+    "i1": 1,
+    "i8": 1,
+    "i16": 2,
+    "i32": 4,
+    "i64": 8,
+    "f16": 2,
+    "bf16": 2,
+    "f32": 4,
+    "f64": 8,
+    "tf32": 4,
+}
 _DEFAULT_ALIGNMENT = 16  # bytes: Triton aligns every shared buffer to at least this
 _RESULTS = re.compile(r"^(%[\w]+(?::\d+)?(?:\s*,\s*%[\w]+(?::\d+)?)*)\s*=\s*(.*)$")
 _NAME = re.compile(r'^"?([A-Za-z_][\w.]*)"?')
@@ -250,8 +260,9 @@ class _Reader:
             if size_found is None:
                 raise Unsupported(f"line {op.line}: {op.name} has an offset and no size")
             bid = f"{op.name}@{op.line}"
-            shape.allocate(BufferShape(bid, int(size_found.group(1)), _DEFAULT_ALIGNMENT,
-                                       shape.scope()))
+            shape.allocate(
+                BufferShape(bid, int(size_found.group(1)), _DEFAULT_ALIGNMENT, shape.scope())
+            )
             self.offsets[bid] = int(_OFFSET.search(op.text).group(1))  # type: ignore[union-attr]
             shape.access(bid, p)
         if op.name in _BARRIERS and (op.name != "ttg.barrier" or "local" in op.text):
@@ -261,15 +272,20 @@ class _Reader:
             if op.name == wait and drained.search(op.text):
                 self.final_waits.setdefault(wait, []).append(p)
         if op.name.startswith("ttg.warp_specialize"):
-            raise Unsupported(f"line {op.line}: {op.name} (asynchronous or partitioned access "
-                              "to shared memory this bridge does not model)")
+            raise Unsupported(
+                f"line {op.line}: {op.name} (asynchronous or partitioned access "
+                "to shared memory this bridge does not model)"
+            )
         touched: set[str] = set()
         for v in self._uses(op):
             touched |= self.alias.get(v, set())
         if op.name == "ttg.local_alloc" and len(self._uses(op)) > 0:
             touched |= {op.results[0]}  # an initial value is written at the allocation
-        if touched and op.name not in _VIEWS and op.name not in _IGNORED and op.name not in (
-            "scf.for", "scf.yield", "scf.if"
+        if (
+            touched
+            and op.name not in _VIEWS
+            and op.name not in _IGNORED
+            and op.name not in ("scf.for", "scf.yield", "scf.if")
         ):
             if op.name in _ASYNC and (op.name != "ttng.warp_group_dot" or "isAsync" in op.text):
                 self.async_ops += 1
@@ -278,9 +294,11 @@ class _Reader:
             elif op.name == "ttng.warp_group_dot":
                 pass  # a synchronous wgmma: its reads are done when it returns
             elif op.name not in _ACCESSES:
-                raise Unsupported(f"line {op.line}: {op.name} uses shared buffer "
-                                  f"{', '.join(sorted(touched))} in a way this bridge does "
-                                  "not model")
+                raise Unsupported(
+                    f"line {op.line}: {op.name} uses shared buffer "
+                    f"{', '.join(sorted(touched))} in a way this bridge does "
+                    "not model"
+                )
             for bid in touched:
                 shape.access(bid, p)
         if op.name == "scf.for":
@@ -313,8 +331,10 @@ class _Reader:
         while inner:
             o = inner.pop()
             if o.name in _BARRIERS or any(v in self.alias for v in self._uses(o)):
-                raise Unsupported(f"line {op.line}: {op.name} holds {o.name}, which this "
-                                  "bridge cannot place in program order")
+                raise Unsupported(
+                    f"line {op.line}: {op.name} holds {o.name}, which this "
+                    "bridge cannot place in program order"
+                )
             inner.extend(x for region in o.regions for x in region)
 
     def finish(self) -> None:
