@@ -332,3 +332,74 @@ def test_iree_rocm_gfx942(tmp_path: Path, name: str) -> None:
         assert k.arena_bytes <= k.compiler_bytes
     checks = check_module(result.module)
     assert all(c.verdict is not None and c.verdict.valid for c in checks)
+
+
+# --- the command line and the service ----------------------------------------------------
+
+
+def test_cli_plans_rewrites_and_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from planner.cli import main
+
+    source = tmp_path / "hand.mlir"
+    source.write_text(HAND)
+    out = tmp_path / "hand.planned.mlir"
+    assert main(["mlir", str(source), "-o", str(out), "--time-limit", "2"]) == 0
+    err = capsys.readouterr().err
+    assert "@two_phase: 4 buffers, 2816 B allocated -> arena 1024 B" in err
+    assert "gpu.dynamic_shared_memory" in out.read_text()
+    assert main(["mlir", "--check", str(out)]) == 0
+    assert "@two_phase: valid, 4 buffers in 1024 B" in capsys.readouterr().err
+    broken = tmp_path / "broken.mlir"
+    broken.write_text(out.read_text().replace("gpu.barrier\n", ""))  # every barrier
+    assert main(["mlir", "--check", str(broken)]) == 1
+    assert "INVALID" in capsys.readouterr().err
+
+
+def test_cli_bad_module_and_missing_extra_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import planner.bridges._plans as plans
+    from planner.cli import main
+
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("module { not.an.op }")
+    assert main(["mlir", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "module: not a valid MLIR module" in err[0]
+    monkeypatch.setattr(plans, "available", lambda extra: False)
+    assert main(["mlir", str(bad)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "planner mlir needs the [mlir] extra" in line
+
+
+def test_post_mlir(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fastapi.testclient import TestClient
+
+    import planner.bridges._plans as plans
+    from planner.api.mlir import _EXAMPLE_MODULE
+
+    from .apps import threads_app
+
+    with TestClient(threads_app()) as client:
+        response = client.post("/mlir", json={"module": _EXAMPLE_MODULE, "time_limit": 2})
+        assert response.status_code == 200, response.text
+        body = response.json()
+        (kernel,) = body["kernels"]
+        assert (kernel["status"], kernel["arena_bytes"], kernel["compiler_bytes"]) == (
+            "rewritten",
+            256,
+            512,
+        )
+        assert "gpu.dynamic_shared_memory" in body["module"]
+        bad = client.post("/mlir", json={"module": "module { not.an.op }"})
+        assert bad.status_code == 422
+        assert bad.json()["detail"][0]["loc"] == ["body", "module"]
+        spec = client.get("/openapi.json").json()
+        for name in ("MlirAnswer", "MlirKernel"):
+            properties = spec["components"]["schemas"][name]["properties"]
+            assert all("description" in p for p in properties.values()), name
+        monkeypatch.setattr(plans, "available", lambda extra: False)
+        missing = client.post("/mlir", json={"module": _EXAMPLE_MODULE})
+        assert missing.status_code == 501
+        assert "[mlir] extra" in missing.json()["detail"][0]["msg"]

@@ -5,6 +5,7 @@ is valid and never larger, and faults planted in Triton's plan are caught."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 import warnings
 from typing import Any
 
@@ -131,3 +132,17 @@ def test_missing_extra_says_which(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(MissingExtraError) as info:
         check_ttgir("module {}", "sm_80")
     assert info.value.extra == "triton"
+
+
+def test_cli_triton(
+    compiled: dict[tuple[str, int], Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from planner.cli import main
+
+    path = tmp_path / "softmax.ttgir"
+    path.write_text(compiled[("softmax", 80)].asm["ttgir"])
+    assert main(["triton", str(path), "--target", "sm_80", "--time-limit", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "@softmax_kernel (sm_80): 2 buffers; Triton 16 B, 1 barriers, valid; ours 16 B" in out
+    assert main(["triton", str(path), "--target", "gfx942"]) == 2
+    assert "target" in capsys.readouterr().err
