@@ -5,8 +5,8 @@ is valid and never larger, and faults planted in Triton's plan are caught."""
 from __future__ import annotations
 
 import random
-from pathlib import Path
 import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
