@@ -143,6 +143,6 @@ def test_cli_triton(
     path.write_text(compiled[("softmax", 80)].asm["ttgir"])
     assert main(["triton", str(path), "--target", "sm_80", "--time-limit", "1"]) == 0
     out = capsys.readouterr().out
-    assert "@softmax_kernel (sm_80): 2 buffers; Triton 16 B, 1 barriers, valid; ours 16 B" in out
+    assert "@softmax_kernel (sm_80): 2 buffers; Triton 16 B, 1 barrier, valid; ours 16 B" in out
     assert main(["triton", str(path), "--target", "gfx942"]) == 2
     assert "target" in capsys.readouterr().err

@@ -99,10 +99,10 @@ def mlir_command(args: argparse.Namespace) -> int:
         return fail(f"{args.module}: {exc.summary()}")
     for k in result.kernels:
         if k.status == "rewritten":
+            added = f"{k.barriers_inserted} barrier{'' if k.barriers_inserted == 1 else 's'}"
             print(
                 f"@{k.name}: {k.buffers} buffers, {k.compiler_bytes} B allocated -> arena "
-                f"{k.arena_bytes} B (lower bound {k.lower_bound} B), "
-                f"{k.barriers_inserted} barriers added",
+                f"{k.arena_bytes} B (lower bound {k.lower_bound} B), {added} added",
                 file=sys.stderr,
             )
         elif k.status == "skipped":
@@ -112,7 +112,8 @@ def mlir_command(args: argparse.Namespace) -> int:
         text = json.dumps([k.as_dict() for k in result.kernels], indent=2) + "\n"
         _write(args.output, text.encode())
     else:
-        out = result.module.encode("latin-1") if args.bytecode else result.module.encode()
+        text = result.module if result.module.endswith("\n") else result.module + "\n"
+        out = result.module.encode("latin-1") if args.bytecode else text.encode()
         _write(args.output, out)
     return EXIT_OK
 
@@ -132,6 +133,10 @@ def _check(data: bytes, args: argparse.Namespace) -> int:
         for line in c.verdict.static + c.verdict.emulated:
             print(f"  {line}", file=sys.stderr)
     return EXIT_OK if valid else EXIT_FAILED
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _write(path: str | None, data: bytes) -> None:
@@ -163,7 +168,7 @@ def triton_command(args: argparse.Namespace) -> int:
         state = "valid" if verdict is not None and verdict.valid else "INVALID"
         print(
             f"@{report.name} ({report.target}): {report.buffers} buffers; Triton "
-            f"{report.triton_bytes} B, {report.triton_barriers} barriers, {state}; ours "
+            f"{report.triton_bytes} B, {_count(report.triton_barriers, 'barrier')}, {state}; ours "
             f"{report.ours_bytes} B (+{report.ours_inserted} barriers), lower bound "
             f"{report.lower_bound} B; {report.seconds * 1000:.0f} ms"
         )
