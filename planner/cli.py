@@ -343,7 +343,8 @@ def _add_batch(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument(
         "dir",
         metavar="DIR",
-        help="*.json / *.csv requests; NAME.plan.json beside NAME.json is taken as its plan",
+        help="*.json / *.csv requests (NAME.plan.json beside NAME.json is taken as its plan); "
+        "*.mlir modules and *.ttgir Triton kernels go through the bridges",
     )
     p.add_argument("--emulate", action="store_true", help="also run the CPU emulator")
     p.add_argument("--gpu", action="store_true", help="also run the CUDA harness (CuPy)")

@@ -403,3 +403,17 @@ def test_post_mlir(monkeypatch: pytest.MonkeyPatch) -> None:
         missing = client.post("/mlir", json={"module": _EXAMPLE_MODULE})
         assert missing.status_code == 501
         assert "[mlir] extra" in missing.json()["detail"][0]["msg"]
+
+
+def test_batch_runs_a_folder_of_mlir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from planner.cli import main
+
+    (tmp_path / "hand.mlir").write_text(HAND)
+    (tmp_path / "left.mlir").write_text(_kernel(f"%a = memref.alloc(%n) : memref<?xf32, {WS}>"))
+    (tmp_path / "bad.mlir").write_text("module { not.an.op }")
+    assert main(["batch", str(tmp_path), "--emulate", "--quiet"]) == 1  # bad.mlir
+    table = capsys.readouterr().out
+    rows = {line.split()[0]: line.split() for line in table.splitlines()[1:] if line.strip()}
+    assert rows["hand.mlir"][1:6] == ["4", "optimal", "1024", "pass", "pass"]
+    assert rows["left.mlir"][2] == "partial"
+    assert rows["bad.mlir"][2:4] == ["bad", "input"]
