@@ -65,6 +65,8 @@ def test_triton_plan_is_checked_and_ours_is_never_larger(
     assert report.buffers >= 1
     assert report.triton_barriers >= 1
     assert not [n for n in report.notes if "past ttg.shared" in n]
+    if name == "matmul_pipelined":  # cp.async copies, retired by the waits
+        assert any("asynchronous operations" in n for n in report.notes)
 
 
 @pytest.mark.parametrize("kind", ["overlap", "drop_barrier", "misalign"])
@@ -146,3 +148,19 @@ def test_cli_triton(
     assert "@softmax_kernel (sm_80): 2 buffers; Triton 16 B, 1 barrier, valid; ours 16 B" in out
     assert main(["triton", str(path), "--target", "gfx942"]) == 2
     assert "target" in capsys.readouterr().err
+
+
+def test_a_dropped_async_wait_is_caught(compiled: dict[tuple[str, int], Any]) -> None:
+    """Without the wait that retires the pipeline's cp.async copies, the epilogue's scratch
+    takes bytes a copy may still write: both validators see the race."""
+    ttgir = compiled[("matmul_pipelined", 80)].asm["ttgir"]
+    lines = ttgir.splitlines()
+    waits = [i for i, line in enumerate(lines) if "ttg.async_wait {num = 0" in line]
+    assert len(waits) == 1
+    planted = "\n".join(line for i, line in enumerate(lines) if i != waits[0])
+    report = check_ttgir(planted, "sm_80", time_limit=1.0)
+    assert report.modeled, report.reason
+    assert report.triton_verdict is not None
+    assert not report.triton_verdict.valid
+    assert any(v.startswith("overlap") for v in report.triton_verdict.static)
+    assert report.triton_verdict.emulated

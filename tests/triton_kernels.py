@@ -166,8 +166,23 @@ KERNELS: dict[str, tuple[Any, dict[str, str], dict[str, Any], dict[str, Any]]] =
 }
 
 
+# The matmul as Triton's autotuner specializes it: unit strides as constants, pointers and the
+# other strides divisible by 16. Then the loads are cp.async copies and the loop is pipelined
+# (multi-buffered operand tiles in shared memory).
+_UNIT = ("sak", "sbn", "scn")
+KERNELS["matmul_pipelined"] = (
+    matmul_kernel,
+    {**_MATMUL_SIG, **dict.fromkeys(_UNIT, "constexpr")},
+    {"BM": 128, "BN": 128, "BK": 32, **dict.fromkeys(_UNIT, 1)},
+    {"num_warps": 4, "num_stages": 3},
+)
+_DIVISIBLE = {"matmul_pipelined": ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "sam", "sbk", "scm")}
+
+
 def compile_kernel(name: str, capability: int) -> Any:
     """``triton.compile`` of one kernel for ``sm_<capability>``."""
     fn, signature, constexprs, options = KERNELS[name]
-    source = ASTSource(fn=fn, signature=signature, constexprs=constexprs)
+    names = list(signature)
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in _DIVISIBLE.get(name, ())}
+    source = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
     return triton.compile(source, target=GPUTarget("cuda", capability, 32), options=options)
