@@ -234,7 +234,11 @@ def test_bytecode_in_and_out() -> None:
         module.operation.write_bytecode(buffer)
     result = plan_module(buffer.getvalue(), time_limit=2.0, bytecode=True)
     assert result.kernels[0].status == "rewritten"
-    assert result.module.encode("latin-1").startswith(b"ML\xefR")
+    assert result.bytecode is not None
+    assert result.bytecode.startswith(b"ML\xefR")
+    again = plan_module(result.bytecode, time_limit=2.0)  # a planned module reads back
+    assert again.kernels[0].status == "skipped"
+    assert "already places" in (again.kernels[0].reason or "")
 
 
 def _kernel(body: str, extra: str = "") -> str:
@@ -282,8 +286,14 @@ module attributes {{gpu.container_module}} {{
             "",
             "thread-dependent",
         ),
+        (
+            f"%a = memref.alloc() : memref<8x8xf32, strided<[16, 1]>, {WS}>\n"
+            f"memref.store %f, %a[%c0, %c0] : memref<8x8xf32, strided<[16, 1]>, {WS}>",
+            "",
+            "with a layout",
+        ),
     ],
-    ids=["dynamic_size", "escaping_pointer", "unknown_call", "divergent_barrier"],
+    ids=["dynamic_size", "escaping_pointer", "unknown_call", "divergent_barrier", "layout"],
 )
 def test_what_cannot_be_read_is_left_as_it_was(body: str, extra: str, named: str) -> None:
     source = _kernel(body, extra)

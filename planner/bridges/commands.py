@@ -113,7 +113,7 @@ def mlir_command(args: argparse.Namespace) -> int:
         _write(args.output, text.encode())
     else:
         text = result.module if result.module.endswith("\n") else result.module + "\n"
-        out = result.module.encode("latin-1") if args.bytecode else text.encode()
+        out = result.bytecode if result.bytecode is not None else text.encode()
         _write(args.output, out)
     return EXIT_OK
 

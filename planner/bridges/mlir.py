@@ -28,7 +28,7 @@ from typing import Any
 from planner.bridges._plans import Verdict, foreign_plan, judge, need
 from planner.bridges._program import Unsupported
 from planner.bridges.mlir_read import KernelRead, kernels, read_kernel, symbol
-from planner.core.errors import RequestError
+from planner.core.errors import InternalError, RequestError
 from planner.core.models import Plan, PlanRequest
 from planner.pipeline import plan as plan_request
 
@@ -85,6 +85,7 @@ class MlirResult:
     module: str
     kernels: list[KernelResult] = field(default_factory=list)
     seconds: float = 0.0  # reading, planning, rewriting and verifying
+    bytecode: bytes | None = None  # the module as MLIR bytecode, when asked for
 
     @property
     def diagnostics(self) -> list[str]:
@@ -177,18 +178,21 @@ def plan_module(
         again = parse_module(text, ctx)  # round trip
         _verify(again)
         _simplify(again)
+        encoded = None
         if bytecode:
             import io
 
             buffer = io.BytesIO()
             module.operation.write_bytecode(buffer)
-            text = buffer.getvalue().decode("latin-1")
-    return MlirResult(module=text, kernels=results, seconds=time.perf_counter() - began)
+            encoded = buffer.getvalue()
+    return MlirResult(
+        module=text, kernels=results, seconds=time.perf_counter() - began, bytecode=encoded
+    )
 
 
 def _verify(module: Any) -> None:
     if not module.operation.verify():
-        raise RuntimeError("the rewritten module does not verify")
+        raise InternalError("the rewritten module does not verify")
 
 
 def _simplify(module: Any) -> None:
@@ -246,7 +250,7 @@ def _rewrite(module: Any, read: KernelRead, plan: Plan) -> None:
     for p in plan.barriers.inserted:
         op = read.ops_at[p]
         if op is None:
-            raise RuntimeError(f"no operation at point {p} to put a barrier before")
+            raise InternalError(f"no operation at point {p} to put a barrier before")
         with ir.InsertionPoint(op):
             ir.Operation.create("gpu.barrier")
     for bid, alloc in read.allocs.items():
@@ -272,12 +276,10 @@ def _rewrite(module: Any, read: KernelRead, plan: Plan) -> None:
 
 
 def _view(smem: Any, offset: int, t: Any, index: Any) -> Any:
+    """A ``memref.view`` of the arena at ``offset`` bytes, of type ``t`` (identity layout:
+    the reader refuses any other)."""
     from iree.compiler import ir
 
-    memref = ir.MemRefType(t)
-    plain = ir.MemRefType.get(memref.shape, memref.element_type, None, memref.memory_space)
-    if plain != memref:
-        raise Unsupported(f"buffer type {t} has a layout; memref.view makes identity ones")
     shift = ir.Operation.create(
         "arith.constant", results=[index], attributes={"value": ir.IntegerAttr.get(index, offset)}
     ).results[0]

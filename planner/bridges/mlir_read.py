@@ -123,25 +123,19 @@ def workgroup(t: Any) -> bool:
 
 
 def kernels(module: Any) -> Iterator[Any]:
-    """The kernel functions of a module, in order."""
-    stack = [module.operation]
-    while stack:
-        op = stack.pop()
-        found = []
+    """The kernel functions of a module, in module order (a kernel's body is not searched)."""
+
+    def visit(op: Any) -> Iterator[Any]:
         for region in op.regions:
             for block in region.blocks:
                 for child in block.operations:
                     c = child.operation
                     if _is_kernel(c):
-                        found.append(("kernel", c))
-                    elif c.name not in ("gpu.func", "func.func") and c.regions:
-                        found.append(("nest", c))
-        for kind, c in reversed(found):
-            if kind == "nest":
-                stack.append(c)
-        for kind, c in found:
-            if kind == "kernel":
-                yield c
+                        yield c
+                    elif c.name not in ("gpu.func", "func.func"):
+                        yield from visit(c)
+
+    yield from visit(module.operation)
 
 
 def _is_kernel(op: Any) -> bool:
@@ -260,7 +254,14 @@ class _Reader:
         return len(ftype.inputs)
 
     def _new_buffer(self, bid: str, value: Any, t: Any, align_attr: int | None) -> BufferShape:
+        from iree.compiler import ir
+
         size, element = _static_bytes(t, f"workgroup buffer {bid}")
+        memref = ir.MemRefType(t)
+        with ir.Location.unknown(t.context):
+            plain = ir.MemRefType.get(memref.shape, memref.element_type, None, memref.memory_space)
+        if plain != memref:  # a memref.view has the identity layout, so the rewrite could not
+            raise Unsupported(f"workgroup buffer {bid} has the type {t}, with a layout")
         align = max(align_attr or 1, element, 1)
         align = 1 << (align - 1).bit_length()
         buffer = BufferShape(id=bid, size=size, alignment=align, scope=())
