@@ -253,6 +253,8 @@ def _rewrite(module: Any, read: KernelRead, plan: Plan) -> None:
             raise InternalError(f"no operation at point {p} to put a barrier before")
         with ir.InsertionPoint(op):
             ir.Operation.create("gpu.barrier")
+    for dealloc in read.deallocs:  # the arena is never freed
+        dealloc.erase()
     for bid, alloc in read.allocs.items():
         if bid not in offsets:  # never accessed: the allocation goes, its uses are views
             offsets[bid] = 0
@@ -287,10 +289,6 @@ def _view(smem: Any, offset: int, t: Any, index: Any) -> Any:
 
 
 def _replace(old: Any, new: Any) -> None:
-    """Uses of ``old`` become uses of ``new``; deallocations of it go."""
-    for use in list(old.uses):
-        if use.owner.name == "memref.dealloc":
-            use.owner.erase()
     old.replace_all_uses_with(new)
 
 

@@ -110,6 +110,7 @@ class KernelRead:
     allocs: dict[str, Any] = field(default_factory=dict)  # buffer id -> allocating op
     attributions: dict[str, int] = field(default_factory=dict)  # buffer id -> entry arg
     views: dict[str, Any] = field(default_factory=dict)  # placed buffer id -> its view op
+    deallocs: list[Any] = field(default_factory=list)  # memref.dealloc of any buffer's alias
     root: Any = None  # the gpu.dynamic_shared_memory value (placed)
     target: str | None = None
     capacity: int | None = None  # bytes, from the target the module names
@@ -467,6 +468,8 @@ class _Reader:
                     inner.extend(c.operation for c in b.operations)
 
     def _use(self, op: Any, name: str, p: int, touched: set[str]) -> None:
+        if name == "memref.dealloc":
+            self.read.deallocs.append(op)
         if name in _VIEWS or name in _IGNORED_USES or name in ("scf.for", "scf.yield"):
             return
         if name in _ACCESSES or name.startswith("linalg."):
