@@ -12,7 +12,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 
-@triton.jit  # type: ignore[untyped-decorator]
+@triton.jit  # type: ignore[untyped-decorator, unused-ignore]
 def matmul_kernel(  # type: ignore[no-untyped-def]
     a_ptr,
     b_ptr,
@@ -48,7 +48,7 @@ def matmul_kernel(  # type: ignore[no-untyped-def]
     tl.store(c_ptr + offs_am[:, None] * scm + offs_bn[None, :] * scn, c)
 
 
-@triton.jit  # type: ignore[untyped-decorator]
+@triton.jit  # type: ignore[untyped-decorator, unused-ignore]
 def softmax_kernel(out_ptr, in_ptr, stride, n_cols, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
     row = tl.program_id(0)
     offs = tl.arange(0, BLOCK)
@@ -59,7 +59,7 @@ def softmax_kernel(out_ptr, in_ptr, stride, n_cols, BLOCK: tl.constexpr):  # typ
     tl.store(out_ptr + row * stride + offs, num / den, mask=offs < n_cols)
 
 
-@triton.jit  # type: ignore[untyped-decorator]
+@triton.jit  # type: ignore[untyped-decorator, unused-ignore]
 def layer_norm_kernel(x_ptr, y_ptr, w_ptr, b_ptr, stride, n, eps, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
     row = tl.program_id(0)
     offs = tl.arange(0, BLOCK)
@@ -74,7 +74,7 @@ def layer_norm_kernel(x_ptr, y_ptr, w_ptr, b_ptr, stride, n, eps, BLOCK: tl.cons
     tl.store(y_ptr + row * stride + offs, d * rstd * w + b, mask=mask)
 
 
-@triton.jit  # type: ignore[untyped-decorator]
+@triton.jit  # type: ignore[untyped-decorator, unused-ignore]
 def attention_kernel(  # type: ignore[no-untyped-def]
     q_ptr,
     k_ptr,

@@ -255,7 +255,7 @@ class _Reader:
             bid = op.results[0]
             shape.allocate(BufferShape(bid, size, alignment, shape.scope()))
             self.offsets[bid] = int(offset.group(1))
-        elif _OFFSET.search(op.text):
+        elif (scratch := _OFFSET.search(op.text)) is not None:
             size_found = _SIZE.search(op.text)
             if size_found is None:
                 raise Unsupported(f"line {op.line}: {op.name} has an offset and no size")
@@ -263,7 +263,7 @@ class _Reader:
             shape.allocate(
                 BufferShape(bid, int(size_found.group(1)), _DEFAULT_ALIGNMENT, shape.scope())
             )
-            self.offsets[bid] = int(_OFFSET.search(op.text).group(1))  # type: ignore[union-attr]
+            self.offsets[bid] = int(scratch.group(1))
             shape.access(bid, p)
         if op.name in _BARRIERS and (op.name != "ttg.barrier" or "local" in op.text):
             shape.barrier(p)
