@@ -319,11 +319,15 @@ class _Reader:
                     self._declare(b)
 
     def _id(self, op: Any, k: int) -> str:
+        """The name the printer gives the value (``alloc_3``), unique in the kernel."""
         try:
-            name = str(op.results[0].get_name())
+            name = str(op.results[0].get_name()).lstrip("%")
         except Exception:  # an older binding: number them
             name = ""
-        return name.lstrip("%") or f"buffer{k}"
+        name = name or f"buffer{k}"
+        if name in self.shape.buffers:  # names are per region: another region's may clash
+            name = f"{name}#{k}"
+        return name
 
     def _add(self, value: Any, ids: set[str]) -> bool:
         have = self.alias.setdefault(value, set())
