@@ -387,7 +387,7 @@ def test_post_mlir(monkeypatch: pytest.MonkeyPatch) -> None:
     from fastapi.testclient import TestClient
 
     import planner.bridges._plans as plans
-    from planner.api.mlir import _EXAMPLE_MODULE
+    from planner.api.bridges import _EXAMPLE_MODULE
 
     from .apps import threads_app
 

@@ -164,3 +164,25 @@ def test_a_dropped_async_wait_is_caught(compiled: dict[tuple[str, int], Any]) ->
     assert not report.triton_verdict.valid
     assert any(v.startswith("overlap") for v in report.triton_verdict.static)
     assert report.triton_verdict.emulated
+
+
+def test_post_triton(compiled: dict[tuple[str, int], Any]) -> None:
+    from fastapi.testclient import TestClient
+
+    from .apps import threads_app
+
+    ttgir = compiled[("layer_norm", 90)].asm["ttgir"]
+    with TestClient(threads_app()) as client:
+        response = client.post("/triton", json={"ttgir": ttgir, "target": "sm_90"})
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["modeled"]
+        assert body["triton_verdict"]["valid"]
+        assert body["ours_bytes"] <= body["triton_bytes"] == 32
+        bad = client.post("/triton", json={"ttgir": ttgir, "target": "gfx942"})
+        assert bad.status_code == 422
+        assert bad.json()["detail"][0]["loc"] == ["body", "target"]
+        spec = client.get("/openapi.json").json()
+        for name in ("TritonAnswer", "TritonVerdict"):
+            properties = spec["components"]["schemas"][name]["properties"]
+            assert all("description" in p for p in properties.values()), name
