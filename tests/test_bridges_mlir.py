@@ -490,3 +490,21 @@ def test_uniform_branches_share_and_swapped_buffers_stay_apart() -> None:
     (check,) = check_module(plan_module(BRANCHES, time_limit=2.0).module)
     assert check.verdict is not None
     assert check.verdict.valid
+
+
+def test_the_rewrite_survives_canonicalize_and_cse(
+    iree_cuda: dict[str, tuple[str, int | None]],
+) -> None:
+    from iree.compiler import ir, passmanager
+
+    module = plan_module(iree_cuda["softmax"][0], time_limit=2.0).module
+    with ir.Context():
+        parsed = ir.Module.parse(module)
+        passmanager.PassManager.parse("builtin.module(canonicalize,cse)").run(parsed.operation)
+        assert parsed.operation.verify()
+        simplified = str(parsed)
+    assert simplified.count("gpu.dynamic_shared_memory") == 1
+    (check,) = check_module(simplified)
+    assert check.verdict is not None
+    assert check.verdict.valid
+    assert check.arena_bytes == 40
