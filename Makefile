@@ -17,7 +17,7 @@ $(VENV)/.installed-server: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[server,exact,dev]'
+	$(BIN)/python -m pip install -q -e '.[server,exact,dev,mlir,triton]'
 	$(BIN)/planner warm
 	touch $@ $(VENV)/.installed-server
 

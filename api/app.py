@@ -14,7 +14,7 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
-from planner.api import web
+from planner.api import bridges, web
 from planner.api.docs import add_body_schemas
 from planner.api.docs_ui import add_docs
 from planner.api.errors import register_exception_handlers
@@ -97,6 +97,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.include_router(router)
     app.include_router(web.router)
+    app.include_router(bridges.router)
     add_docs(app)
     add_body_schemas(app)
     register_exception_handlers(app)

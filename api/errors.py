@@ -42,6 +42,7 @@ HTTP_STATUS: dict[type[BaseException], int] = {
     core_errors.PayloadTooLargeError: 413,
     core_errors.UnsupportedMediaTypeError: 415,
     core_errors.InternalError: 500,
+    core_errors.MissingExtraError: 501,  # the service lacks an optional package
     core_errors.OverloadedError: 503,
     core_errors.ServiceError: 500,  # the client's errors: the service never raises them
     core_errors.ServiceUnavailableError: 500,

@@ -69,7 +69,7 @@ async def get_settings(request: Request) -> Settings:
 ServiceDep = Annotated[Service, Depends(get_service)]
 
 
-EXTRAS = ("exact", "gpu", "compare")  # optional parts /healthz reports
+EXTRAS = ("exact", "gpu", "compare", "mlir", "triton")  # optional parts /healthz reports
 
 
 class Health(BaseModel):
@@ -79,7 +79,8 @@ class Health(BaseModel):
     version: str = Field(description="The installed version of the planner.")
     extras: list[str] = Field(
         description='Optional parts installed: "exact" (CP-SAT), "gpu" (the CUDA harness), '
-        '"compare" (the bench\'s side-by-side allocators).'
+        '"compare" (the bench\'s side-by-side allocators), "mlir" (POST /mlir), "triton" '
+        "(planner triton)."
     )
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from planner.core.errors import (
     FormatError,
     InternalError,
+    MissingExtraError,
     OverloadedError,
     PayloadTooLargeError,
     PlannerError,
@@ -34,6 +35,7 @@ __all__ = [
     "Client",
     "FormatError",
     "InternalError",
+    "MissingExtraError",
     "OverloadedError",
     "PayloadTooLargeError",
     "Plan",

@@ -6,6 +6,11 @@ the static validator; with ``emulate`` through the CPU emulator and with ``gpu``
 CUDA harness too. A case fails when its file is bad, its plan does not fit (infeasible or
 unknown) or a validator rejects it; the failure is one line, never a traceback.
 
+An MLIR module (``NAME.mlir``, or bytecode ``NAME.mlirbc``) is planned and rewritten by the
+MLIR bridge and the rewritten module read back and judged; a Triton TTGIR file
+(``NAME.ttgir``, its target from the module's ``ttg.target``) has Triton's own plan judged
+(docs/bridges.md). Both need their extra; without it the case is bad input naming the extra.
+
 A case may say what is expected of it, in an ``"expect"`` object beside the request's fields
 or in ``NAME.expect.json``: ``{"status": "infeasible"}`` (or a list of statuses), and
 optionally ``"arena_bytes"``. Then the case passes when the plan has that status (and arena)
@@ -41,6 +46,7 @@ from planner.core.models import Plan, PlanRequest
 from planner.tables import format_columns
 
 if TYPE_CHECKING:
+    from planner.bridges._plans import Verdict
     from planner.validators.cuda import GpuOptions
 
 __all__ = [
@@ -62,6 +68,7 @@ __all__ = [
 ]
 
 _STATUSES = ("optimal", "feasible", "infeasible", "unknown")
+IR_SUFFIXES = (".mlir", ".mlirbc", ".ttgir")  # compiler IR, read by the bridges
 VALIDATORS = ("static", "emulator", "gpu")
 _FITTING = ("optimal", "feasible")
 
@@ -139,7 +146,7 @@ def request_files(directory: Path) -> list[Path]:
     return [
         path
         for path in sorted(directory.iterdir())
-        if path.is_file() and is_request_file(path.name)
+        if path.is_file() and (is_request_file(path.name) or path.suffix.lower() in IR_SUFFIXES)
     ]
 
 
@@ -216,6 +223,8 @@ def _load_case(case: Case) -> tuple[PlanRequest, Expectation]:
 
 
 def _check_case(case: Case, emulate: bool, keep_json: bool, t0: float) -> CaseResult:
+    if case.request.suffix.lower() in IR_SUFFIXES:
+        return _check_ir(case, emulate, t0)
     try:
         request, expectation = _load_case(case)
     except RequestError as exc:
@@ -240,6 +249,94 @@ def _check_case(case: Case, emulate: bool, keep_json: bool, t0: float) -> CaseRe
         case.plan is None,
         request.model_dump_json() if keep_json else "",
         plan.model_dump_json() if keep_json else "",
+    )
+
+
+def _check_ir(case: Case, emulate: bool, t0: float) -> CaseResult:
+    """An MLIR module planned, rewritten and read back, or Triton's plan of a TTGIR file
+    judged; a kernel the bridge cannot read is listed, not failed."""
+    from planner.core.errors import MissingExtraError
+
+    try:
+        data = case.request.read_bytes()
+        if case.request.suffix.lower() == ".ttgir":
+            return _check_ttgir(case, data.decode("utf-8"), emulate, t0)
+        from planner.bridges.mlir import check_module, plan_module
+
+        source: str | bytes = data if data.startswith(b"ML\xefR") else data.decode("utf-8")
+        result = plan_module(source)
+        checks = check_module(result.module, emulation=emulate)
+    except MissingExtraError as exc:
+        return _bad_input(case, str(exc), time.perf_counter() - t0)
+    except RequestError as exc:
+        return _bad_input(case, describe(exc, case.name, always=True), time.perf_counter() - t0)
+    except (OSError, UnicodeDecodeError) as exc:
+        return _bad_input(case, f"cannot read: {exc}", time.perf_counter() - t0)
+    planned = [k for k in result.kernels if k.plan is not None and k.status == "rewritten"]
+    status = "optimal" if all(k.plan.status == "optimal" for k in planned if k.plan) else "feasible"
+    if not planned:
+        status = "unchanged"
+    if any(k.status == "skipped" for k in result.kernels):
+        status = "partial"  # some kernel was left as it was
+    verdicts = [c.verdict for c in checks if c.verdict is not None]
+    return _ir_result(
+        case,
+        sum(k.buffers for k in planned),
+        status,
+        max((k.arena_bytes for k in planned), default=None),
+        verdicts,
+        emulate,
+        t0,
+    )
+
+
+def _check_ttgir(case: Case, text: str, emulate: bool, t0: float) -> CaseResult:
+    import re
+
+    from planner.bridges.triton import check_ttgir
+
+    found = re.search(r'ttg\.target\s*=\s*"cuda:(\d+)"', text)
+    if found is None:
+        return _bad_input(case, 'no ttg.target = "cuda:NN" in the module', time.perf_counter() - t0)
+    report = check_ttgir(text, f"sm_{found.group(1)}", emulation=emulate)
+    if not report.modeled or report.triton_verdict is None:
+        return CaseResult(case.name, 0, "unmodelled", None, (), (), time.perf_counter() - t0, False)
+    return _ir_result(
+        case,
+        report.buffers,
+        "feasible",
+        report.triton_bytes,
+        [report.triton_verdict],
+        emulate,
+        t0,
+    )
+
+
+def _ir_result(
+    case: Case,
+    buffers: int,
+    status: str,
+    arena: int | None,
+    verdicts: Sequence[Verdict],
+    emulate: bool,
+    t0: float,
+) -> CaseResult:
+    static = [line for v in verdicts for line in v.static]
+    emulated = [line for v in verdicts for line in v.emulated]
+    checks = [("static", "FAIL" if static else "pass")]
+    if emulate:
+        checks.append(("emulator", "FAIL" if emulated else "pass"))
+    failures = [f"static: {line}" for line in static[:1]]
+    failures += [f"emulator: {line}" for line in emulated[:1]]
+    return CaseResult(
+        case.name,
+        buffers,
+        status,
+        arena,
+        tuple(checks),
+        tuple(failures),
+        time.perf_counter() - t0,
+        True,
     )
 
 
@@ -471,7 +568,7 @@ def command(args: argparse.Namespace) -> int:
     if args.junit and not Path(args.junit).resolve().parent.is_dir():
         return fail(f"--junit {args.junit}: no such directory")
     if not cases:
-        return fail(f"{args.dir}: no request files (*.json, *.csv)")
+        return fail(f"{args.dir}: no request files (*.json, *.csv, *.mlir, *.ttgir)")
     gpu: Callable[[CaseResult], CaseResult] | None = None
     if args.gpu:
         from planner.validators.cuda import GpuOptions, gpu_available

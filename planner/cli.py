@@ -1,4 +1,5 @@
-"""The ``planner`` command: plan, validate, convert, bench, serve, warm, batch and selftest.
+"""The ``planner`` command: plan, validate, convert, bench, serve, warm, batch, selftest, and
+the bridges to compilers' IR (mlir, triton).
 
 A command imports what it runs when it runs: the parser is built from light modules
 (``planner.catalog``, ``planner.argtypes``), so ``planner plan`` loads none of the modules
@@ -26,6 +27,7 @@ from typing import Any, ClassVar, NoReturn
 import planner
 from planner import catalog
 from planner.argtypes import at_least, positive_float, positive_int
+from planner.bridges.commands import add_parsers as add_bridges
 from planner.cli_errors import EXIT_BAD_INPUT, describe, describe_all, fail, nearest
 from planner.core.csvio import csv_losses, load_request, with_overrides, write_csv
 from planner.core.errors import InternalError, RequestError
@@ -307,6 +309,7 @@ def _parser() -> _Parser:
     _add_batch(sub)
     _add_selftest(sub)
     _add_generate(sub)
+    add_bridges(sub)
     return parser
 
 
@@ -342,7 +345,8 @@ def _add_batch(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument(
         "dir",
         metavar="DIR",
-        help="*.json / *.csv requests; NAME.plan.json beside NAME.json is taken as its plan",
+        help="*.json / *.csv requests (NAME.plan.json beside NAME.json is taken as its plan); "
+        "*.mlir modules and *.ttgir Triton kernels go through the bridges",
     )
     p.add_argument("--emulate", action="store_true", help="also run the CPU emulator")
     p.add_argument("--gpu", action="store_true", help="also run the CUDA harness (CuPy)")
@@ -780,6 +784,18 @@ def _cmd_selftest(args: argparse.Namespace) -> int:
     return command(args)
 
 
+def _cmd_mlir(args: argparse.Namespace) -> int:
+    from planner.bridges.commands import mlir_command
+
+    return mlir_command(args)
+
+
+def _cmd_triton(args: argparse.Namespace) -> int:
+    from planner.bridges.commands import triton_command
+
+    return triton_command(args)
+
+
 def _cmd_generate(args: argparse.Namespace) -> int:
     from planner.generate_cli import command
 
@@ -798,6 +814,8 @@ _COMMANDS = {
     "batch": _cmd_batch,
     "selftest": _cmd_selftest,
     "generate": _cmd_generate,
+    "mlir": _cmd_mlir,
+    "triton": _cmd_triton,
 }
 
 

@@ -320,7 +320,7 @@ def test_healthz(client: TestClient) -> None:
     assert response.status_code == 200
     body = response.json()
     assert body == {"status": "ok", "version": version("alloc-planner"), "extras": body["extras"]}
-    assert set(body["extras"]) <= {"exact", "gpu", "compare"}
+    assert set(body["extras"]) <= {"exact", "gpu", "compare", "mlir", "triton"}
     assert ("exact" in body["extras"]) == (importlib.util.find_spec("ortools") is not None)
 
 

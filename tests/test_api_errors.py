@@ -33,6 +33,7 @@ EXAMPLES: dict[type[planner.PlannerError], planner.PlannerError] = {
     ),
     planner.UnsupportedMediaTypeError: planner.UnsupportedMediaTypeError(_HEADER),
     planner.InternalError: planner.InternalError("the plan failed the static check"),
+    planner.MissingExtraError: planner.MissingExtraError("MLIR", "mlir", "pip install x[mlir]"),
     planner.OverloadedError: planner.OverloadedError("queue_full", "the solver queue is full"),
     planner.ServiceError: planner.ServiceError("no answer", 502),
     planner.ServiceUnavailableError: planner.ServiceUnavailableError("busy", 1.0),

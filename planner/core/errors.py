@@ -6,6 +6,7 @@ PlannerError
  │    ├── PayloadTooLargeError       a body over the service's size limit
  │    └── UnsupportedMediaTypeError  a body not declared JSON
  ├── InternalError                   a plan the planner built failed its own static check
+ ├── MissingExtraError               a feature needs an optional package that is not installed
  ├── OverloadedError                 the service cannot take or finish the request now
  └── ServiceError                    the client got no usable answer from the service
       ├── ServiceUnavailableError    503 on every try (queue full or deadline passed)
@@ -27,6 +28,7 @@ __all__ = [
     "FieldError",
     "FormatError",
     "InternalError",
+    "MissingExtraError",
     "OverloadedError",
     "PayloadTooLargeError",
     "PlannerError",
@@ -195,6 +197,18 @@ class InternalError(PlannerError):
     """The planner built a plan its own static validator rejects; no plan is returned."""
 
     code = "internal_error"
+
+
+class MissingExtraError(PlannerError):
+    """A feature needs an optional extra that is not installed; the message says which and
+    how to add it."""
+
+    code = "missing_extra"
+
+    def __init__(self, feature: str, extra: str, hint: str) -> None:
+        super().__init__(f"{feature} needs the [{extra}] extra: {hint}")
+        self.feature = feature
+        self.extra = extra  # the name in pyproject's optional-dependencies
 
 
 class PayloadTooLargeError(RequestError):

@@ -20,7 +20,14 @@ DISTRIBUTION = "alloc-planner"
 _ROOT = Path(__file__).resolve().parent.parent  # a checkout's root, if this is one
 
 # The module each extra adds, as importlib can look it up without importing it.
-_MODULES = {"exact": "ortools", "server": "fastapi", "gpu": "cupy", "compare": "omnimalloc"}
+_MODULES = {
+    "exact": "ortools",
+    "server": "fastapi",
+    "gpu": "cupy",
+    "compare": "omnimalloc",
+    "mlir": "iree.compiler",
+    "triton": "triton",
+}
 
 
 def available(extra: str) -> bool:

@@ -1,0 +1,222 @@
+"""``planner triton``: Triton's own shared-memory plan, checked and compared (docs/bridges.md,
+Triton).
+
+From a kernel Triton compiled (``triton.compile(ASTSource(...), target=GPUTarget(...))``, no
+GPU needed) or its TTGIR and a target, the bridge runs Triton's own passes as its NVIDIA
+backend does before lowering (``allocate_shared_memory_nv``, then its barrier analysis,
+``membar``) but on the structured form (without ``scf_to_cf``), and checks that the offsets
+and the total it gets there are the ones Triton's real pipeline gets on its CFG form. It
+then reads the kernel (``planner.bridges.ttgir``) twice:
+
+- after ``membar``: Triton's plan (its ``allocation.offset``s, its barriers) against the
+  request, judged by the static validator and the emulator;
+- before ``membar``: the same request with only the barriers Triton's passes did not add,
+  planned by this planner (sync "insert"), for the bytes and barriers beside Triton's.
+
+A kernel the reader cannot model exactly is reported with the reason, never guessed.
+Needs the ``triton`` extra.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from planner.bridges._plans import Verdict, foreign_plan, judge, need
+from planner.bridges._program import Unsupported
+from planner.bridges.ttgir import TtgirRead, read_ttgir
+from planner.core.errors import RequestError
+from planner.core.models import Plan, PlanRequest
+from planner.core.targets import TARGETS
+from planner.pipeline import plan as plan_request
+
+__all__ = ["TritonReport", "allocated_ttgir", "check_compiled", "check_ttgir"]
+
+_FEATURE = "planner triton"
+
+
+@dataclass
+class TritonReport:
+    """One kernel: Triton's plan judged, and this planner's plan of the same request."""
+
+    name: str
+    target: str
+    modeled: bool
+    reason: str | None = None  # why the kernel is not modelled
+    buffers: int = 0  # local_alloc buffers and scratch
+    triton_bytes: int = 0  # ttg.shared
+    triton_barriers: int = 0  # barrier operations after membar
+    triton_verdict: Verdict | None = None
+    ours_bytes: int | None = None  # our plan of the same request, Triton's barriers kept
+    ours_inserted: int | None = None  # barriers it adds to Triton's
+    lower_bound: int | None = None
+    alone_bytes: int | None = None  # our plan without Triton's barrier pass at all
+    alone_barriers: int | None = None  # barriers that plan needs for its reuse
+    seconds: float = 0.0  # the bridge's own time: passes, reading, planning, checking
+    request: PlanRequest | None = None  # the kernel with Triton's barriers (sync "existing")
+    triton_plan: Plan | None = None  # Triton's offsets as a plan of ``request``
+    plan: Plan | None = None  # ours, of ``request`` under sync "insert"
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "target": self.target,
+            "modeled": self.modeled,
+            "reason": self.reason,
+            "buffers": self.buffers,
+            "triton_bytes": self.triton_bytes,
+            "triton_barriers": self.triton_barriers,
+            "triton_verdict": None
+            if self.triton_verdict is None
+            else self.triton_verdict.as_dict(),
+            "ours_bytes": self.ours_bytes,
+            "ours_inserted": self.ours_inserted,
+            "lower_bound": self.lower_bound,
+            "alone_bytes": self.alone_bytes,
+            "alone_barriers": self.alone_barriers,
+            "notes": self.notes,
+        }
+
+
+def _capability(target: str) -> int:
+    found = re.fullmatch(r"(?:sm_|cuda:)?(\d+)a?", target.strip())
+    if found is None:
+        raise RequestError.field(
+            ("target",),
+            f"target {target!r} is not a CUDA capability such as sm_80",
+            "bad_target",
+            target,
+        )
+    return int(found.group(1))
+
+
+def _ptx_version(capability: int) -> int:
+    from triton.backends.nvidia.compiler import get_ptxas, ptx_get_version
+
+    return int(ptx_get_version(get_ptxas(capability).version))
+
+
+def allocated_ttgir(ttgir: str, capability: int, *, membar: bool, cfg: bool = False) -> str:
+    """The TTGIR after Triton's own allocation (and its barrier pass when ``membar``), as
+    Triton's NVIDIA backend runs them; ``cfg``: with ``scf_to_cf`` first, as the backend
+    does, for comparison."""
+    need("triton", _FEATURE)
+    from triton._C.libtriton import ir, nvidia, passes
+
+    ptx = _ptx_version(capability)
+    ctx = ir.context()
+    ir.load_dialects(ctx)
+    nvidia.load_dialects(ctx)
+    with tempfile.NamedTemporaryFile("w", suffix=".ttgir", delete=False) as f:
+        f.write(ttgir)
+        path = f.name
+    try:
+        module = ir.parse_mlir_module(path, ctx)
+    except Exception as exc:
+        raise RequestError.field(
+            ("ttgir",), f"not a valid TTGIR module: {exc}", "bad_ttgir", None
+        ) from None
+    finally:
+        os.unlink(path)
+    module.context = ctx
+    pm = ir.pass_manager(ctx)
+    passes.ttgpuir.add_combine_tensor_select_and_if(pm)
+    passes.ttgpuir.add_allocate_warp_groups(pm, False)
+    if cfg:
+        passes.convert.add_scf_to_cf(pm)
+    nvidia.passes.ttgpuir.add_allocate_shared_memory_nv(pm, capability, ptx)
+    nvidia.passes.ttnvgpuir.add_allocate_tensor_memory(pm)
+    if membar:
+        nvidia.passes.ttnvgpuir.add_proxy_fence_insertion(pm, capability)
+        nvidia.passes.ttnvgpuir.add_tmem_barrier_insertion(pm)
+        nvidia.passes.ttgpuir.add_membar(pm, capability, ptx)
+    pm.run(module, "planner")
+    return str(module.str_nodebug())
+
+
+_OFFSETS = re.compile(r"allocation\.offset\s*=\s*(\d+)")
+
+
+def check_compiled(
+    compiled: Any, *, time_limit: float = 5.0, emulation: bool = True
+) -> TritonReport:
+    """Check the shared-memory plan of a kernel ``triton.compile`` returned."""
+    need("triton", _FEATURE)
+    arch = compiled.metadata.target.arch
+    report = check_ttgir(
+        compiled.asm["ttgir"], f"sm_{arch}", time_limit=time_limit, emulation=emulation
+    )
+    if report.modeled and report.triton_bytes != compiled.metadata.shared:
+        report.notes.append(
+            f"the compiled kernel has {compiled.metadata.shared} bytes of shared memory, the "
+            f"passes here give {report.triton_bytes}"
+        )
+    return report
+
+
+def check_ttgir(
+    ttgir: str, target: str, *, time_limit: float = 5.0, emulation: bool = True
+) -> TritonReport:
+    """Check the shared-memory plan Triton makes for a TTGIR module (as Triton prints it
+    before lowering to LLVM) on a CUDA target such as ``sm_80``."""
+    began = time.perf_counter()
+    capability = _capability(target)
+    profile = f"sm_{capability}" if f"sm_{capability}" in TARGETS else None
+    structured = allocated_ttgir(ttgir, capability, membar=True)
+    name = re.search(r"tt\.func\s+(?:public\s+|private\s+)?@([\w$.]+)", structured)
+    report = TritonReport(name=name.group(1) if name else "kernel", target=target, modeled=False)
+    try:
+        cfg = allocated_ttgir(ttgir, capability, membar=False, cfg=True)
+        if _OFFSETS.findall(cfg) != _OFFSETS.findall(structured):
+            raise Unsupported(
+                "Triton's allocation differs between its CFG form and the structured form read here"
+            )
+        before = read_ttgir(allocated_ttgir(ttgir, capability, membar=False))
+        after = read_ttgir(structured)
+    except Unsupported as exc:
+        report.reason = str(exc)
+        report.seconds = time.perf_counter() - began
+        return report
+    report.modeled = True
+    report.buffers = len(after.shape.buffers)
+    report.triton_bytes = after.shared_bytes
+    report.triton_barriers = after.barrier_ops
+    if after.async_ops:
+        report.notes.append(
+            f"{after.async_ops} asynchronous operations (cp.async, wgmma), "
+            "taken as touching their buffers until the wait that retires them"
+        )
+    request = PlanRequest.model_validate(_request(after, profile, time_limit, sync="existing"))
+    report.request = request
+    triton_plan = foreign_plan(request, after.offsets, "triton")
+    report.triton_plan = triton_plan
+    if triton_plan.arena_bytes > after.shared_bytes:
+        report.notes.append(
+            f"Triton's offsets reach {triton_plan.arena_bytes} bytes, past "
+            f"ttg.shared {after.shared_bytes}"
+        )
+    report.triton_verdict = judge(request, triton_plan, emulation=emulation)
+    ours = plan_request(_request(after, profile, time_limit, sync="insert"))
+    report.plan = ours
+    report.ours_bytes = ours.arena_bytes
+    report.ours_inserted = len(ours.barriers.inserted)
+    report.lower_bound = ours.lower_bound
+    alone = plan_request(_request(before, profile, time_limit, sync="insert"))
+    report.alone_bytes = alone.arena_bytes
+    report.alone_barriers = before.barrier_ops + len(alone.barriers.inserted)
+    report.seconds = time.perf_counter() - began
+    return report
+
+
+def _request(
+    read: TtgirRead, target: str | None, time_limit: float, *, sync: str
+) -> dict[str, Any]:
+    request = read.shape.request(target=target, time_limit=time_limit)
+    if sync == "existing":
+        request["options"] = {"sync": "existing", "time_limit": time_limit}
+    return request

@@ -1,0 +1,363 @@
+"""Reads Triton's TTGIR, as Triton prints it after its own shared-memory allocation, into a
+kernel shape (docs/bridges.md, Triton).
+
+The printed form is one operation per line; a line ending in ``{`` opens the operation's
+region, ``} else {`` moves to an ``scf.if``'s else region, and a line starting with ``}``
+closes it (its rest, such as ``}) {allocation.offset = 0 : i32} : ...``, belongs to the
+operation). Buffers are ``ttg.local_alloc`` results (Triton's ``allocation.offset``) followed
+through ``ttg.memdesc_*`` views and ``scf`` values, and the scratch of operations that carry
+``allocation.offset`` and ``allocation.size`` (a layout conversion, a reduction), live at
+their operation alone. ``ttg.barrier local`` and ``gpu.barrier`` are barriers. Every scalar
+in TTGIR is one value per program, so every loop and branch is block-uniform.
+
+An asynchronous copy (``ttg.async_copy_global_to_local``) writes its buffer, and an
+asynchronous wgmma (``ttng.warp_group_dot``) reads its operands, until a wait retires them:
+the buffer is taken as accessed up to the first ``ttg.async_wait {num = 0}`` (or
+``ttng.warp_group_dot_wait {pendings = 0}``) after its last such operation, else to the end
+of the kernel. Anything else that touches shared memory asynchronously or from another
+partition (TMA, mbarriers, warp specialization) raises ``Unsupported``: such a kernel is
+reported, not guessed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from planner.bridges._program import BufferShape, KernelShape, Unsupported
+
+__all__ = ["TtgirRead", "read_ttgir"]
+
+_VIEWS = frozenset(
+    {
+        "ttg.memdesc_index",
+        "ttg.memdesc_subslice",
+        "ttg.memdesc_subview",
+        "ttg.memdesc_trans",
+        "ttg.memdesc_reshape",
+        "ttg.memdesc_reinterpret",
+    }
+)
+_ACCESSES = frozenset(
+    {"ttg.local_load", "ttg.local_store", "ttg.local_alloc", "tt.dot", "ttng.warp_group_dot_wait"}
+)
+# Operations that touch shared memory asynchronously, and the wait that retires all of them
+# (a pattern matching its "nothing pending" form).
+_ASYNC = {
+    "ttg.async_copy_global_to_local": ("ttg.async_wait", re.compile(r"num\s*=\s*0\s*:")),
+    "ttng.warp_group_dot": ("ttng.warp_group_dot_wait", re.compile(r"pendings\s*=\s*0\s*:")),
+}
+_IGNORED = frozenset({"ttg.local_dealloc"})
+_BARRIERS = frozenset({"ttg.barrier", "gpu.barrier"})
+_ELEMENT_BYTES = {
+    "i1": 1,
+    "i8": 1,
+    "i16": 2,
+    "i32": 4,
+    "i64": 8,
+    "f16": 2,
+    "bf16": 2,
+    "f32": 4,
+    "f64": 8,
+    "tf32": 4,
+}
+_DEFAULT_ALIGNMENT = 16  # bytes: Triton aligns every shared buffer to at least this
+_RESULTS = re.compile(r"^(%[\w]+(?::\d+)?(?:\s*,\s*%[\w]+(?::\d+)?)*)\s*=\s*(.*)$")
+_NAME = re.compile(r'^"?([A-Za-z_][\w.]*)"?')
+_VALUE = re.compile(r"%[\w]+(?:#\d+)?")
+_MEMDESC = re.compile(r"!ttg\.memdesc<((?:\d+x)+)(\w+)((?:,\s*#[\w]+)*)")
+_OFFSET = re.compile(r"allocation\.offset\s*=\s*(\d+)")
+_SIZE = re.compile(r"allocation\.size\s*=\s*(\d+)")
+_CONSTANT = re.compile(r"^arith\.constant\s+(-?\d+)\s*:\s*i\d+")
+
+
+@dataclass
+class _Op:
+    line: int  # 1-based, in the printed module
+    name: str
+    results: list[str]
+    text: str  # the operation's line and its closing line
+    regions: list[list[_Op]] = field(default_factory=list)
+
+
+@dataclass
+class TtgirRead:
+    """One Triton kernel as read: its shape, Triton's offsets and its figures."""
+
+    name: str
+    shape: KernelShape
+    offsets: dict[str, int]  # buffer id -> Triton's allocation.offset, bytes
+    shared_bytes: int  # the module's ttg.shared: what Triton gives the kernel
+    barrier_ops: int  # barrier operations in the module
+    async_ops: int = 0
+
+
+def _tree(text: str) -> tuple[list[_Op], dict[str, str], int, str]:
+    """The kernel's operations as a tree; the attribute aliases; ttg.shared; its name."""
+    aliases: dict[str, str] = {}
+    shared = 0
+    name = "kernel"
+    root: list[_Op] = []
+    stack: list[tuple[_Op | None, list[_Op]]] = []  # (operation, its open region)
+    functions = 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("//"):
+            continue
+        if line.startswith("#") and "=" in line and not stack:
+            key, _, value = line.partition("=")
+            aliases[key.strip()] = value.strip()
+            continue
+        if line.startswith("module"):
+            found = re.search(r"ttg\.shared\s*=\s*(\d+)", line)
+            shared = int(found.group(1)) if found else 0
+            stack.append((None, []))
+            continue
+        if line.startswith("tt.func"):
+            functions += 1
+            if functions > 1:
+                raise Unsupported("the module holds more than one function (a call)")
+            found = re.search(r"@([\w$.]+)", line)
+            name = found.group(1) if found else name
+            stack.append((None, root))
+            continue
+        if line.startswith("^"):
+            continue  # a block label inside a combiner region
+        if line.startswith("}"):
+            op, _ = stack.pop()
+            if op is not None:
+                op.text += " " + line
+                if line.rstrip().endswith("{"):  # } else {
+                    op.regions.append([])
+                    stack.append((op, op.regions[-1]))
+            continue
+        if not stack:
+            continue
+        results: list[str] = []
+        rest = line
+        matched = _RESULTS.match(line)
+        if matched:
+            rest = matched.group(2)
+            for token in matched.group(1).split(","):
+                token = token.strip()
+                if ":" in token:
+                    base, count = token.split(":")
+                    results += [f"{base}#{k}" for k in range(int(count))]
+                else:
+                    results.append(token)
+        found_name = _NAME.match(rest)
+        op = _Op(number, found_name.group(1) if found_name else rest.split()[0], results, line)
+        stack[-1][1].append(op)
+        if line.endswith("{"):
+            op.regions.append([])
+            stack.append((op, op.regions[-1]))
+    return root, aliases, shared, name
+
+
+def _memdesc_bytes(text: str, aliases: dict[str, str]) -> tuple[int, int]:
+    """Bytes of the memdesc a line produces, and the alignment its layout needs."""
+    found = _MEMDESC.findall(text)
+    if not found:
+        raise Unsupported(f"no memdesc type in {text[:120]!r}")
+    dims, element, attrs = found[-1]
+    if element not in _ELEMENT_BYTES and not element.startswith("f8"):
+        raise Unsupported(f"element type {element} of a shared buffer has no known width")
+    width = _ELEMENT_BYTES.get(element, 1)
+    size = math.prod(int(d) for d in dims.rstrip("x").split("x")) * width
+    alignment = _DEFAULT_ALIGNMENT
+    for attr in re.findall(r"#[\w]+", attrs):
+        layout = aliases.get(attr, attr)
+        if "padded_shared" in layout:
+            raise Unsupported(f"padded shared layout {attr}: its size is not modelled")
+        swizzle = re.search(r"swizzlingByteWidth\s*=\s*(\d+)", layout)
+        if swizzle:  # a TMA/wgmma swizzle repeats every 8 rows of the swizzle width
+            alignment = max(alignment, 8 * int(swizzle.group(1)))
+    return size, alignment
+
+
+class _Reader:
+    def __init__(self, name: str, aliases: dict[str, str]) -> None:
+        self.shape = KernelShape(name)
+        self.aliases = aliases
+        self.alias: dict[str, set[str]] = {}
+        self.constants: dict[str, int] = {}
+        self.offsets: dict[str, int] = {}
+        self.barrier_ops = 0
+        # buffer -> (the wait that retires its accesses, their points)
+        self.async_copies: dict[tuple[str, str], list[int]] = {}
+        self.final_waits: dict[str, list[int]] = {}  # wait -> points where nothing is pending
+        self.async_ops = 0
+
+    def declare(self, ops: list[_Op]) -> None:
+        """Aliases through views and scf values, to a fixpoint."""
+        changed = True
+        while changed:
+            changed = self._propagate(ops, None)
+
+    def _add(self, name: str, ids: set[str]) -> bool:
+        have = self.alias.setdefault(name, set())
+        if ids <= have:
+            return False
+        have |= ids
+        return True
+
+    def _uses(self, op: _Op) -> list[str]:
+        head = op.text.split("{", 1)[0] if op.name == "scf.for" else op.text
+        return [v for v in _VALUE.findall(head) if v not in op.results]
+
+    def _propagate(self, ops: list[_Op], parent: _Op | None) -> bool:
+        changed = False
+        for op in ops:
+            if op.name == "ttg.local_alloc" and op.results:
+                changed |= self._add(op.results[0], {f"{op.results[0]}"})
+            uses = self._uses(op)
+            if op.name in _VIEWS and uses and uses[0] in self.alias and op.results:
+                changed |= self._add(op.results[0], self.alias[uses[0]])
+            elif op.name == "scf.for":
+                pairs = re.findall(r"(%[\w]+)\s*=\s*(%[\w]+(?:#\d+)?)", op.text.split("{", 1)[0])
+                for k, (arg, init) in enumerate(pairs[1:]):  # the first is the induction var
+                    if init in self.alias:
+                        changed |= self._add(arg, self.alias[init])
+                        if k < len(op.results):
+                            changed |= self._add(op.results[k], self.alias[init])
+            elif op.name == "scf.yield" and parent is not None:
+                for k, v in enumerate(uses):
+                    if v not in self.alias:
+                        continue
+                    if k < len(parent.results):
+                        changed |= self._add(parent.results[k], self.alias[v])
+                    if parent.name == "scf.for":
+                        pairs = re.findall(
+                            r"(%[\w]+)\s*=\s*(%[\w]+(?:#\d+)?)", parent.text.split("{", 1)[0]
+                        )
+                        if k + 1 < len(pairs):
+                            changed |= self._add(pairs[k + 1][0], self.alias[v])
+            for region in op.regions:
+                changed |= self._propagate(region, op)
+        return changed
+
+    def walk(self, ops: list[_Op]) -> None:
+        for op in ops:
+            self._visit(op)
+
+    def _visit(self, op: _Op) -> None:
+        shape = self.shape
+        p = shape.point()
+        constant = _CONSTANT.match(op.text.split("=", 1)[-1].strip())
+        if op.name == "arith.constant" and constant and op.results:
+            self.constants[op.results[0]] = int(constant.group(1))
+        if op.name == "ttg.local_alloc":
+            size, alignment = _memdesc_bytes(op.text, self.aliases)
+            offset = _OFFSET.search(op.text)
+            if offset is None:
+                raise Unsupported(f"line {op.line}: ttg.local_alloc has no allocation.offset")
+            bid = op.results[0]
+            shape.allocate(BufferShape(bid, size, alignment, shape.scope()))
+            self.offsets[bid] = int(offset.group(1))
+        elif (scratch := _OFFSET.search(op.text)) is not None:
+            size_found = _SIZE.search(op.text)
+            if size_found is None:
+                raise Unsupported(f"line {op.line}: {op.name} has an offset and no size")
+            bid = f"{op.name}@{op.line}"
+            shape.allocate(
+                BufferShape(bid, int(size_found.group(1)), _DEFAULT_ALIGNMENT, shape.scope())
+            )
+            self.offsets[bid] = int(scratch.group(1))
+            shape.access(bid, p)
+        if op.name in _BARRIERS and (op.name != "ttg.barrier" or "local" in op.text):
+            shape.barrier(p)
+            self.barrier_ops += 1
+        for wait, drained in _ASYNC.values():
+            if op.name == wait and drained.search(op.text):
+                self.final_waits.setdefault(wait, []).append(p)
+        if op.name.startswith("ttg.warp_specialize"):
+            raise Unsupported(
+                f"line {op.line}: {op.name} (asynchronous or partitioned access "
+                "to shared memory this bridge does not model)"
+            )
+        touched: set[str] = set()
+        for v in self._uses(op):
+            touched |= self.alias.get(v, set())
+        if op.name == "ttg.local_alloc" and len(self._uses(op)) > 0:
+            touched |= {op.results[0]}  # an initial value is written at the allocation
+        if (
+            touched
+            and op.name not in _VIEWS
+            and op.name not in _IGNORED
+            and op.name not in ("scf.for", "scf.yield", "scf.if")
+        ):
+            if op.name in _ASYNC and (op.name != "ttng.warp_group_dot" or "isAsync" in op.text):
+                self.async_ops += 1
+                for bid in touched:
+                    self.async_copies.setdefault((bid, _ASYNC[op.name][0]), []).append(p)
+            elif op.name == "ttng.warp_group_dot":
+                pass  # a synchronous wgmma: its reads are done when it returns
+            elif op.name not in _ACCESSES:
+                raise Unsupported(
+                    f"line {op.line}: {op.name} uses shared buffer "
+                    f"{', '.join(sorted(touched))} in a way this bridge does "
+                    "not model"
+                )
+            for bid in touched:
+                shape.access(bid, p)
+        if op.name == "scf.for":
+            bounds = re.findall(r"=\s*(%[\w]+)\s+to\s+(%[\w]+)\s+step\s+(%[\w]+)", op.text)
+            trips = None
+            if bounds:
+                lb, ub, step = (self.constants.get(v) for v in bounds[0])
+                if lb is not None and ub is not None and step is not None and step > 0:
+                    trips = -(-(ub - lb) // step)
+            shape.open_loop(trips if trips and trips >= 1 else None)
+            for region in op.regions:
+                self.walk(region)
+            shape.close()
+        elif op.name == "scf.if":
+            shape.open_branch()
+            for region in op.regions:
+                shape.open_arm()
+                self.walk(region)
+                shape.close()
+            if len(op.regions) == 1:  # no else: an arm of its own, without accesses
+                shape.open_arm()
+                shape.close()
+        elif op.name in ("scf.while",):
+            raise Unsupported(f"line {op.line}: scf.while")
+        elif op.regions:
+            self._opaque(op)
+
+    def _opaque(self, op: _Op) -> None:
+        inner = [o for region in op.regions for o in region]
+        while inner:
+            o = inner.pop()
+            if o.name in _BARRIERS or any(v in self.alias for v in self._uses(o)):
+                raise Unsupported(
+                    f"line {op.line}: {op.name} holds {o.name}, which this "
+                    "bridge cannot place in program order"
+                )
+            inner.extend(x for region in o.regions for x in region)
+
+    def finish(self) -> None:
+        """Asynchronous writes land by the first ``async_wait {num = 0}`` after the last copy,
+        else by the end of the kernel."""
+        last = self.shape.points - 1
+        for (bid, wait), copies in self.async_copies.items():
+            after = [w for w in self.final_waits.get(wait, []) if w > max(copies)]
+            self.shape.access(bid, after[0] if after else last)
+
+
+def read_ttgir(text: str) -> TtgirRead:
+    """The kernel of a TTGIR module printed after Triton's shared-memory allocation."""
+    ops, aliases, shared, name = _tree(text)
+    reader = _Reader(name, aliases)
+    reader.declare(ops)
+    reader.walk(ops)
+    reader.finish()
+    return TtgirRead(
+        name=name,
+        shape=reader.shape,
+        offsets=reader.offsets,
+        shared_bytes=shared,
+        barrier_ops=reader.barrier_ops,
+        async_ops=reader.async_ops,
+    )
