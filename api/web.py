@@ -28,7 +28,6 @@ _STATIC = files("planner.api") / "static"
 _ASSETS = {  # name -> media type; nothing else is served
     "app.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
-    "example.json": "application/json",
 }
 _EXAMPLES = files("planner") / "examples"  # shipped in the wheel (package data)
 _MEDIA = {
