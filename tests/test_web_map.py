@@ -13,16 +13,20 @@ import pytest
 
 import planner
 from tests.browser import (
+    JS_TABLE,
     JS_TEXT_BOXES,
     attribute,
     browser,
     downloads,
     driver,
+    open_page,
     overlaps,
     plan_on_page,
     random_data,
     screenshot,
     server,
+    state,
+    wait_for,
 )
 from tests.samples import TEN
 
@@ -421,19 +425,56 @@ def test_barriers_are_told_apart_by_kind(server: str, driver: Chrome, data: dict
     }
 
 
+def _plan_example(driver: Chrome, server: str, name: str) -> tuple[dict[str, Any], planner.Plan]:
+    """Load a shipped example with the page's example list; it plans on its own."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    open_page(driver, server)
+    Select(driver.find_element(By.ID, "examples")).select_by_value(name)
+    wait_for(lambda: state(driver) in ("planned", "error"))
+    assert state(driver) == "planned", driver.find_element(By.ID, "errors").text
+    data = _example(name)
+    plan = planner.plan(data)
+    assert planner.validate(data, plan).valid
+    return data, plan
+
+
 @browser
-def test_alias_pairs_are_linked(server: str, driver: Chrome, tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["nvfuser_inner_alias", "loop_nvfuser_inner_alias"])
+def test_alias_pairs_are_linked(server: str, driver: Chrome, tmp_path: Path, name: str) -> None:
     from selenium.webdriver.common.by import By
 
-    data = _example("nvfuser_inner_alias")
-    plan = plan_on_page(driver, server, data)
-    assert plan.aliases == [["T2_s", "T3_s"]]
+    _, plan = _plan_example(driver, server, name)
+    assert ["T2_s", "T3_s"] in plan.aliases  # the loop's adds the back edge, T3_s to T2_s
     links = driver.find_elements(By.CSS_SELECTOR, "#map svg path.alias")
-    assert len(links) == len(plan.aliases)
-    title = links[0].find_element(By.TAG_NAME, "title").get_attribute("textContent")
-    assert title is not None
-    assert title.startswith("T3_s reuses T2_s's bytes with no barrier")
-    screenshot(driver, "alias", tmp_path)
+    pairs = [[attribute(link, "data-from"), attribute(link, "data-to")] for link in links]
+    assert pairs == plan.aliases
+    for link, (earlier, later) in zip(links, plan.aliases, strict=True):
+        title = link.find_element(By.TAG_NAME, "title").get_attribute("textContent")
+        assert title is not None
+        assert title.startswith(f"{later} reuses {earlier}'s bytes with no barrier")
+    screenshot(driver, f"alias-{name}", tmp_path)
+
+
+@browser
+def test_several_live_ranges_are_drawn_apart(server: str, driver: Chrome) -> None:
+    from selenium.webdriver.common.by import By
+
+    data, plan = _plan_example(driver, server, "ranges_gap_fill")
+    ranges = {b["id"]: b.get("ranges", [[b.get("start"), b.get("end")]]) for b in data["buffers"]}
+    assert len(ranges["acc_s"]) == 2
+    drawn: dict[str, list[list[int]]] = {}
+    for rect in driver.find_elements(By.CSS_SELECTOR, "#map svg rect.buffer"):
+        span = [int(attribute(rect, "data-start")), int(attribute(rect, "data-end"))]
+        drawn.setdefault(attribute(rect, "data-id"), []).append(span)
+    assert drawn == ranges
+    rows = {r[0]: r[4] for r in driver.execute_script(JS_TABLE)}
+    assert rows == {i: ", ".join(f"[{s}, {e})" for s, e in spans) for i, spans in ranges.items()}
+    assert plan.arena_bytes == 16384  # tmp_s fills the gap between acc_s's ranges
+    # Between its ranges acc_s holds nothing.
+    _point_to(driver, 4)
+    assert _list_ids(driver, "point-list") == ["tmp_s"]
 
 
 @browser

@@ -456,7 +456,8 @@ function render() {
   // The peak: the points where the held bytes reach their maximum.
   for (const [s, e] of model.peakSpans) {
     if (e <= x0 || s >= x1) continue;
-    plot.append(el("rect", { class: "peak", "data-start": s, "data-end": e, x: r2(cx(s)), y: pt, width: r2(Math.max(cx(e) - cx(s), 2)), height: ph }));
+    const x = r2(cx(s)), w = r2(Math.max(cx(e) - cx(s), 2));
+    plot.append(el("rect", { class: "peak", "data-start": s, "data-end": e, x, y: pt, width: w, height: ph }), el("rect", { class: "peak-mark", x, y: pt, width: w, height: 5 }));
     kinds.add("peak");
   }
   // The certificate's point: where the named buffers cannot fit together.
@@ -512,9 +513,16 @@ function render() {
     const ea = Math.max(...ba.ranges.map((r) => r[1])), sb = Math.min(...bb.ranges.map((r) => r[0]));
     const ya = py(ba.offset + ba.size / 2), yb = py(bb.offset + bb.size / 2);
     const xa = px(ea), xb = px(sb), bend = Math.max(Math.abs(xb - xa) / 2, 14);
-    const link = el("path", { class: "alias", d: `M${r2(xa - 4)},${r2(ya)} C${r2(xa + bend)},${r2(ya - 18)} ${r2(xb - bend)},${r2(yb - 18)} ${r2(xb + 4)},${r2(yb)}` });
+    // Forwards, a low arc; across a loop's back edge (the later buffer starts first), a
+    // high arc back over both.
+    const lift = xb >= xa ? 18 : Math.min(60, (ya - pt) / 2 + 18);
+    const d = xb >= xa
+      ? `M${r2(xa - 16)},${r2(ya)} C${r2(xa + bend - 16)},${r2(ya - lift)} ${r2(xb - bend + 16)},${r2(yb - lift)} ${r2(xb + 16)},${r2(yb)}`
+      : `M${r2(xa - 4)},${r2(ya)} C${r2(xa + 30)},${r2(ya - lift)} ${r2(xb - 30)},${r2(yb - lift)} ${r2(xb + 4)},${r2(yb)}`;
+    const link = el("path", { class: "alias", "data-from": a, "data-to": later, d });
     link.append(el("title", {}, `${later} reuses ${a}'s bytes with no barrier: each shared byte stays with one thread`));
-    plot.append(link, el("circle", { class: "alias-end", cx: r2(xa - 4), cy: r2(ya), r: 3 }), el("circle", { class: "alias-end", cx: r2(xb + 4), cy: r2(yb), r: 3 }));
+    const [ax, bx] = xb >= xa ? [xa - 16, xb + 16] : [xa - 4, xb + 4];
+    plot.append(link, el("circle", { class: "alias-end", cx: r2(ax), cy: r2(ya), r: 3 }), el("circle", { class: "alias-end", cx: r2(bx), cy: r2(yb), r: 3 }));
     kinds.add("alias");
   }
 
