@@ -215,6 +215,36 @@ def test_crosshair_shows_live_bytes_and_the_buffers_at_a_point(
 
 
 @browser
+def test_the_keyboard_moves_the_crosshair_and_zooms(server: str, driver: Chrome) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    data = {**TEN, "options": {"sync": "existing"}}
+    plan = plan_on_page(driver, server, data)
+    expected = Expected(data, plan)
+    _point_to(driver, 2)
+    the_map = driver.find_element(By.ID, "map")
+    readout = driver.find_element(By.ID, "readout")
+    the_map.send_keys(Keys.ARROW_RIGHT, Keys.ARROW_RIGHT)
+    assert attribute(readout, "data-point") == "4"
+    the_map.send_keys(Keys.ARROW_LEFT)
+    assert attribute(readout, "data-point") == "3"
+    assert attribute(readout, "data-held") == str(expected.held(3))
+    assert _list_ids(driver, "point-list") == expected.holding(3)
+    the_map.send_keys(Keys.ARROW_LEFT * 10)  # stops at the first point
+    assert attribute(readout, "data-point") == "0"
+    the_map.send_keys("+")
+    view = _svg_data(driver)
+    assert view["x1"] - view["x0"] == pytest.approx(expected.horizon / 2, abs=0.02)
+    assert view["x0"] <= 0.5 <= view["x1"]  # about the crosshair's point
+    the_map.send_keys(Keys.ARROW_RIGHT * 7)  # past the view's right edge: the view follows
+    view = _svg_data(driver)
+    assert view["x0"] <= 7 < 8 <= view["x1"]
+    the_map.send_keys("0")
+    assert _svg_data(driver)["x1"] == expected.horizon
+
+
+@browser
 def test_held_lifetimes_are_drawn_after_the_live_ones(server: str, driver: Chrome) -> None:
     from selenium.webdriver.common.by import By
 
@@ -327,7 +357,7 @@ def test_zoom_is_along_program_points_and_keeps_the_axes(
           cancelable: true, clientX: r.left + r.width / 2, clientY: r.top + r.height / 2}));""",
         svg,
     )
-    wheeled = _svg_data(driver)
+    wheeled = wait_for(lambda: (v := _svg_data(driver)) != zoomed and v)  # the next frame
     span = wheeled["x1"] - wheeled["x0"]
     assert span < (zoomed["x1"] - zoomed["x0"]) / 4
     assert _y_axis(driver) == axis
@@ -352,7 +382,7 @@ def test_zoom_is_along_program_points_and_keeps_the_axes(
     ActionChains(driver).move_to_element(svg).click_and_hold().move_by_offset(
         120, 0
     ).release().perform()
-    panned = _svg_data(driver)
+    panned = wait_for(lambda: (v := _svg_data(driver)) != wheeled and v)
     assert panned["x0"] < wheeled["x0"]
     assert panned["x1"] - panned["x0"] == pytest.approx(span, abs=0.02)
     assert _y_axis(driver) == axis

@@ -148,7 +148,8 @@ function buildModel(request, plan) {
     if (held[i][1] === peak && peak > 0 && end > held[i][0]) peakSpans.push([held[i][0], end]);
   }
   const arenaTop = Math.max(0, ...shared.map((b) => b.offset + b.size));
-  return { buffers, shared, horizon, barriers, live, held, peak, peakSpans, arenaTop, sync };
+  const kinds = { existing: new Set(plan.barriers.existing), inserted: new Set(plan.barriers.inserted), required: new Set(plan.barriers.required) };
+  return { buffers, shared, horizon, barriers, ...kinds, live, held, peak, peakSpans, arenaTop, sync };
 }
 
 // [[point, bytes from it on], ...] at every point where the bytes change.
@@ -303,6 +304,9 @@ function highlight(id) {
 }
 
 const idOf = new WeakMap(); // element of the map or a list -> buffer id
+// Element of the map -> its tooltip, shown as the map's title while the pointer is on it (a
+// <title> in each of thousands of elements would cost seconds of layout).
+const tips = new WeakMap();
 
 function hovered(event) {
   const el = event.target.closest("tr, li");
@@ -370,10 +374,9 @@ function pointStep(span, count) {
   return 10 * power;
 }
 
-function barrierKind(plan, p) {
-  if (plan.barriers.inserted.includes(p)) return "inserted";
-  const required = plan.barriers.required.includes(p);
-  if (plan.barriers.existing.includes(p)) return required ? "required" : "unused";
+function barrierKind(model, p) {
+  if (model.inserted.has(p)) return "inserted";
+  if (model.existing.has(p)) return model.required.has(p) ? "required" : "unused";
   return "caller";
 }
 
@@ -384,13 +387,22 @@ const BARRIER_TEXT = {
   caller: "barrier the caller must add",
 };
 
-function setView(x0, x1) {
+// Show points [x0, x1), kept inside the kernel and no closer than MIN_SPAN; `soon` redraws at
+// the next frame, once however many wheel or drag events come before it.
+let redraw = false;
+function setView(x0, x1, soon) {
   const horizon = current.model.horizon;
-  let span = Math.min(Math.max(x1 - x0, Math.min(MIN_SPAN, horizon)), horizon);
+  const span = Math.min(Math.max(x1 - x0, Math.min(MIN_SPAN, horizon)), horizon);
   x0 = Math.min(Math.max(x0, 0), horizon - span);
   view = { x0, x1: x0 + span };
   $("zoom-level").textContent = `${Math.round((horizon / span) * 100)} %`;
-  render();
+  if (!soon) return render();
+  if (redraw) return;
+  redraw = true;
+  requestAnimationFrame(() => {
+    redraw = false;
+    if (current) render();
+  });
 }
 
 // The whole map, drawn again on every change of view: axes, ticks and labels stay on screen.
@@ -482,7 +494,7 @@ function render() {
       const heldTo = b.held[i];
       if (heldTo > e && heldTo > x0 && e < x1) {
         const tail = el("rect", { class: "held", "data-id": b.id, x: r2(cx(e)), y: r2(y0), width: r2(Math.max(cx(heldTo) - cx(e), 0.5)), height: r2(h), fill });
-        tail.append(el("title", {}, `${b.id}: held until the barrier at ${heldTo} (ends at ${e})`));
+        tips.set(tail, `${b.id}: held until the barrier at ${heldTo} (ends at ${e})`);
         const cover = el("rect", { class: "held-hatch", x: r2(cx(e)), y: r2(y0), width: r2(Math.max(cx(heldTo) - cx(e), 0.5)), height: r2(h), fill: "url(#hatch)" });
         buffers.append(tail, cover);
         keep(b.id, tail);
@@ -492,7 +504,7 @@ function render() {
       if (e <= x0 || s >= x1) return;
       const rx0 = cx(s), rx1 = cx(e);
       const rect = el("rect", { class: "buffer" + (certified.has(b.id) ? " certificate" : ""), "data-id": b.id, "data-start": s, "data-end": e, x: r2(rx0), y: r2(y0), width: r2(Math.max(rx1 - rx0, 0.5)), height: r2(h), fill });
-      rect.append(el("title", {}, `${b.id}: offset ${b.offset}, ${b.size} B (${kib(b.size)}), live [${s}, ${e})`));
+      tips.set(rect, `${b.id}: offset ${b.offset}, ${b.size} B (${kib(b.size)}), live [${s}, ${e})`);
       buffers.append(rect);
       keep(b.id, rect);
       if (!widest || rx1 - rx0 > widest[1] - widest[0]) widest = [rx0, rx1];
@@ -549,12 +561,12 @@ function render() {
   // Barriers: marks in a lane above the plot, lines across it only where few are in view.
   const lane = el("g", { class: "lane" });
   const visible = model.barriers.filter((p) => p >= x0 && p <= x1);
-  const required = visible.filter((p) => barrierKind(plan, p) !== "unused");
+  const required = visible.filter((p) => barrierKind(model, p) !== "unused");
   for (const p of visible) {
-    const kind = barrierKind(plan, p);
+    const kind = barrierKind(model, p);
     const x = r2(px(p));
     const mark = el("line", { class: `barrier ${kind}`, "data-point": p, x1: x, x2: x, y1: kind === "unused" ? LANE.top + 8 : LANE.top, y2: LANE.bottom });
-    mark.append(el("title", {}, `${BARRIER_TEXT[kind]}, at point ${p}`));
+    tips.set(mark, `${BARRIER_TEXT[kind]}, at point ${p}`);
     lane.append(mark);
     kinds.add(`barrier-${kind}`);
     if (kind !== "unused" && required.length <= DENSE) {
@@ -577,10 +589,6 @@ function render() {
   if (model.peak > 0) notes.push([model.peak, "peak"]);
 
   svg.append(plot, yticks, xticks, lane);
-  // The crosshair, above the buffers, below the labels.
-  const crosshair = el("g", { class: "crosshair", visibility: "hidden" });
-  crosshair.append(el("rect", { class: "cursor-band", y: pt, height: ph }), el("line", { class: "cursor-x", y1: pt, y2: pt + ph }), el("line", { class: "cursor-y", x1: pl, x2: pl + pw }));
-  svg.append(crosshair);
   const labelGroup = el("g", { class: "labels", "clip-path": "url(#plot-clip)" });
   labelGroup.append(...labels);
   svg.append(labelGroup);
@@ -589,7 +597,12 @@ function render() {
     el("text", { class: "tick axis-title", x: r2(pl + pw / 2), y: pt + ph + 36, "text-anchor": "middle" }, "program point"),
     el("text", { class: "tick axis-title", transform: `translate(14 ${r2(pt + ph / 2)}) rotate(-90)`, "text-anchor": "middle" }, "shared memory"),
   );
-  box.replaceChildren(svg);
+  // The crosshair lies in a second SVG over the map: moving it redraws three marks, not the map.
+  const overlay = el("svg", { width, height, class: "memory-map overlay", "aria-hidden": "true" });
+  const crosshair = el("g", { class: "crosshair", visibility: "hidden" });
+  crosshair.append(el("rect", { class: "cursor-band", y: pt, height: ph }), el("line", { class: "cursor-x", y1: pt, y2: pt + ph }), el("line", { class: "cursor-y", x1: pl, x2: pl + pw }));
+  overlay.append(crosshair);
+  box.replaceChildren(svg, overlay);
   drawn = { svg, geo, byId: byIdMap, crosshair };
   showLegend(kinds);
   if (cursor !== null) setCursor(cursor);
@@ -742,11 +755,11 @@ function pointUnder(event) {
 
 // --- zoom and pan along program points -------------------------------------------------------
 
-function zoomAt(factor, point) {
+function zoomAt(factor, point, soon) {
   const { x0, x1 } = view;
   const span = (x1 - x0) / factor;
   const k = span / (x1 - x0);
-  setView(point - (point - x0) * k, point - (point - x0) * k + span);
+  setView(point - (point - x0) * k, point - (point - x0) * k + span, soon);
 }
 
 $("zoom-in").addEventListener("click", () => view && zoomAt(2, (view.x0 + view.x1) / 2));
@@ -757,8 +770,8 @@ $("map").addEventListener("wheel", (event) => {
   event.preventDefault();
   const g = drawn.geo;
   const x = event.clientX - drawn.svg.getBoundingClientRect().left;
-  const point = g.x0 + ((Math.min(Math.max(x, g.pl), g.pl + g.pw) - g.pl) * (g.x1 - g.x0)) / g.pw;
-  zoomAt(Math.exp(-event.deltaY * 0.002), point);
+  const point = view.x0 + ((Math.min(Math.max(x, g.pl), g.pl + g.pw) - g.pl) * (view.x1 - view.x0)) / g.pw;
+  zoomAt(Math.exp(-event.deltaY * 0.002), point, true);
 }, { passive: false });
 
 let drag = null; // {x, view, moved} while the pointer is down on the map
@@ -772,6 +785,7 @@ $("map").addEventListener("pointermove", (event) => {
   if (!drag) {
     const p = pointUnder(event);
     if (p !== null) setCursor(p);
+    $("map").title = tips.get(event.target) || "";
     return;
   }
   const dx = event.clientX - drag.x;
@@ -779,7 +793,7 @@ $("map").addEventListener("pointermove", (event) => {
   if (!drag.moved) return;
   $("map").classList.add("dragging");
   const shift = (dx * (drag.view.x1 - drag.view.x0)) / drawn.geo.pw;
-  setView(drag.view.x0 - shift, drag.view.x1 - shift);
+  setView(drag.view.x0 - shift, drag.view.x1 - shift, true);
 });
 $("map").addEventListener("pointerleave", () => drawn && drawn.crosshair.setAttribute("visibility", "hidden"));
 $("map").addEventListener("pointerup", (event) => {
@@ -794,6 +808,23 @@ $("map").addEventListener("pointerup", (event) => {
   if (tr) tr.scrollIntoView({ block: "nearest" });
 });
 window.addEventListener("resize", () => current && render());
+// From the keyboard: the arrows move the crosshair a point (a tenth of the view with Shift),
+// + and - zoom about it, 0 shows every point.
+$("map").addEventListener("keydown", (event) => {
+  if (!drawn) return;
+  const span = view.x1 - view.x0;
+  const here = cursor === null ? Math.floor(view.x0 + span / 2) : cursor;
+  const step = event.shiftKey ? Math.max(1, Math.round(span / 10)) : 1;
+  if (event.key === "ArrowRight" || event.key === "ArrowLeft") {
+    const p = Math.min(Math.max(here + (event.key === "ArrowRight" ? step : -step), 0), current.model.horizon - 1);
+    if (p < view.x0 || p + 1 > view.x1) setView(p + 0.5 - span / 2, p + 0.5 + span / 2);
+    setCursor(p);
+  } else if (event.key === "+" || event.key === "=") zoomAt(2, here + 0.5);
+  else if (event.key === "-") zoomAt(0.5, here + 0.5);
+  else if (event.key === "0") setView(0, current.model.horizon);
+  else return;
+  event.preventDefault();
+});
 
 // --- controls: examples, target, capacity, sync, solver -------------------------------------
 
