@@ -91,6 +91,20 @@ class Expected:
         return {i for i, (_, e, h, _) in self.spans.items() if h > e}
 
 
+# The peak runs over [0, 4) across point 2, where one buffer ends and an equal one starts.
+ADJACENT: dict[str, Any] = {
+    "name": "adjacent",
+    "alignment": 16,
+    "buffers": [
+        {"id": "a", "size": 1024, "start": 0, "end": 2},
+        {"id": "b", "size": 1024, "start": 2, "end": 4},
+        {"id": "c", "size": 512, "start": 0, "end": 4},
+        {"id": "d", "size": 256, "start": 4, "end": 6},
+    ],
+    "options": {"sync": "none"},
+}
+
+
 def _texts(driver: Chrome, selector: str) -> list[str]:
     from selenium.webdriver.common.by import By
 
@@ -148,6 +162,7 @@ return [[...kinds], legend];
         ("ten-existing", {**TEN, "options": {"sync": "existing"}}),
         ("ten-insert", TEN),
         ("random-500", random_data(500, overlap=0.05, seed=1, sync="insert")),
+        ("one-run", ADJACENT),
     ],
 )
 def test_peak_lists_the_buffers_held_there_by_size(
@@ -171,6 +186,15 @@ def test_peak_lists_the_buffers_held_there_by_size(
     )
     assert at in starts
     assert all(expected.held(p) == peak for p in starts)
+    # Each shaded span is a whole run of peak points: the points beside it fall short.
+    spans = driver.execute_script(
+        "return [...document.querySelectorAll('#map svg rect.peak')]"
+        ".map((r) => [+r.dataset.start, +r.dataset.end])"
+    )
+    for start, end in spans:
+        assert all(expected.held(p) == peak for p in range(start, end))
+        assert start == 0 or expected.held(start - 1) < peak
+        assert end == expected.horizon or expected.held(end) < peak
     screenshot(driver, f"peak-{case}", tmp_path)
 
 

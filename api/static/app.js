@@ -145,7 +145,10 @@ function buildModel(request, plan) {
   const peakSpans = [];
   for (let i = 0; i < held.length; i++) {
     const end = i + 1 < held.length ? held[i + 1][0] : horizon;
-    if (held[i][1] === peak && peak > 0 && end > held[i][0]) peakSpans.push([held[i][0], end]);
+    if (held[i][1] !== peak || peak === 0 || end <= held[i][0]) continue;
+    const last = peakSpans[peakSpans.length - 1];
+    if (last && last[1] === held[i][0]) last[1] = end; // one span across a step of no change
+    else peakSpans.push([held[i][0], end]);
   }
   const arenaTop = Math.max(0, ...shared.map((b) => b.offset + b.size));
   const kinds = { existing: new Set(plan.barriers.existing), inserted: new Set(plan.barriers.inserted), required: new Set(plan.barriers.required) };
