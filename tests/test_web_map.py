@@ -122,6 +122,12 @@ def _svg_data(driver: Chrome) -> dict[str, float]:
     return {k: float(attribute(svg, f"data-{k}")) for k in ("x0", "x1", "ymax")}
 
 
+def _changed(driver: Chrome, before: dict[str, float]) -> dict[str, float] | None:
+    """The map's view once it differs from ``before``, else None."""
+    now = _svg_data(driver)
+    return now if now != before else None
+
+
 def _point_to(driver: Chrome, point: int) -> None:
     """Move the pointer over the middle of ``point`` on the map."""
     driver.execute_script(
@@ -381,7 +387,7 @@ def test_zoom_is_along_program_points_and_keeps_the_axes(
           cancelable: true, clientX: r.left + r.width / 2, clientY: r.top + r.height / 2}));""",
         svg,
     )
-    wheeled = wait_for(lambda: (v := _svg_data(driver)) != zoomed and v)  # the next frame
+    wheeled = wait_for(lambda: _changed(driver, zoomed))  # drawn at the next frame
     span = wheeled["x1"] - wheeled["x0"]
     assert span < (zoomed["x1"] - zoomed["x0"]) / 4
     assert _y_axis(driver) == axis
@@ -406,7 +412,7 @@ def test_zoom_is_along_program_points_and_keeps_the_axes(
     ActionChains(driver).move_to_element(svg).click_and_hold().move_by_offset(
         120, 0
     ).release().perform()
-    panned = wait_for(lambda: (v := _svg_data(driver)) != wheeled and v)
+    panned = wait_for(lambda: _changed(driver, wheeled))
     assert panned["x0"] < wheeled["x0"]
     assert panned["x1"] - panned["x0"] == pytest.approx(span, abs=0.02)
     assert _y_axis(driver) == axis
