@@ -28,6 +28,7 @@ __all__ = [
     "body_components",
     "check_responses",
     "emit_responses",
+    "example_responses",
     "plan_responses",
     "simple_responses",
 ]
@@ -336,6 +337,27 @@ def emit_responses() -> dict[int | str, dict[str, Any]]:
             },
         },
         **_errors(with_body=True),
+    }
+
+
+def example_responses() -> dict[int | str, dict[str, Any]]:
+    """The answers of ``GET /examples/{name}``: the request as shipped, or why not."""
+    return {
+        200: {
+            "description": "The example request, byte for byte as shipped.",
+            "headers": _HEADERS,
+            "content": {"application/json": {"schema": _ref(PlanRequest)}},
+        },
+        404: {
+            "model": ErrorResponse,
+            "description": "No example has that name (`not_found`); `GET /examples` lists them.",
+            "headers": _HEADERS,
+        },
+        422: {
+            "model": ErrorResponse,
+            "description": "The name is no file name: letters, digits, `_`, `-` and `.` only.",
+            "headers": _HEADERS,
+        },
     }
 
 

@@ -1,18 +1,24 @@
-"""Shared pieces of the browser tests: a real service process and a headless Chromium."""
+"""Shared pieces of the browser tests: a real service process, a headless Chromium, and the
+page's helpers (plan a request on it, read the map's texts, take screenshots)."""
 
 from __future__ import annotations
 
+import io
+import json
+import os
 import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 import pytest
 
+import planner
+from planner.generate import random_request
 from tests.server_process import free_port
 
 if TYPE_CHECKING:
@@ -125,3 +131,123 @@ def driver(downloads: Path) -> Iterator[Chrome]:
         yield d
     finally:
         d.quit()
+
+
+# --- the page --------------------------------------------------------------------------------
+
+# Every text of the map with its box in the map's pixels: [text, left, top, right, bottom, class].
+JS_TEXT_BOXES = """
+const svg = document.querySelector('#map svg');
+const root = svg.getScreenCTM().inverse();
+const out = [];
+for (const t of svg.querySelectorAll('text')) {
+  const b = t.getBBox();
+  if (!b.width || getComputedStyle(t).display === 'none') continue;
+  const m = root.multiply(t.getScreenCTM());
+  const xs = [], ys = [];
+  for (const [x, y] of [[b.x, b.y], [b.x + b.width, b.y], [b.x, b.y + b.height],
+                        [b.x + b.width, b.y + b.height]]) {
+    const p = new DOMPoint(x, y).matrixTransform(m);
+    xs.push(p.x); ys.push(p.y);
+  }
+  out.push([t.textContent, Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys),
+            t.getAttribute('class') || '']);
+}
+return out;
+"""
+
+# The placements table's cells, row by row.
+JS_TABLE = """
+return [...document.querySelectorAll('#placements tbody tr')].map(
+  (r) => [...r.cells].map((c) => c.textContent));
+"""
+
+
+def overlaps(boxes: list[list[Any]]) -> list[tuple[str, str]]:
+    """Pairs of text boxes that share any area (touching edges do not count)."""
+    eps = 0.01
+    ordered = sorted(boxes, key=lambda b: b[1])
+    hits = []
+    for i, a in enumerate(ordered):
+        for b in ordered[i + 1 :]:
+            if b[1] >= a[3] - eps:
+                break  # sorted by left edge: nothing further right can meet a
+            if a[2] < b[4] - eps and b[2] < a[4] - eps:
+                hits.append((a[0], b[0]))
+    return hits
+
+
+def pixel_spread(png: bytes) -> tuple[float, int]:
+    """Standard deviation of the grey levels and the number of distinct colours."""
+    from PIL import Image, ImageStat
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    grey = ImageStat.Stat(image.convert("L")).stddev[0]
+    colours = image.getcolors(maxcolors=1 << 20)
+    return grey, len(colours) if colours is not None else 1 << 20
+
+
+def screenshot(driver: Chrome, name: str, tmp_path: Path) -> bytes:
+    """The page as a PNG, saved as ``name``.png in ``$WEB_SCREENSHOTS`` (else ``tmp_path``),
+    after checking that no two texts of the map overprint."""
+    from selenium.webdriver.common.by import By
+
+    assert overlaps(driver.execute_script(JS_TEXT_BOXES)) == []
+    png: bytes = driver.find_element(By.TAG_NAME, "body").screenshot_as_png
+    folder = Path(os.environ.get("WEB_SCREENSHOTS", tmp_path))
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.png").write_bytes(png)
+    return png
+
+
+def paste(driver: Chrome, text: str) -> None:
+    """Put ``text`` in the request box, as a paste does."""
+    from selenium.webdriver.common.by import By
+
+    area = driver.find_element(By.ID, "request")
+    area.clear()
+    driver.execute_script("arguments[0].value = arguments[1];", area, text)
+
+
+def state(driver: Chrome) -> str:
+    from selenium.webdriver.common.by import By
+
+    return attribute(driver.find_element(By.TAG_NAME, "body"), "data-state")
+
+
+def open_page(driver: Chrome, server: str) -> None:
+    """A fresh page whose controls have been filled from the service."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(server + "/")
+    wait_for(lambda: driver.find_element(By.TAG_NAME, "body").get_attribute("data-ready"))
+
+
+def lifetime(data: dict[str, Any], ident: str) -> tuple[int, int]:
+    b = next(b for b in data["buffers"] if b["id"] == ident)
+    return b["start"], b["end"]
+
+
+def plan_on_page(driver: Chrome, server: str, data: dict[str, Any]) -> planner.Plan:
+    """Plan ``data`` on a fresh page; the plan shown is the library's, and valid."""
+    from selenium.webdriver.common.by import By
+
+    open_page(driver, server)
+    paste(driver, json.dumps(data))
+    driver.find_element(By.ID, "plan").click()
+    wait_for(lambda: state(driver) in ("planned", "error"))
+    assert state(driver) == "planned", driver.find_element(By.ID, "errors").text
+    plan = planner.plan(data)
+    assert planner.validate(data, plan).valid
+    want = sorted(
+        [p.id, str(p.offset), str(p.size), p.memory, "[{}, {})".format(*lifetime(data, p.id))]
+        for p in plan.placements
+    )
+    assert sorted(driver.execute_script(JS_TABLE)) == want
+    return plan
+
+
+def random_data(n: int, **kw: Any) -> dict[str, Any]:
+    """A random request of ``n`` buffers as JSON data."""
+    data: dict[str, Any] = random_request(n, **kw).model_dump(mode="json", exclude_none=True)
+    return data

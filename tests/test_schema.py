@@ -37,6 +37,8 @@ OPERATIONS = [
     ("/healthz", "GET"),
     ("/targets", "GET"),
     ("/metrics", "GET"),
+    ("/examples", "GET"),
+    ("/examples/{name}", "GET"),
 ]
 
 # Small limits keep each generated request cheap: the solve-time cap bounds every plan, the

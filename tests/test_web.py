@@ -3,9 +3,7 @@ when Chromium, its driver or selenium is missing)."""
 
 from __future__ import annotations
 
-import io
 import json
-import os
 import re
 import time
 import xml.etree.ElementTree as ET
@@ -13,16 +11,33 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
 import planner
 from planner.api import create_app
+from planner.catalog import is_request_file
 from planner.core.io import parse_request
 from planner.emit import emit_cuda, emit_mlir, emit_svg
-from planner.generate import random_request
-from tests.browser import attribute, browser, downloads, driver, server, wait_for
-from tests.samples import LEGEND_CASES, TEN
+from tests.browser import (
+    JS_TABLE,
+    attribute,
+    browser,
+    downloads,
+    driver,
+    lifetime,
+    open_page,
+    paste,
+    pixel_spread,
+    plan_on_page,
+    random_data,
+    screenshot,
+    server,
+    state,
+    wait_for,
+)
+from tests.samples import TEN
 
 if TYPE_CHECKING:
     from selenium.webdriver import Chrome
@@ -30,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["downloads", "driver", "server"]  # fixtures the browser tests use by name
 
 STATIC = Path(__file__).parent.parent / "api" / "static"
+EXAMPLES = Path(__file__).parent.parent / "examples"
 
 JSON = {"content-type": "application/json"}  # the content type every POST body needs
 
@@ -49,10 +65,7 @@ def test_page_and_assets(client: TestClient) -> None:
         asset = client.get(f"/static/{name}")
         assert asset.status_code == 200
         assert asset.headers["content-type"].startswith(media)
-    example = client.get("/static/example.json")
-    plan = planner.plan(example.content)
-    assert plan.status == "optimal"
-    assert planner.validate(example.content, plan).valid
+    assert client.get("/static/example.json").status_code == 404  # examples: GET /examples
     assert client.get("/static/../app.py").status_code == 404
     assert client.get("/static/index.html.bak").status_code == 404
 
@@ -97,38 +110,96 @@ def test_emit_rejects_bad_input(client: TestClient) -> None:
     assert client.post("/emit/ptx", json={"request": TEN, "plan": plan}).status_code == 422
 
 
+# --- the shipped examples ----------------------------------------------------------------------
+
+
+def _example_files() -> list[Path]:
+    return sorted(p for p in EXAMPLES.glob("*.json") if is_request_file(p.name))
+
+
+def test_examples_are_listed_and_served_as_shipped(client: TestClient) -> None:
+    listed = client.get("/examples")
+    assert listed.status_code == 200
+    files = _example_files()
+    assert len(files) >= 10
+    assert [e["name"] for e in listed.json()] == [p.stem for p in files]
+    for entry, path in zip(listed.json(), files, strict=True):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        assert entry == {
+            "name": path.stem,
+            "title": data["name"],
+            "buffers": len(data["buffers"]),
+            "target": data.get("target"),
+            "sync": data.get("options", {}).get("sync", "insert"),
+        }
+        served = client.get(f"/examples/{path.stem}")
+        assert served.status_code == 200
+        assert served.headers["content-type"] == "application/json"
+        assert served.content == path.read_bytes()
+    # An expectation beside a request is no request.
+    assert (EXAMPLES / "too_big_for_sm75.expect.json").exists()
+    assert "too_big_for_sm75.expect" not in {e["name"] for e in listed.json()}
+
+
+def test_a_served_example_plans(client: TestClient) -> None:
+    text = client.get("/examples/tvm_tiled_gemm").content
+    plan = planner.plan(text)
+    assert planner.validate(text, plan).valid
+    assert plan.status == "optimal"
+
+
+@pytest.mark.parametrize(
+    ("name", "status", "kind"),
+    [
+        ("too_big_for_sm75.expect", 404, "not_found"),
+        ("no_such_kernel", 404, "not_found"),
+        ("README", 404, "not_found"),  # examples/README.md: no request
+        ("a b", 422, "string_pattern_mismatch"),
+        ("x" * 201, 422, "string_too_long"),
+    ],
+)
+def test_an_unknown_example_is_refused(
+    client: TestClient, name: str, status: int, kind: str
+) -> None:
+    response = client.get(f"/examples/{name}")
+    assert response.status_code == status
+    detail = response.json()["detail"]
+    assert detail[0]["type"] == kind
+
+
+def test_openapi_documents_the_examples(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()
+    listing = spec["paths"]["/examples"]["get"]["responses"]["200"]
+    schema = listing["content"]["application/json"]["schema"]
+    assert schema["type"] == "array"
+    assert schema["items"] == {"$ref": "#/components/schemas/Example"}
+    example = spec["components"]["schemas"]["Example"]
+    assert set(example["properties"]) == {"name", "title", "buffers", "target", "sync"}
+    assert all(prop.get("description") for prop in example["properties"].values())
+    one = spec["paths"]["/examples/{name}"]["get"]
+    assert one["parameters"][0]["description"]
+    answer = one["responses"]["200"]["content"]["application/json"]["schema"]
+    assert answer == {"$ref": "#/components/schemas/PlanRequest"}
+    for status in ("404", "422"):
+        refused = one["responses"][status]["content"]["application/json"]["schema"]
+        assert refused == {"$ref": "#/components/schemas/ErrorResponse"}
+    assert "HTTPValidationError" not in spec["components"]["schemas"]
+
+
 # --- end to end in a real browser --------------------------------------------------------
 
 _wait = wait_for
-
-
-def _paste(driver: Chrome, text: str) -> None:
-    from selenium.webdriver.common.by import By
-
-    area = driver.find_element(By.ID, "request")
-    area.clear()
-    driver.execute_script("arguments[0].value = arguments[1];", area, text)
-
-
-def _pixel_spread(png: bytes) -> tuple[float, int]:
-    """Standard deviation of the grey levels and the number of distinct colours."""
-    from PIL import Image, ImageStat
-
-    image = Image.open(io.BytesIO(png)).convert("RGB")
-    grey = ImageStat.Stat(image.convert("L")).stddev[0]
-    colours = image.getcolors(maxcolors=1 << 20)
-    return grey, len(colours) if colours is not None else 1 << 20
 
 
 @browser
 def test_plan_in_the_browser(server: str, driver: Chrome, downloads: Path, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
-    driver.get(server + "/")
+    open_page(driver, server)
     assert driver.title == "alloc-planner"
-    _paste(driver, json.dumps(TEN, indent=2))
+    paste(driver, json.dumps(TEN, indent=2))
     driver.find_element(By.ID, "plan").click()
-    _wait(lambda: driver.find_element(By.TAG_NAME, "body").get_attribute("data-state") == "planned")
+    _wait(lambda: state(driver) == "planned")
     rects = driver.find_elements(By.CSS_SELECTOR, "#map svg rect.buffer")
     assert len(rects) == len(TEN["buffers"])
     plan = planner.plan(TEN)
@@ -141,11 +212,9 @@ def test_plan_in_the_browser(server: str, driver: Chrome, downloads: Path, tmp_p
     notes = driver.find_elements(By.CSS_SELECTOR, "#diagnostics li")
     assert [n.text.split(" ")[1].rstrip(":") for n in notes] == [d.code for d in plan.diagnostics]
 
-    png = driver.find_element(By.ID, "map").screenshot_as_png
-    shot = Path(os.environ.get("WEB_SCREENSHOT", tmp_path / "map.png"))
-    shot.write_bytes(png)
-    grey, colours = _pixel_spread(png)
-    assert grey > 20  # a blank or one-colour map has none
+    png = screenshot(driver, "ten", tmp_path)
+    grey, colours = pixel_spread(png)
+    assert grey > 20  # a blank or one-colour page has none
     assert colours > 20  # a fill per buffer, lines and text
 
     driver.find_element(By.ID, "dl-cuda").click()
@@ -166,11 +235,11 @@ def test_plan_in_the_browser(server: str, driver: Chrome, downloads: Path, tmp_p
 def test_bad_request_shows_the_field(server: str, driver: Chrome) -> None:
     from selenium.webdriver.common.by import By
 
-    driver.get(server + "/")
+    open_page(driver, server)
     bad = {**TEN, "buffers": [{**TEN["buffers"][0], "end": 0}]}
-    _paste(driver, json.dumps(bad))
+    paste(driver, json.dumps(bad))
     driver.find_element(By.ID, "plan").click()
-    _wait(lambda: driver.find_element(By.TAG_NAME, "body").get_attribute("data-state") == "error")
+    _wait(lambda: state(driver) == "error")
     errors = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#errors li")]
     assert any(
         e.startswith("buffers.0.end: end (0) must be greater than start (0)") for e in errors
@@ -178,32 +247,182 @@ def test_bad_request_shows_the_field(server: str, driver: Chrome) -> None:
 
 
 @browser
-def test_example_and_upload(server: str, driver: Chrome, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "text",
+    ['{\n  "buffers": [\n    {"id": "a",, "size": 4}', '{"buffers": [', "[1, 2,]", '{"a": 1}\n}'],
+)
+def test_a_syntax_error_names_line_and_column_as_the_service_does(
+    server: str, driver: Chrome, text: str
+) -> None:
     from selenium.webdriver.common.by import By
 
-    driver.get(server + "/")
-    driver.find_element(By.ID, "example").click()
-    _wait(lambda: driver.find_element(By.ID, "request").get_attribute("value"))
-    assert json.loads(attribute(driver.find_element(By.ID, "request"), "value")) == json.loads(
-        (STATIC / "example.json").read_text()
+    answer = httpx.post(f"{server}/plan", content=text.encode(), headers=JSON, timeout=30)
+    assert answer.status_code == 422
+    (want,) = answer.json()["detail"]
+    assert re.search(r"at line \d+ column \d+$", want["msg"]), want
+    open_page(driver, server)
+    paste(driver, text)
+    driver.find_element(By.ID, "plan").click()
+    _wait(lambda: state(driver) == "error")
+    assert [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#errors li")] == [want["msg"]]
+    # The caret stands where the message points.
+    line, column = map(int, re.findall(r"line (\d+) column (\d+)", want["msg"])[0])
+    caret = driver.execute_script("return document.getElementById('request').selectionStart")
+    assert caret == sum(len(t) + 1 for t in text.split("\n")[: line - 1]) + column - 1
+
+
+@browser
+def test_a_control_on_malformed_json_names_line_and_column(server: str, driver: Chrome) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    open_page(driver, server)
+    paste(driver, '{\n  "buffers": [\n    {"id": "a",, "size": 4}]}')
+    Select(driver.find_element(By.ID, "sync")).select_by_value("none")
+    (error,) = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#errors li")]
+    assert error.startswith("malformed JSON: ")
+    assert error.endswith("at line 3 column 16")
+    # The text is left as it was: nothing is rewritten from a request that does not parse.
+    assert ",," in attribute(driver.find_element(By.ID, "request"), "value")
+
+
+@browser
+def test_examples_load_and_plan(server: str, driver: Chrome, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    open_page(driver, server)
+    choices = Select(driver.find_element(By.ID, "examples"))
+    names = [attribute(o, "value") for o in choices.options if attribute(o, "value")]
+    assert names == [p.stem for p in _example_files()]
+    choices.select_by_value("loop_pipelined_gemm")
+    _wait(lambda: state(driver) in ("planned", "error"))
+    assert state(driver) == "planned"
+    path = EXAMPLES / "loop_pipelined_gemm.json"
+    text = attribute(driver.find_element(By.ID, "request"), "value")
+    assert text == path.read_text(encoding="utf-8")
+    data = json.loads(text)
+    plan = planner.plan(data)
+    assert planner.validate(data, plan).valid
+    assert driver.find_element(By.ID, "status").text == f"{plan.status}: arena {plan.arena_bytes} B"
+    # The controls show what the example says.
+    assert (
+        Select(driver.find_element(By.ID, "target")).first_selected_option.get_attribute("value")
+        == data["target"]
     )
+    assert attribute(driver.find_element(By.ID, "capacity"), "value") == ""
+    assert (
+        Select(driver.find_element(By.ID, "sync")).first_selected_option.get_attribute("value")
+        == data["options"]["sync"]
+    )
+    screenshot(driver, "example-loop-pipelined-gemm", tmp_path)
+
+
+@browser
+def test_upload_and_spilled_buffers(server: str, driver: Chrome, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    open_page(driver, server)
     upload = tmp_path / "spill.json"
     upload.write_text((Path(__file__).parent / "golden" / "spill.json").read_text())
     driver.find_element(By.ID, "file").send_keys(str(upload))
     _wait(lambda: "attention_spill" in attribute(driver.find_element(By.ID, "request"), "value"))
     driver.find_element(By.ID, "plan").click()
-    _wait(lambda: driver.find_element(By.TAG_NAME, "body").get_attribute("data-state") == "planned")
-    rects = driver.find_elements(By.CSS_SELECTOR, "#map svg rect.buffer")
-    memory = sorted(attribute(r, "data-memory") for r in rects)
-    assert memory == ["global", "shared", "shared", "shared"]
+    _wait(lambda: state(driver) == "planned")
     spill = json.loads(upload.read_text())
     plan = planner.plan(spill)
     assert planner.validate(spill, plan).valid
     assert sorted(driver.execute_script(JS_TABLE)) == sorted(
-        [p.id, str(p.offset), str(p.size), p.memory, "[{}, {})".format(*_lifetime(spill, p.id))]
+        [p.id, str(p.offset), str(p.size), p.memory, "[{}, {})".format(*lifetime(spill, p.id))]
         for p in plan.placements
     )
     assert "1 buffer, 16384 B global workspace" in driver.find_element(By.ID, "stats").text
+    # The map draws shared memory; the spilled buffer is named under it.
+    shared = sorted(p.id for p in plan.placements if p.memory == "shared")
+    rects = driver.find_elements(By.CSS_SELECTOR, "#map svg rect.buffer")
+    assert sorted(attribute(r, "data-id") for r in rects) == shared
+    assert driver.find_element(By.ID, "spill-note").text.startswith("1 buffer spilled")
+
+
+@browser
+def test_controls_set_target_capacity_sync_and_solver(server: str, driver: Chrome) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    open_page(driver, server)
+    targets = [attribute(o, "value") for o in Select(driver.find_element(By.ID, "target")).options]
+    assert targets == ["", "sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90"]
+    solvers = [attribute(o, "value") for o in Select(driver.find_element(By.ID, "solver")).options]
+    assert solvers[:3] == ["auto", "greedy", "exact"]
+    assert "size/best-fit" in solvers
+    syncs = [attribute(o, "value") for o in Select(driver.find_element(By.ID, "sync")).options]
+    assert sorted(syncs) == ["existing", "insert", "none"]
+
+    data = {**TEN, "capacity": None, "target": None, "options": {}}
+    data = {k: v for k, v in data.items() if v is not None}
+    paste(driver, json.dumps(data))
+
+    def shown() -> dict[str, Any]:
+        value: dict[str, Any] = json.loads(
+            attribute(driver.find_element(By.ID, "request"), "value")
+        )
+        return value
+
+    Select(driver.find_element(By.ID, "target")).select_by_value("sm_75")
+    assert shown()["target"] == "sm_75"
+    capacity = driver.find_element(By.ID, "capacity")
+    capacity.send_keys("30000")
+    driver.find_element(By.ID, "sync").click()  # leaving the field commits it
+    assert shown()["capacity"] == 30000
+    Select(driver.find_element(By.ID, "sync")).select_by_value("existing")
+    Select(driver.find_element(By.ID, "solver")).select_by_value("size/best-fit")
+    want = {**data, "target": "sm_75", "capacity": 30000}
+    want["options"] = {"sync": "existing", "solver": "size/best-fit"}
+    assert shown() == want
+    driver.find_element(By.ID, "plan").click()
+    _wait(lambda: state(driver) == "planned")
+    plan = planner.plan(want)
+    assert planner.validate(want, plan).valid
+    assert plan.capacity == 30000
+    assert plan.solver.name == "greedy:size/best-fit"
+    stats = driver.find_element(By.ID, "stats").text
+    assert "capacity 30000 B" in stats
+    assert "solver greedy:size/best-fit" in stats
+    # Emptying the capacity drops the key: the target's capacity counts again.
+    capacity.clear()
+    driver.execute_script(
+        "arguments[0].dispatchEvent(new Event('change', {bubbles: true}))", capacity
+    )
+    assert "capacity" not in shown()
+    Select(driver.find_element(By.ID, "target")).select_by_value("")
+    assert "target" not in shown()
+
+
+@browser
+def test_odd_ids_find_their_rectangles(server: str, driver: Chrome) -> None:
+    from selenium.webdriver.common.by import By
+
+    ids = ['a"b', "c\\d", "e]f", "g h", "1st", "x<&>", "ü'"]
+    data = {
+        "name": "odd",
+        "alignment": 16,
+        "buffers": [
+            {"id": ident, "size": 256 * (k + 1), "start": k, "end": k + 3}
+            for k, ident in enumerate(ids)
+        ],
+        "options": {"sync": "none"},
+    }
+    plan_on_page(driver, server, data)
+    rows = driver.find_elements(By.CSS_SELECTOR, "#placements tbody tr")
+    assert len(rows) == len(ids)
+    for row in rows:
+        ident = row.find_elements(By.TAG_NAME, "td")[0].text
+        row.click()
+        lit = driver.execute_script(
+            "return [...document.querySelectorAll('#map svg rect.buffer.hl')]"
+            ".map((r) => r.getAttribute('data-id'))"
+        )
+        assert lit == [ident]
 
 
 def test_the_page_posts_json() -> None:
@@ -215,89 +434,24 @@ def test_the_page_posts_json() -> None:
     assert all('headers: { "content-type": "application/json" }' in p for p in posts)
 
 
-# --- the placements table, the map's zoom, labels, legend, errors -------------------------
-
-JS_TEXT_BOXES = """
-const svg = document.querySelector('#map svg');
-const root = svg.getScreenCTM().inverse();
-const out = [];
-for (const t of svg.querySelectorAll('text')) {
-  const b = t.getBBox();
-  if (!b.width || getComputedStyle(t).display === 'none') continue;
-  const m = root.multiply(t.getScreenCTM());
-  const xs = [], ys = [];
-  for (const [x, y] of [[b.x, b.y], [b.x + b.width, b.y], [b.x, b.y + b.height],
-                        [b.x + b.width, b.y + b.height]]) {
-    const p = new DOMPoint(x, y).matrixTransform(m);
-    xs.push(p.x); ys.push(p.y);
-  }
-  out.push([t.textContent, Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys),
-            t.getAttribute('class') || '']);
-}
-return out;
-"""
-
-JS_TABLE = """
-return [...document.querySelectorAll('#placements tbody tr')].map(
-  (r) => [...r.cells].map((c) => c.textContent));
-"""
+def test_the_page_loads_nothing_from_elsewhere() -> None:
+    # The page works offline: every script, style and fetch is the service's own.
+    for name in ("index.html", "app.js", "style.css"):
+        text = (STATIC / name).read_text(encoding="utf-8")
+        assert re.findall(r"(?:src|href)=\"(?!/|#)[^\"]*\"", text) == [], name
+        assert re.findall(r"https?://(?!www\.w3\.org/2000/svg)", text) == [], name
+        assert "@import" not in text
 
 
-def _state(driver: Chrome) -> str:
-    from selenium.webdriver.common.by import By
-
-    return attribute(driver.find_element(By.TAG_NAME, "body"), "data-state")
-
-
-def _plan_on_page(driver: Chrome, server: str, data: dict[str, Any]) -> planner.Plan:
-    """Plan ``data`` on a fresh page; the plan shown is the library's, and valid."""
-    from selenium.webdriver.common.by import By
-
-    driver.get(server + "/")
-    _paste(driver, json.dumps(data))
-    driver.find_element(By.ID, "plan").click()
-    _wait(lambda: _state(driver) in ("planned", "error"))
-    assert _state(driver) == "planned", driver.find_element(By.ID, "errors").text
-    plan = planner.plan(data)
-    assert planner.validate(data, plan).valid
-    want = sorted(
-        [p.id, str(p.offset), str(p.size), p.memory, "[{}, {})".format(*_lifetime(data, p.id))]
-        for p in plan.placements
-    )
-    assert sorted(driver.execute_script(JS_TABLE)) == want
-    return plan
-
-
-def _lifetime(data: dict[str, Any], ident: str) -> tuple[int, int]:
-    b = next(b for b in data["buffers"] if b["id"] == ident)
-    return b["start"], b["end"]
-
-
-def _overlaps(boxes: list[list[Any]]) -> list[tuple[str, str]]:
-    """Pairs of text boxes that share any area (touching edges do not count)."""
-    eps = 0.01
-    ordered = sorted(boxes, key=lambda b: b[1])
-    hits = []
-    for i, a in enumerate(ordered):
-        for b in ordered[i + 1 :]:
-            if b[1] >= a[3] - eps:
-                break  # sorted by left edge: nothing further right can meet a
-            if a[2] < b[4] - eps and b[2] < a[4] - eps:
-                hits.append((a[0], b[0]))
-    return hits
-
-
-def _request(n: int, **kw: Any) -> dict[str, Any]:
-    data: dict[str, Any] = random_request(n, **kw).model_dump(mode="json", exclude_none=True)
-    return data
+# --- the placements table, errors ------------------------------------------------------------
 
 
 @browser
 def test_table_sorts_by_each_column(server: str, driver: Chrome) -> None:
     from selenium.webdriver.common.by import By
 
-    data = _request(40, overlap=0.2, seed=7)
-    plan = _plan_on_page(driver, server, data)
+    data = random_data(40, overlap=0.2, seed=7)
+    plan = plan_on_page(driver, server, data)
     assert driver.find_element(By.ID, "count").text == f"({len(plan.placements)})"
 
     def natural(ident: str) -> tuple[Any, ...]:
@@ -327,134 +481,6 @@ def test_table_sorts_by_each_column(server: str, driver: Chrome) -> None:
     assert len(str(sizes[0])) < len(str(sizes[-1]))
 
 
-def _view_box(driver: Chrome) -> list[float]:
-    from selenium.webdriver.common.by import By
-
-    box: str = driver.find_element(By.CSS_SELECTOR, "#map svg").get_dom_attribute("viewBox")
-    return [float(v) for v in box.split()]
-
-
-def _labels(driver: Chrome) -> int:
-    count: int = driver.execute_script(
-        "return document.querySelectorAll('#map svg text.label').length"
-    )
-    return count
-
-
-@browser
-def test_500_buffers_zoom_pan_and_reset(server: str, driver: Chrome) -> None:
-    from selenium.webdriver.common.action_chains import ActionChains
-    from selenium.webdriver.common.by import By
-
-    data = _request(500, overlap=0.05, seed=1)
-    _plan_on_page(driver, server, data)
-    assert len(driver.find_elements(By.CSS_SELECTOR, "#map svg rect.buffer")) == 500
-    boxes = driver.execute_script(JS_TEXT_BOXES)
-    assert len(boxes) > 20  # ticks, title, notes, legend and the labels that fit
-    assert _overlaps(boxes) == []
-    base = _view_box(driver)
-    labels = _labels(driver)
-
-    driver.find_element(By.ID, "zoom-in").click()
-    zoomed = _view_box(driver)
-    assert zoomed[2] == pytest.approx(base[2] / 2)
-    assert zoomed[3] == pytest.approx(base[3] / 2)
-    assert driver.find_element(By.ID, "zoom-level").text == "200 %"
-    # The wheel zooms in further about the pointer.
-    svg = driver.find_element(By.CSS_SELECTOR, "#map svg")
-    driver.execute_script(
-        """const r = arguments[0].getBoundingClientRect();
-        arguments[0].dispatchEvent(new WheelEvent('wheel', {deltaY: -400, bubbles: true,
-          cancelable: true, clientX: r.left + r.width / 2, clientY: r.top + r.height / 2}));""",
-        svg,
-    )
-    wheeled = _view_box(driver)
-    assert wheeled[2] < zoomed[2] / 2
-    # More buffers are wide enough on screen to carry their names, and none overprint.
-    assert _labels(driver) > labels
-    assert _overlaps(driver.execute_script(JS_TEXT_BOXES)) == []
-    # Dragging to the right shows what lies to the left.
-    ActionChains(driver).move_to_element(svg).click_and_hold().move_by_offset(
-        120, 0
-    ).release().perform()
-    panned = _view_box(driver)
-    assert panned[0] < wheeled[0]
-    assert panned[2] == pytest.approx(wheeled[2])
-
-    driver.find_element(By.ID, "zoom-reset").click()
-    assert _view_box(driver) == pytest.approx(base)
-    assert _labels(driver) == labels
-    assert driver.find_element(By.ID, "zoom-level").text == "100 %"
-
-    png = driver.find_element(By.ID, "map").screenshot_as_png
-    grey, colours = _pixel_spread(png)
-    assert grey > 5
-    assert colours > 100  # a fill per buffer
-
-    # A click on a row zooms onto its buffer, a sliver at full view, until it carries a name.
-    narrowest = driver.execute_script(
-        """const rects = [...document.querySelectorAll('#map svg rect.buffer')]
-          .filter((r) => r.height.baseVal.value >= 1);
-        rects.sort((a, b) => a.width.baseVal.value - b.width.baseVal.value);
-        return rects[0].dataset.id;"""
-    )
-    assert narrowest not in driver.execute_script(
-        "return [...document.querySelectorAll('#map text.label')].map((t) => t.textContent)"
-    )
-    driver.find_element(By.CSS_SELECTOR, f'#placements tr[data-id="{narrowest}"]').click()
-    x, y, w, h = _view_box(driver)
-    assert w < base[2]
-    rect = driver.find_element(By.CSS_SELECTOR, f'#map svg rect[data-id="{narrowest}"]')
-    assert "hl" in attribute(rect, "class").split()
-    rx, ry, rw, rh = (float(rect.get_dom_attribute(k)) for k in ("x", "y", "width", "height"))
-    assert x < rx + rw / 2 < x + w  # centred on the buffer
-    assert y < ry + rh / 2 < y + h
-    named = driver.execute_script(
-        "return [...document.querySelectorAll('#map text.label')].map((t) => t.textContent)"
-    )
-    assert narrowest in named
-    assert _overlaps(driver.execute_script(JS_TEXT_BOXES)) == []
-
-
-@browser
-@pytest.mark.parametrize("extra", [0, 16, 256])
-def test_capacity_and_lower_bound_labels_do_not_overlap(
-    server: str, driver: Chrome, extra: int
-) -> None:
-    plain = planner.plan(TEN)
-    assert planner.validate(TEN, plain).valid
-    bound = plain.lower_bound
-    data = {**TEN, "capacity": bound + extra}
-    plan = _plan_on_page(driver, server, data)
-    assert plan.capacity == bound + extra
-    boxes = driver.execute_script(JS_TEXT_BOXES)
-    notes = [b for b in boxes if b[5] == "note"]
-    assert len(notes) == (1 if extra == 0 else 2)
-    assert all(("capacity" in b[0]) != ("lower bound" in b[0]) for b in notes) == (extra > 0)
-    assert _overlaps(boxes) == []
-
-
-@browser
-@pytest.mark.parametrize("case", sorted(LEGEND_CASES))
-def test_legend_matches_what_is_drawn(server: str, driver: Chrome, case: str) -> None:
-    data, want = LEGEND_CASES[case]
-    _plan_on_page(driver, server, data)
-    legend, drawn = driver.execute_script(
-        """const svg = document.querySelector('#map svg');
-        const legend = [...svg.querySelectorAll('.legend-item')].map((g) => g.dataset.kind);
-        const drawn = new Set();
-        for (const el of svg.querySelectorAll('line, path')) {
-          if (el.closest('.legend')) continue;
-          const c = [...el.classList];
-          if (c[0] === 'barrier') drawn.add('barrier-' + c[1]);
-          else if (['capacity', 'lower-bound', 'live'].includes(c[0])) drawn.add(c[0]);
-        }
-        return [legend, [...drawn]];"""
-    )
-    assert set(legend) == set(drawn) == want
-    assert len(legend) == len(set(legend))
-
-
 def _shows_no_plan(driver: Chrome, downloads: Path) -> None:
     from selenium.webdriver.common.by import By
 
@@ -462,6 +488,7 @@ def _shows_no_plan(driver: Chrome, downloads: Path) -> None:
     assert driver.find_elements(By.CSS_SELECTOR, "#map svg") == []
     assert driver.execute_script(JS_TABLE) == []
     assert driver.find_elements(By.CSS_SELECTOR, "#stats tr") == []
+    assert driver.find_elements(By.CSS_SELECTOR, "#peak-list li") == []
     before = set(downloads.iterdir())
     driver.execute_script("document.getElementById('dl-plan').click()")
     time.sleep(0.5)
@@ -478,11 +505,11 @@ def test_an_error_after_a_plan_clears_it(
 ) -> None:
     from selenium.webdriver.common.by import By
 
-    _plan_on_page(driver, server, TEN)
+    plan_on_page(driver, server, TEN)
     assert driver.find_element(By.ID, "result").is_displayed()
-    _paste(driver, bad)
+    paste(driver, bad)
     driver.find_element(By.ID, "plan").click()
-    _wait(lambda: _state(driver) == "error")
+    _wait(lambda: state(driver) == "error")
     errors = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#errors li")]
     assert errors
     assert errors[0].startswith("buffers.0.size:" if "-1" in bad else "malformed JSON")
@@ -503,9 +530,9 @@ def test_an_empty_request_says_so(
 ) -> None:
     from selenium.webdriver.common.by import By
 
-    _plan_on_page(driver, server, TEN)
-    _paste(driver, text)
+    plan_on_page(driver, server, TEN)
+    paste(driver, text)
     driver.find_element(By.ID, "plan").click()
-    _wait(lambda: _state(driver) == "empty")
+    _wait(lambda: state(driver) == "empty")
     assert driver.find_element(By.ID, "errors").text.startswith(message)
     _shows_no_plan(driver, downloads)
