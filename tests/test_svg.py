@@ -394,3 +394,48 @@ def test_a_label_xml_cannot_carry_is_drawn_escaped() -> None:
     _, root = _svg(data)
     labels = [t for t in root.iter(f"{SVG}text") if t.get("class") == "label"]
     assert [(t.text, t.get("data-for")) for t in labels] == [("\\x01\\x02x", "\\x01\\x02x")]
+
+
+def _stage_buffers(capacity: int) -> dict[str, Any]:
+    """Eight 8 KiB stage buffers live together (64 KiB) under a much larger capacity."""
+    return {
+        "name": "stages",
+        "capacity": capacity,
+        "buffers": [{"id": f"s{k}", "size": 8192, "start": 0, "end": 4} for k in range(8)],
+    }
+
+
+def test_the_scale_runs_to_the_arena_when_the_capacity_is_far_above() -> None:
+    plan, root = _svg(_stage_buffers(200 * 1024))
+    assert plan.arena_bytes == 65536
+    (plot,) = _plots(root)
+    assert plan.arena_bytes <= _f(plot, "data-ymax") <= 1.25 * plan.arena_bytes
+    assert not [ln for ln in root.iter(f"{SVG}line") if ln.get("class") == "capacity"]
+    assert "capacity, off the scale" in "".join(root.itertext())
+    # each 8 KiB stage is an eighth of the plot, not a sliver
+    heights = {round(_f(r, "height"), 3) for r in _rects(root)}
+    assert len(heights) == 1
+    assert heights.pop() > _f(plot, "height") / 10
+
+
+def test_a_close_capacity_stays_on_the_scale_as_a_line() -> None:
+    _, root = _svg(_stage_buffers(72 * 1024))
+    (plot,) = _plots(root)
+    assert _f(plot, "data-ymax") >= 72 * 1024
+    assert [ln for ln in root.iter(f"{SVG}line") if ln.get("class") == "capacity"]
+
+
+def test_address_ticks_are_whole_kib() -> None:
+    _, root = _svg(_stage_buffers(200 * 1024))
+    ticks = [
+        "".join(t.itertext())
+        for t in root.iter(f"{SVG}text")
+        if t.get("class") == "tick" and t.get("text-anchor") == "end"
+    ]
+    assert ticks[0] == "0"
+    assert len(ticks) >= 4
+    assert all(re.fullmatch(r"\d+ KiB", tick) for tick in ticks[1:]), ticks
+    values = [int(tick.split()[0]) for tick in ticks[1:]]
+    steps = {b - a for a, b in zip([0, *values], values, strict=False)}
+    assert len(steps) == 1
+    assert steps.pop() in (4, 8, 16, 32)

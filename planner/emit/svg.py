@@ -36,6 +36,8 @@ SHARED_HEIGHT, GLOBAL_HEIGHT = 400, 160  # px, plot areas
 GAP = 64  # px between panels, and below the last one for the axis and the legend
 FONT = 11  # px, labels and ticks
 NOTE_FONT = 10  # px, the line labels in the right margin
+KIB = 1024
+CAPACITY_JOINS = 1.25  # the capacity is on the scale when at most this times the arena
 LABEL_HEIGHT = 15  # px, the least rectangle height that holds a label (text box about 13)
 NOTE_STEP = 2.6 * NOTE_FONT  # px, from one two-line margin label's top to the next one's
 # Advance widths in em, rounded up from DejaVu Sans (the widest common default sans-serif),
@@ -81,8 +83,9 @@ def emit_svg(request: PlanRequest, plan: Plan) -> str:
     peak = max((v for _, v in live), default=0)
     top = max(plan.arena_bytes, plan.lower_bound, peak, 1)
     capacity = plan.capacity
-    # The capacity joins the scale unless it would squash the plan under a quarter of it.
-    if capacity is not None and capacity <= 4 * top:
+    # The scale runs to the arena; the capacity joins it only when it is close above (else
+    # a margin note says where it is), so the plan fills the plot.
+    if capacity is not None and capacity <= CAPACITY_JOINS * top:
         top = max(top, capacity)
     plot_width = WIDTH - LEFT - RIGHT
     panel = _Panel(LEFT, TOP, plot_width, SHARED_HEIGHT, horizon, _nice_top(top))
@@ -184,8 +187,27 @@ def _live_curve(buffers: list[Placed]) -> list[tuple[int, int]]:
 
 def _nice_top(value: int) -> int:
     """``value`` plus a little headroom, rounded up to a tick step."""
-    step = _step(max(value, 1) * 1.05)
+    step = _byte_step(max(value, 1) * 1.05)
     return max(step, math.ceil(max(value, 1) * 1.05 / step) * step)
+
+
+def _byte_step(span: float, ticks: int = 6) -> int:
+    """A tick step for bytes: from 4 KiB on a power of two KiB (or MiB, GiB), else decimal."""
+    raw = max(span / ticks, 1.0)
+    if span < 4 * KIB:
+        return _step(span, ticks)
+    step = KIB
+    while step < raw:
+        step *= 2
+    return step
+
+
+def _bytes_tick(value: int, step: int) -> str:
+    """A tick label: whole KiB, MiB or GiB where the step is one, else bytes."""
+    for unit, name in ((KIB**3, "GiB"), (KIB**2, "MiB"), (KIB, "KiB")):
+        if step >= unit and step % unit == 0:
+            return f"{value // unit} {name}" if value else "0"
+    return str(value)
 
 
 def _step(span: float, ticks: int = 6) -> int:
@@ -204,7 +226,7 @@ def _axes(panel: _Panel, label: str) -> list[str]:
         f'height="{_n(panel.height)}" fill="#fafafa" stroke="#444" data-ymax="{panel.ymax}" '
         f'data-horizon="{panel.horizon}"/>'
     ]
-    step = _step(panel.ymax)
+    step = _byte_step(panel.ymax)
     for value in range(0, panel.ymax + 1, step):
         y = _n(panel.py(value))
         out.append(
@@ -213,7 +235,7 @@ def _axes(panel: _Panel, label: str) -> list[str]:
         )
         out.append(
             f'<text class="tick" x="{_n(panel.x - 6)}" y="{y}" dy="0.36em" text-anchor="end">'
-            f"{value}</text>"
+            f"{_bytes_tick(value, step)}</text>"
         )
     xstep = _step(panel.horizon, ticks=10)
     for point in range(0, panel.horizon + 1, xstep):
