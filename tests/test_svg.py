@@ -415,7 +415,7 @@ def test_the_scale_runs_to_the_arena_when_the_capacity_is_far_above() -> None:
     # each 8 KiB stage is an eighth of the plot, not a sliver
     heights = {round(_f(r, "height"), 3) for r in _rects(root)}
     assert len(heights) == 1
-    assert heights.pop() > _f(plot, "height") / 10
+    assert heights.pop() >= _f(plot, "height") / 10  # 8 KiB of at most 80 KiB
 
 
 def test_a_close_capacity_stays_on_the_scale_as_a_line() -> None:
