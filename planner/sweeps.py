@@ -243,17 +243,49 @@ def _alone(
         request = template.bind(config, checked=True)
     except RequestError as exc:
         return _invalid(config, targets, exc.summary())
+    if request.rings:
+        return _alone_rings(config, request, targets, plans)
     result = plan_one(request)
     fits = [_fit(t, _capacity(t, request), result.arena_bytes, result.lower_bound) for t in targets]
     keep = plans == "all" or (plans == "fitting" and any(f.fits for f in fits))
+    rings = {r.id: r.copies for r in result.rings} if result.rings else None
     return ConfigAnswer(
         config=config,
         arena_bytes=result.arena_bytes,
         lower_bound=result.lower_bound,
         naive_bytes=result.naive_bytes,
         proved_optimal=result.arena_bytes <= result.lower_bound,
+        copies=rings,
         targets=fits,
         plan=result if keep else None,
+    )
+
+
+def _alone_rings(
+    config: dict[str, int], request: PlanRequest, targets: list[str | None], plans: PlansWanted
+) -> ConfigAnswer:
+    """A configuration with rings: their depths depend on the capacity, so each target is
+    planned on its own; the configuration's own figures are the first target's."""
+    fits: list[TargetFit] = []
+    results: list[Plan] = []
+    for t in targets:
+        on = request if t is None else request.model_copy(update={"target": t, "capacity": None})
+        result = plan_one(on)
+        copies = {r.id: r.copies for r in result.rings or ()}
+        fit = _fit(t, _capacity(t, on), result.arena_bytes, result.lower_bound)
+        fits.append(fit.model_copy(update={"copies": copies, "arena_bytes": result.arena_bytes}))
+        results.append(result)
+    first = results[0]
+    keep = plans == "all" or (plans == "fitting" and fits[0].fits)
+    return ConfigAnswer(
+        config=config,
+        arena_bytes=first.arena_bytes,
+        lower_bound=first.lower_bound,
+        naive_bytes=first.naive_bytes,
+        proved_optimal=first.arena_bytes <= first.lower_bound,
+        copies=fits[0].copies,
+        targets=fits,
+        plan=first if keep else None,
     )
 
 
@@ -273,7 +305,7 @@ class _Shared:
             base.has_control_flow
             or base.options.shrink
             or base.options.overflow != "error"
-            or any(b.accesses or b.offset is not None for b in base.buffers)
+            or any(b.accesses or b.offset is not None or b.copies is not None for b in base.buffers)
         ):
             return None
         g = build_graph(base)

@@ -78,6 +78,16 @@ class TargetFit(BaseModel):
         description="Resident blocks per multiprocessor as shared memory allows; null without "
         "a target."
     )
+    copies: dict[str, int] | None = Field(
+        default=None,
+        description="With rings: the slots chosen per ring for this target's capacity (the "
+        "depths, and so the arena, differ by target); null without rings.",
+    )
+    arena_bytes: int | None = Field(
+        default=None,
+        description="With rings: the arena of the depths chosen for this target; null without "
+        "rings (the configuration's arena_bytes holds).",
+    )
 
 
 class ConfigAnswer(BaseModel):
