@@ -29,6 +29,7 @@ from planner.pipeline import plan, validate
 if TYPE_CHECKING:
     from planner.client import AsyncClient, Client
     from planner.sweeps import sweep, triton_prune
+    from planner.symbolic import symbolic_plan
 
 __all__ = [
     "AsyncClient",
@@ -50,6 +51,7 @@ __all__ = [
     "bind",
     "plan",
     "sweep",
+    "symbolic_plan",
     "triton_prune",
     "validate",
 ]
@@ -76,4 +78,8 @@ def __getattr__(name: str) -> object:
         from planner import sweeps
 
         return getattr(sweeps, name)
+    if name == "symbolic_plan":
+        from planner import symbolic
+
+        return symbolic.symbolic_plan
     raise AttributeError(f"module 'planner' has no attribute {name!r}")

@@ -218,6 +218,29 @@ def _parser() -> _Parser:
     w.add_argument("--json", action="store_true", help="print the answers as JSON, not a table")
     w.add_argument("-o", "--output", metavar="OUT", help="write the answers here (default stdout)")
 
+    y = sub.add_parser(
+        "symbolic",
+        help="offsets valid over the ranges of a request's params, as expressions",
+        description="Plan a request with parameters once for every value in their ranges: "
+        "offsets as expressions, checked by the static validator at every corner and at "
+        "sampled points (docs/design.md, Symbolic plans).",
+    )
+    y.add_argument("request", metavar="REQUEST", help="request .json with params; - for stdin")
+    y.add_argument(
+        "--emit",
+        choices=["json", "cuda", "mlir"],
+        default="json",
+        help="the plan as JSON (default), a CUDA function of the parameters, or MLIR",
+    )
+    y.add_argument(
+        "--check",
+        type=at_least(0),
+        default=16,
+        metavar="N",
+        help="random points checked besides the corners (default 16)",
+    )
+    y.add_argument("-o", "--output", metavar="OUT", help="write it here (default stdout)")
+
     v = sub.add_parser("validate", help="check a plan against its request")
     v.add_argument("request", metavar="REQUEST", help="request .json or .csv file")
     v.add_argument("plan", metavar="PLAN", help="plan .json file")
@@ -610,6 +633,38 @@ def _sweep_table(result: Any) -> str:
     return format_columns(columns, rows)
 
 
+def _cmd_symbolic(args: argparse.Namespace) -> int:
+    from planner.core.params import parse_template
+    from planner.emit.symbolic import emit_symbolic_cuda, emit_symbolic_mlir
+    from planner.symbolic import check_symbolic, sample_points, symbolic_plan
+
+    source = _label(args.request)
+    try:
+        text = sys.stdin.read() if args.request == "-" else Path(args.request).read_text()
+    except OSError as exc:
+        raise _UsageError(f"{source}: {exc.strerror or exc}") from None
+    try:
+        plan = symbolic_plan(text)
+        points = sample_points(parse_template(text), args.check)
+    except RequestError as exc:
+        return fail(describe(exc, source))
+    check_symbolic(text, plan, points)
+    if args.emit == "cuda":
+        _write(args.output, emit_symbolic_cuda(plan))
+    elif args.emit == "mlir":
+        _write(args.output, emit_symbolic_mlir(plan))
+    else:
+        _write(args.output, plan.model_dump_json(indent=2) + "\n")
+    upper = plan.corners[-1] if plan.corners else None
+    if upper is not None:
+        print(
+            f"{source}: symbolic plan valid at {len(points)} points; arena {plan.arena}; "
+            f"{upper.arena_bytes} B at the upper corner (lower bound {upper.lower_bound} B)",
+            file=sys.stderr,
+        )
+    return EXIT_OK
+
+
 def _cmd_validate(args: argparse.Namespace) -> int:
     if args.request == "-" and args.plan == "-":
         raise _UsageError("REQUEST and PLAN cannot both be read from stdin")
@@ -924,6 +979,7 @@ _COMMANDS = {
     "selftest": _cmd_selftest,
     "generate": _cmd_generate,
     "sweep": _cmd_sweep,
+    "symbolic": _cmd_symbolic,
 }
 
 

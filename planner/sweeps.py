@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from planner.core.errors import FieldError, RequestError
 from planner.core.graph import InterferenceGraph, build_graph
-from planner.core.io import parse_model, request_sha256
+from planner.core.io import parse_model
 from planner.core.models import MAX_SIZE, Plan, PlanRequest
 from planner.core.models.sweep import (
     ConfigAnswer,
@@ -38,9 +38,10 @@ from planner.core.models.sweep import (
 from planner.core.params import MAX_CONFIGS, Template, columns, has_params, parse_template
 from planner.core.targets import TARGETS, blocks_per_sm
 from planner.pipeline import plan as plan_one
+from planner.pipeline.pinned import pinned_plan
 from planner.solvers.batch import peaks, place_batch, visit_orders
 
-__all__ = ["TritonPrune", "pinned_plan", "run_sweep", "sweep", "triton_prune"]
+__all__ = ["TritonPrune", "run_sweep", "sweep", "triton_prune"]
 
 I64 = npt.NDArray[np.int64]
 PlansWanted = Literal["none", "fitting", "all"]
@@ -472,20 +473,6 @@ def _shared_answers(
             )
         )
     return answers, refined
-
-
-def pinned_plan(request: PlanRequest, offsets: Sequence[int]) -> Plan:
-    """The full plan of ``request`` with its buffers at ``offsets`` (barriers, launch figures,
-    the static check): the request is planned with every buffer pinned there, and the plan
-    names the request as given."""
-    data = request.model_dump(mode="json", exclude_defaults=False)
-    for b, offset in zip(data["buffers"], offsets, strict=True):
-        b["offset"] = int(offset)
-    options = dict(data.get("options") or {})
-    options["solver"] = "greedy"
-    data["options"] = options
-    placed = plan_one(data)
-    return placed.model_copy(update={"request_sha256": request_sha256(request)})
 
 
 class _Config:

@@ -36,6 +36,7 @@ __all__ = [
     "ExprError",
     "Interval",
     "parse_expr",
+    "read_plan_expr",
 ]
 
 MAX_LENGTH = 256  # characters
@@ -194,8 +195,9 @@ def _bad(text: str, at: int, why: str) -> ExprError:
 
 
 class _Parser:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, max_nodes: int) -> None:
         self.text = text
+        self.max_nodes = max_nodes
         self.tokens: list[tuple[str, str, int]] = []  # (kind, text, position)
         self.pos = 0
         self.nodes = 0
@@ -234,8 +236,8 @@ class _Parser:
 
     def node(self, op: str, *args: Expr, number: int = 0, name: str = "") -> Expr:
         self.nodes += 1
-        if self.nodes > MAX_NODES:
-            raise _bad(self.text, self.peek()[2], f"more than {MAX_NODES} terms")
+        if self.nodes > self.max_nodes:
+            raise _bad(self.text, self.peek()[2], f"more than {self.max_nodes} terms")
         return Expr(op, args, number, name)
 
     def expr(self, depth: int) -> Expr:
@@ -291,15 +293,23 @@ class _Parser:
         raise _bad(self.text, at, f"expected a number, a name or '(', found {found}")
 
 
-def parse_expr(text: str) -> Expr:
-    """The expression ``text`` reads as; raises ExprError naming the character at fault."""
-    if len(text) > MAX_LENGTH:
-        raise ExprError(f"expression of {len(text)} characters; at most {MAX_LENGTH}")
+def parse_expr(text: str, *, max_length: int = MAX_LENGTH, max_nodes: int = MAX_NODES) -> Expr:
+    """The expression ``text`` reads as; raises ExprError naming the character at fault.
+    The limits are the request's; the planner's own output (a symbolic plan's offsets) is
+    read back with limits that grow with its buffers."""
+    if len(text) > max_length:
+        raise ExprError(f"expression of {len(text)} characters; at most {max_length}")
     if not text.strip():
         raise ExprError("empty expression")
-    parser = _Parser(text)
+    parser = _Parser(text, max_nodes)
     result = parser.expr(0)
     kind, tok, at = parser.peek()
     if kind != "end":
         raise _bad(text, at, f"unexpected {tok!r}")
     return result
+
+
+def read_plan_expr(text: str) -> Expr:
+    """An expression the planner wrote (a symbolic plan's offset or arena), whose length
+    grows with the buffers: read with limits far above a request's."""
+    return parse_expr(text, max_length=1 << 24, max_nodes=1 << 20)

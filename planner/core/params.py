@@ -386,11 +386,16 @@ def parse_template(data: dict[str, Any] | str | bytes) -> Template:
     import re
 
     for name, spec in declared.items():
-        if not re.fullmatch(NAME_PATTERN, name) or name in ("min", "max") or len(name) > 64:
+        if (
+            not re.fullmatch(NAME_PATTERN, name)
+            or name in ("min", "max")
+            or re.fullmatch(r"offset_\d+", name)
+            or len(name) > 64
+        ):
             errors.append(
                 _error(
                     ("params", name),
-                    f"parameter name {name!r} is not an identifier (or is min/max)",
+                    f"parameter name {name!r} is not an identifier (or is min, max or offset_<k>)",
                     "bad_param_name",
                     name,
                 )
