@@ -213,3 +213,22 @@ def test_command_line_symbolic(tmp_path: Path, capsys: pytest.CaptureFixture[str
     path.write_text(json.dumps(bad))
     assert main(["symbolic", str(path)]) == 2
     assert "pinned offsets" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_cuda_compiles_with_nvcc(tmp_path: Path) -> None:
+    plan = symbolic_plan(kernel(3))
+    header = tmp_path / "offsets.cuh"
+    header.write_text(emit_symbolic_cuda(plan))
+    source = tmp_path / "kernel.cu"
+    source.write_text(
+        '#include "offsets.cuh"\n'
+        "__global__ void k(long long *out, long long bm, long long bn, long long bk, "
+        "long long s) {\n"
+        "  auto o = family3_offsets(bm, bn, bk, s);\n"
+        "  out[threadIdx.x] = o.arena_bytes;\n"
+        "}\n"
+    )
+    subprocess.run(
+        ["nvcc", "-c", "-o", str(tmp_path / "kernel.o"), str(source)], check=True, timeout=600
+    )
