@@ -23,6 +23,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from planner.core.dtypes import DTYPES
 from planner.core.errors import FieldError, RequestError
 from planner.core.graph import InterferenceGraph, build_graph
 from planner.core.io import parse_model
@@ -345,8 +346,6 @@ def _matrices(
             a = default_align
         align[:, i] = base.alignment_of(b) if a is None else a
         if b.dtype is not None:
-            from planner.core.dtypes import DTYPES
-
             align[:, i] = np.maximum(align[:, i], DTYPES[b.dtype].bytes)
     capacity = _field(template, ("capacity",), cols, count)
     return size, align, capacity
@@ -367,8 +366,6 @@ def _shared_answers(
     suspect = np.any((align & (align - 1)) != 0, axis=1)
     for i, b in enumerate(base.buffers):
         if b.dtype is not None:
-            from planner.core.dtypes import DTYPES
-
             suspect |= size[:, i] % DTYPES[b.dtype].bytes != 0
     suspect |= np.any(size > MAX_SIZE, axis=1)
     good = np.flatnonzero(~suspect)
@@ -380,7 +377,9 @@ def _shared_answers(
             orders, size[good], align[good], shared.adj_ptr, shared.adj
         )
     bound = peaks(g.start, g.occupied_end, size) if g.n else np.zeros(count, dtype=np.int64)
-    naive = size.sum(axis=1)
+    naive = np.zeros(count, dtype=np.int64)  # end to end in request order, each aligned
+    for i in range(g.n):
+        naive = (naive + align[:, i] - 1) // align[:, i] * align[:, i] + size[:, i]
     caps: list[I64] = []
     base_capacity = base.effective_capacity
     for t in targets:

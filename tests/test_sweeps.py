@@ -82,6 +82,7 @@ def test_answers_equal_planning_each_configuration_alone(seed: int) -> None:
         alone = planner.plan(alone_request)
         assert a.config == g.config == config
         assert a.lower_bound == g.lower_bound == alone.lower_bound
+        assert a.naive_bytes == g.naive_bytes == alone.naive_bytes
         assert a.arena_bytes == alone.arena_bytes
         assert g.arena_bytes is not None
         assert g.arena_bytes >= alone.arena_bytes

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,8 @@ __all__ = [
     "MAX_VALUES",
     "Param",
     "Template",
+    "columns",
+    "corners",
     "has_params",
     "parse_template",
 ]
@@ -190,7 +193,6 @@ class Template:
     params: dict[str, Param]
     raw: dict[str, Any]
     fields: list[ExprField]
-    _structure: dict[tuple[int, ...], PlanRequest] = field(default_factory=dict)
 
     @property
     def names(self) -> list[str]:
@@ -383,8 +385,6 @@ def parse_template(data: dict[str, Any] | str | bytes) -> Template:
             len(declared),
         )
     params: dict[str, Param] = {}
-    import re
-
     for name, spec in declared.items():
         if (
             not re.fullmatch(NAME_PATTERN, name)
