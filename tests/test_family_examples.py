@@ -66,6 +66,7 @@ def test_persistent_rnn_offsets_hold_for_every_runtime_length() -> None:
     for corner in plan.corners:
         assert corner.arena_bytes == corner.lower_bound
     default = planner.plan(request)
+    assert planner.validate(template.bind({}), default).valid
     assert default.arena_bytes == default.lower_bound == 37888
     assert evaluate(plan, template.default_config())[1] == 37888
 

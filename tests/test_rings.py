@@ -59,7 +59,9 @@ def brute_force(request: dict[str, Any]) -> tuple[dict[str, int], int] | None:
     axes = [range(b.copies.min, b.copies.max + 1) for b in rings if b.copies is not None]
     for combo in itertools.product(*axes):
         copies = {b.id: c for b, c in zip(rings, combo, strict=True)}
-        plan = planner.plan(expand(parsed, copies))
+        expanded = expand(parsed, copies)
+        plan = planner.plan(expanded)
+        assert planner.validate(expanded, plan).valid
         if plan.status not in FITTING:
             continue
         w = sum(b.copies.priority * copies[b.id] for b in rings if b.copies is not None)
@@ -113,6 +115,7 @@ def test_the_plan_states_depth_and_stride_and_holds_every_slot() -> None:
     assert sizes == {"A": 6 * 10_112, "B": 20_096}
     assert planner.validate(request, plan).valid
     unbounded = planner.plan({**request, "capacity": None})
+    assert planner.validate({**request, "capacity": None}, unbounded).valid
     assert unbounded.rings is not None
     assert [r.copies for r in unbounded.rings] == [6, 4]
 
@@ -180,7 +183,9 @@ def test_requests_without_rings_dump_as_before() -> None:
         b.pop("copies", None)
     parsed = parse_request(request)
     assert '"copies"' not in parsed.model_dump_json()
-    assert '"rings"' not in planner.plan(parsed).model_dump_json()
+    plan = planner.plan(parsed)
+    assert planner.validate(parsed, plan).valid
+    assert '"rings"' not in plan.model_dump_json()
 
 
 def test_ring_depth_in_a_sweep_depends_on_the_target() -> None:

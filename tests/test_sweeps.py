@@ -80,6 +80,7 @@ def test_answers_equal_planning_each_configuration_alone(seed: int) -> None:
     for config, a, g in zip(configs, refined.answers, gap.answers, strict=True):
         alone_request = template.bind(config)
         alone = planner.plan(alone_request)
+        assert planner.validate(alone_request, alone).valid
         assert a.config == g.config == config
         assert a.lower_bound == g.lower_bound == alone.lower_bound
         assert a.naive_bytes == g.naive_bytes == alone.naive_bytes

@@ -88,7 +88,9 @@ def test_within_the_bound_of_exact_per_point_plans(seed: int) -> None:
     template = parse_template(request)
     worst = 0.0
     for point in sample_points(template, 8, seed + 100):
-        exact = planner.plan(template.bind(point))
+        bound = template.bind(point)
+        exact = planner.plan(bound)
+        assert planner.validate(bound, exact).valid
         _, arena = evaluate(plan, point)
         assert arena >= exact.lower_bound
         worst = max(worst, (arena - exact.arena_bytes) / exact.arena_bytes)
