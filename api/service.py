@@ -127,17 +127,8 @@ def sweep_body(body: bytes, settings: Settings) -> bytes:
     from planner.core.models.sweep import SweepRequest
     from planner.sweeps import run_sweep
 
-    check_element_count(body, settings.max_buffers)
-    parsed = parse_model(SweepRequest, body)
-    buffers = parsed.request.get("buffers")
-    if isinstance(buffers, list) and len(buffers) > settings.max_buffers:
-        raise RequestError.field(
-            ("request", "buffers"),
-            f"{len(buffers)} buffers exceed the limit of {settings.max_buffers}",
-            "too_many_buffers",
-            len(buffers),
-        )
-    return run_sweep(parsed).model_dump_json().encode()
+    check_element_count(body, settings.max_buffers, (("request", "buffers"),))
+    return run_sweep(parse_model(SweepRequest, body)).model_dump_json().encode()
 
 
 class CheckBody(BaseModel):

@@ -314,6 +314,12 @@ def test_service_sweep_matches_the_library() -> None:
         bad = client.post("/sweep", content=json.dumps({**body, "targets": ["sm_1"]}), headers=JSON)
         assert bad.status_code == 422
         assert bad.json()["detail"][0]["loc"] == ["body", "targets", 0]
+    with TestClient(threads_app(max_buffers=8)) as client:
+        response = client.post("/sweep", content=json.dumps(body), headers=JSON)
+        assert response.status_code == 422
+        detail = response.json()["detail"][0]
+        assert detail["loc"] == ["body", "request", "buffers"]
+        assert "12 buffers exceed the limit of 8" in detail["msg"]
 
 
 def test_command_line_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
