@@ -159,6 +159,12 @@ def _parser() -> _Parser:
         metavar="S",
         help=f"seconds (default: the request's, else {_OPTIONS.time_limit:g})",
     )
+    p.add_argument(
+        "--param",
+        action="append",
+        metavar="NAME=V",
+        help="bind a parameter of a request with params (repeatable; others take their defaults)",
+    )
     p.add_argument("-o", "--output", metavar="OUT", help="write the plan here (default stdout)")
     p.add_argument(
         "--emit",
@@ -523,7 +529,12 @@ def _summary(plan: Plan, seconds: float) -> str:
 def _cmd_plan(args: argparse.Namespace) -> int:
     source = _label(args.request)
     try:
-        request = load_request(args.request, capacity=args.capacity)
+        if args.param:
+            request = _bound(args.request, args.param, source)
+            if args.capacity is not None:
+                request = with_overrides(request, capacity=args.capacity)
+        else:
+            request = load_request(args.request, capacity=args.capacity)
         request = with_overrides(
             request,
             solver=args.solver,
@@ -663,6 +674,24 @@ def _cmd_symbolic(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return EXIT_OK
+
+
+def _bound(path: str, params: list[str], source: str) -> PlanRequest:
+    """The request in ``path`` (JSON with params) bound at ``--param`` values."""
+    from planner.core.params import parse_template
+
+    config: dict[str, int] = {}
+    for text in params:
+        for name, values in _assignments(text, "--param").items():
+            if len(values) != 1:
+                raise _UsageError(f"--param {text!r}: one value per name")
+            config[name] = values[0]
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text()
+    except OSError as exc:
+        raise _UsageError(f"{source}: {exc.strerror or exc}") from None
+    template = parse_template(text)
+    return template.bind(config)
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:

@@ -190,3 +190,19 @@ def test_command_line_reports_a_bad_expression_in_one_line(
     assert len(err) == 1
     assert "loops.0.trips" in err[0]
     assert "'STAGES - 2' can be 0" in err[0]
+
+
+def test_command_line_plans_one_configuration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "family.json"
+    path.write_text(json.dumps(TEMPLATE))
+    assert main(["plan", str(path), "--param", "BLOCK_M=128", "--param", "STAGES=3", "-q"]) == 0
+    plan = planner.Plan.model_validate_json(capsys.readouterr().out)
+    bound = planner.bind(TEMPLATE, {"BLOCK_M": 128, "STAGES": 3})
+    assert plan == planner.plan(bound)
+    assert planner.validate(bound, plan).valid
+    assert main(["plan", str(path), "--param", "STAGES=7"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "STAGES = 7 is not one of its declared values (2..4)" in err[0]
