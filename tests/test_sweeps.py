@@ -351,3 +351,36 @@ def test_command_line_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
     assert "configs.0.STAGES" in err[0]
+
+
+def _bench_request() -> dict[str, Any]:
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "sweep_bench.py"
+    spec = importlib.util.spec_from_file_location("sweep_bench", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    request: dict[str, Any] = module.bench_request()
+    return request
+
+
+def test_benchmark_kernel_sampled_against_planning_alone() -> None:
+    request = _bench_request()
+    template = parse_template(request)
+    assert len(request["buffers"]) == 32
+    assert template.product_size() == 10_000
+    configs = random.Random(11).sample(list(template.configurations()), 40)
+    result = sweep(request, configs, targets=TARGET_NAMES, plans="fitting")
+    assert result.shared_graph
+    for config, answer in zip(configs, result.answers, strict=True):
+        bound = template.bind(config)
+        alone = planner.plan(bound)
+        assert planner.validate(bound, alone).valid
+        assert answer.lower_bound == alone.lower_bound
+        for t, fit in zip(TARGET_NAMES, answer.targets, strict=True):
+            assert fit.fits == (alone.arena_bytes <= TARGETS[t].max_smem_per_block)
+        if answer.plan is not None:
+            assert answer.plan.arena_bytes == answer.arena_bytes
+            assert planner.validate(bound, answer.plan).valid
