@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from planner.api.errors import ErrorResponse
 from planner.api.service import CheckBody, EmitBody
 from planner.core.models import PlanRequest
+from planner.core.models.sweep import SweepRequest
 
 __all__ = [
     "BODY_MODELS",
@@ -24,6 +25,7 @@ __all__ = [
     "PLAN_BODY",
     "PLAN_EXAMPLE",
     "PLAN_RESPONSE_EXAMPLE",
+    "SWEEP_BODY",
     "add_body_schemas",
     "body_components",
     "check_responses",
@@ -31,6 +33,7 @@ __all__ = [
     "example_responses",
     "plan_responses",
     "simple_responses",
+    "sweep_responses",
 ]
 
 
@@ -149,8 +152,8 @@ CHECK_PLAN_EXAMPLE: dict[str, Any] = {
 }
 
 # The raw-read bodies: FastAPI cannot derive their schema, so it is declared here, each a
-# named component (PlanRequest, CheckBody, EmitBody) beside the models it holds.
-BODY_MODELS: tuple[type[BaseModel], ...] = (PlanRequest, CheckBody, EmitBody)
+# named component (PlanRequest, CheckBody, EmitBody, SweepRequest) beside the models it holds.
+BODY_MODELS: tuple[type[BaseModel], ...] = (PlanRequest, CheckBody, EmitBody, SweepRequest)
 
 
 def _ref(model: type[BaseModel]) -> dict[str, str]:
@@ -225,6 +228,36 @@ EMIT_BODY: dict[str, Any] = {
                 "example": {"request": CHECK_REQUEST_EXAMPLE, "plan": CHECK_PLAN_EXAMPLE},
             }
         },
+    }
+}
+
+SWEEP_EXAMPLE: dict[str, Any] = {
+    "request": {
+        "name": "matmul",
+        "alignment": 128,
+        "params": {
+            "BLOCK_M": {"values": [64, 128]},
+            "BLOCK_K": {"values": [32, 64]},
+            "STAGES": {"min": 2, "max": 4},
+        },
+        "buffers": [
+            {"id": "A", "size": "STAGES * BLOCK_M * BLOCK_K * 2", "start": 0, "end": 2},
+            {"id": "B", "size": "STAGES * BLOCK_K * 128 * 2", "start": 0, "end": 2},
+            {"id": "C", "size": "BLOCK_M * 128 * 4", "start": 2, "end": 3},
+        ],
+        "barriers": [2],
+        "options": {"sync": "existing"},
+    },
+    "product": {"BLOCK_M": [128]},
+    "targets": ["sm_80", "sm_90"],
+}
+
+SWEEP_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "description": "A request with params (docs/design.md, Parameters), the "
+        "configurations (a list or a product) and the targets (docs/sweeps.md).",
+        "content": {"application/json": {"schema": _ref(SweepRequest), "example": SWEEP_EXAMPLE}},
     }
 }
 
@@ -358,6 +391,18 @@ def example_responses() -> dict[int | str, dict[str, Any]]:
             "description": "The name is no file name: letters, digits, `_`, `-` and `.` only.",
             "headers": _HEADERS,
         },
+    }
+
+
+def sweep_responses() -> dict[int | str, dict[str, Any]]:
+    """The answers of ``POST /sweep``: one answer per configuration, and every error."""
+    return {
+        200: {
+            "description": "Per configuration: the arena, the lower bound, and per target "
+            "whether it fits and the occupancy; byte for byte what `planner.sweep` gives.",
+            "headers": _HEADERS,
+        },
+        **_errors(with_body=True),
     }
 
 

@@ -1,5 +1,5 @@
-"""The HTTP endpoints: ``POST /plan``, ``POST /validate``, ``GET /healthz``, ``GET /targets``,
-``GET /metrics``.
+"""The HTTP endpoints: ``POST /plan``, ``POST /sweep``, ``POST /validate``, ``GET /healthz``,
+``GET /targets``, ``GET /metrics``.
 
 What a request can be refused for (its content type, its size, its buffer count, its
 emulation budget) is refused here, on the event loop, before it is queued for a worker.
@@ -22,9 +22,11 @@ from planner.api.docs import (
     CHECK_BODY,
     PLAN_BODY,
     PLAN_EXAMPLE,
+    SWEEP_BODY,
     check_responses,
     plan_responses,
     simple_responses,
+    sweep_responses,
 )
 from planner.api.limits import check_buffer_count
 from planner.api.service import (
@@ -35,12 +37,14 @@ from planner.api.service import (
     parse_check,
     parses_inline,
     solve,
+    sweep_body,
 )
 from planner.api.settings import Settings
 from planner.client import CheckReport
 from planner.core.install import available
 from planner.core.io import request_sha256
 from planner.core.models import Plan, PlanRequest
+from planner.core.models.sweep import SweepResult
 from planner.core.targets import STATIC_SMEM_LIMIT, TARGETS
 
 __all__ = ["PLAN_EXAMPLE", "VERSION", "Health", "Target", "get_service", "get_settings", "router"]
@@ -220,3 +224,26 @@ async def post_validate(request: Request, service: ServiceDep) -> Response:
         large=not parses_inline(body),
     )
     return Response(report.model_dump_json(), media_type="application/json")
+
+
+@router.post(
+    "/sweep",
+    response_model=SweepResult,
+    responses=sweep_responses(),
+    openapi_extra=SWEEP_BODY,
+    summary="Answer a request with parameters for many configurations and targets",
+)
+async def post_sweep(request: Request, service: ServiceDep) -> Response:
+    """Per configuration of a request with parameters, on each target: fits or not, the
+    arena, the lower bound, the occupancy, and the plan when asked (docs/sweeps.md)."""
+    settings = service.settings
+    body = await read_body(request, settings.max_body_bytes)
+    answer = await service.pool.run(
+        settings.request_timeout,
+        sweep_body,
+        body,
+        settings,
+        cancelled=request.is_disconnected,
+        large=True,
+    )
+    return Response(answer, media_type="application/json")

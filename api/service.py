@@ -121,6 +121,16 @@ def solve(request: PlanRequest | bytes, settings: Settings) -> Solved:
     )
 
 
+def sweep_body(body: bytes, settings: Settings) -> bytes:
+    """Parse a ``/sweep`` body and answer it (``planner.sweep``); runs on a solver thread.
+    Each configuration's request is held to the server's buffer limit."""
+    from planner.core.models.sweep import SweepRequest
+    from planner.sweeps import run_sweep
+
+    check_element_count(body, settings.max_buffers, (("request", "buffers"),))
+    return run_sweep(parse_model(SweepRequest, body)).model_dump_json().encode()
+
+
 class CheckBody(BaseModel):
     """The body of ``POST /validate``."""
 

@@ -1,5 +1,5 @@
-"""The ``planner`` command: plan, validate, convert, bench, serve, warm, batch, selftest, and
-the bridges to compilers' IR (mlir, triton).
+"""The ``planner`` command: plan, sweep, symbolic, validate, convert, bench, serve, warm,
+batch, selftest, and the bridges to compilers' IR (mlir, triton).
 
 A command imports what it runs when it runs: the parser is built from light modules
 (``planner.catalog``, ``planner.argtypes``), so ``planner plan`` loads none of the modules
@@ -162,6 +162,12 @@ def _parser() -> _Parser:
         metavar="S",
         help=f"seconds (default: the request's, else {_OPTIONS.time_limit:g})",
     )
+    p.add_argument(
+        "--param",
+        action="append",
+        metavar="NAME=V",
+        help="bind a parameter of a request with params (repeatable; others take their defaults)",
+    )
     p.add_argument("-o", "--output", metavar="OUT", help="write the plan here (default stdout)")
     p.add_argument(
         "--emit",
@@ -173,6 +179,76 @@ def _parser() -> _Parser:
     p.add_argument(
         "-q", "--quiet", action="store_true", help="no summary line on stderr (errors only)"
     )
+
+    w = sub.add_parser(
+        "sweep",
+        help="answer a request with params for many configurations and targets",
+        description="Answer a request with parameters for each configuration on each target: "
+        "fits or not, the arena, the lower bound and the occupancy (docs/sweeps.md).",
+        epilog="Example: planner sweep matmul.json --product BLOCK_M=64,128 --target sm_80 "
+        "--target sm_90. Exit 0 when some configuration fits some target, else 1.",
+    )
+    w.add_argument("request", metavar="REQUEST", help="request .json with params; - for stdin")
+    w.add_argument(
+        "--config",
+        action="append",
+        metavar="NAME=V,...",
+        help="one configuration, e.g. BLOCK_M=128,STAGES=3 (repeatable; missing names take "
+        "their defaults)",
+    )
+    w.add_argument(
+        "--configs", metavar="FILE", help="a JSON list of configurations ({name: value})"
+    )
+    w.add_argument(
+        "--product",
+        action="append",
+        metavar="NAME=V1,V2,...",
+        help="values of one parameter to sweep (repeatable; others: every declared value)",
+    )
+    w.add_argument(
+        "--target",
+        action="append",
+        choices=sorted(TARGETS),
+        help="device profile to answer for (repeatable; default: the request's)",
+    )
+    w.add_argument(
+        "--plans",
+        choices=["none", "fitting", "all"],
+        default="none",
+        help="which answers carry their full plan (JSON output; default none)",
+    )
+    w.add_argument(
+        "--refine",
+        choices=["none", "gap", "all"],
+        default="gap",
+        help="replan by the full planner: configurations whose bound fits and plan does not "
+        "(gap, default), all, or none",
+    )
+    w.add_argument("--json", action="store_true", help="print the answers as JSON, not a table")
+    w.add_argument("-o", "--output", metavar="OUT", help="write the answers here (default stdout)")
+
+    y = sub.add_parser(
+        "symbolic",
+        help="offsets valid over the ranges of a request's params, as expressions",
+        description="Plan a request with parameters once for every value in their ranges: "
+        "offsets as expressions, checked by the static validator at every corner and at "
+        "sampled points (docs/design.md, Symbolic plans).",
+    )
+    y.add_argument("request", metavar="REQUEST", help="request .json with params; - for stdin")
+    y.add_argument(
+        "--emit",
+        choices=["json", "cuda", "mlir"],
+        default="json",
+        help="the plan as JSON (default), a CUDA function of the parameters, or MLIR",
+    )
+    y.add_argument(
+        "--check",
+        type=at_least(0),
+        default=16,
+        metavar="N",
+        help="random points checked besides the corners (default 16)",
+    )
+    y.add_argument("-o", "--output", metavar="OUT", help="write it here (default stdout)")
 
     v = sub.add_parser("validate", help="check a plan against its request")
     v.add_argument("request", metavar="REQUEST", help="request .json or .csv file")
@@ -458,7 +534,12 @@ def _summary(plan: Plan, seconds: float) -> str:
 def _cmd_plan(args: argparse.Namespace) -> int:
     source = _label(args.request)
     try:
-        request = load_request(args.request, capacity=args.capacity)
+        if args.param:
+            request = _bound(args.request, args.param, source)
+            if args.capacity is not None:
+                request = with_overrides(request, capacity=args.capacity)
+        else:
+            request = load_request(args.request, capacity=args.capacity)
         request = with_overrides(
             request,
             solver=args.solver,
@@ -487,6 +568,138 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(_summary(plan, seconds), file=sys.stderr)
     return EXIT_OK if plan.status in ("optimal", "feasible") else EXIT_FAILED
+
+
+def _assignments(text: str, flag: str) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    current = ""
+    for part in text.split(","):
+        name, eq, value = part.partition("=")
+        if eq:
+            out.setdefault(name.strip(), [])
+            current = name.strip()
+        elif out:
+            value = name  # another value of the previous name (--product N=1,2)
+        else:
+            raise _UsageError(f"{flag} {text!r}: expected NAME=VALUE")
+        try:
+            out[current].append(int(value))
+        except ValueError:
+            raise _UsageError(f"{flag} {text!r}: {value.strip()!r} is not an integer") from None
+    return out
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from planner.sweeps import sweep
+
+    source = _label(args.request)
+    configs: list[dict[str, int]] | None = None
+    if args.config:
+        configs = []
+        for text in args.config:
+            values = _assignments(text, "--config")
+            if any(len(v) != 1 for v in values.values()):
+                raise _UsageError(f"--config {text!r}: one value per name (use --product)")
+            configs.append({k: v[0] for k, v in values.items()})
+    if args.configs is not None:
+        try:
+            listed = json.loads(Path(args.configs).read_text())
+        except (OSError, ValueError) as exc:
+            raise _UsageError(f"--configs {args.configs}: {exc}") from None
+        if not isinstance(listed, list):
+            raise _UsageError(f"--configs {args.configs}: expected a JSON list of objects")
+        configs = [*(configs or []), *listed]
+    product: dict[str, list[int]] | None = None
+    for text in args.product or ():
+        product = {**(product or {}), **_assignments(text, "--product")}
+    try:
+        text = sys.stdin.read() if args.request == "-" else Path(args.request).read_text()
+    except OSError as exc:
+        raise _UsageError(f"{source}: {exc.strerror or exc}") from None
+    try:
+        result = sweep(
+            text,
+            configs,
+            product=product,
+            targets=args.target,
+            plans=args.plans,
+            refine=args.refine,
+        )
+    except RequestError as exc:
+        return fail(describe(exc, source))
+    if args.json:
+        _write(args.output, result.model_dump_json(indent=2, exclude_none=True) + "\n")
+    else:
+        _write(args.output, _sweep_table(result) + "\n")
+    return EXIT_OK if any(result.fitting) else EXIT_FAILED
+
+
+def _sweep_table(result: Any) -> str:
+    columns = [(name, ">") for name in result.params]
+    columns += [("arena", ">"), ("bound", ">")]
+    columns += [(str(t or "capacity"), "<") for t in result.targets]
+    rows = []
+    for a in result.answers:
+        cells = [str(a.config[n]) for n in result.params]
+        if a.error is not None:
+            rows.append([*cells, "-", "-", *(["invalid"] * len(result.targets))])
+            continue
+        cells += [str(a.arena_bytes), str(a.lower_bound)]
+        for f in a.targets:
+            occupancy = f" x{f.blocks_per_sm}" if f.fits and f.blocks_per_sm is not None else ""
+            cells.append(f"{f.verdict}{occupancy}")
+        rows.append(cells)
+    return format_columns(columns, rows)
+
+
+def _cmd_symbolic(args: argparse.Namespace) -> int:
+    from planner.core.params import parse_template
+    from planner.emit.symbolic import emit_symbolic_cuda, emit_symbolic_mlir
+    from planner.symbolic import check_symbolic, sample_points, symbolic_plan
+
+    source = _label(args.request)
+    try:
+        text = sys.stdin.read() if args.request == "-" else Path(args.request).read_text()
+    except OSError as exc:
+        raise _UsageError(f"{source}: {exc.strerror or exc}") from None
+    try:
+        plan = symbolic_plan(text)
+        points = sample_points(parse_template(text), args.check)
+    except RequestError as exc:
+        return fail(describe(exc, source))
+    check_symbolic(text, plan, points)
+    if args.emit == "cuda":
+        _write(args.output, emit_symbolic_cuda(plan))
+    elif args.emit == "mlir":
+        _write(args.output, emit_symbolic_mlir(plan))
+    else:
+        _write(args.output, plan.model_dump_json(indent=2) + "\n")
+    upper = plan.corners[-1] if plan.corners else None
+    if upper is not None:
+        print(
+            f"{source}: symbolic plan valid at {len(points)} points; arena {plan.arena}; "
+            f"{upper.arena_bytes} B at the upper corner (lower bound {upper.lower_bound} B)",
+            file=sys.stderr,
+        )
+    return EXIT_OK
+
+
+def _bound(path: str, params: list[str], source: str) -> PlanRequest:
+    """The request in ``path`` (JSON with params) bound at ``--param`` values."""
+    from planner.core.params import parse_template
+
+    config: dict[str, int] = {}
+    for text in params:
+        for name, values in _assignments(text, "--param").items():
+            if len(values) != 1:
+                raise _UsageError(f"--param {text!r}: one value per name")
+            config[name] = values[0]
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text()
+    except OSError as exc:
+        raise _UsageError(f"{source}: {exc.strerror or exc}") from None
+    template = parse_template(text)
+    return template.bind(config)
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -816,6 +1029,8 @@ _COMMANDS = {
     "generate": _cmd_generate,
     "mlir": _cmd_mlir,
     "triton": _cmd_triton,
+    "sweep": _cmd_sweep,
+    "symbolic": _cmd_symbolic,
 }
 
 

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from planner.core.rings import expand
 from planner.validators.program import (
     AffineAccess,
     KernelProgram,
@@ -85,7 +86,11 @@ def build_programs(request: PlanRequest, plan: Plan) -> list[KernelProgram]:
 
     Raises ValueError for a footprint whose base is not a whole number of elements (as
     ``build_program``) and TooManyPathsError past ``MAX_PATHS`` paths or ``MAX_STEPS`` steps.
+    Rings run at the depths the plan states (docs/design.md, Rings).
     """
+    stated = {r.id: r.copies for r in plan.rings or ()}
+    if request.rings and all(request.buffers[i].id in stated for i in request.rings):
+        request = expand(request, stated)
     if not request.has_control_flow:
         return [build_program(request, plan)]
     return list(_Walker(request, plan).paths())

@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 from planner.core.access import OwnerMap, byte_owners, owners_agree
 from planner.core.patterns import block_slice
+from planner.core.rings import expand, stride
 from planner.validators.sweep import Collector, Columns, Extent, ReportFullError, sweep
 
 if TYPE_CHECKING:
@@ -137,6 +138,12 @@ def validate_plan(
     if max_violations < 0:
         raise ValueError(f"max_violations must be >= 0, got {max_violations!r}")
     out = Collector(max_violations, Violation)
+    if request.rings:
+        expanded = _ring_request(request, plan, out)
+        if expanded is None:
+            violations = sorted(out.items, key=_sort_key)
+            return ValidationReport(valid=False, violations=violations, truncated=False)
+        request = expanded
     try:
         extents = _check_placements(request, plan, out)
         _check_footprints(request, plan, out)
@@ -167,6 +174,38 @@ def validate_plan(
         violations=violations,
         truncated=out.truncated,
     )
+
+
+def _ring_request(request: PlanRequest, plan: Plan, out: Collector) -> PlanRequest | None:
+    """The request with every ring at the depth the plan states (docs/design.md, Rings);
+    None, with a violation per ring, when the plan states no depth or one out of range."""
+    stated = {r.id: r for r in plan.rings or ()}
+    copies: dict[str, int] = {}
+    for i in request.rings:
+        b = request.buffers[i]
+        assert b.copies is not None
+        ring = stated.get(b.id)
+        if ring is None:
+            out.add("wrong_size", f"ring {b.id!r} has no depth in the plan's rings", [b.id])
+        elif not b.copies.min <= ring.copies <= b.copies.max:
+            out.add(
+                "wrong_size",
+                f"ring {b.id!r} has {ring.copies} copies; the request allows "
+                f"{b.copies.min} to {b.copies.max}",
+                [b.id],
+            )
+        elif ring.stride != stride(request, b):
+            out.add(
+                "wrong_size",
+                f"ring {b.id!r} has stride {ring.stride} bytes; its slots are "
+                f"{stride(request, b)} bytes apart",
+                [b.id],
+            )
+        else:
+            copies[b.id] = ring.copies
+    if len(copies) < len(request.rings):
+        return None
+    return expand(request, copies)
 
 
 def _sort_key(v: Violation) -> tuple[int, list[str], int, str]:

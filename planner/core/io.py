@@ -7,12 +7,15 @@ import hashlib
 import json
 import sys
 from collections.abc import Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from planner.core.errors import FieldError, FormatError, RequestError
 from planner.core.models import DEFAULT_MAX_BUFFERS, Buffer, Plan, PlanRequest
+
+if TYPE_CHECKING:
+    from planner.core.params import Template
 
 __all__ = [
     "canonical_chunks",
@@ -39,7 +42,28 @@ def parse_request(
         return data
     if isinstance(data, str) and not data.lstrip().startswith("{"):
         raise _not_json(data)
+    template = _template_of(data)
+    if template is not None:
+        # A request with parameters plans as the request of its default configuration.
+        return template.bind(template.default_config(), checked=True)
     return parse_model(PlanRequest, data, context={"max_buffers": max_buffers})
+
+
+def _template_of(data: dict[str, Any] | str | bytes) -> Template | None:
+    """The template of a request that declares ``params`` (docs/design.md, Parameters);
+    None for any other request, which reads exactly as before."""
+    from planner.core.params import has_params, parse_template
+
+    if isinstance(data, dict):
+        return parse_template(data) if has_params(data) else None
+    marker = b'"params"' if isinstance(data, bytes) else '"params"'
+    if marker not in data:  # type: ignore[operator]
+        return None
+    try:
+        parsed = json.loads(data)
+    except ValueError:
+        return None  # parse_model reports malformed JSON
+    return parse_template(parsed) if has_params(parsed) else None
 
 
 def _not_json(text: str) -> FormatError:

@@ -136,6 +136,12 @@ def _plan(
             "time_limit_too_small",
             limit,
         )
+    if req.rings:
+        # Rings: the depths are chosen by planning requests without rings (their modules
+        # load with the first such request).
+        from planner.pipeline.rings import plan_rings
+
+        return checked(req, plan_rings(req, lambda r: _plan(r, max_buffers, began)))
     choice = registry.lookup(req.options.solver)
     if registry.unavailable(choice.name):
         raise RequestError.field(

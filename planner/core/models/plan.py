@@ -20,6 +20,7 @@ __all__ = [
     "ParetoPoint",
     "Placement",
     "Plan",
+    "Ring",
     "SolverAttempt",
     "SolverInfo",
     "Status",
@@ -276,6 +277,17 @@ class ParetoPoint(_Model):
     plan: Plan
 
 
+class Ring(_Model):
+    """The depth chosen for one ring (a buffer with copies): its placement holds ``copies``
+    slots of ``stride`` bytes, slot ``k`` at ``offset + k * stride``."""
+
+    id: str = Field(description="The ring's buffer id.")
+    copies: int = Field(description="Slots chosen, between the request's min and max.")
+    stride: int = Field(
+        description="Bytes from one slot to the next: the size rounded up to the alignment."
+    )
+
+
 class Plan(_Model):
     """Offsets for every buffer, the barriers they rely on, and what is proved about them."""
 
@@ -359,6 +371,11 @@ class Plan(_Model):
             "barriers\n"
             "first."
         ),
+    )
+    rings: list[Ring] | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="The depth chosen per ring, in request order; absent without rings.",
     )
 
 

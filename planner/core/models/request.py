@@ -50,6 +50,7 @@ __all__ = [
     "Access",
     "Branch",
     "Buffer",
+    "Copies",
     "Loop",
     "Options",
     "PlanRequest",
@@ -173,6 +174,44 @@ class Access(BaseModel):
         return self
 
 
+MAX_COPIES = 64  # slots of one ring
+MAX_RING_CHOICES = 4096  # combinations of ring depths one request may leave open
+
+
+class Copies(BaseModel):
+    """A ring of ``copies`` slots used round-robin by a loop: the planner chooses how many,
+    between ``min`` and ``max``, together with the offsets (docs/design.md, Rings)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    min: int = Field(ge=1, le=MAX_COPIES, description="Fewest slots (1 to 64).")
+    max: int = Field(ge=1, le=MAX_COPIES, description="Most slots (1 to 64); max >= min.")
+    priority: int = Field(
+        default=1,
+        ge=0,
+        le=1 << 20,
+        description="Weight of one more slot of this ring: the planner maximises the sum of "
+        "priority * copies over the rings that fit, then the smallest arena. Default 1.",
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Copies:
+        if self.max < self.min:
+            errors = _Errors("Copies")
+            errors.add(
+                ("max",),
+                "copies_reversed",
+                f"copies max ({self.max}) is less than min ({self.min})",
+                self.max,
+            )
+            errors.raise_if_any()
+        return self
+
+    @property
+    def choices(self) -> int:
+        return self.max - self.min + 1
+
+
 class Buffer(BaseModel):
     """One temporary buffer: ``size`` bytes live on the half-open interval ``[start, end)``."""
 
@@ -242,6 +281,16 @@ class Buffer(BaseModel):
         ),
     )
 
+    copies: Copies | None = Field(
+        default=None,
+        exclude_if=absent,
+        description=(
+            'A ring: {"min", "max", "priority"} slots of size bytes each, used round-robin by a '
+            "loop;\nthe planner chooses the slots and the plan states them (rings). Default: one "
+            "buffer."
+        ),
+    )
+
     _alignment = field_validator("alignment")(_check_alignment)
 
     @model_validator(mode="before")
@@ -298,6 +347,21 @@ class Buffer(BaseModel):
                 f"size {self.size} of buffer {self.id!r} is not a multiple of the {width}-byte "
                 f"dtype {self.dtype!r}",
                 self.size,
+            )
+        if self.copies is not None and self.accesses:
+            errors.add(
+                ("copies",),
+                "copies_with_accesses",
+                f"ring {self.id!r} gives access patterns; a ring's slots take none",
+                None,
+            )
+        if self.copies is not None and self.offset is not None:
+            errors.add(
+                ("copies",),
+                "copies_with_offset",
+                f"ring {self.id!r} is pinned at offset {self.offset}; a ring's depth and "
+                "offset are chosen together",
+                None,
             )
         if self.ranges is not None:
             self._check_ranges(errors)
@@ -662,6 +726,7 @@ class PlanRequest(BaseModel):
             )
             errors.raise_if_any()
         self._check_ids(errors)
+        self._check_rings(errors)
         self._check_pins(errors)
         self._check_points(errors)
         self._check_accesses(errors)
@@ -686,6 +751,27 @@ class PlanRequest(BaseModel):
                 )
             else:
                 seen[b.id] = i
+
+    @property
+    def rings(self) -> list[int]:
+        """Indices of the buffers with copies (rings)."""
+        return [i for i, b in enumerate(self.buffers) if b.copies is not None]
+
+    def _check_rings(self, errors: _Errors) -> None:
+        combos = 1
+        for i in self.rings:
+            copies = self.buffers[i].copies
+            assert copies is not None
+            combos *= copies.choices
+            if combos > MAX_RING_CHOICES:
+                errors.add(
+                    ("buffers", i, "copies"),
+                    "too_many_ring_choices",
+                    f"the rings up to {self.buffers[i].id!r} leave {combos} combinations of "
+                    f"depths open; at most {MAX_RING_CHOICES}",
+                    copies.max,
+                )
+                return
 
     def _check_pins(self, errors: _Errors) -> None:
         pinned = [(i, b) for i, b in enumerate(self.buffers) if b.offset is not None]
