@@ -127,7 +127,7 @@ def _overlap(text: str) -> float:
     return value
 
 
-def _parser() -> _Parser:
+def build_parser() -> _Parser:
     parser = _Parser(
         prog="planner",
         description="Plan the shared-memory offsets of a GPU kernel's temporary buffers.",
@@ -1039,7 +1039,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         try:
             _Parser.argv = list(sys.argv[1:] if argv is None else argv)
-            args = _parser().parse_args(argv)
+            args = build_parser().parse_args(argv)
         except SystemExit as exc:  # --help, or a usage error already reported
             if exc.code is None or isinstance(exc.code, int):
                 return exc.code or EXIT_OK

@@ -3,7 +3,7 @@
 An attempt is one placement the pipeline may compute (``Kind``). Which attempts may run is
 decided from the request alone (``Route``); ``schedule`` gives each of them its share of the
 time limit, and an attempt not in the schedule never runs (``share`` refuses it). The shares
-of every route sum to at most 1 (tests/test_budget.py enumerates them), so the attempts of
+of every route sum to at most 1 (tests/pipeline/test_budget.py enumerates them), so the attempts of
 one request never ask for more than its limit. See ``planner.pipeline.facade`` for why shares
 of the limit, and not the clock, decide what runs.
 """

@@ -1,0 +1,187 @@
+"""The Triton bridge: kernels in the manner of Triton's tutorials, compiled here for sm_80 and
+sm_90 without a GPU; Triton's own plan is checked by both validators, ours of the same request
+is valid and never larger, and faults planted in Triton's plan are caught."""
+
+from __future__ import annotations
+
+import random
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import planner
+from planner.core.errors import MissingExtraError, RequestError
+
+pytest.importorskip("triton")
+
+from planner.bridges._plans import judge
+from planner.bridges._program import Unsupported
+from planner.bridges.triton import TritonReport, check_compiled, check_ttgir
+from planner.bridges.ttgir import read_ttgir
+from planner.validators.faults import plant_fault
+from tests.support.triton_kernels import KERNELS, compile_kernel
+
+CASES = [(name, cap) for cap in (80, 90) for name in KERNELS]
+
+
+@pytest.fixture(scope="module")
+def compiled() -> dict[tuple[str, int], Any]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {(name, cap): compile_kernel(name, cap) for name, cap in CASES}
+
+
+@pytest.fixture(scope="module")
+def reports(compiled: dict[tuple[str, int], Any]) -> dict[tuple[str, int], TritonReport]:
+    return {key: check_compiled(k, time_limit=2.0) for key, k in compiled.items()}
+
+
+@pytest.mark.parametrize(("name", "cap"), CASES, ids=[f"{n}-sm{c}" for n, c in CASES])
+def test_triton_plan_is_checked_and_ours_is_never_larger(
+    reports: dict[tuple[str, int], TritonReport], name: str, cap: int
+) -> None:
+    report = reports[(name, cap)]
+    assert report.modeled, report.reason
+    assert report.triton_verdict is not None
+    assert report.triton_verdict.valid
+    assert report.triton_verdict.emulation_run
+    assert report.request is not None
+    assert report.plan is not None
+    assert planner.validate(
+        report.request.model_copy(
+            update={"options": report.request.options.model_copy(update={"sync": "insert"})}
+        ),
+        report.plan,
+    ).valid
+    assert report.ours_bytes is not None
+    assert report.ours_bytes <= report.triton_bytes
+    assert report.lower_bound is not None
+    assert report.lower_bound <= report.ours_bytes
+    assert report.alone_bytes is not None
+    assert report.alone_bytes <= report.triton_bytes
+    assert report.buffers >= 1
+    assert report.triton_barriers >= 1
+    assert not [n for n in report.notes if "past ttg.shared" in n]
+    if name == "matmul_pipelined":  # cp.async copies, retired by the waits
+        assert any("asynchronous operations" in n for n in report.notes)
+
+
+@pytest.mark.parametrize("kind", ["overlap", "drop_barrier", "misalign"])
+def test_planted_faults_in_a_triton_plan_are_caught(
+    reports: dict[tuple[str, int], TritonReport], kind: str
+) -> None:
+    report = reports[("attention", 80)]
+    assert report.request is not None
+    assert report.triton_plan is not None
+    fault = plant_fault(report.request, report.triton_plan, kind, random.Random(0))  # type: ignore[arg-type]
+    assert fault is not None, kind
+    verdict = judge(fault.request, fault.plan, emulation=kind != "misalign")
+    assert not verdict.valid
+    assert verdict.static
+    if kind != "misalign":
+        assert verdict.emulated  # the emulator sees the race or the clobber too
+
+
+def test_ttgir_text_and_target(compiled: dict[tuple[str, int], Any]) -> None:
+    ttgir = compiled[("softmax", 80)].asm["ttgir"]
+    report = check_ttgir(ttgir, "sm_80", time_limit=1.0, emulation=False)
+    assert report.modeled
+    assert report.triton_bytes == 16
+    assert report.triton_verdict is not None
+    assert not report.triton_verdict.emulation_run
+    with pytest.raises(RequestError) as info:
+        check_ttgir(ttgir, "gfx942")
+    assert info.value.errors[0]["loc"] == ["target"]
+    with pytest.raises(RequestError) as info:
+        check_ttgir("module { not ttgir", "sm_80")
+    assert info.value.errors[0]["loc"] == ["ttgir"]
+
+
+UNMODELLED = """
+#shared = #ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>
+#smem = #ttg.shared_memory
+module attributes {"ttg.num-warps" = 4 : i32, ttg.shared = 64 : i32} {
+  tt.func public @k(%arg0: i32) {
+    %0 = ttg.local_alloc {allocation.offset = 0 : i32} : () -> !ttg.memdesc<16xf32, #shared, #smem>
+    ttng.some_future_op %0 : !ttg.memdesc<16xf32, #shared, #smem>
+    tt.return
+  }
+}
+"""
+
+
+def test_a_kernel_it_cannot_model_is_reported_with_the_op() -> None:
+    with pytest.raises(Unsupported, match=r"line 7: ttng.some_future_op uses shared buffer %0"):
+        read_ttgir(UNMODELLED)
+
+
+def test_what_it_reads_from_ttgir() -> None:
+    read = read_ttgir(UNMODELLED.replace("ttng.some_future_op", "ttg.local_load"))
+    assert read.name == "k"
+    assert read.shared_bytes == 64
+    assert read.offsets == {"%0": 0}
+    assert read.shape.buffers["%0"].size == 64
+    assert read.barrier_ops == 0
+
+
+def test_missing_extra_says_which(monkeypatch: pytest.MonkeyPatch) -> None:
+    import planner.bridges._plans as plans
+
+    monkeypatch.setattr(plans, "available", lambda extra: False)
+    with pytest.raises(MissingExtraError) as info:
+        check_ttgir("module {}", "sm_80")
+    assert info.value.extra == "triton"
+
+
+def test_cli_triton(
+    compiled: dict[tuple[str, int], Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from planner.cli import main
+
+    path = tmp_path / "softmax.ttgir"
+    path.write_text(compiled[("softmax", 80)].asm["ttgir"])
+    assert main(["triton", str(path), "--target", "sm_80", "--time-limit", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "@softmax_kernel (sm_80): 2 buffers; Triton 16 B, 1 barrier, valid; ours 16 B" in out
+    assert main(["triton", str(path), "--target", "gfx942"]) == 2
+    assert "target" in capsys.readouterr().err
+
+
+def test_a_dropped_async_wait_is_caught(compiled: dict[tuple[str, int], Any]) -> None:
+    """Without the wait that retires the pipeline's cp.async copies, the epilogue's scratch
+    takes bytes a copy may still write: both validators see the race."""
+    ttgir = compiled[("matmul_pipelined", 80)].asm["ttgir"]
+    lines = ttgir.splitlines()
+    waits = [i for i, line in enumerate(lines) if "ttg.async_wait {num = 0" in line]
+    assert len(waits) == 1
+    planted = "\n".join(line for i, line in enumerate(lines) if i != waits[0])
+    report = check_ttgir(planted, "sm_80", time_limit=1.0)
+    assert report.modeled, report.reason
+    assert report.triton_verdict is not None
+    assert not report.triton_verdict.valid
+    assert any(v.startswith("overlap") for v in report.triton_verdict.static)
+    assert report.triton_verdict.emulated
+
+
+def test_post_triton(compiled: dict[tuple[str, int], Any]) -> None:
+    from fastapi.testclient import TestClient
+
+    from tests.support.apps import threads_app
+
+    ttgir = compiled[("layer_norm", 90)].asm["ttgir"]
+    with TestClient(threads_app()) as client:
+        response = client.post("/triton", json={"ttgir": ttgir, "target": "sm_90"})
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["modeled"]
+        assert body["triton_verdict"]["valid"]
+        assert body["ours_bytes"] <= body["triton_bytes"] == 32
+        bad = client.post("/triton", json={"ttgir": ttgir, "target": "gfx942"})
+        assert bad.status_code == 422
+        assert bad.json()["detail"][0]["loc"] == ["body", "target"]
+        spec = client.get("/openapi.json").json()
+        for name in ("TritonAnswer", "TritonVerdict"):
+            properties = spec["components"]["schemas"][name]["properties"]
+            assert all("description" in p for p in properties.values()), name
