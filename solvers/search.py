@@ -83,10 +83,12 @@ SKYLINE_MIN = 64  # buffers; up to this many (kernel-sized), the canonical order
 SKYLINE_DISCOUNT = 16
 SKYLINE_SHARE = 1  # share exponent of each skyline member (``_weights``): half a share
 PARALLEL_MIN = 16  # buffers; below, starting threads costs more than racing saves
-# Minimizing on graphs of more than ``DESCEND_MIN`` buffers, the bound is decided on a
-# ``1 / BOUND_PART`` share of the nodes (it is mostly out of reach there), and each next
-# capacity lies ``1 / DESCEND_PART`` of the way down from the best arena to the lowest
-# capacity not yet ruled out, instead of halfway: each plan found is a step down.
+# Minimizing below a capacity on graphs of more than ``DESCEND_MIN`` buffers, once a plan
+# within it is found, the bound is decided on a ``1 / BOUND_PART`` share of the nodes (it is
+# mostly out of reach there), and each next capacity lies ``1 / DESCEND_PART`` of the way down
+# from the best arena to the lowest capacity not yet ruled out, instead of halfway: each plan
+# found is a step down. Without a capacity the bound gets half the nodes first: tilings
+# reach it, and need that many.
 DESCEND_MIN = 64
 BOUND_PART = 8
 DESCEND_PART = 4
@@ -743,7 +745,7 @@ def solve_search(
 
     low = lo  # lowest capacity not yet tried
     high = ceiling  # highest capacity worth trying
-    descend = g.n > DESCEND_MIN
+    descend = g.n > DESCEND_MIN and capacity is not None
     if cap is not None and best is None and low <= cap == high and time_left():
         # No plan within the capacity yet: first get one, or prove there is none.
         if attempt(cap, last=True) == EXHAUSTED:
