@@ -28,7 +28,14 @@ import planner  # noqa: E402
 from planner.core.csvio import load_request, with_overrides  # noqa: E402
 from planner.pipeline.warm import ensure_warm  # noqa: E402
 
-MINIMALLOC = ROOT.parent.parent / "shared" / "tools" / "minimalloc" / "minimalloc"
+MINIMALLOC = next(
+    (
+        base / "shared" / "tools" / "minimalloc" / "minimalloc"
+        for base in (ROOT.parent, ROOT.parent.parent)
+        if (base / "shared" / "tools" / "minimalloc" / "minimalloc").exists()
+    ),
+    ROOT.parent / "shared" / "tools" / "minimalloc" / "minimalloc",
+)
 DEFAULT_CAPACITY = 1 << 20  # bytes, where the file name gives none
 
 

@@ -34,7 +34,14 @@ from planner.solvers._search_kernel import EXHAUSTED, FOUND  # noqa: E402
 from planner.solvers.greedy import arena_of  # noqa: E402
 from planner.solvers.search import decide_orders, node_budget  # noqa: E402
 
-MINIMALLOC = ROOT.parent.parent / "shared" / "tools" / "minimalloc" / "minimalloc"
+MINIMALLOC = next(
+    (
+        base / "shared" / "tools" / "minimalloc" / "minimalloc"
+        for base in (ROOT.parent, ROOT.parent.parent)
+        if (base / "shared" / "tools" / "minimalloc" / "minimalloc").exists()
+    ),
+    ROOT.parent / "shared" / "tools" / "minimalloc" / "minimalloc",
+)
 VERDICT = {FOUND: "fit", EXHAUSTED: "none"}
 
 
