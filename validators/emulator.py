@@ -142,14 +142,19 @@ def run_program(
     found = _Found(max_violations, Violation, several_blocks=len(blocks) > 1)
     misaligned: set[str] = set()  # once per buffer, not per range or iteration
     for buf in program.buffers:
-        if buf.offset % buf.alignment and buf.id not in misaligned:
+        address = program.base + buf.offset  # the absolute address (swizzled TMA tiles)
+        if address % buf.alignment and buf.id not in misaligned:
             misaligned.add(buf.id)
-            # The kernel declares the buffer aligned (vector loads, typed pointers): running it
-            # at this offset is undefined whatever the accesses, so it counts before them.
+            # The kernel declares the buffer aligned (vector loads, typed pointers, a TMA
+            # swizzle taken from the address bits): running it at this address is undefined
+            # whatever the accesses, so it counts before them.
+            where = f"offset {buf.offset}"
+            if buf.offset % buf.alignment == 0:
+                where += f" of an arena at address {program.base}"
             found.add(
                 "misaligned",
-                f"{buf.id!r} runs at offset {buf.offset}, not a multiple of its alignment "
-                f"{buf.alignment} (remainder {buf.offset % buf.alignment})",
+                f"{buf.id!r} runs at {where}, not a multiple of its alignment "
+                f"{buf.alignment} (remainder {address % buf.alignment})",
                 [buf.id],
                 buf.start,
             )

@@ -139,6 +139,7 @@ def validate_plan(
     out = Collector(max_violations, Violation)
     try:
         extents = _check_placements(request, plan, out)
+        _check_base_alignment(request, plan, out)
         _check_footprints(request, plan, out)
         _check_arena(request, plan, out)
         runtime_barriers = _check_barriers(request, plan, out)
@@ -256,6 +257,48 @@ def _check_placements(request: PlanRequest, plan: Plan, out: Collector) -> Seque
             # The kernel touches the buffer's own size, whatever the placement claims.
             extents.append(_extent(b, index, p.offset, size))
     return extents
+
+
+def _check_base_alignment(request: PlanRequest, plan: Plan, out: Collector) -> None:
+    """The base alignment a plan states (``launch.base_alignment``) covers every buffer's
+    alignment, since a buffer's absolute address is the base plus its offset (a swizzled TMA
+    tile takes its pattern from the address), and stays within what the target guarantees.
+    A request with a TMA tile or a target given as figures needs it stated; a version-1 plan
+    leaves it out and its base is the request's largest alignment."""
+    stated = plan.launch.base_alignment
+    tiles = [b.id for b in request.buffers if b.swizzle is not None]
+    if stated is None:
+        if tiles or not isinstance(request.target, (str, type(None))):
+            why = (
+                f"TMA tiles ({', '.join(tiles[:_LIST_PREVIEW])})"
+                if tiles
+                else "a target given as figures"
+            )
+            out.add(
+                "misaligned",
+                "the plan does not state the base alignment it assumes "
+                f"(launch.base_alignment), which a request with {why} needs",
+                tiles,
+            )
+        return
+    if stated < 1 or stated & (stated - 1):
+        out.add("misaligned", f"launch.base_alignment {stated} is not a power of two")
+        return
+    short = [b for b in request.buffers if request.alignment_of(b) > stated]
+    for b in short[:_LIST_PREVIEW]:
+        out.add(
+            "misaligned",
+            f"{b.id!r} needs {request.alignment_of(b)}-byte alignment of its absolute address, "
+            f"but the plan assumes a base aligned to {stated} bytes only",
+            [b.id],
+        )
+    profile = request.profile
+    if profile is not None and stated > profile.base_alignment:
+        out.add(
+            "misaligned",
+            f"the plan assumes a {stated}-byte aligned base; target {profile.name!r} "
+            f"guarantees {profile.base_alignment}",
+        )
 
 
 def _planned_extents(request: PlanRequest, plan: Plan) -> _Planned | None:

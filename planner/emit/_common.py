@@ -153,9 +153,12 @@ def status_warning(plan: Plan) -> str | None:
     )
 
 
-def max_alignment(request: PlanRequest) -> int:
-    """The arena base alignment: the largest alignment in the request (bytes)."""
-    return max([request.alignment, *(request.alignment_of(b) for b in request.buffers)])
+def max_alignment(request: PlanRequest, plan: Plan | None = None) -> int:
+    """The arena base alignment (bytes): the plan's ``launch.base_alignment`` where it states
+    one, else the largest alignment in the request."""
+    if plan is not None and plan.launch.base_alignment is not None:
+        return plan.launch.base_alignment
+    return request.largest_alignment
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,7 @@ def cuda_snippet(request: PlanRequest, plan: Plan) -> CudaSnippet:
 
     device = [
         "// ---- device: at the top of the kernel body ----",
-        f"extern __shared__ __align__({max_alignment(request)}) unsigned char {ARENA}[];  "
+        f"extern __shared__ __align__({max_alignment(request, plan)}) unsigned char {ARENA}[];  "
         f"// {plan.arena_bytes} bytes",
     ]
     for b in buffers:

@@ -620,7 +620,7 @@ def _assemble(
             required_executions=sum(req.executions_at(p) for p in chosen.required),
         ),
         footprints=footprints,
-        launch=Launch(**launch_figures(req.target, arena, naive)),
+        launch=Launch(**launch_figures(req.profile, arena, naive, req.stated_base_alignment)),
         solver=SolverInfo(
             name=chosen.name,
             proved_optimal=proved,

@@ -178,6 +178,18 @@ class Launch(_Model):
             "target."
         ),
     )
+    # Only for requests with a TMA tile or a target given as figures (absent otherwise, so
+    # older plans read as they did; theirs is the request's largest alignment).
+    base_alignment: int | None = Field(  # bytes
+        default=None,
+        exclude_if=_absent,
+        description=(
+            "Alignment of the dynamic shared-memory base the plan assumes, in bytes (the "
+            "largest\nalignment it needs): the kernel declares its arena __align__(N). Present "
+            "for requests with a\nTMA tile (swizzle) or a target given as figures; otherwise "
+            "it is the request's largest\nalignment."
+        ),
+    )
 
 
 class SolverAttempt(_Model):

@@ -39,7 +39,7 @@ from planner.core.models.control import (
     executions_at,
 )
 from planner.core.solver_names import HEURISTICS, METHODS, SOLVER_NAMES
-from planner.core.targets import TARGETS
+from planner.core.targets import TARGETS, DeviceProfile
 
 __all__ = [
     "DEFAULT_MAX_BUFFERS",
@@ -54,6 +54,7 @@ __all__ = [
     "Options",
     "PlanRequest",
     "SyncPolicy",
+    "TargetFigures",
 ]
 
 MAX_ALIGNMENT = 1 << 30  # bytes
@@ -68,6 +69,12 @@ MAX_NAME = 64  # characters of a loop or index variable's name
 VarName = Annotated[str, Field(max_length=MAX_NAME)]
 
 SyncPolicy = Literal["existing", "insert", "none"]
+Swizzle = Literal["none", "32B", "64B", "128B"]
+# bytes: the alignment of a TMA tile's shared-memory address per swizzle mode (a 128-byte
+# swizzle permutes 16-byte chunks within 8 rows of 128 bytes, a 1024-byte atom, and the
+# pattern is taken from the absolute address bits; CUDA programming guide, "Tensor Memory
+# Access", swizzle modes; PTX ISA, "Tensor-map", shared memory alignment)
+SWIZZLE_ALIGNMENT: dict[str, int] = {"none": 128, "32B": 256, "64B": 512, "128B": 1024}
 _Errors = Errors
 
 
@@ -228,6 +235,16 @@ class Buffer(BaseModel):
         # element type for the emitters; None: bytes
         default=None,
         description='Element type for the emitted CUDA/MLIR pointers (e.g. "f16"). Default: bytes.',
+    )
+    swizzle: Swizzle | None = Field(
+        default=None,
+        exclude_if=absent,
+        description=(
+            'A tile TMA writes or reads, and its swizzle mode ("none", "32B", "64B", "128B"): '
+            "its\nabsolute shared-memory address then needs 128, 256, 512 or 1024-byte "
+            "alignment, which the\nbuffer's alignment is raised to (sm_90 and later). "
+            "Default: no TMA tile."
+        ),
     )
     ranges: list[Span] | None = Field(
         default=None,
@@ -442,6 +459,85 @@ class Options(BaseModel):
         return value
 
 
+class TargetFigures(BaseModel):
+    """A device the profile table lacks, given by its shared-memory figures."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(
+        default="custom",
+        min_length=1,
+        max_length=64,
+        description='A label for the device, echoed nowhere but in messages. Default "custom".',
+    )
+    capacity: Bytes = Field(
+        description="Bytes of dynamic shared memory one block may use (with the opt-in)."
+    )
+    reserved: int = Field(  # bytes per resident block
+        default=0,
+        ge=0,
+        le=MAX_SIZE,
+        description="Bytes the system reserves per resident block (1024 on sm_80 and later). "
+        "Default 0.",
+    )
+    blocks_per_sm: int = Field(
+        ge=1,
+        le=1024,
+        description="Resident blocks per multiprocessor at most (the hardware cap).",
+    )
+    smem_per_sm: int | None = Field(  # bytes; None: capacity + reserved
+        default=None,
+        ge=1,
+        le=MAX_SIZE,
+        description="Shared memory per multiprocessor in bytes. Default: capacity + reserved.",
+    )
+    base_alignment: int = Field(  # bytes
+        default=16,
+        ge=1,
+        le=MAX_ALIGNMENT,
+        description=(
+            "Largest alignment of the dynamic shared-memory base the device guarantees, a power "
+            "of two;\nno buffer may need more. Default 16."
+        ),
+    )
+    tma: bool = Field(
+        default=False,
+        description="Whether the device has TMA (swizzled tensor tiles). Default false.",
+    )
+
+    _alignment = field_validator("base_alignment")(_check_alignment)
+
+    @model_validator(mode="after")
+    def _per_sm(self) -> TargetFigures:
+        if self.smem_per_sm is not None and self.smem_per_sm < self.capacity + self.reserved:
+            errors = _Errors("TargetFigures")
+            errors.add(
+                ("smem_per_sm",),
+                "smem_per_sm_too_small",
+                f"smem_per_sm {self.smem_per_sm} is less than capacity {self.capacity} plus "
+                f"reserved {self.reserved}: not even one block fits",
+                self.smem_per_sm,
+            )
+            errors.raise_if_any()
+        return self
+
+    @property
+    def profile(self) -> DeviceProfile:
+        """The figures as a device profile."""
+        per_sm = self.smem_per_sm
+        return DeviceProfile(
+            name=self.name,
+            devices="given as figures",
+            max_smem_per_block=self.capacity,
+            smem_per_sm=self.capacity + self.reserved if per_sm is None else per_sm,
+            reserved_per_block=self.reserved,
+            max_blocks_per_sm=self.blocks_per_sm,
+            base_alignment=self.base_alignment,
+            vendor="other",
+            tma=self.tma,
+        )
+
+
 # A two-phase kernel: A_s and B_s die at the barrier at 4, where C_s takes their bytes.
 EXAMPLE: dict[str, Any] = {
     "name": "two_phase",
@@ -471,13 +567,18 @@ class PlanRequest(BaseModel):
         max_length=256,
         description='Name of the kernel, echoed in the plan. Default "kernel".',
     )
-    target: Annotated[str, Field(json_schema_extra={"enum": [*TARGETS]})] | None = Field(
-        default=None,
-        description=(
-            "Device profile (sm_70, sm_75, sm_80, sm_86, sm_89, sm_90): its per-block shared "
-            "memory is\n"
-            "the capacity unless one is given, and it sets the launch figures. Default: none."
-        ),
+    target: Annotated[str, Field(json_schema_extra={"enum": [*TARGETS]})] | TargetFigures | None = (
+        Field(
+            default=None,
+            description=(
+                "Device profile by name (sm_70 to sm_120, gfx90a, gfx942, gfx950; GET /targets), "
+                "or a device\n"
+                'the table lacks given as figures {"capacity", "reserved", "blocks_per_sm", ...}: '
+                "its per-block\n"
+                "shared memory is the capacity unless one is given, and it sets the launch figures "
+                "and the base\nalignment the plan may assume. Default: none."
+            ),
+        )
     )
     capacity: int | None = Field(  # bytes; None: target's
         default=None,
@@ -559,8 +660,8 @@ class PlanRequest(BaseModel):
 
     @field_validator("target")
     @classmethod
-    def _known_target(cls, value: str | None) -> str | None:
-        if value is not None and value not in TARGETS:
+    def _known_target(cls, value: str | TargetFigures | None) -> str | TargetFigures | None:
+        if isinstance(value, str) and value not in TARGETS:
             known = ", ".join(TARGETS)
             raise PydanticCustomError(
                 "unknown_target", f"unknown target {value!r}; known targets: {known}"
@@ -584,9 +685,17 @@ class PlanRequest(BaseModel):
         """Bytes available: ``capacity`` if given, else the target's per-block maximum."""
         if self.capacity is not None:
             return self.capacity
-        if self.target is not None:
-            return TARGETS[self.target].max_smem_per_block
-        return None
+        profile = self.profile
+        return None if profile is None else profile.max_smem_per_block
+
+    @property
+    def profile(self) -> DeviceProfile | None:
+        """The target's device profile: from the table, or from the figures given."""
+        if self.target is None:
+            return None
+        if isinstance(self.target, str):
+            return TARGETS[self.target]
+        return self.target.profile
 
     @property
     def horizon(self) -> int:
@@ -599,7 +708,30 @@ class PlanRequest(BaseModel):
         align = buffer.alignment if buffer.alignment is not None else self.alignment
         if buffer.dtype is not None:
             align = max(align, DTYPES[buffer.dtype].bytes)
+        if buffer.swizzle is not None:
+            align = max(align, SWIZZLE_ALIGNMENT[buffer.swizzle])
         return align
+
+    @property
+    def largest_alignment(self) -> int:
+        """The alignment the arena base needs: the largest of the request and its buffers
+        (bytes; docs/design.md, Offsets and the arena)."""
+        return max([self.alignment, *(self.alignment_of(b) for b in self.buffers)])
+
+    @property
+    def states_base_alignment(self) -> bool:
+        """Whether the plan states the base alignment it assumes (``launch.base_alignment``):
+        for a request with a TMA tile or a target given as figures. Other plans leave it out,
+        so plans of version-1 requests stay as they were; their base alignment is
+        ``largest_alignment`` all the same."""
+        return isinstance(self.target, TargetFigures) or any(
+            b.swizzle is not None for b in self.buffers
+        )
+
+    @property
+    def stated_base_alignment(self) -> int | None:
+        """``largest_alignment`` where the plan states it, else None."""
+        return self.largest_alignment if self.states_base_alignment else None
 
     @property
     def has_control_flow(self) -> bool:
@@ -626,6 +758,7 @@ class PlanRequest(BaseModel):
             )
             errors.raise_if_any()
         self._check_ids(errors)
+        self._check_base_alignment(errors)
         self._check_pins(errors)
         self._check_points(errors)
         self._check_accesses(errors)
@@ -650,6 +783,47 @@ class PlanRequest(BaseModel):
                 )
             else:
                 seen[b.id] = i
+
+    def _check_base_alignment(self, errors: _Errors) -> None:
+        """A TMA tile needs a device with TMA, and no alignment may pass what the target
+        guarantees for the base. A version-1 request (no TMA tile, a target by name) keeps
+        its meaning: its alignments are taken as the caller's promise, as before."""
+        profile = self.profile
+        if profile is None:
+            return
+        figures = isinstance(self.target, TargetFigures)
+        if figures and self.alignment > profile.base_alignment:
+            errors.add(
+                ("alignment",),
+                "alignment_beyond_target",
+                f"alignment {self.alignment} passes the {profile.base_alignment}-byte base "
+                f"alignment target {profile.name!r} guarantees",
+                self.alignment,
+            )
+        for i, b in enumerate(self.buffers):
+            if b.swizzle is not None and not profile.tma:
+                errors.add(
+                    ("buffers", i, "swizzle"),
+                    "swizzle_without_tma",
+                    f"buffer {b.id!r} is a TMA tile (swizzle {b.swizzle!r}) but target "
+                    f"{profile.name!r} has no TMA (sm_90 and later have it)",
+                    b.swizzle,
+                )
+                continue
+            if b.swizzle is None and not figures:
+                continue
+            align = self.alignment_of(b)
+            if align > profile.base_alignment:
+                field = "swizzle" if b.swizzle is not None else "alignment"
+                why = f"swizzle {b.swizzle!r} needs" if field == "swizzle" else "needs"
+                errors.add(
+                    ("buffers", i, field),
+                    "alignment_beyond_target",
+                    f"buffer {b.id!r} {why} {align}-byte alignment of its absolute address, "
+                    f"beyond the {profile.base_alignment}-byte base alignment target "
+                    f"{profile.name!r} guarantees",
+                    b.swizzle if field == "swizzle" else b.alignment,
+                )
 
     def _check_pins(self, errors: _Errors) -> None:
         pinned = [(i, b) for i, b in enumerate(self.buffers) if b.offset is not None]
