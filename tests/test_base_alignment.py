@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import numpy as np
 import pytest
 
 import planner
@@ -15,7 +16,9 @@ from planner.core.io import parse_request
 from planner.core.models import Plan, PlanRequest
 from planner.emit.cuda import emit_cuda
 from planner.emit.mlir import emit_mlir
+from planner.selftest import run_selftest, subjects, validators
 from planner.validators.emulator import emulate
+from planner.validators.faults import plant_fault
 
 # A 128B-swizzled A tile and a 64B-swizzled B tile; the epilogue tile C (a TMA store source,
 # no swizzle) takes A's bytes after the barrier at 4; a scalar flag sits beside them.
@@ -164,3 +167,37 @@ def test_emitters_align_the_arena() -> None:
     assert "memref.assume_alignment %_smem, 1024" in mlir
     assert "{alignment = 1024}" in mlir
     assert "memref.view %_smem_aligned[" in mlir
+
+
+# --- planted faults -------------------------------------------------------------------------
+
+
+def test_every_planted_misaligned_tile_is_caught_by_both() -> None:
+    request, plan = _planned(TMA)
+    rng = np.random.default_rng(3)
+    forms: set[str] = set()
+    for _ in range(40):
+        fault = plant_fault(request, plan, "misalign_tile", rng)
+        assert fault is not None
+        forms.add(fault.description.split()[0])
+        assert not planner.validate(fault.request, fault.plan).valid, fault.description
+        assert not emulate(fault.request, fault.plan).valid, fault.description
+    assert forms == {"stated", "moved"}
+
+
+def test_misalign_tile_needs_a_tile() -> None:
+    data = copy.deepcopy(TMA)
+    for b in data["buffers"]:
+        b.pop("swizzle", None)
+    request, plan = _planned(data)
+    assert plant_fault(request, plan, "misalign_tile", np.random.default_rng(0)) is None
+
+
+def test_selftest_plants_it_in_the_example_and_both_catch_all() -> None:
+    cases = [s for s in subjects(0, seed=0) if s.name == "tma_swizzled_tiles.json"]
+    assert len(cases) == 1
+    tally = run_selftest(cases * 8, validators(), seed=1, kinds=["misalign_tile"])
+    assert tally.planted["misalign_tile"] == 8
+    assert tally.caught["misalign_tile", "static"] == 8
+    assert tally.caught["misalign_tile", "emulator"] == 8
+    assert not tally.failed

@@ -8,6 +8,9 @@ the arena, Reuse hazard), and only when the break is real:
   different threads with no barrier between (an inserted barrier, a required one under sync
   "none", or, changing the request, one of the request's);
 - ``misalign``: move a buffer off its alignment;
+- ``misalign_tile``: put a swizzled TMA tile at an address off its swizzle's alignment, by
+  moving it half its alignment (still a multiple of every smaller alignment) or by halving
+  the base alignment the plan states (needs a buffer with ``swizzle``);
 - ``break_alias``: make the later buffer of a thread-local alias touch its bytes from every
   thread (changes the request; needs a plan with ``aliases``);
 - ``drop_back_edge``: drop a barrier of a loop body that the body's own buffer needs between
@@ -48,6 +51,7 @@ FaultKind = Literal[
     "overlap",
     "drop_barrier",
     "misalign",
+    "misalign_tile",
     "break_alias",
     "drop_back_edge",
     "arm_overlap",
@@ -90,6 +94,8 @@ def _plant(
         return _drop_barrier(request, plan, rng, plan_only=plan_only)
     if kind == "misalign":
         return _misalign(request, plan, rng)
+    if kind == "misalign_tile":
+        return _misalign_tile(request, plan, rng)
     if kind == "break_alias":
         return None if plan_only else _break_alias(request, plan, rng)
     if kind == "drop_back_edge":
@@ -210,6 +216,37 @@ def _misalign(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
                 _moved(plan, b.id, offset),
                 (b.id,),
                 f"moved {b.id!r} to offset {offset}, off its alignment {align}",
+            )
+    return None
+
+
+def _misalign_tile(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
+    shared = _shared(plan)
+    base = plan.launch.base_alignment
+    for b in _shuffled(rng, [b for b in request.buffers if b.swizzle is not None]):
+        align = request.alignment_of(b)
+        if b.id not in shared:
+            continue
+        if base is not None and base >= align and rng.random() < 0.5:
+            lowered = align // 2
+            launch = plan.launch.model_copy(update={"base_alignment": lowered})
+            return Fault(
+                "misalign_tile",
+                request,
+                plan.model_copy(update={"launch": launch}),
+                (b.id,),
+                f"stated a {lowered}-byte base alignment under {b.id!r}, a swizzle "
+                f"{b.swizzle} tile that needs {align}",
+            )
+        if b.offset is None:
+            offset = shared[b.id].offset + align // 2
+            return Fault(
+                "misalign_tile",
+                request,
+                _moved(plan, b.id, offset),
+                (b.id,),
+                f"moved {b.id!r} (swizzle {b.swizzle}) to offset {offset}, off its {align}-byte "
+                "alignment",
             )
     return None
 
