@@ -55,6 +55,7 @@ class AffineAccess:
     constant: int  # element offset
     broadcast: bool = False  # "threads": "all": every thread touches [0, size // width)
     guarded: bool = False  # elements outside [0, size // width) are skipped
+    agent: bool = False  # made by an asynchronous agent (with broadcast): no thread's
     # Byte address in the arena of element e: buffers[buffer].offset + e * width.
 
 
@@ -194,7 +195,8 @@ def dims3(value: list[int] | None) -> tuple[int, int, int]:
 
 def affine_access(index: int, a: Access) -> AffineAccess:
     if a.threads == "all":
-        return AffineAccess(index, a.op, a.bytes, (), (), 0, broadcast=True)
+        agent = a.agent != "threads"
+        return AffineAccess(index, a.op, a.bytes, (), (), 0, broadcast=True, agent=agent)
     coeffs = tuple((a.index or {}).items())
     return AffineAccess(index, a.op, a.bytes, coeffs, tuple(a.loops.items()), a.offset)
 

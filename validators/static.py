@@ -60,6 +60,7 @@ _CODES: tuple[ViolationCode, ...] = (
     "bad_barrier",
     "missing_barrier",
     "bad_alias",
+    "missing_fence",
     "too_many_paths",
 )
 _CODE_ORDER = {code: rank for rank, code in enumerate(_CODES)}
@@ -137,6 +138,19 @@ def validate_plan(
     if max_violations < 0:
         raise ValueError(f"max_violations must be >= 0, got {max_violations!r}")
     out = Collector(max_violations, Violation)
+    if request.has_async:
+        from planner.validators.asyncs import in_flight, unfenced
+        from planner.validators.program import runtime_barriers as running
+
+        for earlier, later, why in unfenced(request, plan):
+            out.add(
+                "missing_fence",
+                f"{later!r} reads or writes through the async proxy bytes that {earlier!r} wrote "
+                f"through the generic proxy: {why}",
+                [earlier, later],
+            )
+        # Each asynchronous access in flight until its covering sync, as the agent's own.
+        request = in_flight(request, running(request, plan))
     try:
         extents = _check_placements(request, plan, out)
         _check_base_alignment(request, plan, out)

@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core.arrays import distinct
+from planner.core.asyncs import fence_conflicts, lowered
 from planner.core.errors import RequestError
 from planner.core.io import request_sha256
 from planner.core.models import (
@@ -185,7 +186,16 @@ def _own_race(
 
 
 def plan_unrolled(req: PlanRequest) -> Plan:
-    """The plan of a request with loops, branches or ranges (``req.has_control_flow``)."""
+    """The plan of a request with loops, branches or ranges (``req.has_control_flow``); one
+    with asynchronous accesses is planned on its lowered form (``planner.core.asyncs``),
+    whose fence conflicts are kept apart besides."""
+    if not req.has_async:
+        return _plan_unrolled(req, set())
+    plan = _plan_unrolled(lowered(req), fence_conflicts(req))
+    return plan.model_copy(update={"request_sha256": request_sha256(req)})
+
+
+def _plan_unrolled(req: PlanRequest, apart: set[tuple[int, int]]) -> Plan:
     prog = build_program(req)
     needed = SECONDS_PER_HAZARD * prog.hazards.n
     if needed > req.options.time_limit:
@@ -213,7 +223,7 @@ def plan_unrolled(req: PlanRequest) -> Plan:
     if sync == "insert" and opts.max_new_barriers == 0:
         sync = "existing"
     events = _events(req)
-    live = prog.live_pairs
+    live = prog.live_pairs | apart
     al = PieceAliases(req, prog, sizes)
     if sync == "none":
         # The caller synchronizes: the request's barriers count, the rest are listed.

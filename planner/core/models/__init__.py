@@ -27,6 +27,7 @@ from planner.core.models.request import (
     Options,
     PlanRequest,
 )
+from planner.core.models.sync import Sync
 
 __all__ = [
     "DEFAULT_MAX_BUFFERS",
@@ -53,6 +54,7 @@ __all__ = [
     "SolverAttempt",
     "SolverInfo",
     "Status",
+    "Sync",
     "ValidationReport",
     "Violation",
     "ViolationCode",

@@ -38,6 +38,7 @@ from planner.core.models.control import (
     check_ranges_vs_loops,
     executions_at,
 )
+from planner.core.models.sync import Agent, Sync, check_syncs
 from planner.core.solver_names import HEURISTICS, METHODS, SOLVER_NAMES
 from planner.core.targets import TARGETS, DeviceProfile
 
@@ -83,6 +84,10 @@ class _Hull(int):
     a dump reads back (giving ranges and start/end together is an error)."""
 
     __slots__ = ()
+
+
+def _threads(value: str) -> bool:
+    return value == "threads"
 
 
 def _derived(value: int) -> bool:
@@ -160,6 +165,23 @@ class Access(BaseModel):
     threads: Literal["all"] | None = Field(  # "all": any thread may touch any byte
         default=None,
         description='"all": a broadcast, any thread may touch any byte (instead of index).',
+    )
+    agent: Agent = Field(
+        default="threads",
+        exclude_if=_threads,
+        description=(
+            'Who makes the access: "threads" (ld/st by the threads), or asynchronously '
+            '"cp.async" (a\nwrite), "tma" (a write: a load into shared memory; a read: a '
+            'store\'s source) or "mma" (a\nwgmma operand read); an asynchronous access '
+            'completes at the sync that covers it. Default\n"threads".'
+        ),
+    )
+    mbarrier: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=256,
+        exclude_if=absent,
+        description="A TMA write only (required there): the mbarrier its completion arrives on.",
     )
 
     @model_validator(mode="after")
@@ -645,6 +667,15 @@ class PlanRequest(BaseModel):
             "none."
         ),
     )
+    syncs: list[Sync] = Field(
+        default_factory=list,
+        exclude_if=_empty,
+        description=(
+            "Synchronisation besides block barriers: wait_group, mbarrier_wait, expect_tx, "
+            "fence_proxy_async,\nmbarrier_arrive, named_barrier, cluster_barrier, each at a "
+            "point; they complete and order\nasynchronous accesses. Default none."
+        ),
+    )
     buffers: list[Buffer] = (
         Field(  # required: a request without it is a mistake, not an empty kernel
             description="The kernel's temporary buffers (required; ids unique)."
@@ -763,13 +794,49 @@ class PlanRequest(BaseModel):
         self._check_points(errors)
         self._check_accesses(errors)
         ranged = any(b.ranges is not None for b in self.buffers)
+        control_ok = True
         if self.loops or self.branches or ranged:
-            if check_control(self.loops, self.branches, errors):
+            control_ok = check_control(self.loops, self.branches, errors)
+            if control_ok:
                 check_ranges_vs_arms(self.buffers, self.branches, errors)
                 check_ranges_vs_loops(self.buffers, self.loops, errors)
             self._control_flow = True
+        if self.syncs or self.has_async:
+            if control_ok:
+                check_syncs(
+                    self.buffers, self.syncs, self.loops, self.branches, self.horizon, errors
+                )
+            self._check_async_options(errors)
+            # Planned on the program route: asynchronous completion and proxy fences add
+            # conflicts that are no interval's.
+            self._control_flow = True
         errors.raise_if_any()
         return self
+
+    @property
+    def has_async(self) -> bool:
+        """Whether an access is asynchronous (``agent`` other than ``"threads"``)."""
+        return any(a.agent != "threads" for b in self.buffers for a in b.accesses)
+
+    def _check_async_options(self, errors: _Errors) -> None:
+        if not self.has_async:
+            return
+        if self.options.shrink:
+            errors.add(
+                ("options", "shrink"),
+                "shrink_with_async",
+                "shrink plans per-block slices of thread accesses; a request with asynchronous "
+                "accesses is planned whole",
+                True,
+            )
+        if self.options.overflow == "spill":
+            errors.add(
+                ("options", "overflow"),
+                "spill_with_async",
+                "a request with asynchronous accesses cannot spill: TMA and wgmma address "
+                "shared memory",
+                "spill",
+            )
 
     def _check_ids(self, errors: _Errors) -> None:
         seen: dict[str, int] = {}

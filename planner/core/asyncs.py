@@ -1,0 +1,106 @@
+"""Asynchronous accesses lowered for the planner (docs/design.md, Asynchronous accesses).
+
+Each asynchronous access becomes what the barrier reasoning already knows: an access by any
+thread (a broadcast: the agent is no thread, so no thread-local alias covers it) at its issue
+point and again at the point before its covering sync, so the buffer's last access is where
+its asynchronous work may still run, and a reuse needs a barrier at or after the covering
+sync. Pairs whose reuse also needs a proxy fence that the request does not give become
+conflicts (``fence_conflicts``).
+"""
+
+from __future__ import annotations
+
+from planner.core.models import Access, Buffer, PlanRequest
+from planner.core.models.sync import ASYNC_PROXY_AGENTS, completions, scope_of
+
+__all__ = ["fence_conflicts", "generic_writes", "lowered", "proxy_firsts"]
+
+
+def lowered(request: PlanRequest) -> PlanRequest:
+    """``request`` with each asynchronous access as two broadcasts by the threads: at its
+    issue point and at the point before its covering sync (unchecked copy)."""
+    covered, _ = completions(request.buffers, request.syncs, request.loops, request.branches)
+    done = {(c.buffer, c.access): c.done for c in covered}
+    buffers: list[Buffer] = []
+    for i, b in enumerate(request.buffers):
+        if all(a.agent == "threads" for a in b.accesses):
+            buffers.append(b)
+            continue
+        accesses: list[Access] = []
+        for k, a in enumerate(b.accesses):
+            if a.agent == "threads":
+                accesses.append(a)
+                continue
+            width = min(a.bytes, b.size)
+            for at in sorted({a.at, done[i, k] - 1}):
+                accesses.append(Access.model_construct(op=a.op, at=at, bytes=width, threads="all"))
+        buffers.append(b.model_copy(update={"accesses": accesses}))
+    return request.model_copy(update={"buffers": buffers})
+
+
+def generic_writes(buffer: Buffer) -> list[int]:
+    """Points of the buffer's writes through the generic proxy (threads and cp.async)."""
+    return [a.at for a in buffer.accesses if a.op == "write" and a.agent not in ASYNC_PROXY_AGENTS]
+
+
+def proxy_firsts(buffer: Buffer) -> list[int]:
+    """Points of the buffer's accesses through the async proxy (TMA, wgmma)."""
+    return [a.at for a in buffer.accesses if a.agent in ASYNC_PROXY_AGENTS]
+
+
+def fence_conflicts(request: PlanRequest) -> set[tuple[int, int]]:
+    """Buffer pairs ``(i, j)``, ``i < j``, that may not share bytes for want of a proxy fence:
+    one writes through the generic proxy, the other then accesses the bytes through the async
+    proxy, and no ``fence_proxy_async`` followed by a barrier of the request stands between the
+    last such write and the first such access. A pair inside a common loop, or not wholly one
+    after the other, is kept apart whenever the fence is needed in either order."""
+    fences = sorted(s.at for s in request.syncs if s.kind == "fence_proxy_async")
+    barriers = sorted(set(request.barriers))
+    bufs = request.buffers
+    writes = [generic_writes(b) for b in bufs]
+    proxied = [proxy_firsts(b) for b in bufs]
+    out: set[tuple[int, int]] = set()
+    for i in range(len(bufs)):
+        for j in range(len(bufs)):
+            if i == j or not writes[i] or not proxied[j]:
+                continue
+            a, b = bufs[i], bufs[j]
+            in_loop = any(
+                lp.start <= a.start < lp.end and lp.start <= b.start < lp.end
+                for lp in request.loops
+            )
+            if b.end <= a.start and not in_loop:
+                continue  # the proxy access comes first: the covering wait orders it
+            if _fenced(
+                request, bufs[i], bufs[j], max(writes[i]), min(proxied[j]), fences, barriers
+            ):
+                continue
+            out.add((min(i, j), max(i, j)))
+    return out
+
+
+def _fenced(
+    request: PlanRequest,
+    a: Buffer,
+    b: Buffer,
+    last_write: int,
+    first_proxy: int,
+    fences: list[int],
+    barriers: list[int],
+) -> bool:
+    if not a.end <= b.start:
+        return False
+    if any(lp.start <= a.start < lp.end and lp.start <= b.start < lp.end for lp in request.loops):
+        return False
+    # Fence and barrier in the access's own scope: they run whenever it does.
+    scope = scope_of(first_proxy, request.loops, request.branches)
+
+    def runs(point: int) -> bool:
+        return scope_of(point, request.loops, request.branches) == scope
+
+    return any(
+        last_write < f <= first_proxy
+        and runs(f)
+        and any(f <= p <= first_proxy and runs(p) for p in barriers)
+        for f in fences
+    )
