@@ -5,8 +5,11 @@ request model, the planner's lowering, and both validators on straight-line and 
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import planner
@@ -14,8 +17,12 @@ from planner.core.errors import RequestError
 from planner.core.io import parse_request, request_sha256
 from planner.core.models import Plan, PlanRequest
 from planner.core.models.sync import completions
+from planner.selftest import run_selftest, subjects, validators
 from planner.validators.emulator import emulate
+from planner.validators.faults import FaultKind, plant, plant_fault
 from tests.async_requests import FENCE, REQ
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def _planned(data: dict[str, Any]) -> tuple[PlanRequest, Plan]:
@@ -286,3 +293,55 @@ def test_a_fence_without_a_barrier_after_it_is_not_enough() -> None:
     static, emulated = _codes(request, plan)
     assert "missing_fence" in static
     assert "missing_fence" in emulated
+
+
+def test_the_emulation_cost_bounds_what_an_async_run_enumerates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from planner.validators.cost import emulation_cost
+    from tests.test_emulation_cost import _Work
+
+    for data in (REQ, FENCE):
+        request, plan = _planned(data)
+        work = _Work(monkeypatch)
+        emulate(request, plan)
+        assert 0 < work.units <= emulation_cost(request, plan, 4).total
+
+
+# --- planted faults in the self-test --------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["early_barrier", "drop_fence", "misalign_tile"])
+def test_every_planted_async_fault_is_caught_by_both(kind: FaultKind) -> None:
+    request, plan = _planned(json.loads((EXAMPLES / "tma_wgmma_epilogue.json").read_text()))
+    rng = np.random.default_rng(11)
+    planted = 0
+    for _ in range(20):
+        fault = plant_fault(request, plan, kind, rng)
+        assert fault is not None
+        planted += 1
+        static, emulated = _codes(fault.request, fault.plan)
+        assert static, fault.description
+        assert emulated, fault.description
+    assert planted == 20
+
+
+def test_early_barrier_is_planted_in_the_plan_alone_where_it_can_be() -> None:
+    request, plan = _planned(json.loads((EXAMPLES / "tma_wgmma_epilogue.json").read_text()))
+    bad = plant(request, plan, "early_barrier", np.random.default_rng(0))
+    assert bad is not None  # the inserted barrier at 9 moves to 7
+    static, emulated = _codes(request, bad)
+    assert "missing_barrier" in static
+    assert "race" in emulated
+    assert plant(request, plan, "drop_fence", np.random.default_rng(0)) is None
+
+
+def test_selftest_catches_all_async_faults_in_the_examples() -> None:
+    cases = [s for s in subjects(0, seed=0) if s.name == "tma_wgmma_epilogue.json"]
+    kinds = ["early_barrier", "drop_fence", "misalign_tile"]
+    tally = run_selftest(cases * 4, validators(), seed=2, kinds=kinds)
+    for kind in kinds:
+        assert tally.planted[kind] == 4
+        assert tally.caught[kind, "static"] == 4
+        assert tally.caught[kind, "emulator"] == 4
+    assert not tally.failed

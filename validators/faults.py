@@ -11,6 +11,11 @@ the arena, Reuse hazard), and only when the break is real:
 - ``misalign_tile``: put a swizzled TMA tile at an address off its swizzle's alignment, by
   moving it half its alignment (still a multiple of every smaller alignment) or by halving
   the base alignment the plan states (needs a buffer with ``swizzle``);
+- ``early_barrier``: move the one barrier that orders a reuse after an asynchronous access's
+  covering sync to just before that sync, so the later buffer takes the bytes while the
+  access may still run (a reuse before the covering wait; needs an asynchronous access);
+- ``drop_fence``: drop the request's ``fence_proxy_async`` that a reuse of thread-written bytes
+  by TMA or wgmma needs (changes the request);
 - ``break_alias``: make the later buffer of a thread-local alias touch its bytes from every
   thread (changes the request; needs a plan with ``aliases``);
 - ``drop_back_edge``: drop a barrier of a loop body that the body's own buffer needs between
@@ -52,6 +57,8 @@ FaultKind = Literal[
     "drop_barrier",
     "misalign",
     "misalign_tile",
+    "early_barrier",
+    "drop_fence",
     "break_alias",
     "drop_back_edge",
     "arm_overlap",
@@ -96,6 +103,10 @@ def _plant(
         return _misalign(request, plan, rng)
     if kind == "misalign_tile":
         return _misalign_tile(request, plan, rng)
+    if kind == "early_barrier":
+        return _early_barrier(request, plan, rng, plan_only=plan_only)
+    if kind == "drop_fence":
+        return None if plan_only else _drop_fence(request, plan, rng)
     if kind == "break_alias":
         return None if plan_only else _break_alias(request, plan, rng)
     if kind == "drop_back_edge":
@@ -247,6 +258,94 @@ def _misalign_tile(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
                 (b.id,),
                 f"moved {b.id!r} (swizzle {b.swizzle}) to offset {offset}, off its {align}-byte "
                 "alignment",
+            )
+    return None
+
+
+def _early_barrier(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) -> Fault | None:
+    from planner.core.models.sync import completions
+
+    covered, _ = completions(request.buffers, request.syncs, request.loops, request.branches)
+    if not covered or request.loops or request.branches:
+        return None
+    shared = _shared(plan)
+    runtime = runtime_barriers(request, plan)
+    for c in _shuffled(rng, covered):
+        a = request.buffers[c.buffer]
+        if a.id not in shared:
+            continue
+        alo, ahi = shared[a.id].offset, shared[a.id].offset + a.size
+        for b in request.buffers:
+            if b.id not in shared or b is a or b.start < a.end:
+                continue
+            blo, bhi = shared[b.id].offset, shared[b.id].offset + b.size
+            if not (alo < bhi and blo < ahi):
+                continue
+            first = min((x.at for x in b.accesses), default=b.start)
+            window = [p for p in runtime if c.done <= p <= first]
+            if len(window) != 1 or c.done - 1 in runtime or c.done - 1 < 0:
+                continue
+            p, q = window[0], c.done - 1
+            moved = sorted({*[x for x in runtime if x != p], q})
+            agent = a.accesses[c.access].agent
+            what = (
+                f"moved the barrier at {p} that orders {b.id!r} after {a.id!r}'s {agent} "
+                f"access (issued at {c.issue}, covered at {c.done}) to {q}, before the "
+                "covering sync"
+            )
+            if p in request.barriers:
+                if plan_only:
+                    continue
+                barriers = sorted({*[x for x in request.barriers if x != p], q})
+                changed = request.model_copy(update={"barriers": barriers})
+                existing = plan.barriers.model_copy(
+                    update={
+                        "existing": barriers,
+                        "required": [x for x in moved if x in plan.barriers.required or x == q],
+                    }
+                )
+                return Fault(
+                    "early_barrier",
+                    changed,
+                    plan.model_copy(update={"barriers": existing}),
+                    (a.id, b.id),
+                    what,
+                    p,
+                )
+            inserted = sorted({*[x for x in plan.barriers.inserted if x != p], q})
+            required = sorted({*[x for x in plan.barriers.required if x != p], q})
+            listed = plan.barriers.model_copy(update={"inserted": inserted, "required": required})
+            if request.options.sync != "insert":
+                listed = plan.barriers.model_copy(update={"required": required})
+            return Fault(
+                "early_barrier",
+                request,
+                plan.model_copy(update={"barriers": listed}),
+                (a.id, b.id),
+                what,
+                p,
+            )
+    return None
+
+
+def _drop_fence(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
+    from planner.validators.asyncs import unfenced
+
+    fences = [k for k, s in enumerate(request.syncs) if s.kind == "fence_proxy_async"]
+    for k in _shuffled(rng, fences):
+        syncs = [s for j, s in enumerate(request.syncs) if j != k]
+        changed = request.model_copy(update={"syncs": syncs})
+        broken = unfenced(changed, plan)
+        if broken:
+            earlier, later, _ = broken[0]
+            return Fault(
+                "drop_fence",
+                changed,
+                plan,
+                (earlier, later),
+                f"dropped the fence_proxy_async at {request.syncs[k].at} that orders "
+                f"{earlier!r}'s writes before {later!r}'s async-proxy access",
+                request.syncs[k].at,
             )
     return None
 
