@@ -15,26 +15,50 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from planner.core.models.sync import completions, scope_of
+from planner.core.models.sync import MBARRIER_KINDS, Op, completions, scope_of
 
 if TYPE_CHECKING:
     from planner.core.models import Buffer, Plan, PlanRequest
 
-__all__ = ["in_flight", "unfenced"]
+__all__ = ["in_flight", "unfenced", "uninvalidated"]
 
 _PROXY = ("tma", "mma")
 
 
-def in_flight(request: PlanRequest, barriers: list[int]) -> PlanRequest:
+def _operations(request: PlanRequest, plan: Plan | None, m: Buffer) -> list[tuple[int, Op]]:
+    """(point, op) of mbarrier ``m``'s operations: its init, the syncs naming it, and the
+    inval the plan inserts or requires."""
+    ops: list[tuple[int, Op]] = [(m.start, "write")]
+    ops += [
+        (s.at, "read" if s.kind == "mbarrier_wait" else "write")
+        for s in request.syncs
+        if s.mbarrier == m.id and s.kind in MBARRIER_KINDS
+    ]
+    if plan is not None:
+        ops += [
+            (v.at, "write") for v in plan.invals if v.mbarrier == m.id and v.origin != "existing"
+        ]
+    return sorted(set(ops))
+
+
+def in_flight(request: PlanRequest, barriers: list[int], plan: Plan | None = None) -> PlanRequest:
     """``request`` with each asynchronous access made by the stand-in at its issue point, at
     each barrier point after it and before its covering sync, and at the point before that
-    sync (an unchecked copy)."""
+    sync; each mbarrier's operations as accesses by every thread (an unchecked copy)."""
     from planner.core.models import Access
 
     covered, _ = completions(request.buffers, request.syncs, request.loops, request.branches)
     until = {(c.buffer, c.access): c.done for c in covered}
     buffers: list[Buffer] = []
     for i, b in enumerate(request.buffers):
+        if b.kind == "mbarrier":
+            ops = [
+                Access.model_construct(op=op, at=at, bytes=b.size, threads="all")
+                for at, op in _operations(request, plan, b)
+                if b.start <= at < b.end
+            ]
+            buffers.append(b.model_copy(update={"accesses": ops}))
+            continue
         if all(a.agent == "threads" for a in b.accesses):
             buffers.append(b)
             continue
@@ -112,3 +136,34 @@ def _why(
         f"no fence_proxy_async after the last write at {write} followed by a barrier, both by "
         f"the async-proxy access at {proxy}"
     )
+
+
+def uninvalidated(request: PlanRequest, plan: Plan) -> list[tuple[str, str, str]]:
+    """(mbarrier, later, why) for each mbarrier whose bytes a later buffer takes with no
+    mbarrier_inval (the request's, or one the plan lists as inserted or required) after the
+    mbarrier's last operation and inside its lifetime."""
+    where = {p.id: (p.offset, p.offset + p.size) for p in plan.placements if p.memory == "shared"}
+    listed = {(v.mbarrier, v.at) for v in plan.invals if v.origin != "existing"}
+    out: list[tuple[str, str, str]] = []
+    for m in request.buffers:
+        if m.kind != "mbarrier" or m.id not in where:
+            continue
+        named = [s for s in request.syncs if s.mbarrier == m.id]
+        last = max([m.start, *(s.at for s in named if s.kind != "mbarrier_inval")])
+        invals = [s.at for s in named if s.kind == "mbarrier_inval"]
+        invals += [at for ident, at in listed if ident == m.id]
+        freed = any(last < v < m.end for v in invals)
+        lo, hi = where[m.id]
+        for b in request.buffers:
+            if b is m or b.id not in where or b.start < m.end:
+                continue
+            if where[b.id][0] < hi and lo < where[b.id][1] and not freed:
+                out.append(
+                    (
+                        m.id,
+                        b.id,
+                        f"no mbarrier_inval on {m.id!r} after its last operation at {last} "
+                        f"and before its end {m.end}",
+                    )
+                )
+    return out

@@ -67,7 +67,7 @@ def emulation_cost(request: PlanRequest, plan: Plan, max_blocks: int) -> Emulati
         from planner.validators.asyncs import in_flight
 
         # What the emulator runs: each asynchronous access in flight until its covering sync.
-        request = in_flight(request, runtime_barriers(request, plan))
+        request = in_flight(request, runtime_barriers(request, plan), plan)
     block = block_of(request)
     threads = math.prod(block)
     grid = dims3(request.grid)

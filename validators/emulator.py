@@ -84,7 +84,7 @@ def emulate(
 
     fences: list[Violation] = []
     if request.has_async:
-        from planner.validators.asyncs import in_flight, unfenced
+        from planner.validators.asyncs import in_flight, unfenced, uninvalidated
 
         fences = [
             Violation(
@@ -95,7 +95,15 @@ def emulate(
             )
             for earlier, later, why in unfenced(request, plan)
         ]
-        request = in_flight(request, runtime_barriers(request, plan))
+        fences += [
+            Violation(
+                code="missing_inval",
+                message=f"{later!r} runs over the bytes of mbarrier {mbarrier!r}: {why}",
+                buffers=[mbarrier, later],
+            )
+            for mbarrier, later, why in uninvalidated(request, plan)
+        ]
+        request = in_flight(request, runtime_barriers(request, plan), plan)
     report = _emulate(request, plan, max_blocks, max_violations)
     if not fences:
         return report

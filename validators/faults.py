@@ -16,6 +16,8 @@ the arena, Reuse hazard), and only when the break is real:
   access may still run (a reuse before the covering wait; needs an asynchronous access);
 - ``drop_fence``: drop the request's ``fence_proxy_async`` that a reuse of thread-written bytes
   by TMA or wgmma needs (changes the request);
+- ``drop_inval``: drop the mbarrier_inval an mbarrier's bytes wait for before a later buffer
+  takes them (one the plan inserts or requires; or, changing the request, the request's);
 - ``break_alias``: make the later buffer of a thread-local alias touch its bytes from every
   thread (changes the request; needs a plan with ``aliases``);
 - ``drop_back_edge``: drop a barrier of a loop body that the body's own buffer needs between
@@ -59,6 +61,7 @@ FaultKind = Literal[
     "misalign_tile",
     "early_barrier",
     "drop_fence",
+    "drop_inval",
     "break_alias",
     "drop_back_edge",
     "arm_overlap",
@@ -107,6 +110,8 @@ def _plant(
         return _early_barrier(request, plan, rng, plan_only=plan_only)
     if kind == "drop_fence":
         return None if plan_only else _drop_fence(request, plan, rng)
+    if kind == "drop_inval":
+        return _drop_inval(request, plan, rng, plan_only=plan_only)
     if kind == "break_alias":
         return None if plan_only else _break_alias(request, plan, rng)
     if kind == "drop_back_edge":
@@ -346,6 +351,45 @@ def _drop_fence(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
                 f"dropped the fence_proxy_async at {request.syncs[k].at} that orders "
                 f"{earlier!r}'s writes before {later!r}'s async-proxy access",
                 request.syncs[k].at,
+            )
+    return None
+
+
+def _drop_inval(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) -> Fault | None:
+    from planner.validators.asyncs import uninvalidated
+
+    for v in _shuffled(rng, plan.invals):
+        if v.origin != "existing":
+            kept = [x for x in plan.invals if x != v]
+            changed_plan = plan.model_copy(update={"invals": kept})
+            broken = uninvalidated(request, changed_plan)
+            if broken:
+                return Fault(
+                    "drop_inval",
+                    request,
+                    changed_plan,
+                    (v.mbarrier, broken[0][1]),
+                    f"dropped the {v.origin} mbarrier_inval of {v.mbarrier!r} at {v.at}",
+                    v.at,
+                )
+            continue
+        if plan_only:
+            continue
+        syncs = [
+            s
+            for s in request.syncs
+            if not (s.kind == "mbarrier_inval" and s.mbarrier == v.mbarrier)
+        ]
+        changed = request.model_copy(update={"syncs": syncs})
+        broken = uninvalidated(changed, plan)
+        if broken:
+            return Fault(
+                "drop_inval",
+                changed,
+                plan,
+                (v.mbarrier, broken[0][1]),
+                f"dropped the request's mbarrier_inval of {v.mbarrier!r} at {v.at}",
+                v.at,
             )
     return None
 

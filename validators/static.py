@@ -61,6 +61,7 @@ _CODES: tuple[ViolationCode, ...] = (
     "missing_barrier",
     "bad_alias",
     "missing_fence",
+    "missing_inval",
     "too_many_paths",
 )
 _CODE_ORDER = {code: rank for rank, code in enumerate(_CODES)}
@@ -139,9 +140,15 @@ def validate_plan(
         raise ValueError(f"max_violations must be >= 0, got {max_violations!r}")
     out = Collector(max_violations, Violation)
     if request.has_async:
-        from planner.validators.asyncs import in_flight, unfenced
+        from planner.validators.asyncs import in_flight, unfenced, uninvalidated
         from planner.validators.program import runtime_barriers as running
 
+        for mbarrier, later, why in uninvalidated(request, plan):
+            out.add(
+                "missing_inval",
+                f"{later!r} takes bytes of mbarrier {mbarrier!r}: {why}",
+                [mbarrier, later],
+            )
         for earlier, later, why in unfenced(request, plan):
             out.add(
                 "missing_fence",
@@ -150,7 +157,7 @@ def validate_plan(
                 [earlier, later],
             )
         # Each asynchronous access in flight until its covering sync, as the agent's own.
-        request = in_flight(request, running(request, plan))
+        request = in_flight(request, running(request, plan), plan)
     try:
         extents = _check_placements(request, plan, out)
         _check_base_alignment(request, plan, out)

@@ -11,18 +11,73 @@ conflicts (``fence_conflicts``).
 from __future__ import annotations
 
 from planner.core.models import Access, Buffer, PlanRequest
-from planner.core.models.sync import ASYNC_PROXY_AGENTS, completions, scope_of
+from planner.core.models.sync import (
+    ASYNC_PROXY_AGENTS,
+    completions,
+    inval_of,
+    mbarrier_uses,
+    scope_of,
+)
 
-__all__ = ["fence_conflicts", "generic_writes", "lowered", "proxy_firsts"]
+__all__ = [
+    "fence_conflicts",
+    "generic_writes",
+    "inval_points",
+    "lowered",
+    "mbarrier_conflicts",
+    "proxy_firsts",
+]
+
+Invals = dict[int, tuple[int, str]]  # mbarrier buffer index -> (point, "existing"|...)
 
 
-def lowered(request: PlanRequest) -> PlanRequest:
+def inval_points(request: PlanRequest) -> Invals:
+    """The mbarrier_inval each mbarrier buffer's bytes wait for: the request's, else (sync
+    "insert") one inserted, or (sync "none") one required, at the point after its last use when
+    that is inside its lifetime. An mbarrier left out keeps its bytes for good."""
+    out: Invals = {}
+    for i, b in enumerate(request.buffers):
+        if b.kind != "mbarrier":
+            continue
+        given = inval_of(b, request.syncs)
+        if given is not None:
+            out[i] = (given, "existing")
+            continue
+        after = mbarrier_uses(b, request.syncs)[-1][0] + 1
+        policy = request.options.sync
+        if after < b.end and policy in ("insert", "none"):
+            out[i] = (after, "inserted" if policy == "insert" else "required")
+    return out
+
+
+def mbarrier_conflicts(request: PlanRequest, invals: Invals) -> set[tuple[int, int]]:
+    """Pairs ``(i, j)``, ``i < j``: an mbarrier with no inval and any other buffer."""
+    out: set[tuple[int, int]] = set()
+    n = len(request.buffers)
+    for i, b in enumerate(request.buffers):
+        if b.kind == "mbarrier" and i not in invals:
+            out |= {(min(i, j), max(i, j)) for j in range(n) if j != i}
+    return out
+
+
+def lowered(request: PlanRequest, invals: Invals | None = None) -> PlanRequest:
     """``request`` with each asynchronous access as two broadcasts by the threads: at its
-    issue point and at the point before its covering sync (unchecked copy)."""
+    issue point and at the point before its covering sync; an mbarrier's operations (its init,
+    the syncs naming it, its inval) as its broadcasts (unchecked copy)."""
     covered, _ = completions(request.buffers, request.syncs, request.loops, request.branches)
     done = {(c.buffer, c.access): c.done for c in covered}
     buffers: list[Buffer] = []
     for i, b in enumerate(request.buffers):
+        if b.kind == "mbarrier":
+            uses = mbarrier_uses(b, request.syncs)
+            if invals and i in invals and invals[i][1] != "existing":
+                uses.append((invals[i][0], "write"))
+            ops = [
+                Access.model_construct(op=op, at=at, bytes=b.size, threads="all")
+                for at, op in sorted(set(uses))
+            ]
+            buffers.append(b.model_copy(update={"accesses": ops}))
+            continue
         if all(a.agent == "threads" for a in b.accesses):
             buffers.append(b)
             continue

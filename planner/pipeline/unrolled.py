@@ -25,7 +25,13 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core.arrays import distinct
-from planner.core.asyncs import fence_conflicts, lowered
+from planner.core.asyncs import (
+    Invals,
+    fence_conflicts,
+    inval_points,
+    lowered,
+    mbarrier_conflicts,
+)
 from planner.core.errors import RequestError
 from planner.core.io import request_sha256
 from planner.core.models import (
@@ -34,6 +40,7 @@ from planner.core.models import (
     Diagnostic,
     Footprint,
     GraphStats,
+    Inval,
     Launch,
     Placement,
     Plan,
@@ -191,8 +198,28 @@ def plan_unrolled(req: PlanRequest) -> Plan:
     whose fence conflicts are kept apart besides."""
     if not req.has_async:
         return _plan_unrolled(req, set())
-    plan = _plan_unrolled(lowered(req), fence_conflicts(req))
-    return plan.model_copy(update={"request_sha256": request_sha256(req)})
+    invals = inval_points(req)
+    apart = fence_conflicts(req) | mbarrier_conflicts(req, invals)
+    plan = _plan_unrolled(lowered(req, invals), apart)
+    return plan.model_copy(
+        update={"request_sha256": request_sha256(req), "invals": _invals(req, plan, invals)}
+    )
+
+
+def _invals(req: PlanRequest, plan: Plan, invals: Invals) -> list[Inval]:
+    """The invals of the mbarriers whose bytes a later buffer takes in ``plan``."""
+    where = {p.id: (p.offset, p.offset + p.size) for p in plan.placements if p.memory == "shared"}
+    out: list[Inval] = []
+    for i, (at, origin) in sorted(invals.items()):
+        m = req.buffers[i]
+        lo, hi = where[m.id]
+        if any(
+            b.start >= m.end and where[b.id][0] < hi and lo < where[b.id][1]
+            for b in req.buffers
+            if b.id in where and b is not m
+        ):
+            out.append(Inval(mbarrier=m.id, at=at, origin=origin))
+    return out
 
 
 def _plan_unrolled(req: PlanRequest, apart: set[tuple[int, int]]) -> Plan:

@@ -16,6 +16,7 @@ __all__ = [
     "Diagnostic",
     "Footprint",
     "GraphStats",
+    "Inval",
     "Launch",
     "ParetoPoint",
     "Placement",
@@ -31,6 +32,10 @@ Status = Literal["optimal", "feasible", "infeasible", "unknown"]
 
 def _absent(value: object) -> bool:
     return value is None
+
+
+def _empty(value: object) -> bool:
+    return value == []
 
 
 def _false(value: object) -> bool:
@@ -152,6 +157,19 @@ class Footprint(_Model):
             "touches\n"
             "declared bytes from sum(index_base[v] * v) + constant on."
         ),
+    )
+
+
+class Inval(_Model):
+    """An mbarrier_inval that frees an mbarrier's bytes for a later buffer."""
+
+    mbarrier: str = Field(description="The mbarrier buffer's id.")
+    at: int = Field(description="Program point of the inval (after the mbarrier's last use).")
+    origin: Literal["existing", "inserted", "required"] = Field(
+        description=(
+            '"existing": the request\'s; "inserted": the plan adds it (sync "insert"); '
+            '"required": the\ncaller must add it (sync "none").'
+        )
     )
 
 
@@ -348,6 +366,17 @@ class Plan(_Model):
             "Pairs [earlier, later] sharing bytes with no barrier between them, safe because each "
             "shared\n"
             "byte stays with one thread."
+        ),
+    )
+    # Only for requests with mbarrier buffers whose bytes a later buffer takes (absent
+    # otherwise, so older plans read as they did).
+    invals: list[Inval] = Field(
+        default_factory=list,
+        exclude_if=_empty,
+        description=(
+            "The mbarrier_invals the plan relies on (the request's) or needs (inserted under "
+            'sync "insert",\nrequired under "none"), one per mbarrier whose bytes a later '
+            "buffer takes."
         ),
     )
     # options.pareto: the non-dominated (arena, new barriers) plans, fewest new barriers first,

@@ -75,6 +75,7 @@ Swizzle = Literal["none", "32B", "64B", "128B"]
 # swizzle permutes 16-byte chunks within 8 rows of 128 bytes, a 1024-byte atom, and the
 # pattern is taken from the absolute address bits; CUDA programming guide, "Tensor Memory
 # Access", swizzle modes; PTX ISA, "Tensor-map", shared memory alignment)
+MBARRIER_ALIGNMENT = 8  # bytes: an mbarrier is an 8-byte, 8-aligned object (PTX ISA, mbarrier)
 SWIZZLE_ALIGNMENT: dict[str, int] = {"none": 128, "32B": 256, "64B": 512, "128B": 1024}
 _Errors = Errors
 
@@ -84,6 +85,10 @@ class _Hull(int):
     a dump reads back (giving ranges and start/end together is an error)."""
 
     __slots__ = ()
+
+
+def _data(value: str) -> bool:
+    return value == "data"
 
 
 def _threads(value: str) -> bool:
@@ -258,6 +263,16 @@ class Buffer(BaseModel):
         default=None,
         description='Element type for the emitted CUDA/MLIR pointers (e.g. "f16"). Default: bytes.',
     )
+    kind: Literal["data", "mbarrier"] = Field(
+        default="data",
+        exclude_if=_data,
+        description=(
+            '"mbarrier": an 8-byte mbarrier object (8-aligned), initialised at start; the '
+            "syncs naming\nits id are its accesses, and its bytes are free for another buffer "
+            "only after an\nmbarrier_inval that follows its last operation. Default "
+            '"data".'
+        ),
+    )
     swizzle: Swizzle | None = Field(
         default=None,
         exclude_if=absent,
@@ -338,6 +353,8 @@ class Buffer(BaseModel):
                 f"dtype {self.dtype!r}",
                 self.size,
             )
+        if self.kind == "mbarrier":
+            self._check_mbarrier(errors)
         if self.ranges is not None:
             self._check_ranges(errors)
         elif self.end <= self.start:
@@ -370,6 +387,30 @@ class Buffer(BaseModel):
             object.__setattr__(self, "start", _Hull(self.start))
             object.__setattr__(self, "end", _Hull(self.end))
         return self
+
+    def _check_mbarrier(self, errors: _Errors) -> None:
+        if self.size != 8:
+            errors.add(
+                ("size",),
+                "mbarrier_size",
+                f"mbarrier {self.id!r} is an 8-byte object, not {self.size} bytes",
+                self.size,
+            )
+        if self.accesses:
+            errors.add(
+                ("accesses",),
+                "mbarrier_accesses",
+                f"mbarrier {self.id!r} is accessed by the syncs naming it, not by accesses",
+                len(self.accesses),
+            )
+        for field, value in (("ranges", self.ranges), ("swizzle", self.swizzle)):
+            if value is not None:
+                errors.add(
+                    (field,),
+                    "mbarrier_field",
+                    f"mbarrier {self.id!r} takes no {field}",
+                    value,
+                )
 
     def _check_ranges(self, errors: _Errors) -> None:
         assert self.ranges is not None
@@ -741,6 +782,8 @@ class PlanRequest(BaseModel):
             align = max(align, DTYPES[buffer.dtype].bytes)
         if buffer.swizzle is not None:
             align = max(align, SWIZZLE_ALIGNMENT[buffer.swizzle])
+        if buffer.kind == "mbarrier":
+            align = max(align, MBARRIER_ALIGNMENT)
         return align
 
     @property
@@ -815,8 +858,11 @@ class PlanRequest(BaseModel):
 
     @property
     def has_async(self) -> bool:
-        """Whether an access is asynchronous (``agent`` other than ``"threads"``)."""
-        return any(a.agent != "threads" for b in self.buffers for a in b.accesses)
+        """Whether an access is asynchronous (``agent`` other than ``"threads"``) or a buffer
+        is an mbarrier: such a request is planned on its lowered form."""
+        return any(b.kind == "mbarrier" for b in self.buffers) or any(
+            a.agent != "threads" for b in self.buffers for a in b.accesses
+        )
 
     def _check_async_options(self, errors: _Errors) -> None:
         if not self.has_async:

@@ -30,9 +30,11 @@ if TYPE_CHECKING:
 __all__ = [
     "ASYNC_AGENTS",
     "ASYNC_PROXY_AGENTS",
+    "MBARRIER_KINDS",
     "Agent",
     "Covered",
     "GroupKind",
+    "Op",
     "Sync",
     "SyncKind",
     "check_syncs",
@@ -51,8 +53,11 @@ SyncKind = Literal[
     "wait_group",
     "fence_proxy_async",
     "cluster_barrier",
+    "mbarrier_inval",
 ]
+MBARRIER_KINDS = ("mbarrier_wait", "expect_tx", "mbarrier_arrive", "mbarrier_inval")
 GroupKind = Literal["cp.async", "bulk", "wgmma"]
+Op = Literal["read", "write"]
 _GROUP_OF: dict[tuple[str, str], GroupKind] = {
     ("cp.async", "write"): "cp.async",
     ("tma", "read"): "bulk",
@@ -70,7 +75,7 @@ class Sync(BaseModel):
             'What it is: "wait_group" (cp.async.wait_group, cp.async.bulk.wait_group[.read], '
             "wgmma.wait_group),\n"
             '"mbarrier_wait", "expect_tx", "mbarrier_arrive", "fence_proxy_async", '
-            '"named_barrier", "cluster_barrier".'
+            '"named_barrier", "cluster_barrier", "mbarrier_inval".'
         )
     )
     at: Point = Field(description="Program point; it runs before the accesses at that point.")
@@ -100,7 +105,10 @@ class Sync(BaseModel):
         min_length=1,
         max_length=256,
         exclude_if=absent,
-        description="mbarrier_wait, expect_tx, mbarrier_arrive: the mbarrier's name (required).",
+        description=(
+            "mbarrier_wait, expect_tx, mbarrier_arrive, mbarrier_inval: the mbarrier's name "
+            "(required;\nthe id of a buffer of kind mbarrier, or a name of the kernel's own)."
+        ),
     )
     id: int | None = Field(
         default=None,
@@ -119,7 +127,7 @@ class Sync(BaseModel):
             errors.add(("group",), "group_not_allowed", f"a {self.kind} has no group", self.group)
         if self.read and self.group != "bulk":
             errors.add(("read",), "read_not_allowed", "read applies to bulk wait_groups", True)
-        needs = self.kind in ("mbarrier_wait", "expect_tx", "mbarrier_arrive")
+        needs = self.kind in MBARRIER_KINDS
         if needs and self.mbarrier is None:
             errors.add(("mbarrier",), "missing_mbarrier", f"a {self.kind} needs its mbarrier", None)
         if not needs and self.mbarrier is not None:
@@ -254,6 +262,30 @@ def _cover(
     )
 
 
+def mbarrier_uses(buffer: Buffer, syncs: Sequence[Sync]) -> list[tuple[int, Op]]:
+    """(point, op) of the accesses an mbarrier buffer's operations make to its 8 bytes: the
+    init at its start (a write), each wait (a read) and each arrive, expect_tx and inval (a
+    write), in point order."""
+    uses: list[tuple[int, Op]] = [(buffer.start, "write")]
+    for s in syncs:
+        if s.mbarrier == buffer.id and s.kind in MBARRIER_KINDS:
+            uses.append((s.at, "read" if s.kind == "mbarrier_wait" else "write"))
+    return sorted(uses)
+
+
+def inval_of(buffer: Buffer, syncs: Sequence[Sync]) -> int | None:
+    """The point of the mbarrier_inval that frees the mbarrier's bytes: one after every other
+    operation on it, inside its lifetime; None when there is none."""
+    others = [s.at for s in syncs if s.mbarrier == buffer.id and s.kind != "mbarrier_inval"]
+    last = max([buffer.start, *others])
+    invals = [
+        s.at
+        for s in syncs
+        if s.mbarrier == buffer.id and s.kind == "mbarrier_inval" and last < s.at < buffer.end
+    ]
+    return min(invals, default=None)
+
+
 def check_syncs(
     buffers: Sequence[Buffer],
     syncs: Sequence[Sync],
@@ -264,7 +296,17 @@ def check_syncs(
 ) -> None:
     """Syncs inside the program, agents with their ops, and a covering sync for every
     asynchronous access."""
+    barriers = {b.id: b for b in buffers if b.kind == "mbarrier"}
     for k, s in enumerate(syncs):
+        m = barriers.get(s.mbarrier or "")
+        if m is not None and not m.start <= s.at < m.end:
+            errors.add(
+                ("syncs", k, "at"),
+                "sync_outside_mbarrier",
+                f"{s.kind} at point {s.at} on mbarrier {m.id!r} is outside its lifetime "
+                f"[{m.start}, {m.end}) (initialised at {m.start})",
+                s.at,
+            )
         if s.at > min(horizon, MAX_POINT):
             errors.add(
                 ("syncs", k, "at"),
