@@ -345,3 +345,39 @@ def test_selftest_catches_all_async_faults_in_the_examples() -> None:
         assert tally.caught[kind, "static"] == 4
         assert tally.caught[kind, "emulator"] == 4
     assert not tally.failed
+
+
+# --- sync policies: the fences a plan adds or requires --------------------------------------
+
+
+@pytest.mark.parametrize(("sync", "origin"), [("insert", "inserted"), ("none", "required")])
+def test_a_missing_fence_goes_at_an_existing_barrier(sync: str, origin: str) -> None:
+    data = copy.deepcopy(FENCE)
+    data["syncs"] = data["syncs"][1:]  # no fence_proxy_async; the barrier at 2 stands
+    data["options"]["sync"] = sync
+    request, plan = _planned(data)
+    assert plan.arena_bytes == 4096  # Y over X, as with the request's own fence
+    assert [(f.at, f.origin) for f in plan.fences] == [(2, origin)]
+    bad = plan.model_copy(update={"fences": []})
+    assert _codes(request, bad) == ({"missing_fence"}, {"missing_fence"})
+    fault = plant(request, plan, "drop_fence", np.random.default_rng(0))
+    assert fault is not None
+    assert _codes(request, fault) == ({"missing_fence"}, {"missing_fence"})
+
+
+def test_no_fence_is_added_where_no_barrier_of_the_request_can_follow_it() -> None:
+    data = copy.deepcopy(FENCE)
+    data["syncs"] = data["syncs"][1:]
+    data["barriers"] = []
+    data["options"]["sync"] = "insert"
+    _, plan = _planned(data)
+    assert plan.arena_bytes == 8192
+    assert plan.fences == []
+    assert "fences" not in plan.model_dump_json()
+
+
+def test_existing_adds_no_fence() -> None:
+    data = copy.deepcopy(FENCE)
+    data["syncs"] = data["syncs"][1:]
+    _, plan = _planned(data)  # sync "existing"
+    assert (plan.arena_bytes, plan.fences) == (8192, [])

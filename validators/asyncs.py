@@ -83,6 +83,7 @@ def unfenced(request: PlanRequest, plan: Plan) -> list[tuple[str, str, str]]:
     later's async-proxy access is not fenced from the earlier's generic writes."""
     where = {p.id: (p.offset, p.offset + p.size) for p in plan.placements if p.memory == "shared"}
     fences = [s.at for s in request.syncs if s.kind == "fence_proxy_async"]
+    fences += [f.at for f in plan.fences]  # the plan adds them, or the caller must
     barriers = sorted(set(request.barriers) | set(plan.barriers.inserted))
     if request.options.sync == "none":
         barriers = sorted(set(barriers) | set(plan.barriers.required))

@@ -14,8 +14,8 @@ the arena, Reuse hazard), and only when the break is real:
 - ``early_barrier``: move the one barrier that orders a reuse after an asynchronous access's
   covering sync to just before that sync, so the later buffer takes the bytes while the
   access may still run (a reuse before the covering wait; needs an asynchronous access);
-- ``drop_fence``: drop the request's ``fence_proxy_async`` that a reuse of thread-written bytes
-  by TMA or wgmma needs (changes the request);
+- ``drop_fence``: drop the ``fence_proxy_async`` that a reuse of thread-written bytes by TMA or
+  wgmma needs: one the plan adds or requires, or (changing the request) the request's;
 - ``drop_inval``: drop the mbarrier_inval an mbarrier's bytes wait for before a later buffer
   takes them (one the plan inserts or requires; or, changing the request, the request's);
 - ``break_alias``: make the later buffer of a thread-local alias touch its bytes from every
@@ -109,7 +109,7 @@ def _plant(
     if kind == "early_barrier":
         return _early_barrier(request, plan, rng, plan_only=plan_only)
     if kind == "drop_fence":
-        return None if plan_only else _drop_fence(request, plan, rng)
+        return _drop_fence(request, plan, rng, plan_only=plan_only)
     if kind == "drop_inval":
         return _drop_inval(request, plan, rng, plan_only=plan_only)
     if kind == "break_alias":
@@ -333,9 +333,25 @@ def _early_barrier(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: boo
     return None
 
 
-def _drop_fence(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
+def _drop_fence(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) -> Fault | None:
     from planner.validators.asyncs import unfenced
 
+    for f in _shuffled(rng, plan.fences):
+        changed_plan = plan.model_copy(update={"fences": [x for x in plan.fences if x != f]})
+        broken = unfenced(request, changed_plan)
+        if broken:
+            earlier, later, _ = broken[0]
+            return Fault(
+                "drop_fence",
+                request,
+                changed_plan,
+                (earlier, later),
+                f"dropped the {f.origin} fence_proxy_async at {f.at} that orders {earlier!r}'s "
+                f"writes before {later!r}'s async-proxy access",
+                f.at,
+            )
+    if plan_only:
+        return None
     fences = [k for k, s in enumerate(request.syncs) if s.kind == "fence_proxy_async"]
     for k in _shuffled(rng, fences):
         syncs = [s for j, s in enumerate(request.syncs) if j != k]

@@ -20,6 +20,8 @@ from planner.core.models.sync import (
 )
 
 __all__ = [
+    "FenceWindows",
+    "chosen_fences",
     "fence_conflicts",
     "generic_writes",
     "inval_points",
@@ -103,12 +105,21 @@ def proxy_firsts(buffer: Buffer) -> list[int]:
     return [a.at for a in buffer.accesses if a.agent in ASYNC_PROXY_AGENTS]
 
 
-def fence_conflicts(request: PlanRequest) -> set[tuple[int, int]]:
+FenceWindows = dict[tuple[int, int], list[int]]  # (earlier, later) -> barrier points a fence fits
+
+
+def fence_conflicts(
+    request: PlanRequest, windows: FenceWindows | None = None
+) -> set[tuple[int, int]]:
     """Buffer pairs ``(i, j)``, ``i < j``, that may not share bytes for want of a proxy fence:
     one writes through the generic proxy, the other then accesses the bytes through the async
     proxy, and no ``fence_proxy_async`` followed by a barrier of the request stands between the
     last such write and the first such access. A pair inside a common loop, or not wholly one
-    after the other, is kept apart whenever the fence is needed in either order."""
+    after the other, is kept apart whenever the fence is needed in either order.
+
+    With ``windows`` (sync "insert" or "none"), a pair with a barrier of the request in that
+    window (in the async access's scope) is no conflict: a fence at that barrier's point (it
+    runs before the barrier) is enough; the barrier points go to ``windows``."""
     fences = sorted(s.at for s in request.syncs if s.kind == "fence_proxy_async")
     barriers = sorted(set(request.barriers))
     bufs = request.buffers
@@ -126,12 +137,36 @@ def fence_conflicts(request: PlanRequest) -> set[tuple[int, int]]:
             )
             if b.end <= a.start and not in_loop:
                 continue  # the proxy access comes first: the covering wait orders it
-            if _fenced(
-                request, bufs[i], bufs[j], max(writes[i]), min(proxied[j]), fences, barriers
-            ):
+            last, first = max(writes[i]), min(proxied[j])
+            if _fenced(request, a, b, last, first, fences, barriers):
                 continue
+            if windows is not None and a.end <= b.start and not in_loop:
+                here = scope_of(first, request.loops, request.branches)
+                points = [
+                    p
+                    for p in barriers
+                    if last < p <= first and scope_of(p, request.loops, request.branches) == here
+                ]
+                if points:
+                    windows[i, j] = points
+                    continue
             out.add((min(i, j), max(i, j)))
     return out
+
+
+def chosen_fences(windows: FenceWindows, shared: set[tuple[int, int]]) -> list[int]:
+    """The fewest fence points that give every pair in ``shared`` (unordered) a fence at one
+    of its window's barrier points: interval stabbing, windows by their right end, each fence
+    at the latest point of its window (exact: every window is a set of points in order)."""
+    open_ = sorted(
+        (pts for (i, j), pts in windows.items() if (min(i, j), max(i, j)) in shared),
+        key=lambda pts: pts[-1],
+    )
+    chosen: list[int] = []
+    for pts in open_:
+        if not any(p in pts for p in chosen):
+            chosen.append(pts[-1])
+    return sorted(chosen)
 
 
 def _fenced(

@@ -20,13 +20,16 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from planner.core.arrays import distinct
 from planner.core.asyncs import (
+    FenceWindows,
     Invals,
+    chosen_fences,
     fence_conflicts,
     inval_points,
     lowered,
@@ -38,6 +41,7 @@ from planner.core.models import (
     Barriers,
     Certificate,
     Diagnostic,
+    Fence,
     Footprint,
     GraphStats,
     Inval,
@@ -199,11 +203,37 @@ def plan_unrolled(req: PlanRequest) -> Plan:
     if not req.has_async:
         return _plan_unrolled(req, set())
     invals = inval_points(req)
-    apart = fence_conflicts(req) | mbarrier_conflicts(req, invals)
+    windows: FenceWindows | None = {} if req.options.sync in ("insert", "none") else None
+    apart = fence_conflicts(req, windows) | mbarrier_conflicts(req, invals)
     plan = _plan_unrolled(lowered(req, invals), apart)
-    return plan.model_copy(
-        update={"request_sha256": request_sha256(req), "invals": _invals(req, plan, invals)}
+    origin: Literal["inserted", "required"] = (
+        "inserted" if req.options.sync == "insert" else "required"
     )
+    fences = [
+        Fence(at=p, origin=origin) for p in chosen_fences(windows or {}, _sharing_pairs(req, plan))
+    ]
+    return plan.model_copy(
+        update={
+            "request_sha256": request_sha256(req),
+            "invals": _invals(req, plan, invals),
+            "fences": fences,
+        }
+    )
+
+
+def _sharing_pairs(req: PlanRequest, plan: Plan) -> set[tuple[int, int]]:
+    """Buffer pairs ``(i, j)``, ``i < j``, placed on common bytes."""
+    where = [
+        next(((p.offset, p.offset + p.size) for p in plan.placements if p.id == b.id), (0, 0))
+        for b in req.buffers
+    ]
+    n = len(where)
+    return {
+        (i, j)
+        for i in range(n)
+        for j in range(i + 1, n)
+        if where[i][0] < where[j][1] and where[j][0] < where[i][1]
+    }
 
 
 def _invals(req: PlanRequest, plan: Plan, invals: Invals) -> list[Inval]:

@@ -14,6 +14,7 @@ __all__ = [
     "Barriers",
     "Certificate",
     "Diagnostic",
+    "Fence",
     "Footprint",
     "GraphStats",
     "Inval",
@@ -157,6 +158,18 @@ class Footprint(_Model):
             "touches\n"
             "declared bytes from sum(index_base[v] * v) + constant on."
         ),
+    )
+
+
+class Fence(_Model):
+    """A fence_proxy_async the plan adds (or the caller must add) for a reuse."""
+
+    at: int = Field(
+        description="Program point; it runs before the barrier there, which orders the reuse."
+    )
+    origin: Literal["inserted", "required"] = Field(
+        description='"inserted": the plan adds it (sync "insert"); "required": the caller must '
+        '(sync "none").'
     )
 
 
@@ -377,6 +390,17 @@ class Plan(_Model):
             "The mbarrier_invals the plan relies on (the request's) or needs (inserted under "
             'sync "insert",\nrequired under "none"), one per mbarrier whose bytes a later '
             "buffer takes."
+        ),
+    )
+    # Only for requests whose reuses of thread-written bytes by TMA or wgmma need a fence the
+    # request lacks (absent otherwise).
+    fences: list[Fence] = Field(
+        default_factory=list,
+        exclude_if=_empty,
+        description=(
+            'The fence_proxy_asyncs the plan adds (sync "insert") or the caller must add (sync '
+            '"none"),\neach at a barrier of the request, for reuses of thread-written bytes by '
+            "TMA or wgmma."
         ),
     )
     # options.pareto: the non-dominated (arena, new barriers) plans, fewest new barriers first,
