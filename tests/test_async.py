@@ -381,3 +381,20 @@ def test_existing_adds_no_fence() -> None:
     data["syncs"] = data["syncs"][1:]
     _, plan = _planned(data)  # sync "existing"
     assert (plan.arena_bytes, plan.fences) == (8192, [])
+
+
+def test_emitters_carry_the_syncs_and_the_plan_fences() -> None:
+    from planner.emit.cuda import emit_cuda
+    from planner.emit.mlir import emit_mlir
+
+    data = copy.deepcopy(FENCE)
+    data["syncs"] = data["syncs"][1:]
+    data["options"]["sync"] = "insert"
+    request, plan = _planned(data)
+    for text in (emit_cuda(request, plan), emit_mlir(request, plan)):
+        assert "point 2: fence.proxy.async.shared::cta  // inserted by the plan: add it" in text
+        assert 'point 4: mbarrier.try_wait (until the phase completes) "bar"' in text
+    request, plan = _planned(REQ)
+    cuda = emit_cuda(request, plan)
+    assert "point 4: wgmma.wait_group.sync.aligned 0" in cuda
+    assert "point 8: cp.async.bulk.wait_group.read 0" in cuda

@@ -159,3 +159,14 @@ def test_selftest_plants_drop_inval_in_the_example() -> None:
     assert tally.planted["drop_inval"] == 4
     assert tally.caught["drop_inval", "static"] == 4
     assert tally.caught["drop_inval", "emulator"] == 4
+
+
+def test_emitters_carry_the_syncs_and_the_inserted_inval() -> None:
+    from planner.emit.cuda import emit_cuda
+    from planner.emit.mlir import emit_mlir
+
+    request, plan = _planned(_with("insert", None))
+    for text in (emit_cuda(request, plan), emit_mlir(request, plan)):
+        assert "//   point 0: mbarrier.init full" in text
+        assert "//   point 1: mbarrier.try_wait (until the phase completes) full" in text
+        assert "//   point 2: mbarrier.inval full  // inserted by the plan: add it" in text

@@ -18,6 +18,7 @@ from planner.emit._common import (
     placed,
     quoted,
     status_warning,
+    sync_notes,
 )
 
 __all__ = ["emit_mlir"]
@@ -101,6 +102,12 @@ def emit_mlir(request: PlanRequest, plan: Plan) -> str:
     elif notes:
         body.append("// Barriers by program point (each runs before the accesses there):")
         body += [f"//   point {p}: gpu.barrier  // {why}" for p, why in notes]
+    syncs = sync_notes(request, plan, buffers)
+    if syncs:
+        body.append(
+            "// Synchronisation by program point besides barriers (before the accesses there):"
+        )
+        body += [f"//   point {p}: {text}" for p, text in syncs]
     body.append("gpu.return")
     lines += [
         "module attributes {gpu.container_module} {",
