@@ -122,10 +122,10 @@ def _why(
     barriers: list[int],
     looped: bool,
 ) -> str | None:
-    if looped:
-        return "both are in one loop, so each follows the other"
     if not a.end <= b.start:
-        return f"{b.id!r} starts before {a.id!r} ends"
+        if not (looped and b.end <= a.start):
+            return f"{b.id!r} starts before {a.id!r} ends"
+        return _around(request, a, b, write, proxy, fences, barriers)
     here = scope_of(proxy, request.loops, request.branches)
     for f in fences:
         if not write < f <= proxy or scope_of(f, request.loops, request.branches) != here:
@@ -136,6 +136,47 @@ def _why(
     return (
         f"no fence_proxy_async after the last write at {write} followed by a barrier, both by "
         f"the async-proxy access at {proxy}"
+    )
+
+
+def _around(
+    request: PlanRequest,
+    a: Buffer,
+    b: Buffer,
+    write: int,
+    proxy: int,
+    fences: list[int],
+    barriers: list[int],
+) -> str | None:
+    """``b`` first in the body of the innermost loop around both: the path from ``a``'s last
+    write runs to the body's end and on from its start to ``b``'s async access, and a fence
+    then a barrier must lie on it, at points the body runs on every iteration."""
+    loop = min(
+        (
+            lp
+            for lp in request.loops
+            if lp.start <= a.start < lp.end and lp.start <= b.start < lp.end
+        ),
+        key=lambda lp: lp.end - lp.start,
+    )
+    home = scope_of(loop.start, request.loops, request.branches)
+    # Fences and barriers along the path, in its order: the tail of the body, then its head
+    # again; at one point the fence runs before the barrier.
+    marks = [(x, 0) for x in fences] + [(x, 1) for x in barriers]
+    tail = sorted(m for m in marks if write < m[0] < loop.end)
+    head = sorted(m for m in marks if loop.start <= m[0] <= proxy)
+    seen_fence = False
+    for x, what in [*tail, *head]:
+        if scope_of(x, request.loops, request.branches) != home:
+            continue
+        if what == 0:
+            seen_fence = True
+        elif seen_fence:
+            return None
+    return (
+        f"no fence_proxy_async after the last write at {write} followed by a barrier on the "
+        f"way around the back edge of the loop [{loop.start}, {loop.end}) to the async-proxy "
+        f"access at {proxy}"
     )
 
 

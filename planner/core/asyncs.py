@@ -10,7 +10,7 @@ conflicts (``fence_conflicts``).
 
 from __future__ import annotations
 
-from planner.core.models import Access, Buffer, PlanRequest
+from planner.core.models import Access, Buffer, Loop, PlanRequest
 from planner.core.models.sync import (
     ASYNC_PROXY_AGENTS,
     completions,
@@ -114,8 +114,8 @@ def fence_conflicts(
     """Buffer pairs ``(i, j)``, ``i < j``, that may not share bytes for want of a proxy fence:
     one writes through the generic proxy, the other then accesses the bytes through the async
     proxy, and no ``fence_proxy_async`` followed by a barrier of the request stands between the
-    last such write and the first such access. A pair inside a common loop, or not wholly one
-    after the other, is kept apart whenever the fence is needed in either order.
+    last such write and the first such access (around the back edge of the innermost loop
+    around both, when the async access comes first in its body).
 
     With ``windows`` (sync "insert" or "none"), a pair with a barrier of the request in that
     window (in the async access's scope) is no conflict: a fence at that barrier's point (it
@@ -178,10 +178,15 @@ def _fenced(
     fences: list[int],
     barriers: list[int],
 ) -> bool:
+    common = [
+        lp for lp in request.loops if lp.start <= a.start < lp.end and lp.start <= b.start < lp.end
+    ]
     if not a.end <= b.start:
-        return False
-    if any(lp.start <= a.start < lp.end and lp.start <= b.start < lp.end for lp in request.loops):
-        return False
+        if not common or not b.end <= a.start:
+            return False
+        # b comes first in the body: a's writes reach b's next iteration over the back edge.
+        body = min(common, key=lambda lp: lp.end - lp.start)
+        return _fenced_around(request, body, last_write, first_proxy, fences, barriers)
     # Fence and barrier in the access's own scope: they run whenever it does.
     scope = scope_of(first_proxy, request.loops, request.branches)
 
@@ -194,3 +199,34 @@ def _fenced(
         and any(f <= p <= first_proxy and runs(p) for p in barriers)
         for f in fences
     )
+
+
+def _fenced_around(
+    request: PlanRequest,
+    body: Loop,
+    last_write: int,
+    first_proxy: int,
+    fences: list[int],
+    barriers: list[int],
+) -> bool:
+    """A fence after the last write and a barrier after the fence, both on the way from the
+    write around the back edge of ``body`` to the async access of the next iteration, both in
+    the body's own scope (they run on every iteration)."""
+    scope = scope_of(body.start, request.loops, request.branches)
+
+    def runs(point: int) -> bool:
+        return scope_of(point, request.loops, request.branches) == scope
+
+    for f in fences:
+        if not runs(f):
+            continue
+        if last_write < f < body.end:  # before the back edge: a barrier after it, either side
+            if any(
+                runs(p) and (f <= p < body.end or body.start <= p <= first_proxy) for p in barriers
+            ):
+                return True
+        elif body.start <= f <= first_proxy and any(
+            runs(p) and f <= p <= first_proxy for p in barriers
+        ):
+            return True
+    return False
