@@ -100,6 +100,11 @@ class Target(BaseModel):
     static_smem_limit: int = Field(
         description="Above this a kernel needs dynamic shared memory and the opt-in."
     )
+    base_alignment: int = Field(
+        description="Largest alignment of the dynamic shared-memory base a plan may assume."
+    )
+    vendor: str = Field(description='"nvidia" or "amd".')
+    tma: bool = Field(description="Whether the device has TMA (swizzled tensor tiles).")
 
 
 @router.get("/healthz", response_model=Health, responses=simple_responses())
@@ -120,6 +125,9 @@ async def targets() -> list[Target]:
             reserved_per_block=p.reserved_per_block,
             max_blocks_per_sm=p.max_blocks_per_sm,
             static_smem_limit=STATIC_SMEM_LIMIT,
+            base_alignment=p.base_alignment,
+            vendor=p.vendor,
+            tma=p.tma,
         )
         for p in TARGETS.values()
     ]

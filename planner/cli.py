@@ -967,7 +967,15 @@ _TARGET_COLUMNS = (  # (heading, alignment, profile field): text left, byte coun
     ("smem/SM", ">", "smem_per_sm"),
     ("reserved/block", ">", "reserved_per_block"),
     ("max blocks/SM", ">", "max_blocks_per_sm"),
+    ("base align", ">", "base_alignment"),
+    ("TMA", "<", "tma"),
 )
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
 
 
 def _cmd_targets(args: argparse.Namespace) -> int:
@@ -976,7 +984,7 @@ def _cmd_targets(args: argparse.Namespace) -> int:
         _write(None, json.dumps(rows, indent=2) + "\n")
         return EXIT_OK
     columns = [(heading, align) for heading, align, _ in _TARGET_COLUMNS]
-    table = [[str(row[key]) for _, _, key in _TARGET_COLUMNS] for row in rows]
+    table = [[_cell(row[key]) for _, _, key in _TARGET_COLUMNS] for row in rows]
     note = (
         f"bytes; static shared memory stops at {STATIC_SMEM_LIMIT}, above it a kernel needs "
         "the opt-in"

@@ -63,6 +63,11 @@ class _Sum:
 
 def emulation_cost(request: PlanRequest, plan: Plan, max_blocks: int) -> EmulationCost:
     """The cost of ``emulate(request, plan, max_blocks=max_blocks)``, from above."""
+    if request.has_async:
+        from planner.validators.asyncs import in_flight
+
+        # What the emulator runs: each asynchronous access in flight until its covering sync.
+        request = in_flight(request, runtime_barriers(request, plan), plan)
     block = block_of(request)
     threads = math.prod(block)
     grid = dims3(request.grid)

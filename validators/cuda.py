@@ -393,6 +393,7 @@ def program_from_json(text: str) -> KernelProgram:
         grid=tuple(data["grid"]),
         buffers=tuple(ProgramBuffer(**b) for b in data["buffers"]),
         steps=steps,
+        base=int(data.get("base", 0)),
     )
 
 

@@ -29,7 +29,13 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
 from planner.validators.interpreter import TooManyPathsError, build_programs
-from planner.validators.program import AffineAccess, KernelProgram, Step, block_of
+from planner.validators.program import (
+    AffineAccess,
+    KernelProgram,
+    Step,
+    block_of,
+    runtime_barriers,
+)
 
 if TYPE_CHECKING:
     from planner.core.models import Plan, PlanRequest, Violation, ViolationCode
@@ -69,7 +75,46 @@ def emulate(
     max_blocks: int = DEFAULT_MAX_BLOCKS,
     max_violations: int = 1000,
 ) -> EmulationReport:
-    """Run the kernel program of ``plan`` on a shadow arena; report races and clobbers."""
+    """Run the kernel program of ``plan`` on a shadow arena; report races and clobbers.
+
+    An asynchronous access runs as its agent's (a stand-in no thread is) from its issue point
+    until its covering sync (``planner.validators.asyncs``); a missing proxy fence is judged
+    on the placement before the run."""
+    from planner.core.models import Violation
+
+    fences: list[Violation] = []
+    if request.has_async:
+        from planner.validators.asyncs import in_flight, unfenced, uninvalidated
+
+        fences = [
+            Violation(
+                code="missing_fence",
+                message=f"{later!r} touches through the async proxy bytes {earlier!r} wrote "
+                f"through the generic proxy: {why}",
+                buffers=[earlier, later],
+            )
+            for earlier, later, why in unfenced(request, plan)
+        ]
+        fences += [
+            Violation(
+                code="missing_inval",
+                message=f"{later!r} runs over the bytes of mbarrier {mbarrier!r}: {why}",
+                buffers=[mbarrier, later],
+            )
+            for mbarrier, later, why in uninvalidated(request, plan)
+        ]
+        request = in_flight(request, runtime_barriers(request, plan), plan)
+    report = _emulate(request, plan, max_blocks, max_violations)
+    if not fences:
+        return report
+    return report.model_copy(
+        update={"valid": False, "violations": sorted([*fences, *report.violations], key=_sort_key)}
+    )
+
+
+def _emulate(
+    request: PlanRequest, plan: Plan, max_blocks: int, max_violations: int
+) -> EmulationReport:
     from planner.core.models import Violation
 
     try:
@@ -142,14 +187,19 @@ def run_program(
     found = _Found(max_violations, Violation, several_blocks=len(blocks) > 1)
     misaligned: set[str] = set()  # once per buffer, not per range or iteration
     for buf in program.buffers:
-        if buf.offset % buf.alignment and buf.id not in misaligned:
+        address = program.base + buf.offset  # the absolute address (swizzled TMA tiles)
+        if address % buf.alignment and buf.id not in misaligned:
             misaligned.add(buf.id)
-            # The kernel declares the buffer aligned (vector loads, typed pointers): running it
-            # at this offset is undefined whatever the accesses, so it counts before them.
+            # The kernel declares the buffer aligned (vector loads, typed pointers, a TMA
+            # swizzle taken from the address bits): running it at this address is undefined
+            # whatever the accesses, so it counts before them.
+            where = f"offset {buf.offset}"
+            if buf.offset % buf.alignment == 0:
+                where += f" of an arena at address {program.base}"
             found.add(
                 "misaligned",
-                f"{buf.id!r} runs at offset {buf.offset}, not a multiple of its alignment "
-                f"{buf.alignment} (remainder {buf.offset % buf.alignment})",
+                f"{buf.id!r} runs at {where}, not a multiple of its alignment "
+                f"{buf.alignment} (remainder {address % buf.alignment})",
                 [buf.id],
                 buf.start,
             )
@@ -232,7 +282,9 @@ class _Shape:
         if a.broadcast:
             # Every thread touches every element; the race check only needs the smallest and
             # the largest thread per byte, so two threads stand for all of them.
-            edge = np.unique(np.array([0, count - 1], np.int32))
+            # An asynchronous agent is no thread: it stands as one past the last, beside the
+            # first, so it differs from every thread and from another agent's stand-ins.
+            edge = np.unique(np.array([0, count if a.agent else count - 1], np.int32))
             elements = np.tile(np.arange(n, dtype=np.int64), edge.size)
             return _Shape(a, elements, np.repeat(edge, n), (0, 0, 0), n, count * n * a.width)
         coeffs = dict(a.coeffs)

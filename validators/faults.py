@@ -8,6 +8,16 @@ the arena, Reuse hazard), and only when the break is real:
   different threads with no barrier between (an inserted barrier, a required one under sync
   "none", or, changing the request, one of the request's);
 - ``misalign``: move a buffer off its alignment;
+- ``misalign_tile``: put a swizzled TMA tile at an address off its swizzle's alignment, by
+  moving it half its alignment (still a multiple of every smaller alignment) or by halving
+  the base alignment the plan states (needs a buffer with ``swizzle``);
+- ``early_barrier``: move the one barrier that orders a reuse after an asynchronous access's
+  covering sync to just before that sync, so the later buffer takes the bytes while the
+  access may still run (a reuse before the covering wait; needs an asynchronous access);
+- ``drop_fence``: drop the ``fence_proxy_async`` that a reuse of thread-written bytes by TMA or
+  wgmma needs: one the plan adds or requires, or (changing the request) the request's;
+- ``drop_inval``: drop the mbarrier_inval an mbarrier's bytes wait for before a later buffer
+  takes them (one the plan inserts or requires; or, changing the request, the request's);
 - ``break_alias``: make the later buffer of a thread-local alias touch its bytes from every
   thread (changes the request; needs a plan with ``aliases``);
 - ``drop_back_edge``: drop a barrier of a loop body that the body's own buffer needs between
@@ -48,6 +58,10 @@ FaultKind = Literal[
     "overlap",
     "drop_barrier",
     "misalign",
+    "misalign_tile",
+    "early_barrier",
+    "drop_fence",
+    "drop_inval",
     "break_alias",
     "drop_back_edge",
     "arm_overlap",
@@ -90,6 +104,14 @@ def _plant(
         return _drop_barrier(request, plan, rng, plan_only=plan_only)
     if kind == "misalign":
         return _misalign(request, plan, rng)
+    if kind == "misalign_tile":
+        return _misalign_tile(request, plan, rng)
+    if kind == "early_barrier":
+        return _early_barrier(request, plan, rng, plan_only=plan_only)
+    if kind == "drop_fence":
+        return _drop_fence(request, plan, rng, plan_only=plan_only)
+    if kind == "drop_inval":
+        return _drop_inval(request, plan, rng, plan_only=plan_only)
     if kind == "break_alias":
         return None if plan_only else _break_alias(request, plan, rng)
     if kind == "drop_back_edge":
@@ -210,6 +232,180 @@ def _misalign(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
                 _moved(plan, b.id, offset),
                 (b.id,),
                 f"moved {b.id!r} to offset {offset}, off its alignment {align}",
+            )
+    return None
+
+
+def _misalign_tile(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
+    shared = _shared(plan)
+    base = plan.launch.base_alignment
+    for b in _shuffled(rng, [b for b in request.buffers if b.swizzle is not None]):
+        align = request.alignment_of(b)
+        if b.id not in shared:
+            continue
+        if base is not None and base >= align and rng.random() < 0.5:
+            lowered = align // 2
+            launch = plan.launch.model_copy(update={"base_alignment": lowered})
+            return Fault(
+                "misalign_tile",
+                request,
+                plan.model_copy(update={"launch": launch}),
+                (b.id,),
+                f"stated a {lowered}-byte base alignment under {b.id!r}, a swizzle "
+                f"{b.swizzle} tile that needs {align}",
+            )
+        if b.offset is None:
+            offset = shared[b.id].offset + align // 2
+            return Fault(
+                "misalign_tile",
+                request,
+                _moved(plan, b.id, offset),
+                (b.id,),
+                f"moved {b.id!r} (swizzle {b.swizzle}) to offset {offset}, off its {align}-byte "
+                "alignment",
+            )
+    return None
+
+
+def _early_barrier(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) -> Fault | None:
+    from planner.core.models.sync import completions
+
+    covered, _ = completions(request.buffers, request.syncs, request.loops, request.branches)
+    if not covered or request.loops or request.branches:
+        return None
+    shared = _shared(plan)
+    runtime = runtime_barriers(request, plan)
+    for c in _shuffled(rng, covered):
+        a = request.buffers[c.buffer]
+        if a.id not in shared:
+            continue
+        alo, ahi = shared[a.id].offset, shared[a.id].offset + a.size
+        for b in request.buffers:
+            if b.id not in shared or b is a or b.start < a.end:
+                continue
+            blo, bhi = shared[b.id].offset, shared[b.id].offset + b.size
+            if not (alo < bhi and blo < ahi):
+                continue
+            first = min((x.at for x in b.accesses), default=b.start)
+            window = [p for p in runtime if c.done <= p <= first]
+            if len(window) != 1 or c.done - 1 in runtime or c.done - 1 < 0:
+                continue
+            p, q = window[0], c.done - 1
+            moved = sorted({*[x for x in runtime if x != p], q})
+            agent = a.accesses[c.access].agent
+            what = (
+                f"moved the barrier at {p} that orders {b.id!r} after {a.id!r}'s {agent} "
+                f"access (issued at {c.issue}, covered at {c.done}) to {q}, before the "
+                "covering sync"
+            )
+            if p in request.barriers:
+                if plan_only:
+                    continue
+                barriers = sorted({*[x for x in request.barriers if x != p], q})
+                changed = request.model_copy(update={"barriers": barriers})
+                existing = plan.barriers.model_copy(
+                    update={
+                        "existing": barriers,
+                        "required": [x for x in moved if x in plan.barriers.required or x == q],
+                    }
+                )
+                return Fault(
+                    "early_barrier",
+                    changed,
+                    plan.model_copy(update={"barriers": existing}),
+                    (a.id, b.id),
+                    what,
+                    p,
+                )
+            inserted = sorted({*[x for x in plan.barriers.inserted if x != p], q})
+            required = sorted({*[x for x in plan.barriers.required if x != p], q})
+            listed = plan.barriers.model_copy(update={"inserted": inserted, "required": required})
+            if request.options.sync != "insert":
+                listed = plan.barriers.model_copy(update={"required": required})
+            return Fault(
+                "early_barrier",
+                request,
+                plan.model_copy(update={"barriers": listed}),
+                (a.id, b.id),
+                what,
+                p,
+            )
+    return None
+
+
+def _drop_fence(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) -> Fault | None:
+    from planner.validators.asyncs import unfenced
+
+    for f in _shuffled(rng, plan.fences):
+        changed_plan = plan.model_copy(update={"fences": [x for x in plan.fences if x != f]})
+        broken = unfenced(request, changed_plan)
+        if broken:
+            earlier, later, _ = broken[0]
+            return Fault(
+                "drop_fence",
+                request,
+                changed_plan,
+                (earlier, later),
+                f"dropped the {f.origin} fence_proxy_async at {f.at} that orders {earlier!r}'s "
+                f"writes before {later!r}'s async-proxy access",
+                f.at,
+            )
+    if plan_only:
+        return None
+    fences = [k for k, s in enumerate(request.syncs) if s.kind == "fence_proxy_async"]
+    for k in _shuffled(rng, fences):
+        syncs = [s for j, s in enumerate(request.syncs) if j != k]
+        changed = request.model_copy(update={"syncs": syncs})
+        broken = unfenced(changed, plan)
+        if broken:
+            earlier, later, _ = broken[0]
+            return Fault(
+                "drop_fence",
+                changed,
+                plan,
+                (earlier, later),
+                f"dropped the fence_proxy_async at {request.syncs[k].at} that orders "
+                f"{earlier!r}'s writes before {later!r}'s async-proxy access",
+                request.syncs[k].at,
+            )
+    return None
+
+
+def _drop_inval(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) -> Fault | None:
+    from planner.validators.asyncs import uninvalidated
+
+    for v in _shuffled(rng, plan.invals):
+        if v.origin != "existing":
+            kept = [x for x in plan.invals if x != v]
+            changed_plan = plan.model_copy(update={"invals": kept})
+            broken = uninvalidated(request, changed_plan)
+            if broken:
+                return Fault(
+                    "drop_inval",
+                    request,
+                    changed_plan,
+                    (v.mbarrier, broken[0][1]),
+                    f"dropped the {v.origin} mbarrier_inval of {v.mbarrier!r} at {v.at}",
+                    v.at,
+                )
+            continue
+        if plan_only:
+            continue
+        syncs = [
+            s
+            for s in request.syncs
+            if not (s.kind == "mbarrier_inval" and s.mbarrier == v.mbarrier)
+        ]
+        changed = request.model_copy(update={"syncs": syncs})
+        broken = uninvalidated(changed, plan)
+        if broken:
+            return Fault(
+                "drop_inval",
+                changed,
+                plan,
+                (v.mbarrier, broken[0][1]),
+                f"dropped the request's mbarrier_inval of {v.mbarrier!r} at {v.at}",
+                v.at,
             )
     return None
 

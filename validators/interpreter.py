@@ -33,6 +33,7 @@ from planner.validators.program import (
     ProgramBuffer,
     Step,
     affine_access,
+    arena_base,
     block_of,
     build_program,
     dims3,
@@ -250,7 +251,14 @@ class _Walker:
             for v in steps
             if v.accesses or v.barrier
         )
-        program = KernelProgram(self.plan.arena_bytes, self.block, self.grid, tuple(buffers), kept)
+        program = KernelProgram(
+            self.plan.arena_bytes,
+            self.block,
+            self.grid,
+            tuple(buffers),
+            kept,
+            arena_base(self.request, self.plan),
+        )
         return program, arms_seen
 
     def _step(

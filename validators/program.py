@@ -55,6 +55,7 @@ class AffineAccess:
     constant: int  # element offset
     broadcast: bool = False  # "threads": "all": every thread touches [0, size // width)
     guarded: bool = False  # elements outside [0, size // width) are skipped
+    agent: bool = False  # made by an asynchronous agent (with broadcast): no thread's
     # Byte address in the arena of element e: buffers[buffer].offset + e * width.
 
 
@@ -96,11 +97,27 @@ class KernelProgram:
     grid: tuple[int, int, int]
     buffers: tuple[ProgramBuffer, ...]
     steps: tuple[Step, ...]  # sorted by point
+    # bytes: the address the arena runs at (see ``arena_base``); 0 runs offsets as addresses
+    base: int = 0
 
     @property
     def threads(self) -> int:
         """Threads per block."""
         return self.block[0] * self.block[1] * self.block[2]
+
+
+def arena_base(request: PlanRequest, plan: Plan) -> int:
+    """The least aligned address the arena may get on the device (bytes): the base alignment
+    the plan assumes (its ``launch.base_alignment``, else the request's largest alignment),
+    lowered to what the target guarantees where the plan states one. An address that is a
+    multiple of it and of nothing larger, so a buffer aligned only relative to the base runs
+    misaligned here as it may on the device (docs/design.md, Offsets and the arena)."""
+    assumed = plan.launch.base_alignment
+    if assumed is None:
+        # A version-1 plan: the request's alignments are the caller's promise for the base.
+        return max([request.alignment, *(request.alignment_of(b) for b in request.buffers)])
+    profile = request.profile
+    return assumed if profile is None else min(assumed, profile.base_alignment)
 
 
 def runtime_barriers(request: PlanRequest, plan: Plan) -> list[int]:
@@ -158,7 +175,9 @@ def build_program(request: PlanRequest, plan: Plan) -> KernelProgram:
     barriers = set(runtime_barriers(request, plan))
     points = sorted(barriers | set(by_point))
     steps = tuple(Step(p, p in barriers, tuple(by_point.get(p, ()))) for p in points)
-    return KernelProgram(plan.arena_bytes, block, grid, tuple(buffers), steps)
+    return KernelProgram(
+        plan.arena_bytes, block, grid, tuple(buffers), steps, arena_base(request, plan)
+    )
 
 
 def block_of(request: PlanRequest) -> tuple[int, int, int]:
@@ -176,7 +195,8 @@ def dims3(value: list[int] | None) -> tuple[int, int, int]:
 
 def affine_access(index: int, a: Access) -> AffineAccess:
     if a.threads == "all":
-        return AffineAccess(index, a.op, a.bytes, (), (), 0, broadcast=True)
+        agent = a.agent != "threads"
+        return AffineAccess(index, a.op, a.bytes, (), (), 0, broadcast=True, agent=agent)
     coeffs = tuple((a.index or {}).items())
     return AffineAccess(index, a.op, a.bytes, coeffs, tuple(a.loops.items()), a.offset)
 

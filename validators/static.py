@@ -61,6 +61,8 @@ _CODES: tuple[ViolationCode, ...] = (
     "bad_barrier",
     "missing_barrier",
     "bad_alias",
+    "missing_fence",
+    "missing_inval",
     "too_many_paths",
 )
 _CODE_ORDER = {code: rank for rank, code in enumerate(_CODES)}
@@ -144,8 +146,28 @@ def validate_plan(
             violations = sorted(out.items, key=_sort_key)
             return ValidationReport(valid=False, violations=violations, truncated=False)
         request = expanded
+    if request.has_async:
+        from planner.validators.asyncs import in_flight, unfenced, uninvalidated
+        from planner.validators.program import runtime_barriers as running
+
+        for mbarrier, later, why in uninvalidated(request, plan):
+            out.add(
+                "missing_inval",
+                f"{later!r} takes bytes of mbarrier {mbarrier!r}: {why}",
+                [mbarrier, later],
+            )
+        for earlier, later, why in unfenced(request, plan):
+            out.add(
+                "missing_fence",
+                f"{later!r} reads or writes through the async proxy bytes that {earlier!r} wrote "
+                f"through the generic proxy: {why}",
+                [earlier, later],
+            )
+        # Each asynchronous access in flight until its covering sync, as the agent's own.
+        request = in_flight(request, running(request, plan), plan)
     try:
         extents = _check_placements(request, plan, out)
+        _check_base_alignment(request, plan, out)
         _check_footprints(request, plan, out)
         _check_arena(request, plan, out)
         runtime_barriers = _check_barriers(request, plan, out)
@@ -295,6 +317,48 @@ def _check_placements(request: PlanRequest, plan: Plan, out: Collector) -> Seque
             # The kernel touches the buffer's own size, whatever the placement claims.
             extents.append(_extent(b, index, p.offset, size))
     return extents
+
+
+def _check_base_alignment(request: PlanRequest, plan: Plan, out: Collector) -> None:
+    """The base alignment a plan states (``launch.base_alignment``) covers every buffer's
+    alignment, since a buffer's absolute address is the base plus its offset (a swizzled TMA
+    tile takes its pattern from the address), and stays within what the target guarantees.
+    A request with a TMA tile or a target given as figures needs it stated; a version-1 plan
+    leaves it out and its base is the request's largest alignment."""
+    stated = plan.launch.base_alignment
+    tiles = [b.id for b in request.buffers if b.swizzle is not None]
+    if stated is None:
+        if tiles or not isinstance(request.target, (str, type(None))):
+            why = (
+                f"TMA tiles ({', '.join(tiles[:_LIST_PREVIEW])})"
+                if tiles
+                else "a target given as figures"
+            )
+            out.add(
+                "misaligned",
+                "the plan does not state the base alignment it assumes "
+                f"(launch.base_alignment), which a request with {why} needs",
+                tiles,
+            )
+        return
+    if stated < 1 or stated & (stated - 1):
+        out.add("misaligned", f"launch.base_alignment {stated} is not a power of two")
+        return
+    short = [b for b in request.buffers if request.alignment_of(b) > stated]
+    for b in short[:_LIST_PREVIEW]:
+        out.add(
+            "misaligned",
+            f"{b.id!r} needs {request.alignment_of(b)}-byte alignment of its absolute address, "
+            f"but the plan assumes a base aligned to {stated} bytes only",
+            [b.id],
+        )
+    profile = request.profile
+    if profile is not None and stated > profile.base_alignment:
+        out.add(
+            "misaligned",
+            f"the plan assumes a {stated}-byte aligned base; target {profile.name!r} "
+            f"guarantees {profile.base_alignment}",
+        )
 
 
 def _planned_extents(request: PlanRequest, plan: Plan) -> _Planned | None:

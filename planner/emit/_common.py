@@ -30,6 +30,7 @@ __all__ = [
     "placed",
     "quoted",
     "status_warning",
+    "sync_notes",
 ]
 
 # Words a buffer id must not become, in every form the compilers downstream read: C++23
@@ -143,6 +144,55 @@ def barrier_notes(request: PlanRequest, plan: Plan) -> list[tuple[int, str]]:
     return notes
 
 
+def sync_notes(request: PlanRequest, plan: Plan, buffers: list[Placed]) -> list[tuple[int, str]]:
+    """(point, text) of the synchronisation besides block barriers, in point order: each
+    mbarrier buffer's init, the request's syncs, and the fences and invals the plan adds or
+    requires; PTX spelling, buffers by their identifiers, other names JSON-quoted."""
+    names = {b.id: b.name for b in buffers}
+
+    def mbar(ident: str | None) -> str:
+        return names.get(ident or "", quoted(ident or ""))
+
+    notes: list[tuple[int, str]] = []
+    for b in request.buffers:
+        if b.kind == "mbarrier":
+            notes.append((b.start, f"mbarrier.init {names.get(b.id, quoted(b.id))}"))
+    for sync in request.syncs:
+        if sync.kind == "wait_group":
+            op = {
+                "cp.async": "cp.async.wait_group",
+                "bulk": "cp.async.bulk.wait_group.read"
+                if sync.read
+                else "cp.async.bulk.wait_group",
+                "wgmma": "wgmma.wait_group.sync.aligned",
+            }[sync.group or "cp.async"]
+            text = f"{op} {sync.pending}"
+        elif sync.kind == "named_barrier":
+            text = f"bar.sync {sync.id}, <threads>"
+        elif sync.kind == "fence_proxy_async":
+            text = "fence.proxy.async.shared::cta"
+        elif sync.kind == "cluster_barrier":
+            text = "barrier.cluster.arrive; barrier.cluster.wait"
+        else:
+            op = {
+                "mbarrier_wait": "mbarrier.try_wait (until the phase completes)",
+                "expect_tx": "mbarrier.arrive.expect_tx",
+                "mbarrier_arrive": "mbarrier.arrive",
+                "mbarrier_inval": "mbarrier.inval",
+            }[sync.kind]
+            text = f"{op} {mbar(sync.mbarrier)}"
+        notes.append((sync.at, text))
+    words = {"inserted": "inserted by the plan: add it", "required": "required: add it"}
+    for fence in plan.fences:
+        notes.append((fence.at, f"fence.proxy.async.shared::cta  // {words[fence.origin]}"))
+    for inval in plan.invals:
+        if inval.origin != "existing":
+            notes.append(
+                (inval.at, f"mbarrier.inval {mbar(inval.mbarrier)}  // {words[inval.origin]}")
+            )
+    return sorted(notes, key=lambda n: n[0])
+
+
 def status_warning(plan: Plan) -> str | None:
     """A warning line for a plan that does not fit, else None."""
     if plan.status in ("optimal", "feasible"):
@@ -153,9 +203,12 @@ def status_warning(plan: Plan) -> str | None:
     )
 
 
-def max_alignment(request: PlanRequest) -> int:
-    """The arena base alignment: the largest alignment in the request (bytes)."""
-    return max([request.alignment, *(request.alignment_of(b) for b in request.buffers)])
+def max_alignment(request: PlanRequest, plan: Plan | None = None) -> int:
+    """The arena base alignment (bytes): the plan's ``launch.base_alignment`` where it states
+    one, else the largest alignment in the request."""
+    if plan is not None and plan.launch.base_alignment is not None:
+        return plan.launch.base_alignment
+    return request.largest_alignment
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from planner.emit._common import (
     placed,
     quoted,
     status_warning,
+    sync_notes,
 )
 
 __all__ = ["ARENA", "WORKSPACE", "CudaSnippet", "cuda_snippet", "emit_cuda"]
@@ -75,7 +76,7 @@ def cuda_snippet(request: PlanRequest, plan: Plan) -> CudaSnippet:
 
     device = [
         "// ---- device: at the top of the kernel body ----",
-        f"extern __shared__ __align__({max_alignment(request)}) unsigned char {ARENA}[];  "
+        f"extern __shared__ __align__({max_alignment(request, plan)}) unsigned char {ARENA}[];  "
         f"// {plan.arena_bytes} bytes",
     ]
     for b in buffers:
@@ -97,6 +98,13 @@ def cuda_snippet(request: PlanRequest, plan: Plan) -> CudaSnippet:
     elif notes:
         device.append("// Barriers by program point (each runs before the accesses there):")
         device += [f"//   point {p}: __syncthreads();  // {why}" for p, why in notes]
+
+    syncs = sync_notes(request, plan, buffers)
+    if syncs:
+        device.append(
+            "// Synchronisation by program point besides barriers (before the accesses there):"
+        )
+        device += [f"//   point {p}: {text}" for p, text in syncs]
 
     n = plan.arena_bytes
     host = ["// ---- host: before the launch ----"]

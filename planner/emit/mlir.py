@@ -18,6 +18,7 @@ from planner.emit._common import (
     placed,
     quoted,
     status_warning,
+    sync_notes,
 )
 
 __all__ = ["emit_mlir"]
@@ -53,6 +54,15 @@ def emit_mlir(request: PlanRequest, plan: Plan) -> str:
     body = [
         f"%_smem = gpu.dynamic_shared_memory : {_SHARED}",
     ]
+    base = plan.launch.base_alignment
+    if base is not None:
+        # The lowering gives the dynamic shared-memory global 16-byte alignment unless told
+        # otherwise; a plan that states more (TMA tiles) needs the global declared with it.
+        lines.append(
+            f"// The arena base must be {base}-byte aligned: declare the lowered dynamic "
+            f"shared-memory global with {{alignment = {base}}}."
+        )
+        body.append(f"%_smem_aligned = memref.assume_alignment %_smem, {base} : {_SHARED}")
     constants: dict[int, str] = {}
 
     def const(value: int) -> str:
@@ -65,7 +75,8 @@ def emit_mlir(request: PlanRequest, plan: Plan) -> str:
         if b.memory == "shared":
             shift = const(b.offset)
             body.append(f"// {_where(b)}")
-            body.append(_view(b, "%_smem", shift, _SHARED, "#gpu.address_space<workgroup>"))
+            source = "%_smem" if base is None else "%_smem_aligned"
+            body.append(_view(b, source, shift, _SHARED, "#gpu.address_space<workgroup>"))
     if spilled:
         body.append(f"// Spilled buffers: %_workspace holds {plan.global_bytes} bytes per block.")
         body += [
@@ -91,6 +102,12 @@ def emit_mlir(request: PlanRequest, plan: Plan) -> str:
     elif notes:
         body.append("// Barriers by program point (each runs before the accesses there):")
         body += [f"//   point {p}: gpu.barrier  // {why}" for p, why in notes]
+    syncs = sync_notes(request, plan, buffers)
+    if syncs:
+        body.append(
+            "// Synchronisation by program point besides barriers (before the accesses there):"
+        )
+        body += [f"//   point {p}: {text}" for p, text in syncs]
     body.append("gpu.return")
     lines += [
         "module attributes {gpu.container_module} {",

@@ -54,7 +54,7 @@ def assemble(ctx: Context, attempt: Attempt, chosen: bool) -> Plan:
             required=choice.required,
         ),
         footprints=ctx.footprints,
-        launch=Launch(**launch_figures(req.target, arena, naive)),
+        launch=Launch(**launch_figures(req.profile, arena, naive, req.stated_base_alignment)),
         solver=SolverInfo(
             name=result.name,
             proved_optimal=result.proved_optimal,

@@ -403,7 +403,12 @@ def _merge(
             "spilled": ids,
             "global_bytes": workspace.arena_bytes,
             "launch": Launch(
-                **launch_figures(request.target, shared.arena_bytes, base.naive_bytes)
+                **launch_figures(
+                    request.profile,
+                    shared.arena_bytes,
+                    base.naive_bytes,
+                    request.stated_base_alignment,
+                )
             ),
             "solver": shared.solver,
             "diagnostics": [note, *shared.diagnostics],

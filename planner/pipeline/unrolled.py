@@ -20,19 +20,31 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from planner.core.arrays import distinct
+from planner.core.asyncs import (
+    FenceWindows,
+    Invals,
+    chosen_fences,
+    fence_conflicts,
+    inval_points,
+    lowered,
+    mbarrier_conflicts,
+)
 from planner.core.errors import RequestError
 from planner.core.io import request_sha256
 from planner.core.models import (
     Barriers,
     Certificate,
     Diagnostic,
+    Fence,
     Footprint,
     GraphStats,
+    Inval,
     Launch,
     Placement,
     Plan,
@@ -186,7 +198,62 @@ def _own_race(
 
 
 def plan_unrolled(req: PlanRequest) -> Plan:
-    """The plan of a request with loops, branches or ranges (``req.has_control_flow``)."""
+    """The plan of a request with loops, branches or ranges (``req.has_control_flow``); one
+    with asynchronous accesses is planned on its lowered form (``planner.core.asyncs``),
+    whose fence conflicts are kept apart besides."""
+    if not req.has_async:
+        return _plan_unrolled(req, set())
+    invals = inval_points(req)
+    windows: FenceWindows | None = {} if req.options.sync in ("insert", "none") else None
+    apart = fence_conflicts(req, windows) | mbarrier_conflicts(req, invals)
+    plan = _plan_unrolled(lowered(req, invals), apart)
+    origin: Literal["inserted", "required"] = (
+        "inserted" if req.options.sync == "insert" else "required"
+    )
+    fences = [
+        Fence(at=p, origin=origin) for p in chosen_fences(windows or {}, _sharing_pairs(req, plan))
+    ]
+    return plan.model_copy(
+        update={
+            "request_sha256": request_sha256(req),
+            "invals": _invals(req, plan, invals),
+            "fences": fences,
+        }
+    )
+
+
+def _sharing_pairs(req: PlanRequest, plan: Plan) -> set[tuple[int, int]]:
+    """Buffer pairs ``(i, j)``, ``i < j``, placed on common bytes."""
+    where = [
+        next(((p.offset, p.offset + p.size) for p in plan.placements if p.id == b.id), (0, 0))
+        for b in req.buffers
+    ]
+    n = len(where)
+    return {
+        (i, j)
+        for i in range(n)
+        for j in range(i + 1, n)
+        if where[i][0] < where[j][1] and where[j][0] < where[i][1]
+    }
+
+
+def _invals(req: PlanRequest, plan: Plan, invals: Invals) -> list[Inval]:
+    """The invals of the mbarriers whose bytes a later buffer takes in ``plan``."""
+    where = {p.id: (p.offset, p.offset + p.size) for p in plan.placements if p.memory == "shared"}
+    out: list[Inval] = []
+    for i, (at, origin) in sorted(invals.items()):
+        m = req.buffers[i]
+        lo, hi = where[m.id]
+        if any(
+            b.start >= m.end and where[b.id][0] < hi and lo < where[b.id][1]
+            for b in req.buffers
+            if b.id in where and b is not m
+        ):
+            out.append(Inval(mbarrier=m.id, at=at, origin=origin))
+    return out
+
+
+def _plan_unrolled(req: PlanRequest, apart: set[tuple[int, int]]) -> Plan:
     prog = build_program(req)
     needed = SECONDS_PER_HAZARD * prog.hazards.n
     if needed > req.options.time_limit:
@@ -214,7 +281,7 @@ def plan_unrolled(req: PlanRequest) -> Plan:
     if sync == "insert" and opts.max_new_barriers == 0:
         sync = "existing"
     events = _events(req)
-    live = prog.live_pairs
+    live = prog.live_pairs | apart
     al = PieceAliases(req, prog, sizes)
     if sync == "none":
         # The caller synchronizes: the request's barriers count, the rest are listed.
@@ -627,7 +694,7 @@ def _assemble(
             required_executions=sum(req.executions_at(p) for p in chosen.required),
         ),
         footprints=footprints,
-        launch=Launch(**launch_figures(req.target, arena, naive)),
+        launch=Launch(**launch_figures(req.profile, arena, naive, req.stated_base_alignment)),
         solver=SolverInfo(
             name=chosen.name,
             proved_optimal=proved,

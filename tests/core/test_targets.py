@@ -8,28 +8,53 @@ import pytest
 
 import planner
 from planner.cli import main
+from planner.core.errors import RequestError
+from planner.core.io import parse_request
 from planner.core.targets import TARGETS, blocks_per_sm, launch_figures
 
 Capture = pytest.CaptureFixture[str]
 
 # docs/design.md, Device profiles, typed in by hand: (max smem per block, smem per SM,
-# reserved, max blocks).
+# reserved, max blocks, base alignment, TMA).
 DESIGN_TABLE = {
-    "sm_70": (98304, 98304, 0, 32),
-    "sm_75": (65536, 65536, 0, 16),
-    "sm_80": (166912, 167936, 1024, 32),
-    "sm_86": (101376, 102400, 1024, 16),
-    "sm_89": (101376, 102400, 1024, 24),
-    "sm_90": (232448, 233472, 1024, 32),
+    "sm_70": (98304, 98304, 0, 32, 16, False),
+    "sm_75": (65536, 65536, 0, 16, 16, False),
+    "sm_80": (166912, 167936, 1024, 32, 16, False),
+    "sm_86": (101376, 102400, 1024, 16, 16, False),
+    "sm_87": (166912, 167936, 1024, 16, 16, False),
+    "sm_89": (101376, 102400, 1024, 24, 16, False),
+    "sm_90": (232448, 233472, 1024, 32, 1024, True),
+    "sm_100": (232448, 233472, 1024, 32, 1024, True),
+    "sm_103": (232448, 233472, 1024, 32, 1024, True),
+    "sm_120": (101376, 102400, 1024, 32, 1024, True),
+    "gfx90a": (65536, 65536, 0, 32, 16, False),
+    "gfx942": (65536, 65536, 0, 32, 16, False),
+    "gfx950": (163840, 163840, 0, 32, 16, False),
 }
 
 
 def test_profiles_match_the_design_table() -> None:
     got = {
-        name: (p.max_smem_per_block, p.smem_per_sm, p.reserved_per_block, p.max_blocks_per_sm)
+        name: (
+            p.max_smem_per_block,
+            p.smem_per_sm,
+            p.reserved_per_block,
+            p.max_blocks_per_sm,
+            p.base_alignment,
+            p.tma,
+        )
         for name, p in TARGETS.items()
     }
     assert got == DESIGN_TABLE
+
+
+def test_every_nvidia_profile_from_sm_80_reserves_1_kb_and_amd_none() -> None:
+    for p in TARGETS.values():
+        if p.vendor == "amd":
+            assert p.reserved_per_block == 0
+        elif p.name not in ("sm_70", "sm_75"):
+            assert p.reserved_per_block == 1024, p.name
+            assert p.smem_per_sm - p.max_smem_per_block == 1024, p.name
 
 
 @pytest.mark.parametrize(
@@ -48,6 +73,12 @@ def test_profiles_match_the_design_table() -> None:
         ("sm_89", 50000, 2),  # 102400 // 51024 = 2.007
         ("sm_86", 50176, 2),  # 102400 // 51200 = 2 exactly
         ("sm_86", 50177, 1),
+        ("sm_100", 16384, 13),  # as sm_90
+        ("sm_120", 50176, 2),  # 102400 // 51200
+        ("sm_87", 8192, 16),  # 167936 // 9216 = 18.2, capped at 16
+        ("gfx942", 16384, 4),  # 65536 // 16384, nothing reserved
+        ("gfx950", 40960, 4),  # 163840 // 40960
+        ("gfx90a", 65537, 0),
     ],
 )
 def test_blocks_per_sm(target: str, smem: int, blocks: int) -> None:
@@ -93,10 +124,11 @@ def test_cli_targets_table(capsys: Capture) -> None:
     assert main(["targets"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[:2] == ["target", "devices"]
-    rows = {line.split()[0]: line.split() for line in lines[1:] if line.startswith("sm_")}
+    rows = {line.split()[0]: line.split() for line in lines[1:] if line[:2] in ("sm", "gf")}
     assert set(rows) == set(DESIGN_TABLE)
     for name, figures in DESIGN_TABLE.items():
-        assert [int(x) for x in rows[name][-4:]] == list(figures)
+        assert [int(x) for x in rows[name][-6:-1]] == list(figures[:5])
+        assert rows[name][-1] == ("yes" if figures[5] else "no")
 
 
 def test_cli_targets_json(capsys: Capture) -> None:
@@ -108,8 +140,74 @@ def test_cli_targets_json(capsys: Capture) -> None:
             r["smem_per_sm"],
             r["reserved_per_block"],
             r["max_blocks_per_sm"],
+            r["base_alignment"],
+            r["tma"],
         )
         for r in rows
     }
     assert got == DESIGN_TABLE
-    assert rows[-1]["devices"] == "H100, H200"
+    assert rows[-1]["devices"] == "MI350X, MI355X"
+
+
+# --- a target given as figures --------------------------------------------------------------
+
+FIGURES = {"name": "npu_x", "capacity": 65536, "reserved": 512, "blocks_per_sm": 8}
+
+
+def test_a_target_given_as_figures_sets_capacity_and_launch_figures() -> None:
+    request = {
+        "target": FIGURES,
+        "buffers": [
+            {"id": "a", "size": 8192, "start": 0, "end": 2},
+            {"id": "b", "size": 8192, "start": 1, "end": 3},
+        ],
+    }
+    plan = planner.plan(request)
+    assert plan.capacity == 65536
+    # smem per SM defaults to capacity + reserved: 66048 // (16384 + 512) = 3
+    assert plan.launch.blocks_per_sm == 3
+    assert plan.launch.base_alignment == 1  # stated for a target given as figures
+    assert planner.validate(request, plan).valid
+
+
+def test_figures_profile_defaults() -> None:
+    profile = parse_request({"target": FIGURES, "buffers": []}).profile
+    assert profile is not None
+    assert (profile.smem_per_sm, profile.reserved_per_block, profile.base_alignment) == (
+        66048,
+        512,
+        16,
+    )
+    assert not profile.tma
+
+
+@pytest.mark.parametrize(
+    ("target", "loc", "kind"),
+    [
+        ({**FIGURES, "smem_per_sm": 1000}, ["target", "TargetFigures", "smem_per_sm"], None),
+        ({**FIGURES, "base_alignment": 48}, ["target", "TargetFigures", "base_alignment"], None),
+        ({"capacity": 1024}, ["target", "TargetFigures", "blocks_per_sm"], "missing"),
+        ({**FIGURES, "colour": "red"}, ["target", "TargetFigures", "colour"], "extra_forbidden"),
+    ],
+)
+def test_bad_figures_name_the_field(target: dict[str, object], loc: list[str], kind: str) -> None:
+    with pytest.raises(RequestError) as info:
+        parse_request({"target": target, "buffers": []})
+    found = [e for e in info.value.errors if e["loc"][-1] == loc[-1]]
+    assert found, info.value.errors
+    if kind is not None:
+        assert found[0]["type"] == kind
+
+
+def test_an_alignment_beyond_the_figures_guarantee_is_refused() -> None:
+    request = {
+        "target": {**FIGURES, "base_alignment": 128},
+        "buffers": [{"id": "t", "size": 4096, "start": 0, "end": 2, "alignment": 256}],
+    }
+    with pytest.raises(RequestError) as info:
+        parse_request(request)
+    (error,) = info.value.errors
+    assert error["loc"] == ["buffers", 0, "alignment"]
+    assert error["type"] == "alignment_beyond_target"
+    assert "256" in error["msg"]
+    assert "128" in error["msg"]

@@ -517,7 +517,13 @@ def _nothing_to_break(request: PlanRequest, plan: Plan, kind: str) -> bool:
             a.id != b.id and live_together(request, a, b) for a in request.buffers for b in free
         )
     if kind == "drop_barrier":  # one thread: program order alone orders every access
-        return not plan.barriers.required or math.prod(request.block or [1]) < 2
+        if not plan.barriers.required or math.prod(request.block or [1]) < 2:
+            return True
+        # The kind plants in one straight stretch of the program; reuses that cross a loop
+        # boundary (an epilogue after a K loop) are drop_back_edge's and early_barrier's.
+        from planner.validators.faults import _reuses, _shared
+
+        return not _reuses(request, _shared(plan))
     if kind == "misalign":
         return all(request.alignment_of(b) == 1 for b in free)
     return not plan.aliases

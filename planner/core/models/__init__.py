@@ -5,8 +5,10 @@ from planner.core.models.plan import (
     Barriers,
     Certificate,
     Diagnostic,
+    Fence,
     Footprint,
     GraphStats,
+    Inval,
     Launch,
     ParetoPoint,
     Placement,
@@ -30,6 +32,7 @@ from planner.core.models.request import (
     Options,
     PlanRequest,
 )
+from planner.core.models.sync import Sync
 
 __all__ = [
     "DEFAULT_MAX_BUFFERS",
@@ -45,8 +48,10 @@ __all__ = [
     "Certificate",
     "Copies",
     "Diagnostic",
+    "Fence",
     "Footprint",
     "GraphStats",
+    "Inval",
     "Launch",
     "Loop",
     "Options",
@@ -59,6 +64,7 @@ __all__ = [
     "SolverInfo",
     "Status",
     "Stopped",
+    "Sync",
     "ValidationReport",
     "Violation",
     "ViolationCode",

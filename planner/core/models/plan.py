@@ -14,8 +14,10 @@ __all__ = [
     "Barriers",
     "Certificate",
     "Diagnostic",
+    "Fence",
     "Footprint",
     "GraphStats",
+    "Inval",
     "Launch",
     "ParetoPoint",
     "Placement",
@@ -34,6 +36,10 @@ Stopped = Literal["proved", "within_tolerance", "budget", "time"]
 
 def _absent(value: object) -> bool:
     return value is None
+
+
+def _empty(value: object) -> bool:
+    return value == []
 
 
 def _false(value: object) -> bool:
@@ -158,6 +164,31 @@ class Footprint(_Model):
     )
 
 
+class Fence(_Model):
+    """A fence_proxy_async the plan adds (or the caller must add) for a reuse."""
+
+    at: int = Field(
+        description="Program point; it runs before the barrier there, which orders the reuse."
+    )
+    origin: Literal["inserted", "required"] = Field(
+        description='"inserted": the plan adds it (sync "insert"); "required": the caller must '
+        '(sync "none").'
+    )
+
+
+class Inval(_Model):
+    """An mbarrier_inval that frees an mbarrier's bytes for a later buffer."""
+
+    mbarrier: str = Field(description="The mbarrier buffer's id.")
+    at: int = Field(description="Program point of the inval (after the mbarrier's last use).")
+    origin: Literal["existing", "inserted", "required"] = Field(
+        description=(
+            '"existing": the request\'s; "inserted": the plan adds it (sync "insert"); '
+            '"required": the\ncaller must add it (sync "none").'
+        )
+    )
+
+
 class Launch(_Model):
     """What the kernel launch needs for this arena."""
 
@@ -179,6 +210,18 @@ class Launch(_Model):
         description=(
             "The same for naive_bytes (no reuse): what the plan's reuse wins; null without a "
             "target."
+        ),
+    )
+    # Only for requests with a TMA tile or a target given as figures (absent otherwise, so
+    # older plans read as they did; theirs is the request's largest alignment).
+    base_alignment: int | None = Field(  # bytes
+        default=None,
+        exclude_if=_absent,
+        description=(
+            "Alignment of the dynamic shared-memory base the plan assumes, in bytes (the "
+            "largest\nalignment it needs): the kernel declares its arena __align__(N). Present "
+            "for requests with a\nTMA tile (swizzle) or a target given as figures; otherwise "
+            "it is the request's largest\nalignment."
         ),
     )
 
@@ -359,6 +402,28 @@ class Plan(_Model):
             "Pairs [earlier, later] sharing bytes with no barrier between them, safe because each "
             "shared\n"
             "byte stays with one thread."
+        ),
+    )
+    # Only for requests with mbarrier buffers whose bytes a later buffer takes (absent
+    # otherwise, so older plans read as they did).
+    invals: list[Inval] = Field(
+        default_factory=list,
+        exclude_if=_empty,
+        description=(
+            "The mbarrier_invals the plan relies on (the request's) or needs (inserted under "
+            'sync "insert",\nrequired under "none"), one per mbarrier whose bytes a later '
+            "buffer takes."
+        ),
+    )
+    # Only for requests whose reuses of thread-written bytes by TMA or wgmma need a fence the
+    # request lacks (absent otherwise).
+    fences: list[Fence] = Field(
+        default_factory=list,
+        exclude_if=_empty,
+        description=(
+            'The fence_proxy_asyncs the plan adds (sync "insert") or the caller must add (sync '
+            '"none"),\neach at a barrier of the request, for reuses of thread-written bytes by '
+            "TMA or wgmma."
         ),
     )
     # options.pareto: the non-dominated (arena, new barriers) plans, fewest new barriers first,

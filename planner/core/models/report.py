@@ -25,6 +25,8 @@ ViolationCode = Literal[
     "bad_alias",  # a claimed alias whose shared bytes are not touched by one thread only
     "bad_footprint",  # a footprint that differs from the per-block slice the accesses touch
     "too_many_paths",  # loops and branches unroll to more executions than a validator checks
+    "missing_fence",  # generic-proxy writes, then an async-proxy access, with no proxy fence
+    "missing_inval",  # an mbarrier's bytes reused with no mbarrier_inval after its last use
 ]
 
 

@@ -38,8 +38,9 @@ from planner.core.models.control import (
     check_ranges_vs_loops,
     executions_at,
 )
+from planner.core.models.sync import Agent, Sync, check_syncs
 from planner.core.solver_names import HEURISTICS, METHODS, SOLVER_NAMES
-from planner.core.targets import TARGETS
+from planner.core.targets import TARGETS, DeviceProfile
 
 __all__ = [
     "DEFAULT_MAX_BUFFERS",
@@ -55,6 +56,7 @@ __all__ = [
     "Options",
     "PlanRequest",
     "SyncPolicy",
+    "TargetFigures",
 ]
 
 MAX_ALIGNMENT = 1 << 30  # bytes
@@ -69,6 +71,13 @@ MAX_NAME = 64  # characters of a loop or index variable's name
 VarName = Annotated[str, Field(max_length=MAX_NAME)]
 
 SyncPolicy = Literal["existing", "insert", "none"]
+Swizzle = Literal["none", "32B", "64B", "128B"]
+# bytes: the alignment of a TMA tile's shared-memory address per swizzle mode (a 128-byte
+# swizzle permutes 16-byte chunks within 8 rows of 128 bytes, a 1024-byte atom, and the
+# pattern is taken from the absolute address bits; CUDA programming guide, "Tensor Memory
+# Access", swizzle modes; PTX ISA, "Tensor-map", shared memory alignment)
+MBARRIER_ALIGNMENT = 8  # bytes: an mbarrier is an 8-byte, 8-aligned object (PTX ISA, mbarrier)
+SWIZZLE_ALIGNMENT: dict[str, int] = {"none": 128, "32B": 256, "64B": 512, "128B": 1024}
 _Errors = Errors
 
 
@@ -77,6 +86,14 @@ class _Hull(int):
     a dump reads back (giving ranges and start/end together is an error)."""
 
     __slots__ = ()
+
+
+def _data(value: str) -> bool:
+    return value == "data"
+
+
+def _threads(value: str) -> bool:
+    return value == "threads"
 
 
 def _derived(value: int) -> bool:
@@ -154,6 +171,23 @@ class Access(BaseModel):
     threads: Literal["all"] | None = Field(  # "all": any thread may touch any byte
         default=None,
         description='"all": a broadcast, any thread may touch any byte (instead of index).',
+    )
+    agent: Agent = Field(
+        default="threads",
+        exclude_if=_threads,
+        description=(
+            'Who makes the access: "threads" (ld/st by the threads), or asynchronously '
+            '"cp.async" (a\nwrite), "tma" (a write: a load into shared memory; a read: a '
+            'store\'s source) or "mma" (a\nwgmma operand read); an asynchronous access '
+            'completes at the sync that covers it. Default\n"threads".'
+        ),
+    )
+    mbarrier: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=256,
+        exclude_if=absent,
+        description="A TMA write only (required there): the mbarrier its completion arrives on.",
     )
 
     @model_validator(mode="after")
@@ -268,6 +302,26 @@ class Buffer(BaseModel):
         default=None,
         description='Element type for the emitted CUDA/MLIR pointers (e.g. "f16"). Default: bytes.',
     )
+    kind: Literal["data", "mbarrier"] = Field(
+        default="data",
+        exclude_if=_data,
+        description=(
+            '"mbarrier": an 8-byte mbarrier object (8-aligned), initialised at start; the '
+            "syncs naming\nits id are its accesses, and its bytes are free for another buffer "
+            "only after an\nmbarrier_inval that follows its last operation. Default "
+            '"data".'
+        ),
+    )
+    swizzle: Swizzle | None = Field(
+        default=None,
+        exclude_if=absent,
+        description=(
+            'A tile TMA writes or reads, and its swizzle mode ("none", "32B", "64B", "128B"): '
+            "its\nabsolute shared-memory address then needs 128, 256, 512 or 1024-byte "
+            "alignment, which the\nbuffer's alignment is raised to (sm_90 and later). "
+            "Default: no TMA tile."
+        ),
+    )
     ranges: list[Span] | None = Field(
         default=None,
         min_length=1,
@@ -363,6 +417,8 @@ class Buffer(BaseModel):
                 "offset are chosen together",
                 None,
             )
+        if self.kind == "mbarrier":
+            self._check_mbarrier(errors)
         if self.ranges is not None:
             self._check_ranges(errors)
         elif self.end <= self.start:
@@ -395,6 +451,30 @@ class Buffer(BaseModel):
             object.__setattr__(self, "start", _Hull(self.start))
             object.__setattr__(self, "end", _Hull(self.end))
         return self
+
+    def _check_mbarrier(self, errors: _Errors) -> None:
+        if self.size != 8:
+            errors.add(
+                ("size",),
+                "mbarrier_size",
+                f"mbarrier {self.id!r} is an 8-byte object, not {self.size} bytes",
+                self.size,
+            )
+        if self.accesses:
+            errors.add(
+                ("accesses",),
+                "mbarrier_accesses",
+                f"mbarrier {self.id!r} is accessed by the syncs naming it, not by accesses",
+                len(self.accesses),
+            )
+        for field, value in (("ranges", self.ranges), ("swizzle", self.swizzle)):
+            if value is not None:
+                errors.add(
+                    (field,),
+                    "mbarrier_field",
+                    f"mbarrier {self.id!r} takes no {field}",
+                    value,
+                )
 
     def _check_ranges(self, errors: _Errors) -> None:
         assert self.ranges is not None
@@ -537,6 +617,85 @@ class Options(BaseModel):
         return value
 
 
+class TargetFigures(BaseModel):
+    """A device the profile table lacks, given by its shared-memory figures."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(
+        default="custom",
+        min_length=1,
+        max_length=64,
+        description='A label for the device, echoed nowhere but in messages. Default "custom".',
+    )
+    capacity: Bytes = Field(
+        description="Bytes of dynamic shared memory one block may use (with the opt-in)."
+    )
+    reserved: int = Field(  # bytes per resident block
+        default=0,
+        ge=0,
+        le=MAX_SIZE,
+        description="Bytes the system reserves per resident block (1024 on sm_80 and later). "
+        "Default 0.",
+    )
+    blocks_per_sm: int = Field(
+        ge=1,
+        le=1024,
+        description="Resident blocks per multiprocessor at most (the hardware cap).",
+    )
+    smem_per_sm: int | None = Field(  # bytes; None: capacity + reserved
+        default=None,
+        ge=1,
+        le=MAX_SIZE,
+        description="Shared memory per multiprocessor in bytes. Default: capacity + reserved.",
+    )
+    base_alignment: int = Field(  # bytes
+        default=16,
+        ge=1,
+        le=MAX_ALIGNMENT,
+        description=(
+            "Largest alignment of the dynamic shared-memory base the device guarantees, a power "
+            "of two;\nno buffer may need more. Default 16."
+        ),
+    )
+    tma: bool = Field(
+        default=False,
+        description="Whether the device has TMA (swizzled tensor tiles). Default false.",
+    )
+
+    _alignment = field_validator("base_alignment")(_check_alignment)
+
+    @model_validator(mode="after")
+    def _per_sm(self) -> TargetFigures:
+        if self.smem_per_sm is not None and self.smem_per_sm < self.capacity + self.reserved:
+            errors = _Errors("TargetFigures")
+            errors.add(
+                ("smem_per_sm",),
+                "smem_per_sm_too_small",
+                f"smem_per_sm {self.smem_per_sm} is less than capacity {self.capacity} plus "
+                f"reserved {self.reserved}: not even one block fits",
+                self.smem_per_sm,
+            )
+            errors.raise_if_any()
+        return self
+
+    @property
+    def profile(self) -> DeviceProfile:
+        """The figures as a device profile."""
+        per_sm = self.smem_per_sm
+        return DeviceProfile(
+            name=self.name,
+            devices="given as figures",
+            max_smem_per_block=self.capacity,
+            smem_per_sm=self.capacity + self.reserved if per_sm is None else per_sm,
+            reserved_per_block=self.reserved,
+            max_blocks_per_sm=self.blocks_per_sm,
+            base_alignment=self.base_alignment,
+            vendor="other",
+            tma=self.tma,
+        )
+
+
 # A two-phase kernel: A_s and B_s die at the barrier at 4, where C_s takes their bytes.
 EXAMPLE: dict[str, Any] = {
     "name": "two_phase",
@@ -566,13 +725,18 @@ class PlanRequest(BaseModel):
         max_length=256,
         description='Name of the kernel, echoed in the plan. Default "kernel".',
     )
-    target: Annotated[str, Field(json_schema_extra={"enum": [*TARGETS]})] | None = Field(
-        default=None,
-        description=(
-            "Device profile (sm_70, sm_75, sm_80, sm_86, sm_89, sm_90): its per-block shared "
-            "memory is\n"
-            "the capacity unless one is given, and it sets the launch figures. Default: none."
-        ),
+    target: Annotated[str, Field(json_schema_extra={"enum": [*TARGETS]})] | TargetFigures | None = (
+        Field(
+            default=None,
+            description=(
+                "Device profile by name (sm_70 to sm_120, gfx90a, gfx942, gfx950; GET /targets), "
+                "or a device\n"
+                'the table lacks given as figures {"capacity", "reserved", "blocks_per_sm", ...}: '
+                "its per-block\n"
+                "shared memory is the capacity unless one is given, and it sets the launch figures "
+                "and the base\nalignment the plan may assume. Default: none."
+            ),
+        )
     )
     capacity: int | None = Field(  # bytes; None: target's
         default=None,
@@ -639,6 +803,15 @@ class PlanRequest(BaseModel):
             "none."
         ),
     )
+    syncs: list[Sync] = Field(
+        default_factory=list,
+        exclude_if=_empty,
+        description=(
+            "Synchronisation besides block barriers: wait_group, mbarrier_wait, expect_tx, "
+            "fence_proxy_async,\nmbarrier_arrive, named_barrier, cluster_barrier, each at a "
+            "point; they complete and order\nasynchronous accesses. Default none."
+        ),
+    )
     buffers: list[Buffer] = (
         Field(  # required: a request without it is a mistake, not an empty kernel
             description="The kernel's temporary buffers (required; ids unique)."
@@ -654,8 +827,8 @@ class PlanRequest(BaseModel):
 
     @field_validator("target")
     @classmethod
-    def _known_target(cls, value: str | None) -> str | None:
-        if value is not None and value not in TARGETS:
+    def _known_target(cls, value: str | TargetFigures | None) -> str | TargetFigures | None:
+        if isinstance(value, str) and value not in TARGETS:
             known = ", ".join(TARGETS)
             raise PydanticCustomError(
                 "unknown_target", f"unknown target {value!r}; known targets: {known}"
@@ -679,9 +852,17 @@ class PlanRequest(BaseModel):
         """Bytes available: ``capacity`` if given, else the target's per-block maximum."""
         if self.capacity is not None:
             return self.capacity
-        if self.target is not None:
-            return TARGETS[self.target].max_smem_per_block
-        return None
+        profile = self.profile
+        return None if profile is None else profile.max_smem_per_block
+
+    @property
+    def profile(self) -> DeviceProfile | None:
+        """The target's device profile: from the table, or from the figures given."""
+        if self.target is None:
+            return None
+        if isinstance(self.target, str):
+            return TARGETS[self.target]
+        return self.target.profile
 
     @property
     def horizon(self) -> int:
@@ -694,12 +875,37 @@ class PlanRequest(BaseModel):
         align = buffer.alignment if buffer.alignment is not None else self.alignment
         if buffer.dtype is not None:
             align = max(align, DTYPES[buffer.dtype].bytes)
+        if buffer.swizzle is not None:
+            align = max(align, SWIZZLE_ALIGNMENT[buffer.swizzle])
+        if buffer.kind == "mbarrier":
+            align = max(align, MBARRIER_ALIGNMENT)
         return align
 
     @property
     def max_alignment(self) -> int:
         """The largest alignment of any buffer (bytes; the request's default without any)."""
         return max((self.alignment_of(b) for b in self.buffers), default=self.alignment)
+
+    @property
+    def largest_alignment(self) -> int:
+        """The alignment the arena base needs: the largest of the request and its buffers
+        (bytes; docs/design.md, Offsets and the arena)."""
+        return max([self.alignment, *(self.alignment_of(b) for b in self.buffers)])
+
+    @property
+    def states_base_alignment(self) -> bool:
+        """Whether the plan states the base alignment it assumes (``launch.base_alignment``):
+        for a request with a TMA tile or a target given as figures. Other plans leave it out,
+        so plans of version-1 requests stay as they were; their base alignment is
+        ``largest_alignment`` all the same."""
+        return isinstance(self.target, TargetFigures) or any(
+            b.swizzle is not None for b in self.buffers
+        )
+
+    @property
+    def stated_base_alignment(self) -> int | None:
+        """``largest_alignment`` where the plan states it, else None."""
+        return self.largest_alignment if self.states_base_alignment else None
 
     @property
     def has_control_flow(self) -> bool:
@@ -727,17 +933,57 @@ class PlanRequest(BaseModel):
             errors.raise_if_any()
         self._check_ids(errors)
         self._check_rings(errors)
+        self._check_base_alignment(errors)
         self._check_pins(errors)
         self._check_points(errors)
         self._check_accesses(errors)
         ranged = any(b.ranges is not None for b in self.buffers)
+        control_ok = True
         if self.loops or self.branches or ranged:
-            if check_control(self.loops, self.branches, errors):
+            control_ok = check_control(self.loops, self.branches, errors)
+            if control_ok:
                 check_ranges_vs_arms(self.buffers, self.branches, errors)
                 check_ranges_vs_loops(self.buffers, self.loops, errors)
             self._control_flow = True
+        if self.syncs or self.has_async:
+            if control_ok:
+                check_syncs(
+                    self.buffers, self.syncs, self.loops, self.branches, self.horizon, errors
+                )
+            self._check_async_options(errors)
+            # Planned on the program route: asynchronous completion and proxy fences add
+            # conflicts that are no interval's.
+            self._control_flow = True
         errors.raise_if_any()
         return self
+
+    @property
+    def has_async(self) -> bool:
+        """Whether an access is asynchronous (``agent`` other than ``"threads"``) or a buffer
+        is an mbarrier: such a request is planned on its lowered form."""
+        return any(b.kind == "mbarrier" for b in self.buffers) or any(
+            a.agent != "threads" for b in self.buffers for a in b.accesses
+        )
+
+    def _check_async_options(self, errors: _Errors) -> None:
+        if not self.has_async:
+            return
+        if self.options.shrink:
+            errors.add(
+                ("options", "shrink"),
+                "shrink_with_async",
+                "shrink plans per-block slices of thread accesses; a request with asynchronous "
+                "accesses is planned whole",
+                True,
+            )
+        if self.options.overflow == "spill":
+            errors.add(
+                ("options", "overflow"),
+                "spill_with_async",
+                "a request with asynchronous accesses cannot spill: TMA and wgmma address "
+                "shared memory",
+                "spill",
+            )
 
     def _check_ids(self, errors: _Errors) -> None:
         seen: dict[str, int] = {}
@@ -772,6 +1018,47 @@ class PlanRequest(BaseModel):
                     copies.max,
                 )
                 return
+
+    def _check_base_alignment(self, errors: _Errors) -> None:
+        """A TMA tile needs a device with TMA, and no alignment may pass what the target
+        guarantees for the base. A version-1 request (no TMA tile, a target by name) keeps
+        its meaning: its alignments are taken as the caller's promise, as before."""
+        profile = self.profile
+        if profile is None:
+            return
+        figures = isinstance(self.target, TargetFigures)
+        if figures and self.alignment > profile.base_alignment:
+            errors.add(
+                ("alignment",),
+                "alignment_beyond_target",
+                f"alignment {self.alignment} passes the {profile.base_alignment}-byte base "
+                f"alignment target {profile.name!r} guarantees",
+                self.alignment,
+            )
+        for i, b in enumerate(self.buffers):
+            if b.swizzle is not None and not profile.tma:
+                errors.add(
+                    ("buffers", i, "swizzle"),
+                    "swizzle_without_tma",
+                    f"buffer {b.id!r} is a TMA tile (swizzle {b.swizzle!r}) but target "
+                    f"{profile.name!r} has no TMA (sm_90 and later have it)",
+                    b.swizzle,
+                )
+                continue
+            if b.swizzle is None and not figures:
+                continue
+            align = self.alignment_of(b)
+            if align > profile.base_alignment:
+                field = "swizzle" if b.swizzle is not None else "alignment"
+                why = f"swizzle {b.swizzle!r} needs" if field == "swizzle" else "needs"
+                errors.add(
+                    ("buffers", i, field),
+                    "alignment_beyond_target",
+                    f"buffer {b.id!r} {why} {align}-byte alignment of its absolute address, "
+                    f"beyond the {profile.base_alignment}-byte base alignment target "
+                    f"{profile.name!r} guarantees",
+                    b.swizzle if field == "swizzle" else b.alignment,
+                )
 
     def _check_pins(self, errors: _Errors) -> None:
         pinned = [(i, b) for i, b in enumerate(self.buffers) if b.offset is not None]
