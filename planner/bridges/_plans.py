@@ -51,7 +51,9 @@ def foreign_plan(request: PlanRequest, offsets: dict[str, int], name: str) -> Pl
         capacity=capacity,
         placements=placements,
         barriers=Barriers(existing=sorted(set(request.barriers)), inserted=[], required=[]),
-        launch=Launch(**launch_figures(request.target, arena, naive)),
+        launch=Launch(
+            **launch_figures(request.profile, arena, naive, request.stated_base_alignment)
+        ),
         solver=SolverInfo(name=name, proved_optimal=False, bound=0, gap=0.0, tried=[]),
         graph=GraphStats(buffers=len(placements), live_edges=0, hazard_edges=0, components=0),
         request_sha256=request_sha256(request),

@@ -24,7 +24,7 @@ TUTORIAL = [
     (128, 256, 128, 3), (256, 128, 128, 3), (256, 64, 128, 4), (64, 256, 128, 4),
     (128, 128, 128, 4), (128, 64, 64, 4), (64, 128, 64, 4), (128, 32, 64, 4),
 ]  # fmt: skip
-TARGET_NAMES = ["sm_80", "sm_86", "sm_89", "sm_90"]
+TARGET_NAMES = ["sm_80", "sm_86", "sm_89", "sm_90", "sm_120"]
 
 
 def _load(name: str) -> dict[str, Any]:
@@ -52,8 +52,8 @@ def test_triton_autotune_configurations_per_target() -> None:
             naive_fits[t] += rings + epilogue <= cap
         if answer.plan is not None:
             assert planner.validate(template.bind(answer.config), answer.plan).valid
-    assert result.fitting == [11, 10, 10, 11]
-    assert naive_fits == [10, 7, 7, 11]
+    assert result.fitting == [11, 10, 10, 11, 10]
+    assert naive_fits == [10, 7, 7, 11, 7]
 
 
 def test_persistent_rnn_offsets_hold_for_every_runtime_length() -> None:

@@ -14,7 +14,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 import planner
-import planner.validators.emulator as emulator
 from planner.api import create_app
 from planner.api.limits import check_emulation_budget
 from planner.api.settings import Settings
@@ -22,6 +21,7 @@ from planner.core.errors import RequestError
 from planner.core.models import Plan, PlanRequest
 from planner.validators.cost import emulation_cost
 from planner.validators.emulator import DEFAULT_MAX_BLOCKS, emulate
+from tests.support.emulation_work import EmulationWork
 
 KB = 1 << 10
 
@@ -75,27 +75,6 @@ def _planned(data: dict[str, Any]) -> tuple[PlanRequest, Plan]:
     plan = planner.plan(request)
     assert planner.validate(request, plan).valid
     return request, plan
-
-
-class _Work:
-    """What the emulator enumerates, counted where it does it: elements of (thread, loop
-    iteration) before two threads per element are kept, and (thread, byte) pairs per block."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.units = 0
-        extremes, bytes_in = emulator._extremes, emulator._Shape.bytes_in
-
-        def counted_extremes(elements: Any, threads: Any) -> Any:
-            self.units += int(elements.size)
-            return extremes(elements, threads)
-
-        def counted_bytes_in(shape: Any, block: Any) -> Any:
-            rel, threads, outside = bytes_in(shape, block)
-            self.units += int(rel.size)
-            return rel, threads, outside
-
-        monkeypatch.setattr(emulator, "_extremes", counted_extremes)
-        monkeypatch.setattr(emulator._Shape, "bytes_in", counted_bytes_in)
 
 
 def _accesses(rng: random.Random, lo: int, hi: int, size: int) -> list[dict[str, Any]]:
@@ -164,7 +143,7 @@ def random_requests(count: int, seed: int = 7) -> Iterator[dict[str, Any]]:
 def test_the_cost_bounds_what_the_emulator_enumerates_on_random_programs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    work = _Work(monkeypatch)
+    work = EmulationWork(monkeypatch)
     checked = 0
     for data in random_requests(60):
         try:
@@ -187,7 +166,7 @@ def test_the_cost_counts_every_path_and_iteration(
     data: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     request, plan = _planned(data)
-    work = _Work(monkeypatch)
+    work = EmulationWork(monkeypatch)
     report = emulate(request, plan)
     cost = emulation_cost(request, plan, DEFAULT_MAX_BLOCKS)
     # Without block two threads run; each broadcast covers its buffer from both.

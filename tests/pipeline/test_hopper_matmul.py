@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,8 +19,9 @@ from planner.emit.cuda import emit_cuda
 from planner.emit.mlir import emit_mlir
 from planner.validators.emulator import emulate
 from planner.validators.faults import FaultKind, plant_fault
+from tests.support.paths import ROOT
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "hopper_tma_matmul.json"
+EXAMPLE = ROOT / "examples" / "hopper_tma_matmul.json"
 DATA: dict[str, Any] = json.loads(EXAMPLE.read_text())
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,9 +19,10 @@ from planner.core.models.sync import completions
 from planner.selftest import run_selftest, subjects, validators
 from planner.validators.emulator import emulate
 from planner.validators.faults import FaultKind, plant, plant_fault
-from tests.async_requests import FENCE, REQ
+from tests.support.async_requests import FENCE, REQ
+from tests.support.paths import ROOT
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = ROOT / "examples"
 
 
 def _planned(data: dict[str, Any]) -> tuple[PlanRequest, Plan]:
@@ -299,11 +299,11 @@ def test_the_emulation_cost_bounds_what_an_async_run_enumerates(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from planner.validators.cost import emulation_cost
-    from tests.test_emulation_cost import _Work
+    from tests.support.emulation_work import EmulationWork
 
     for data in (REQ, FENCE):
         request, plan = _planned(data)
-        work = _Work(monkeypatch)
+        work = EmulationWork(monkeypatch)
         emulate(request, plan)
         assert 0 < work.units <= emulation_cost(request, plan, 4).total
 

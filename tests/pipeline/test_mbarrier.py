@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,8 +18,9 @@ from planner.core.models import Inval, Plan, PlanRequest
 from planner.selftest import run_selftest, subjects, validators
 from planner.validators.emulator import emulate
 from planner.validators.faults import plant, plant_fault
+from tests.support.paths import ROOT
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "mbarrier_reuse.json"
+EXAMPLE = ROOT / "examples" / "mbarrier_reuse.json"
 MB: dict[str, Any] = json.loads(EXAMPLE.read_text())
 
 
