@@ -27,6 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from minimize_bench import MINIMALLOC  # noqa: E402  (beside this script)
+
 from planner.core.graph import build_graph  # noqa: E402
 from planner.core.models import PlanRequest  # noqa: E402
 from planner.families import CAPACITY, CHECK_SEED, family_suite  # noqa: E402
@@ -34,14 +36,6 @@ from planner.solvers._search_kernel import EXHAUSTED, FOUND  # noqa: E402
 from planner.solvers.greedy import arena_of  # noqa: E402
 from planner.solvers.search import decide_orders, node_budget  # noqa: E402
 
-MINIMALLOC = next(
-    (
-        base / "shared" / "tools" / "minimalloc" / "minimalloc"
-        for base in (ROOT.parent, ROOT.parent.parent)
-        if (base / "shared" / "tools" / "minimalloc" / "minimalloc").exists()
-    ),
-    ROOT.parent / "shared" / "tools" / "minimalloc" / "minimalloc",
-)
 VERDICT = {FOUND: "fit", EXHAUSTED: "none"}
 
 

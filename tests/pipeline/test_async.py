@@ -11,37 +11,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-import planner
-from planner.core.errors import RequestError
 from planner.core.io import parse_request, request_sha256
-from planner.core.models import Plan, PlanRequest
 from planner.core.models.sync import completions
 from planner.selftest import run_selftest, subjects, validators
 from planner.validators.emulator import emulate
 from planner.validators.faults import FaultKind, plant, plant_fault
-from tests.support.async_requests import FENCE, REQ
+from tests.support.async_requests import FENCE, REQ, codes, planned, refusals
 from tests.support.paths import ROOT
 
 EXAMPLES = ROOT / "examples"
-
-
-def _planned(data: dict[str, Any]) -> tuple[PlanRequest, Plan]:
-    request = parse_request(data)
-    plan = planner.plan(request)
-    assert planner.validate(request, plan).valid
-    assert emulate(request, plan).valid
-    return request, plan
-
-
-def _codes(request: PlanRequest, plan: Plan) -> tuple[set[str], set[str]]:
-    static: set[str] = {v.code for v in planner.validate(request, plan).violations}
-    return static, {v.code for v in emulate(request, plan).violations}
-
-
-def _errors(data: dict[str, Any]) -> list[dict[str, Any]]:
-    with pytest.raises(RequestError) as info:
-        parse_request(data)
-    return info.value.errors
 
 
 # --- which sync covers an access ------------------------------------------------------------
@@ -70,7 +48,7 @@ def _cp_async(pending: int) -> dict[str, Any]:
 
 
 def test_wait_group_leaves_the_most_recent_groups_in_flight() -> None:
-    errors = _errors(_cp_async(1))  # s0's group completes at 3, s1's never does
+    errors = refusals(_cp_async(1))  # s0's group completes at 3, s1's never does
     assert [e["loc"] for e in errors] == [["buffers", 1, "accesses", 0, "agent"]]
     assert errors[0]["type"] == "uncovered_async_access"
     assert "point 1" in errors[0]["msg"]
@@ -93,7 +71,7 @@ def test_an_access_without_its_covering_sync_is_refused(
 ) -> None:
     data = copy.deepcopy(REQ)
     del data[edit[0]][edit[1]]
-    errors = _errors(data)
+    errors = refusals(data)
     assert [e["loc"] for e in errors] == [loc]
     assert errors[0]["type"] == kind
 
@@ -102,7 +80,7 @@ def test_a_wait_outside_the_live_range_covers_nothing() -> None:
     data = copy.deepcopy(REQ)
     data["buffers"][0]["end"] = 4
     data["syncs"][2]["at"] = 5  # the wgmma wait at 5 comes after the range [0, 4)
-    errors = _errors(data)
+    errors = refusals(data)
     assert errors[0]["loc"] == ["buffers", 0, "accesses", 1, "agent"]
     assert "by the end 4" in errors[0]["msg"]
 
@@ -121,7 +99,7 @@ def test_agents_and_ops_that_do_not_go_together(
 ) -> None:
     data = copy.deepcopy(REQ)
     data["buffers"][2]["accesses"][0] = {"at": 9, "bytes": 16, "threads": "all", **access}
-    errors = _errors(data)
+    errors = refusals(data)
     assert [e["loc"] for e in errors] == [["buffers", 2, "accesses", 0, field]]
     assert errors[0]["type"] == kind
 
@@ -144,7 +122,7 @@ def test_agents_and_ops_that_do_not_go_together(
 def test_bad_syncs_name_the_field(sync: dict[str, Any], field: str, kind: str) -> None:
     data = copy.deepcopy(REQ)
     data["syncs"].append(sync)
-    errors = _errors(data)
+    errors = refusals(data)
     assert errors[0]["loc"][:2] == ["syncs", 5]
     assert errors[0]["loc"][-1] == field
     assert errors[0]["type"] == kind
@@ -159,7 +137,7 @@ def test_shrink_and_spill_are_refused_with_async_accesses(
 ) -> None:
     data = copy.deepcopy(REQ)
     data["options"] = {**data["options"], **option}
-    assert [e["type"] for e in _errors(data)] == [kind]
+    assert [e["type"] for e in refusals(data)] == [kind]
 
 
 def test_a_version_1_request_reads_back_as_before() -> None:
@@ -174,7 +152,7 @@ def test_a_version_1_request_reads_back_as_before() -> None:
 
 
 def test_reuse_waits_for_the_covering_sync_and_a_barrier_after_it() -> None:
-    request, plan = _planned(REQ)
+    request, plan = planned(REQ)
     assert {p.id: p.offset for p in plan.placements} == {"A": 0, "C": 0, "D": 0}
     # C over A after the barrier at 4 (wgmma's wait_group runs at 4); D over C only after
     # the store's bulk wait_group.read at 8, so a barrier at 9 is inserted.
@@ -186,18 +164,18 @@ def test_reuse_waits_for_the_covering_sync_and_a_barrier_after_it() -> None:
 def test_under_existing_barriers_a_reuse_before_the_covering_sync_is_kept_apart() -> None:
     data = copy.deepcopy(REQ)
     data["options"] = {"sync": "existing", "time_limit": 2.0}
-    _, plan = _planned(data)
+    _, plan = planned(data)
     offsets = {p.id: p.offset for p in plan.placements}
     assert offsets["A"] == offsets["C"]  # the barrier at 4 follows the wgmma wait
     assert offsets["D"] not in (offsets["C"],)  # no barrier after the store's wait at 8
 
 
 def test_a_thread_written_tile_reused_by_tma_needs_the_proxy_fence() -> None:
-    _, fenced = _planned(FENCE)
+    _, fenced = planned(FENCE)
     assert fenced.arena_bytes == 4096
     data = copy.deepcopy(FENCE)
     data["syncs"] = data["syncs"][1:]  # no fence_proxy_async
-    _, unfenced = _planned(data)
+    _, unfenced = planned(data)
     assert unfenced.arena_bytes == 8192
 
 
@@ -224,7 +202,7 @@ def test_loops_cp_async_double_buffer() -> None:
         ],
         "options": {"sync": "insert", "time_limit": 2.0},
     }
-    request, plan = _planned(data)
+    request, plan = planned(data)
     assert request.has_control_flow
     assert plan.status == "optimal"
 
@@ -233,7 +211,7 @@ def test_loops_cp_async_double_buffer() -> None:
 
 
 def test_both_catch_a_reuse_before_the_covering_wait() -> None:
-    _, plan = _planned(REQ)
+    _, plan = planned(REQ)
     # The store's wait moves to 10: D (first access at 9) takes C's bytes while the TMA store
     # may still read them, whatever the barrier at 9.
     late = copy.deepcopy(REQ)
@@ -244,53 +222,53 @@ def test_both_catch_a_reuse_before_the_covering_wait() -> None:
     for access in late["buffers"][2]["accesses"]:
         access["at"] += 2
     moved = parse_request(late)
-    static, emulated = _codes(moved, plan)
+    static, emulated = codes(moved, plan)
     assert "missing_barrier" in static or "overlap" in static
     assert emulated & {"race", "clobbered"}
 
 
 def test_both_catch_a_dropped_barrier_after_the_wait() -> None:
-    request, plan = _planned(REQ)
+    request, plan = planned(REQ)
     barriers = plan.barriers.model_copy(update={"inserted": [], "required": [4]})
     bad = plan.model_copy(update={"barriers": barriers})
-    static, emulated = _codes(request, bad)
+    static, emulated = codes(request, bad)
     assert "missing_barrier" in static
     assert "race" in emulated
 
 
 def test_both_catch_a_barrier_before_the_wait_instead_of_after() -> None:
-    request, plan = _planned(REQ)
+    request, plan = planned(REQ)
     # A barrier at 8 runs after the bulk wait_group.read at 8 (waits come first at a point),
     # so it protects; one at 7 does not: the store still reads C.
     ok = plan.model_copy(
         update={"barriers": plan.barriers.model_copy(update={"inserted": [8], "required": [4, 8]})}
     )
-    assert _codes(request, ok) == (set(), set())
+    assert codes(request, ok) == (set(), set())
     early = plan.model_copy(
         update={"barriers": plan.barriers.model_copy(update={"inserted": [7], "required": [4, 7]})}
     )
-    static, emulated = _codes(request, early)
+    static, emulated = codes(request, early)
     assert "missing_barrier" in static
     assert "race" in emulated
 
 
 def test_both_catch_a_missing_proxy_fence() -> None:
-    _, plan = _planned(FENCE)
+    _, plan = planned(FENCE)
     data = copy.deepcopy(FENCE)
     data["syncs"] = data["syncs"][1:]
     request = parse_request(data)
-    static, emulated = _codes(request, plan)
+    static, emulated = codes(request, plan)
     assert static == {"missing_fence"}
     assert emulated == {"missing_fence"}
 
 
 def test_a_fence_without_a_barrier_after_it_is_not_enough() -> None:
-    _, plan = _planned(FENCE)
+    _, plan = planned(FENCE)
     data = copy.deepcopy(FENCE)
     data["barriers"] = [1]  # before the fence at 2
     data["buffers"][0]["accesses"][1]["at"] = 0
     request = parse_request(data)
-    static, emulated = _codes(request, plan)
+    static, emulated = codes(request, plan)
     assert "missing_fence" in static
     assert "missing_fence" in emulated
 
@@ -302,7 +280,7 @@ def test_the_emulation_cost_bounds_what_an_async_run_enumerates(
     from tests.support.emulation_work import EmulationWork
 
     for data in (REQ, FENCE):
-        request, plan = _planned(data)
+        request, plan = planned(data)
         work = EmulationWork(monkeypatch)
         emulate(request, plan)
         assert 0 < work.units <= emulation_cost(request, plan, 4).total
@@ -313,24 +291,24 @@ def test_the_emulation_cost_bounds_what_an_async_run_enumerates(
 
 @pytest.mark.parametrize("kind", ["early_barrier", "drop_fence", "misalign_tile"])
 def test_every_planted_async_fault_is_caught_by_both(kind: FaultKind) -> None:
-    request, plan = _planned(json.loads((EXAMPLES / "tma_wgmma_epilogue.json").read_text()))
+    request, plan = planned(json.loads((EXAMPLES / "tma_wgmma_epilogue.json").read_text()))
     rng = np.random.default_rng(11)
     planted = 0
     for _ in range(20):
         fault = plant_fault(request, plan, kind, rng)
         assert fault is not None
         planted += 1
-        static, emulated = _codes(fault.request, fault.plan)
+        static, emulated = codes(fault.request, fault.plan)
         assert static, fault.description
         assert emulated, fault.description
     assert planted == 20
 
 
 def test_early_barrier_is_planted_in_the_plan_alone_where_it_can_be() -> None:
-    request, plan = _planned(json.loads((EXAMPLES / "tma_wgmma_epilogue.json").read_text()))
+    request, plan = planned(json.loads((EXAMPLES / "tma_wgmma_epilogue.json").read_text()))
     bad = plant(request, plan, "early_barrier", np.random.default_rng(0))
     assert bad is not None  # the inserted barrier at 9 moves to 7
-    static, emulated = _codes(request, bad)
+    static, emulated = codes(request, bad)
     assert "missing_barrier" in static
     assert "race" in emulated
     assert plant(request, plan, "drop_fence", np.random.default_rng(0)) is None
@@ -355,14 +333,14 @@ def test_a_missing_fence_goes_at_an_existing_barrier(sync: str, origin: str) -> 
     data = copy.deepcopy(FENCE)
     data["syncs"] = data["syncs"][1:]  # no fence_proxy_async; the barrier at 2 stands
     data["options"]["sync"] = sync
-    request, plan = _planned(data)
+    request, plan = planned(data)
     assert plan.arena_bytes == 4096  # Y over X, as with the request's own fence
     assert [(f.at, f.origin) for f in plan.fences] == [(2, origin)]
     bad = plan.model_copy(update={"fences": []})
-    assert _codes(request, bad) == ({"missing_fence"}, {"missing_fence"})
+    assert codes(request, bad) == ({"missing_fence"}, {"missing_fence"})
     fault = plant(request, plan, "drop_fence", np.random.default_rng(0))
     assert fault is not None
-    assert _codes(request, fault) == ({"missing_fence"}, {"missing_fence"})
+    assert codes(request, fault) == ({"missing_fence"}, {"missing_fence"})
 
 
 def test_no_fence_is_added_where_no_barrier_of_the_request_can_follow_it() -> None:
@@ -370,7 +348,7 @@ def test_no_fence_is_added_where_no_barrier_of_the_request_can_follow_it() -> No
     data["syncs"] = data["syncs"][1:]
     data["barriers"] = []
     data["options"]["sync"] = "insert"
-    _, plan = _planned(data)
+    _, plan = planned(data)
     assert plan.arena_bytes == 8192
     assert plan.fences == []
     assert "fences" not in plan.model_dump_json()
@@ -379,7 +357,7 @@ def test_no_fence_is_added_where_no_barrier_of_the_request_can_follow_it() -> No
 def test_existing_adds_no_fence() -> None:
     data = copy.deepcopy(FENCE)
     data["syncs"] = data["syncs"][1:]
-    _, plan = _planned(data)  # sync "existing"
+    _, plan = planned(data)  # sync "existing"
     assert (plan.arena_bytes, plan.fences) == (8192, [])
 
 
@@ -390,11 +368,11 @@ def test_emitters_carry_the_syncs_and_the_plan_fences() -> None:
     data = copy.deepcopy(FENCE)
     data["syncs"] = data["syncs"][1:]
     data["options"]["sync"] = "insert"
-    request, plan = _planned(data)
+    request, plan = planned(data)
     for text in (emit_cuda(request, plan), emit_mlir(request, plan)):
         assert "point 2: fence.proxy.async.shared::cta  // inserted by the plan: add it" in text
         assert 'point 4: mbarrier.try_wait (until the phase completes) "bar"' in text
-    request, plan = _planned(REQ)
+    request, plan = planned(REQ)
     cuda = emit_cuda(request, plan)
     assert "point 4: wgmma.wait_group.sync.aligned 0" in cuda
     assert "point 8: cp.async.bulk.wait_group.read 0" in cuda

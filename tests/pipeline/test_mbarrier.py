@@ -14,10 +14,10 @@ import pytest
 import planner
 from planner.core.errors import RequestError
 from planner.core.io import parse_request
-from planner.core.models import Inval, Plan, PlanRequest
+from planner.core.models import Inval
 from planner.selftest import run_selftest, subjects, validators
-from planner.validators.emulator import emulate
 from planner.validators.faults import plant, plant_fault
+from tests.support.async_requests import codes, planned, refusals
 from tests.support.paths import ROOT
 
 EXAMPLE = ROOT / "examples" / "mbarrier_reuse.json"
@@ -30,25 +30,6 @@ def _with(sync: str, inval: int | None) -> dict[str, Any]:
     if inval is not None:
         data["syncs"].append({"kind": "mbarrier_inval", "at": inval, "mbarrier": "full"})
     return data
-
-
-def _planned(data: dict[str, Any]) -> tuple[PlanRequest, Plan]:
-    request = parse_request(data)
-    plan = planner.plan(request)
-    assert planner.validate(request, plan).valid
-    assert emulate(request, plan).valid
-    return request, plan
-
-
-def _codes(request: PlanRequest, plan: Plan) -> tuple[set[str], set[str]]:
-    static: set[str] = {v.code for v in planner.validate(request, plan).violations}
-    return static, {v.code for v in emulate(request, plan).violations}
-
-
-def _errors(data: dict[str, Any]) -> list[dict[str, Any]]:
-    with pytest.raises(RequestError) as info:
-        parse_request(data)
-    return info.value.errors
 
 
 @pytest.mark.parametrize(
@@ -67,14 +48,14 @@ def _errors(data: dict[str, Any]) -> list[dict[str, Any]]:
 def test_bad_mbarriers_name_the_field(edit: dict[str, Any], loc: list[Any], kind: str) -> None:
     data = copy.deepcopy(MB)
     data["buffers"][1].update(edit)
-    errors = _errors(data)
+    errors = refusals(data)
     assert [e["loc"] for e in errors][:1] == [loc]
     assert errors[0]["type"] == kind
 
 
 def test_a_sync_outside_the_mbarrier_lifetime_is_refused() -> None:
     data = _with("insert", 4)  # the mbarrier lives on [0, 3)
-    errors = _errors(data)
+    errors = refusals(data)
     assert errors[0]["loc"] == ["syncs", 2, "at"]
     assert errors[0]["type"] == "sync_outside_mbarrier"
 
@@ -85,19 +66,19 @@ def test_an_mbarrier_is_8_aligned() -> None:
     request = parse_request(data)
     assert request.alignment_of(request.buffers[1]) == 8
     data["buffers"][1]["offset"] = 4
-    assert _errors(data)[0]["type"] == "misaligned_offset"
+    assert refusals(data)[0]["type"] == "misaligned_offset"
 
 
 def test_the_request_inval_is_relied_on() -> None:
     for sync in ("existing", "insert", "none"):
-        _, plan = _planned(_with(sync, 2))
+        _, plan = planned(_with(sync, 2))
         assert plan.invals == [Inval(mbarrier="full", at=2, origin="existing")]
 
 
 def test_insert_adds_the_inval_and_none_requires_it() -> None:
-    _, inserted = _planned(_with("insert", None))
+    _, inserted = planned(_with("insert", None))
     assert inserted.invals == [Inval(mbarrier="full", at=2, origin="inserted")]
-    _, required = _planned(_with("none", None))
+    _, required = planned(_with("none", None))
     assert required.invals == [Inval(mbarrier="full", at=2, origin="required")]
 
 
@@ -107,7 +88,7 @@ def test_existing_without_an_inval_keeps_the_bytes() -> None:
     assert info.value.errors[0]["type"] == "pinned_conflict"
     data = _with("existing", None)
     del data["buffers"][1]["offset"], data["buffers"][2]["offset"]
-    _, plan = _planned(data)
+    _, plan = planned(data)
     offsets = {p.id: p.offset for p in plan.placements}
     assert offsets["full"] + 8 <= offsets["flags"] or offsets["flags"] + 8 <= offsets["full"]
     assert plan.invals == []
@@ -125,32 +106,32 @@ def test_an_inval_before_the_last_wait_frees_nothing() -> None:
 
 
 def test_both_catch_a_dropped_inval() -> None:
-    request, plan = _planned(_with("insert", None))
+    request, plan = planned(_with("insert", None))
     bad = plan.model_copy(update={"invals": []})
-    assert _codes(request, bad) == ({"missing_inval"}, {"missing_inval"})
+    assert codes(request, bad) == ({"missing_inval"}, {"missing_inval"})
 
 
 def test_both_catch_a_reuse_without_a_barrier_after_the_inval() -> None:
     data = _with("insert", None)
-    _, plan = _planned(data)
+    _, plan = planned(data)
     unbarred = copy.deepcopy(data)
     unbarred["barriers"] = []
     unbarred["options"]["sync"] = "existing"
     changed = parse_request(unbarred)
     barriers = plan.barriers.model_copy(update={"existing": [], "required": []})
-    static, emulated = _codes(changed, plan.model_copy(update={"barriers": barriers}))
+    static, emulated = codes(changed, plan.model_copy(update={"barriers": barriers}))
     assert "missing_barrier" in static
     assert emulated & {"race", "clobbered"}
 
 
 def test_drop_inval_is_planted_and_caught_by_both() -> None:
-    request, plan = _planned(_with("insert", None))
+    request, plan = planned(_with("insert", None))
     assert plant(request, plan, "drop_inval", np.random.default_rng(0)) is not None
-    request, plan = _planned(_with("insert", 2))
+    request, plan = planned(_with("insert", 2))
     assert plant(request, plan, "drop_inval", np.random.default_rng(0)) is None  # the request's
     fault = plant_fault(request, plan, "drop_inval", np.random.default_rng(0))
     assert fault is not None
-    assert _codes(fault.request, fault.plan) == ({"missing_inval"}, {"missing_inval"})
+    assert codes(fault.request, fault.plan) == ({"missing_inval"}, {"missing_inval"})
 
 
 def test_selftest_plants_drop_inval_in_the_example() -> None:
@@ -165,7 +146,7 @@ def test_emitters_carry_the_syncs_and_the_inserted_inval() -> None:
     from planner.emit.cuda import emit_cuda
     from planner.emit.mlir import emit_mlir
 
-    request, plan = _planned(_with("insert", None))
+    request, plan = planned(_with("insert", None))
     for text in (emit_cuda(request, plan), emit_mlir(request, plan)):
         assert "//   point 0: mbarrier.init full" in text
         assert "//   point 1: mbarrier.try_wait (until the phase completes) full" in text

@@ -6,6 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+import planner
+from planner.core.errors import RequestError
+from planner.core.io import parse_request
+from planner.core.models import Plan, PlanRequest
+from planner.validators.emulator import emulate
+
 REQ: dict[str, Any] = {
     "name": "tma_epilogue",
     "target": "sm_90",
@@ -140,3 +148,25 @@ FENCE: dict[str, Any] = {
     ],
     "options": {"sync": "existing", "time_limit": 2.0},
 }
+
+
+def planned(data: dict[str, Any]) -> tuple[PlanRequest, Plan]:
+    """The request and its plan, which both validators accept."""
+    request = parse_request(data)
+    plan = planner.plan(request)
+    assert planner.validate(request, plan).valid
+    assert emulate(request, plan).valid
+    return request, plan
+
+
+def codes(request: PlanRequest, plan: Plan) -> tuple[set[str], set[str]]:
+    """The violation codes the static validator and the emulator report."""
+    static: set[str] = {v.code for v in planner.validate(request, plan).violations}
+    return static, {v.code for v in emulate(request, plan).violations}
+
+
+def refusals(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The errors a request is refused with."""
+    with pytest.raises(RequestError) as info:
+        parse_request(data)
+    return info.value.errors
