@@ -116,7 +116,9 @@ def test_hostile_text_is_refused_in_bounded_time(text: str) -> None:
     began = time.perf_counter()
     with contextlib.suppress(ExprError):
         parse_expr(text)
-    assert time.perf_counter() - began < 0.05
+    # Bounded by the parser's length and depth limits, not by the machine: a second is far
+    # above what 4000 characters cost here and far below what unbounded backtracking would.
+    assert time.perf_counter() - began < 1.0
 
 
 def test_interval_refuses_division_by_a_range_holding_zero() -> None:
