@@ -161,7 +161,7 @@ def solve(
     heuristics: list[str] | None,
     capacity: int | None,
     time_limit: float,
-    enough: int | None = None,
+    stop_at: int | None = None,
     greedy_seconds: float | None = None,
     gap_tolerance: GapTolerance = 0,
 ) -> Solution:
@@ -175,7 +175,7 @@ def solve(
     ``GREEDY_SHARE`` of ``time_limit``); once the request's deadline has passed by the clock
     no exact method starts.
 
-    ``enough``: an arena the caller gains nothing below (it holds a plan of that size,
+    ``stop_at``: an arena the caller gains nothing below (it holds a plan of that size,
     proved optimal for a problem with fewer conflicts), within ``capacity``: the search
     stops at a plan that small; the bound returned is still this graph's own.
     """
@@ -185,10 +185,10 @@ def solve(
     # hundreds of random skyline runs, which run only where it leaves the plan unproved.
     later = (RANDOM_SKYLINE,) if heuristics is None and names and g.n <= SMALL_PART else ()
     result = _solve(
-        g, names, heuristics, capacity, time_limit, enough, seconds, later, gap_tolerance
+        g, names, heuristics, capacity, time_limit, stop_at, seconds, later, gap_tolerance
     )
     # The heuristics left for later run whatever the tolerance: it stops exact methods only.
-    if later and not result.proved_optimal and (enough is None or result.arena_bytes > enough):
+    if later and not result.proved_optimal and (stop_at is None or result.arena_bytes > stop_at):
         result = _greedy_after(g, result, list(later), seconds)
     return result
 
@@ -199,7 +199,7 @@ def _solve(
     heuristics: list[str] | None,
     capacity: int | None,
     time_limit: float,
-    enough: int | None,
+    stop_at: int | None,
     seconds: float,
     later: tuple[str, ...],
     gap_tolerance: GapTolerance,
@@ -212,7 +212,7 @@ def _solve(
     greedy = portfolio(
         g,
         heuristics,
-        bound if enough is None else max(bound, enough),
+        bound if stop_at is None else max(bound, stop_at),
         seconds=seconds,
         without=later,
     )
@@ -230,14 +230,14 @@ def _solve(
         tried=tried,
     )
     _tell(best.arena_bytes, bound)
-    if enough is not None and best.arena_bytes <= enough:
+    if stop_at is not None and best.arena_bytes <= stop_at:
         return best
     if capacity is not None and bound > capacity:
         # The bound already proves it; those buffers alone cannot fit. Nothing to search.
         return replace(best, infeasible=_shrink(g, witness, capacity))
-    # Bytes above the bound (the target's, with ``enough``) the plan may stay, and the time
+    # Bytes above the bound (the target's, with ``stop_at``) the plan may stay, and the time
     # the exact methods get to close the gap (``solvers.exact.exact_budget``).
-    target = bound if enough is None else max(bound, enough)
+    target = bound if stop_at is None else max(bound, stop_at)
     time_limit, slack = exact_budget(
         gap_tolerance, best.arena_bytes - target, bound, _max_alignment(g), time_limit
     )
@@ -254,7 +254,7 @@ def _solve(
     if not methods:
         return Solution(**{**best.__dict__, "notes": notes})
     _load(methods)
-    return _improve(g, best, methods, capacity, time_limit, notes, enough, slack)
+    return _improve(g, best, methods, capacity, time_limit, notes, stop_at, slack)
 
 
 def _roof(bound: int, slack: int, capacity: int | None) -> int:
@@ -299,16 +299,16 @@ def _improve(
     capacity: int | None,
     time_limit: float,
     notes: list[str],
-    enough: int | None = None,
+    stop_at: int | None = None,
     slack: int = 0,
 ) -> Solution:
     """``best`` improved by the exact methods, part by part, until the plan is within
-    ``slack`` bytes of the target (the bound, or ``enough``) or the budgets run out."""
+    ``slack`` bytes of the target (the bound, or ``stop_at``) or the budgets run out."""
     offsets = best.offsets.copy()
     bound = best.bound
-    # With ``enough`` the methods aim at it as if it were the bound; what they prove then
+    # With ``stop_at`` the methods aim at it as if it were the bound; what they prove then
     # holds for that target, not for the request, and no bound is taken from them.
-    target = bound if enough is None else max(bound, enough)
+    target = bound if stop_at is None else max(bound, stop_at)
     name = best.name
     tried = list(best.tried)
     roof = _roof(target, slack, capacity)
@@ -376,7 +376,7 @@ def _improve(
                             name=f"exact:{method_name}",
                             offsets=offsets,
                             arena_bytes=arena_of(g, offsets),
-                            bound=bound if enough is not None else max(bound, sub_bound),
+                            bound=bound if stop_at is not None else max(bound, sub_bound),
                             proved_optimal=False,
                             tried=[*tried, (f"exact:{method_name}", arena_of(g, offsets))],
                             infeasible=_irreducible(g, members, method, capacity, per_part / 2),
@@ -395,7 +395,7 @@ def _improve(
         finally:
             if ahead is not None:
                 ahead.cancel()
-        if enough is None:
+        if stop_at is None:
             bound = max(bound, sub_bound)
     arena = arena_of(g, offsets)
     _tell(arena, bound)

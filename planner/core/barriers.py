@@ -22,7 +22,15 @@ from planner.core._jit import njit
 from planner.core.arrays import distinct
 from planner.core.models.request import SyncPolicy
 
-__all__ = ["BarrierChoice", "Reuse", "Reuses", "choose_barriers", "hits", "reuses", "stab"]
+__all__ = [
+    "BarrierChoice",
+    "Reuse",
+    "Reuses",
+    "choose_barriers",
+    "hits",
+    "reuses",
+    "stabbing_points",
+]
 
 I64 = npt.NDArray[np.int64]
 _MIXED = -2  # a segment-tree node whose range has more than one painter
@@ -211,7 +219,7 @@ def _hit_mask(points: list[int], left: I64, right: I64) -> npt.NDArray[np.bool_]
     return mask
 
 
-def stab(
+def stabbing_points(
     intervals: list[tuple[int, int]], candidates: list[int] | None
 ) -> tuple[list[int], list[tuple[int, int]]]:
     """Fewest points hitting every ``[left, right]``; ``candidates`` sorted, None: any point.
@@ -252,8 +260,9 @@ def choose_barriers(
     sync: SyncPolicy,
     candidates: list[int] | None,
 ) -> BarrierChoice:
-    """New barriers (fewest) and the barriers relied on, preferring existing ones; ``stab``
-    on arrays, so a million reuses cost compiled steps, not Python tuples."""
+    """New barriers (fewest) and the barriers relied on, preferring existing ones;
+    ``stabbing_points`` on arrays, so a million reuses cost compiled steps, not Python
+    tuples."""
     after, before = _columns(found)
     uncovered = np.flatnonzero(~_hit_mask(existing, after, before))
     # Candidates are where "insert" may add barriers; under "none" the caller synchronizes
@@ -272,7 +281,8 @@ def choose_barriers(
 def _stab_arrays(
     left: I64, right: I64, candidates: list[int] | None
 ) -> tuple[list[int], npt.NDArray[np.bool_]]:
-    """``stab`` on arrays: the points, and per interval whether no candidate can hit it."""
+    """``stabbing_points`` on arrays: the points, and per interval whether no candidate can
+    hit it."""
     order = np.lexsort((left, right)).astype(np.int64)
     any_point = candidates is None
     points = np.asarray([] if candidates is None else candidates, dtype=np.int64)

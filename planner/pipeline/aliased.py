@@ -25,7 +25,7 @@ from planner.core.aliasing import Owners
 from planner.core.barriers import hits
 from planner.core.graph import InterferenceGraph, sync_barriers
 from planner.core.install import available
-from planner.pipeline.attempt import Attempt, protect
+from planner.pipeline.attempt import Attempt, with_barriers
 from planner.pipeline.budget import Kind
 from planner.pipeline.context import Context
 from planner.solvers.auto import Solution
@@ -74,7 +74,7 @@ def exact_aliases(ctx: Context, best: Attempt, time_limit: float) -> Attempt | N
         hint=best.result.offsets,
         time_limit=time_limit,
         lifetimes=(g.start, g.end),
-        accesses=(ctx.before, ctx.after),
+        accesses=(ctx.first_access, ctx.access_end),
     )
     offsets = best.result.offsets
     arena = best.arena
@@ -91,7 +91,7 @@ def exact_aliases(ctx: Context, best: Attempt, time_limit: float) -> Attempt | N
         proved_optimal=arena <= bound,
         tried=[*best.result.tried, ("exact:alias-model", arena)],
     )
-    return protect(ctx, Kind.ALIAS_MODEL, result)
+    return with_barriers(ctx, Kind.ALIAS_MODEL, result)
 
 
 def _rules(ctx: Context) -> AliasRules | None:
@@ -117,7 +117,7 @@ def _rules(ctx: Context) -> AliasRules | None:
                 continue
             if g.end[a] > g.start[b]:
                 continue  # b before a: judged as (b, a)
-            after, before = int(ctx.after[a]), int(ctx.before[b])
+            after, before = int(ctx.access_end[a]), int(ctx.first_access[b])
             if fixed is None or hits(fixed, after, before):
                 continue  # a barrier protects the reuse at any offset
             size_a, size_b = int(g.size[a]), int(g.size[b])

@@ -10,7 +10,7 @@ from planner.pipeline.budget import Kind
 from planner.pipeline.context import Context
 from planner.solvers.auto import GREEDY_SHARE, Solution, solve
 
-__all__ = ["Attempt", "attempt", "protect"]
+__all__ = ["Attempt", "attempt", "with_barriers"]
 
 
 @dataclass(frozen=True)
@@ -38,11 +38,11 @@ def attempt(
     kind: Kind,
     *,
     merge: bool = False,
-    enough: int | None = None,
+    stop_at: int | None = None,
 ) -> Attempt:
     """Plan on occupied intervals that end at ``points`` (None: at the lifetime's end)."""
     req = ctx.req
-    g = ctx.reference.released(ctx.after, points, req.horizon)
+    g = ctx.reference.released(ctx.access_end, points, req.horizon)
     solve_on, node = g, None
     if merge and ctx.owners is not None:
         parent = alias_chains(g, ctx.owners)
@@ -54,8 +54,8 @@ def attempt(
         heuristics=ctx.heuristics,
         capacity=req.effective_capacity,
         time_limit=time_limit,
-        enough=enough,
-        greedy_seconds=GREEDY_SHARE * time_limit * ctx.spare,
+        stop_at=stop_at,
+        greedy_seconds=GREEDY_SHARE * time_limit * ctx.optional_share,
         gap_tolerance=req.options.gap_tolerance,
     )
     trusted = kind is Kind.POLICY and ctx.exact
@@ -72,10 +72,10 @@ def attempt(
             proved_optimal=result.arena_bytes <= bound,
             infeasible=None,
         )
-    return protect(ctx, kind, result)
+    return with_barriers(ctx, kind, result)
 
 
-def protect(ctx: Context, kind: Kind, result: Solution) -> Attempt:
+def with_barriers(ctx: Context, kind: Kind, result: Solution) -> Attempt:
     """The barriers (fewest) and aliases that make a placement safe."""
     req = ctx.req
     g = ctx.reference
@@ -84,7 +84,9 @@ def protect(ctx: Context, kind: Kind, result: Solution) -> Attempt:
     allowed = None if candidates is None else sorted(set(candidates))
     offsets = result.offsets
     if ctx.owners is None:
-        found = reuses(g.start, g.end, offsets, g.size, after=ctx.after, before=ctx.before)
+        found = reuses(
+            g.start, g.end, offsets, g.size, after=ctx.access_end, before=ctx.first_access
+        )
         return Attempt(kind, result, choose_barriers(found, ctx.existing, sync, allowed), [])
     owners = ctx.owners
     pairs = sharing_pairs(req, offsets, g.size)

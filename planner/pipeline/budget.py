@@ -28,9 +28,13 @@ class Kind(Enum):
     ALIASES = "aliases"  # the same, with same-thread alias chains merged
     EXISTING = "existing"  # the existing barriers only (no new one)
     EXISTING_ALIASES = "existing+aliases"
-    LEAN_FIRST = "lean-first"  # few new barriers, aiming at the bound, tried before the rest
-    LEAN = "lean"  # few new barriers, aiming at the full plan's arena
-    FORWARD = "forward"  # k of the full plan's new barriers (a cap, or the Pareto front)
+    FEW_BARRIERS_FIRST = (
+        "few-barriers-first"  # few new barriers, aiming at the bound, tried before the rest
+    )
+    FEW_BARRIERS = "few-barriers"  # few new barriers, aiming at the full plan's arena
+    CAPPED_BARRIERS = (
+        "capped-barriers"  # k of the full plan's new barriers (a cap, or the Pareto front)
+    )
     EXACT = "exact"  # the exact barrier model
     ALIAS_MODEL = "alias-model"  # the exact model of pairwise sharing rules (aliases, caps)
 
@@ -41,9 +45,9 @@ class Route:
 
     inserts: bool  # sync "insert" with room for a new barrier (max_new_barriers != 0)
     aliases: bool  # some buffers may alias (thread-access patterns)
-    lean_first: bool  # a lean plan at the bound is tried first (no cap, candidates, ...)
-    lean: bool  # few enough buffers for the lean barrier search
-    forward: bool  # a cap or the Pareto front asks for plans with fewer barriers
+    few_barriers_first: bool  # a few-barrier plan at the bound is tried first (no cap, ...)
+    few_barriers: bool  # few enough buffers for the few-barrier search
+    capped_barriers: bool  # a cap or the Pareto front asks for plans with fewer barriers
     exact: bool  # the exact barrier model applies
     alias_model: bool = False  # the exact alias model applies (aliases or a cap, few buffers)
 
@@ -58,15 +62,15 @@ _ALONE_ALIAS_MODEL = {
     Kind.ALIAS_MODEL: Fraction(1, 4),
 }
 _INSERT = {
-    Kind.LEAN_FIRST: Fraction(1, 16),
+    Kind.FEW_BARRIERS_FIRST: Fraction(1, 16),
     Kind.POLICY: Fraction(3, 8),
     Kind.ALIASES: Fraction(1, 16),
     Kind.EXISTING: Fraction(1, 8),
     Kind.EXISTING_ALIASES: Fraction(1, 16),
-    Kind.LEAN: Fraction(1, 16),
-    Kind.FORWARD: Fraction(1, 8),  # split between the k asked for
+    Kind.FEW_BARRIERS: Fraction(1, 16),
+    Kind.CAPPED_BARRIERS: Fraction(1, 8),  # split between the k asked for
     Kind.EXACT: Fraction(3, 16),  # split between the caps asked for
-    Kind.ALIAS_MODEL: Fraction(1, 16),  # only with aliases or a cap: LEAN_FIRST's share
+    Kind.ALIAS_MODEL: Fraction(1, 16),  # only with aliases or a cap: FEW_BARRIERS_FIRST's share
 }
 
 
@@ -76,17 +80,18 @@ def schedule(route: Route) -> dict[Kind, Fraction]:
         if route.aliases:
             return dict(_ALONE_ALIAS_MODEL if route.alias_model else _ALONE_ALIASES)
         return dict(_ALONE)
-    # The lean first try needs no cap, no Pareto front and no aliases: then the forward
+    # The few-barrier first try needs no cap, no Pareto front and no aliases: then the capped
     # and alias attempts never run, and its share is theirs. The exact alias model needs
-    # aliases or a cap, so it never runs with the lean first try either.
+    # aliases or a cap, so it never runs with the few-barrier first try either.
     wanted = {
-        Kind.LEAN_FIRST: route.lean_first and not (route.aliases or route.forward),
+        Kind.FEW_BARRIERS_FIRST: route.few_barriers_first
+        and not (route.aliases or route.capped_barriers),
         Kind.POLICY: True,
         Kind.ALIASES: route.aliases,
         Kind.EXISTING: True,
         Kind.EXISTING_ALIASES: route.aliases,
-        Kind.LEAN: route.lean,
-        Kind.FORWARD: route.forward,
+        Kind.FEW_BARRIERS: route.few_barriers,
+        Kind.CAPPED_BARRIERS: route.capped_barriers,
         Kind.EXACT: route.exact,
         Kind.ALIAS_MODEL: route.alias_model,
     }

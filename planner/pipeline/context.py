@@ -43,11 +43,11 @@ class Context:
     existing: list[int]  # the request's barriers, sorted
     owners: Owners | None  # None: no buffer can alias (no patterns, or too many buffers)
     reference: InterferenceGraph  # the policy's graph: every conflict it must respect
-    before: I64  # per buffer: its first access (a barrier at or before it protects it)
-    after: I64  # per buffer: its last access + 1 (a barrier at or after it follows it)
+    first_access: I64  # per buffer: its first access (a barrier at or before it protects it)
+    access_end: I64  # per buffer: its last access + 1 (a barrier at or after it follows it)
     bound: LowerBound  # valid for every plan of the request, aliases included
     exact: bool  # the reference graph's conflicts are exactly the request's: proofs hold
-    spare: float  # of each attempt's time share: what the fixed work leaves (0..1)
+    optional_share: float  # of each attempt's time share: what the fixed work leaves (0..1)
 
 
 def planned_sizes(req: PlanRequest) -> tuple[list[int], list[Footprint]]:
@@ -71,7 +71,7 @@ def planned_sizes(req: PlanRequest) -> tuple[list[int], list[Footprint]]:
     return sizes, footprints
 
 
-def build_context(req: PlanRequest, heuristics: list[str] | None, spare: float) -> Context:
+def build_context(req: PlanRequest, heuristics: list[str] | None, optional_share: float) -> Context:
     sizes, footprints = planned_sizes(req)
     shrunk = frozenset(i for i, b in enumerate(req.buffers) if sizes[i] != b.size)
     existing = sorted(set(req.barriers))
@@ -80,15 +80,19 @@ def build_context(req: PlanRequest, heuristics: list[str] | None, spare: float) 
     owners = Owners(req, existing, shrunk) if aliasing else None
     reference = build_graph(req, sizes=sizes)
     heuristics, notes = _applicable(req, reference, heuristics)
-    before, after = access_bounds(req)
+    first_access, access_end = access_bounds(req)
     # The graph is exact unless aliases are possible, or a buffer's first access comes after
     # a barrier point inside its lifetime (the graph then keeps it from bytes that barrier
     # frees). Otherwise only the lifetimes themselves bound the arena.
-    exact = owners is None and not _late_first_access(reference.start, before, sync_barriers(req))
-    loose = reference if exact else reference.released(after, None, req.horizon)
+    exact = owners is None and not _late_first_access(
+        reference.start, first_access, sync_barriers(req)
+    )
+    loose = reference if exact else reference.released(access_end, None, req.horizon)
     bound = loose.lower_bound
     if req.options.sync != "none":  # barriers and aliases decide what may share
-        hazard = _hazard_bound(req, reference, before, after, owners, shrunk, bound.bytes)
+        hazard = _hazard_bound(
+            req, reference, first_access, access_end, owners, shrunk, bound.bytes
+        )
         bound = hazard if hazard.bytes > bound.bytes else bound
     return Context(
         req=req,
@@ -99,11 +103,11 @@ def build_context(req: PlanRequest, heuristics: list[str] | None, spare: float) 
         existing=existing,
         owners=owners,
         reference=reference,
-        before=before,
-        after=after,
+        first_access=first_access,
+        access_end=access_end,
         bound=bound,
         exact=exact,
-        spare=spare,
+        optional_share=optional_share,
     )
 
 
@@ -130,8 +134,8 @@ def _applicable(
 def _hazard_bound(
     req: PlanRequest,
     g: InterferenceGraph,
-    before: I64,
-    after: I64,
+    first_access: I64,
+    access_end: I64,
     owners: Owners | None,
     shrunk: frozenset[int],
     floor: int,
@@ -143,22 +147,22 @@ def _hazard_bound(
     (``_capped_bound``)."""
     cap = req.options.max_new_barriers
     if req.options.sync == "insert" and cap is not None and cap > 0:
-        capped = _capped_bound(req, g, before, after, owners, shrunk, floor, cap)
+        capped = _capped_bound(req, g, first_access, access_end, owners, shrunk, floor, cap)
         if capped is not None:
             return capped
     allowed = sync_barriers(req)
-    plain = hazard_bound(g, before, after, allowed, None)  # as if no buffer could alias
+    plain = hazard_bound(g, first_access, access_end, allowed, None)  # as if no buffer could alias
     if allowed is None or owners is None or plain.bytes <= floor:
         return plain  # exact, or no more than ``floor``, which the caller keeps
     cut = owners if allowed == owners.barriers else Owners(req, allowed, shrunk)
-    return hazard_bound(g, before, after, allowed, cut)
+    return hazard_bound(g, first_access, access_end, allowed, cut)
 
 
 def _capped_bound(
     req: PlanRequest,
     g: InterferenceGraph,
-    before: I64,
-    after: I64,
+    first_access: I64,
+    access_end: I64,
     owners: Owners | None,
     shrunk: frozenset[int],
     floor: int,
@@ -177,7 +181,11 @@ def _capped_bound(
     points = range(req.horizon + 1) if pool is None else sorted(set(pool))
     new = sorted(set(points) - set(existing))
     tried = sorted(
-        {new[k] for a in distinct(after).tolist() if (k := bisect.bisect_left(new, a)) < len(new)}
+        {
+            new[k]
+            for a in distinct(access_end).tolist()
+            if (k := bisect.bisect_left(new, a)) < len(new)
+        }
     )
     k = min(cap, len(tried))
     if math.comb(len(tried), k) > CAP_SETS_MAX:
@@ -187,9 +195,11 @@ def _capped_bound(
     best: LowerBound | None = None
     for chosen in itertools.combinations(tried, k):
         barriers = sorted(set(existing) | set(chosen))
-        found = hazard_bound(g, before, after, barriers, None)  # as if no buffer could alias
+        found = hazard_bound(
+            g, first_access, access_end, barriers, None
+        )  # as if no buffer could alias
         if cut is not None and found.bytes > floor:
-            found = hazard_bound(g, before, after, barriers, cut, cache)
+            found = hazard_bound(g, first_access, access_end, barriers, cut, cache)
         if best is None or found.bytes < best.bytes:
             best = found
         if best.bytes <= floor:
@@ -197,12 +207,12 @@ def _capped_bound(
     return best
 
 
-def _late_first_access(start: I64, before: I64, points: list[int] | None) -> bool:
+def _late_first_access(start: I64, first_access: I64, points: list[int] | None) -> bool:
     """Whether a point that ends occupied intervals lies in ``(start, first access]`` of a
     buffer."""
     if not points:
         return False
-    for s, f in zip(start.tolist(), before.tolist(), strict=True):
+    for s, f in zip(start.tolist(), first_access.tolist(), strict=True):
         k = bisect.bisect_right(points, s)
         if k < len(points) and points[k] <= f:
             return True

@@ -13,32 +13,32 @@ from fractions import Fraction
 from planner.core.clock import expired
 from planner.core.graph import sync_barriers
 from planner.pipeline.aliased import alias_model_applies, exact_aliases
-from planner.pipeline.attempt import Attempt, attempt, protect
+from planner.pipeline.attempt import Attempt, attempt, with_barriers
 from planner.pipeline.budget import Kind, Route, schedule, share
 from planner.pipeline.choice import choose
 from planner.pipeline.context import Context
-from planner.pipeline.lean import lean_points
+from planner.pipeline.few_barriers import few_barrier_points
 from planner.solvers import registry
 from planner.solvers.auto import Solution
 from planner.solvers.exact import granularity, round_up
 
 __all__ = ["attempts", "route"]
 
-MAX_FORWARD_POINTS = 32  # new barriers the fewer-barrier search picks from
+CAPPED_POOL_MAX = 32  # new barriers the fewer-barrier search picks from
 BARRIER_MODEL_MAX_BUFFERS = 64  # the exact barrier model has a disjunction per pair
-LEAN_MAX_BUFFERS = 128  # greedy barrier points: candidates x buffers work per point chosen
+FEW_BARRIERS_MAX_BUFFERS = 128  # greedy barrier points: candidates x buffers work per point chosen
 PARETO_STEPS = 8  # intermediate plans per method on the Pareto front
 
 
 def route(ctx: Context, floor: int | None) -> Route:
-    """Which attempts may run on this request (``floor``: its ``_lean_floor``)."""
+    """Which attempts may run on this request (``floor``: its ``_few_barriers_floor``)."""
     opts = ctx.req.options
     return Route(
         inserts=opts.sync == "insert" and opts.max_new_barriers != 0,
         aliases=ctx.owners is not None,
-        lean_first=floor is not None,
-        lean=len(ctx.req.buffers) <= LEAN_MAX_BUFFERS,
-        forward=opts.pareto or opts.max_new_barriers is not None,
+        few_barriers_first=floor is not None,
+        few_barriers=len(ctx.req.buffers) <= FEW_BARRIERS_MAX_BUFFERS,
+        capped_barriers=opts.pareto or opts.max_new_barriers is not None,
         exact=_exact_applies(ctx),
         alias_model=alias_model_applies(ctx),
     )
@@ -48,7 +48,7 @@ def attempts(ctx: Context) -> list[Attempt]:
     """Placements to choose from: the policy's, and under "insert" fewer-barrier ones."""
     req = ctx.req
     limit = req.options.time_limit
-    floor = _lean_floor(ctx)
+    floor = _few_barriers_floor(ctx)
     shares = schedule(route(ctx, floor))
     policy = sync_barriers(req)
     if Kind.EXISTING not in shares:  # no barrier may be inserted: the policy's plans only
@@ -61,7 +61,13 @@ def attempts(ctx: Context) -> list[Attempt]:
     if floor is not None and not expired():
         # Few barriers at the bound: when that plan exists nothing beats it, and the full
         # plan (a barrier after nearly every last access) is not worth computing.
-        early = _lean(ctx, floor, share(shares, Kind.LEAN_FIRST, limit), Kind.LEAN_FIRST, floor)
+        early = _few_barriers(
+            ctx,
+            floor,
+            share(shares, Kind.FEW_BARRIERS_FIRST, limit),
+            Kind.FEW_BARRIERS_FIRST,
+            floor,
+        )
         if early.arena <= floor and not early.barriers.missed:
             at_bound = replace(early.result, bound=floor, proved_optimal=True)
             return [replace(early, result=at_bound)]
@@ -86,18 +92,26 @@ def attempts(ctx: Context) -> list[Attempt]:
     if ctx.owners is not None and not expired():
         seconds = share(shares, Kind.EXISTING_ALIASES, limit)
         found.append(attempt(ctx, ctx.existing, seconds, Kind.EXISTING_ALIASES, merge=True))
-    if full.new_barriers > 1 and Kind.LEAN in shares:
+    if full.new_barriers > 1 and Kind.FEW_BARRIERS in shares:
         # A plan of the full one's arena is all this attempt is for when that arena is
         # proved optimal: these lifetimes are no shorter, so no plan on them is smaller.
         capacity = req.effective_capacity
         fits = capacity is None or full.arena <= capacity
-        enough = full.arena if full.result.proved_optimal and fits else None
-        if early is not None and floor == full.arena == enough:
+        stop_at = full.arena if full.result.proved_optimal and fits else None
+        if early is not None and floor == full.arena == stop_at:
             found.append(early)  # the attempt made above: the same target and budget
         elif not expired():
-            found.append(_lean(ctx, full.arena, share(shares, Kind.LEAN, limit), Kind.LEAN, enough))
-    if Kind.FORWARD in shares and not expired():
-        found.extend(_fewer_barriers(ctx, full, share(shares, Kind.FORWARD, limit)))
+            found.append(
+                _few_barriers(
+                    ctx,
+                    full.arena,
+                    share(shares, Kind.FEW_BARRIERS, limit),
+                    Kind.FEW_BARRIERS,
+                    stop_at,
+                )
+            )
+    if Kind.CAPPED_BARRIERS in shares and not expired():
+        found.extend(_fewer_barriers(ctx, full, share(shares, Kind.CAPPED_BARRIERS, limit)))
     # Nothing to gain when a plan without new barriers is already as small as the full one.
     settled = min((a.arena for a in found if not a.new_barriers), default=full.arena + 1) <= (
         full.arena
@@ -122,8 +136,8 @@ def _with_alias_model(
     return found if solved is None else [*found, solved]
 
 
-def _lean_floor(ctx: Context) -> int | None:
-    """The arena no plan of the request is below, when a lean plan is tried first: under
+def _few_barriers_floor(ctx: Context) -> int | None:
+    """The arena no plan of the request is below, when a few-barrier plan is tried first: under
     "insert" with no cap, candidates, Pareto front or aliases, on an exact graph, within the
     capacity. None: plan as usual."""
     req = ctx.req
@@ -135,7 +149,7 @@ def _lean_floor(ctx: Context) -> int | None:
         or opts.pareto
         or ctx.owners is not None
         or not ctx.exact
-        or len(req.buffers) > LEAN_MAX_BUFFERS
+        or len(req.buffers) > FEW_BARRIERS_MAX_BUFFERS
     ):
         return None
     g = ctx.reference
@@ -144,31 +158,31 @@ def _lean_floor(ctx: Context) -> int | None:
     return floor if capacity is None or floor <= capacity else None
 
 
-def _lean(
-    ctx: Context, target: int, budget: float, kind: Kind, enough: int | None = None
+def _few_barriers(
+    ctx: Context, target: int, budget: float, kind: Kind, stop_at: int | None = None
 ) -> Attempt:
     """A plan on the existing barriers plus new ones chosen greedily to bring the peak of
     live bytes down to ``target`` (bytes): usually that arena with far fewer barriers than
-    the full plan. ``enough``: an arena nothing below is any better (a true bound)."""
+    the full plan. ``stop_at``: an arena nothing below is any better (a true bound)."""
     req, g = ctx.req, ctx.reference
-    points = lean_points(
+    points = few_barrier_points(
         g.start,
         g.end,
-        ctx.after,
+        ctx.access_end,
         g.size,
         existing=ctx.existing,
         candidates=req.options.barrier_candidates,
         horizon=req.horizon,
         target=target,
     )
-    return attempt(ctx, points, budget, kind, enough=enough)
+    return attempt(ctx, points, budget, kind, stop_at=stop_at)
 
 
 def _fewer_barriers(ctx: Context, full: Attempt, budget: float) -> list[Attempt]:
     """Plans on the existing barriers plus k of the full plan's new ones, chosen greedily by
     the lower bound they allow, for the k the cap or the Pareto front asks for."""
     req = ctx.req
-    pool = full.barriers.inserted[:MAX_FORWARD_POINTS]
+    pool = full.barriers.inserted[:CAPPED_POOL_MAX]
     cap = req.options.max_new_barriers
     top = min(full.new_barriers - 1, len(pool))  # more would be the full plan again
     wanted: set[int] = set()
@@ -191,13 +205,13 @@ def _fewer_barriers(ctx: Context, full: Attempt, budget: float) -> list[Attempt]
         chosen.append(min(rest, key=lambda p: (_bound_with(ctx, [*chosen, p]), p)))
         if k in wanted:
             points = sorted(set(ctx.existing) | set(chosen))
-            found.append(attempt(ctx, points, each, Kind.FORWARD))
+            found.append(attempt(ctx, points, each, Kind.CAPPED_BARRIERS))
     return found
 
 
 def _bound_with(ctx: Context, extra: list[int]) -> int:
     points = sorted(set(ctx.existing) | set(extra))
-    g = ctx.reference.released(ctx.after, points, ctx.req.horizon)
+    g = ctx.reference.released(ctx.access_end, points, ctx.req.horizon)
     return g.lower_bound.bytes
 
 
@@ -230,8 +244,8 @@ def _exact_barriers(ctx: Context, full: Attempt, budget: float) -> list[Attempt]
     problem = BarrierProblem(
         start=g.start,
         end=g.end,
-        after=ctx.after,
-        before=ctx.before,
+        after=ctx.access_end,
+        before=ctx.first_access,
         size=g.size,
         alignment=g.alignment,
         pinned=g.pinned,
@@ -271,5 +285,5 @@ def _exact_barriers(ctx: Context, full: Attempt, budget: float) -> list[Attempt]
             proved_optimal=proved or solved.arena_bytes <= ctx.bound.bytes,
             tried=[*full.result.tried, ("exact:barrier-model", solved.arena_bytes)],
         )
-        found.append(protect(ctx, Kind.EXACT, result))
+        found.append(with_barriers(ctx, Kind.EXACT, result))
     return found

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.core.barriers import choose_barriers, reuses, stab
+from planner.core.barriers import choose_barriers, reuses, stabbing_points
 
 intervals_st = st.lists(
     st.tuples(st.integers(0, 12), st.integers(0, 6)).map(lambda t: (t[0], t[0] + t[1])),
@@ -24,7 +24,7 @@ def hits_all(points: list[int], intervals: list[tuple[int, int]]) -> bool:
 @given(intervals_st, st.one_of(st.none(), st.lists(st.integers(0, 18), max_size=6)))
 def test_stab_is_minimum(intervals: list[tuple[int, int]], cands: list[int] | None) -> None:
     candidates = None if cands is None else sorted(set(cands))
-    chosen, missed = stab(intervals, candidates)
+    chosen, missed = stabbing_points(intervals, candidates)
     pool = list(range(19)) if candidates is None else candidates
     coverable = [iv for iv in intervals if any(iv[0] <= p <= iv[1] for p in pool)]
     assert sorted(set(missed)) == sorted(set(intervals) - set(coverable))

@@ -167,7 +167,9 @@ def test_enough_stops_the_search_and_keeps_the_graphs_own_bound() -> None:
     assert full.proved_optimal
     assert full.bound == 4
     # A caller that gains nothing below 4 bytes: greedy's plan ends the search.
-    stopped = auto.solve(g, solver="auto", heuristics=None, capacity=None, time_limit=2.0, enough=4)
+    stopped = auto.solve(
+        g, solver="auto", heuristics=None, capacity=None, time_limit=2.0, stop_at=4
+    )
     assert not any(name.startswith("exact:") for name, _ in stopped.tried)
     assert stopped.arena_bytes == 4
     assert stopped.bound == 3
@@ -184,7 +186,7 @@ def test_enough_below_greedy_still_searches_and_proves_no_false_bound(n: int, se
     plain = auto.solve(g, solver="auto", heuristics=None, capacity=None, time_limit=0.2)
     enough = greedy.arena_bytes - 16  # one granule under greedy: the exact methods run on
     result = auto.solve(
-        g, solver="auto", heuristics=None, capacity=None, time_limit=0.2, enough=enough
+        g, solver="auto", heuristics=None, capacity=None, time_limit=0.2, stop_at=enough
     )
     assert result.arena_bytes <= greedy.arena_bytes
     assert result.bound <= plain.bound  # what ``enough`` aims at is never taken as a bound

@@ -17,7 +17,7 @@ import numpy.typing as npt
 from planner.core._jit import njit
 from planner.core.arrays import distinct
 
-__all__ = ["lean_points", "peak_bytes"]
+__all__ = ["few_barrier_points", "peak_bytes"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -45,7 +45,7 @@ def _occupied_end(after: I64, end: I64, points: list[int], horizon: int) -> I64:
     return np.maximum(released, end)
 
 
-def lean_points(
+def few_barrier_points(
     start: I64,
     end: I64,
     after: I64,

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import planner
 import planner.pipeline.strategies as strategies
 from planner.core.models import PlanRequest
-from planner.pipeline.lean import lean_points, peak_bytes
+from planner.pipeline.few_barriers import few_barrier_points, peak_bytes
 from planner.validators import validate_plan
 from tests.support.strategies import request_dicts
 
@@ -51,7 +51,7 @@ def test_reaches_the_peak_every_candidate_allows(
     existing = sorted({p for p in existing if p < horizon})
     every = sorted(set(existing) | set(range(1, horizon)))
     target = peak_bytes(start, _occupied(after, end, every, horizon), size, horizon)
-    points = lean_points(
+    points = few_barrier_points(
         start, end, after, size, existing=existing, candidates=None, horizon=horizon, target=target
     )
     assert set(existing) <= set(points)
@@ -64,7 +64,9 @@ def test_reaches_the_peak_every_candidate_allows(
 
 def test_candidates_limit_the_points() -> None:
     start, end, after, size = _arrays([(0, 2, 10), (2, 4, 10), (4, 6, 10)])
-    points = lean_points(start, end, after, size, existing=[], candidates=[4], horizon=6, target=10)
+    points = few_barrier_points(
+        start, end, after, size, existing=[], candidates=[4], horizon=6, target=10
+    )
     assert points == [4]  # 2 is not allowed; the peak stays above the target
 
 
@@ -132,7 +134,7 @@ def test_compiled_choice_is_the_greedy_rule(
     existing = sorted({p for p in existing if p < horizon})
     pool = after.tolist() if candidates is None else candidates
     expected = _reference_points(start, end, after, size, existing, pool, horizon, target)
-    points = lean_points(
+    points = few_barrier_points(
         start,
         end,
         after,
@@ -155,7 +157,7 @@ def test_lean_plan_first_keeps_the_arena_and_the_barriers(
     assert validate_plan(request, first).valid
     # The full plan first, then the lean one, as without the shortcut.
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(strategies, "_lean_floor", lambda ctx: None)
+        patch.setattr(strategies, "_few_barriers_floor", lambda ctx: None)
         usual = planner.plan(request)
     assert validate_plan(request, usual).valid
     assert first.arena_bytes == usual.arena_bytes
