@@ -37,6 +37,7 @@ from planner.core.install import install_hint
 from planner.core.models import PlanRequest
 from planner.solvers import registry
 from planner.solvers.ahead import Ahead
+from planner.solvers.registry import SolverChoice
 from planner.solvers.bounds import CLIQUE_MAX, clique_bound, stack_height
 from planner.solvers.exact import (
     ExactResult,
@@ -157,7 +158,7 @@ def _warm_up_request() -> PlanRequest:
 def solve(
     g: InterferenceGraph,
     *,
-    solver: str,
+    solver: SolverChoice,
     heuristics: list[str] | None,
     capacity: int | None,
     time_limit: float,
@@ -165,7 +166,7 @@ def solve(
     greedy_seconds: float | None = None,
     gap_tolerance: GapTolerance = 0,
 ) -> Solution:
-    """Plan ``g`` with the named solver; ``heuristics`` restricts the greedy portfolio.
+    """Plan ``g`` with ``solver``'s methods; ``heuristics`` restricts the greedy portfolio.
 
     ``gap_tolerance`` (``options.gap_tolerance``; None: its default rule, see
     ``solvers.exact.exact_budget``): once the plan is that close to the bound, no exact
@@ -179,7 +180,7 @@ def solve(
     proved optimal for a problem with fewer conflicts), within ``capacity``: the search
     stops at a plan that small; the bound returned is still this graph's own.
     """
-    names = registry.lookup(solver).exact
+    names = solver.exact
     seconds = GREEDY_SHARE * time_limit if greedy_seconds is None else greedy_seconds
     # Kernel-sized, with exact methods to follow: the search decides the bound sooner than
     # hundreds of random skyline runs, which run only where it leaves the plan unproved.

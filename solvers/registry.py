@@ -42,6 +42,21 @@ class SolverChoice:
     heuristics: list[str] | None  # the greedy heuristics; None: the default portfolio
     exact: tuple[str, ...]  # exact methods tried after greedy, in order
 
+    def barrier_model(self, pareto: bool) -> bool:
+        """Whether the exact barrier model is asked for: by an exact solver name, or by the
+        Pareto front under ``auto``."""
+        return self.name in ("exact", "cpsat") or (pareto and self.name == "auto")
+
+    @property
+    def alias_model(self) -> bool:
+        """Whether the exact model of pairwise sharing rules may run."""
+        return self.name in ("auto", "exact", "cpsat")
+
+    @property
+    def pair_model(self) -> bool:
+        """Whether CP-SAT on an explicit graph's pairs may close a greedy gap."""
+        return self.name in ("auto", "exact", "search", "cpsat")
+
 
 def lookup(name: str) -> SolverChoice:
     """The choice a solver name stands for; ``KeyError`` for a name outside the contract."""

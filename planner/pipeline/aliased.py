@@ -49,7 +49,7 @@ def alias_model_applies(ctx: Context) -> bool:
     capped = opts.sync == "insert" and (opts.max_new_barriers or 0) > 0
     return (
         (ctx.owners is not None or capped)
-        and opts.solver in ("auto", "exact", "cpsat")
+        and ctx.solver.alias_model
         and len(req.buffers) <= ALIAS_MODEL_MAX_BUFFERS
         and available("exact")
     )

@@ -50,7 +50,7 @@ def attempt(
             solve_on, node = merge_chains(g, parent)
     result = solve(
         solve_on,
-        solver=req.options.solver,
+        solver=ctx.solver,
         heuristics=ctx.heuristics,
         capacity=req.effective_capacity,
         time_limit=time_limit,

@@ -23,6 +23,7 @@ from planner.core.models import Diagnostic, Footprint, PlanRequest
 from planner.core.patterns import block_slice
 from planner.solvers.bounds import hazard_bound
 from planner.solvers.greedy import applicable
+from planner.solvers.registry import SolverChoice
 
 __all__ = ["CAP_SETS_MAX", "Context", "build_context", "planned_sizes"]
 
@@ -36,7 +37,8 @@ class Context:
     """What every attempt of one request shares."""
 
     req: PlanRequest
-    heuristics: list[str] | None  # None: the default greedy portfolio
+    solver: SolverChoice  # ``options.solver`` resolved, once per request
+    heuristics: list[str] | None  # those of ``solver`` that apply; None: the default portfolio
     notes: list[Diagnostic]  # about the request as planned (a solver that does not apply)
     sizes: list[int]  # bytes planned per buffer: declared, or the per-block footprint
     footprints: list[Footprint]
@@ -71,7 +73,7 @@ def planned_sizes(req: PlanRequest) -> tuple[list[int], list[Footprint]]:
     return sizes, footprints
 
 
-def build_context(req: PlanRequest, heuristics: list[str] | None, optional_share: float) -> Context:
+def build_context(req: PlanRequest, solver: SolverChoice, optional_share: float) -> Context:
     sizes, footprints = planned_sizes(req)
     shrunk = frozenset(i for i, b in enumerate(req.buffers) if sizes[i] != b.size)
     existing = sorted(set(req.barriers))
@@ -79,7 +81,7 @@ def build_context(req: PlanRequest, heuristics: list[str] | None, optional_share
     aliasing = patterned and len(req.buffers) <= ALIAS_MAX_BUFFERS and req.options.sync != "none"
     owners = Owners(req, existing, shrunk) if aliasing else None
     reference = build_graph(req, sizes=sizes)
-    heuristics, notes = _applicable(req, reference, heuristics)
+    heuristics, notes = _applicable(req, reference, solver.heuristics)
     first_access, access_end = access_bounds(req)
     # The graph is exact unless aliases are possible, or a buffer's first access comes after
     # a barrier point inside its lifetime (the graph then keeps it from bytes that barrier
@@ -96,6 +98,7 @@ def build_context(req: PlanRequest, heuristics: list[str] | None, optional_share
         bound = hazard if hazard.bytes > bound.bytes else bound
     return Context(
         req=req,
+        solver=solver,
         heuristics=heuristics,
         notes=notes,
         sizes=sizes,

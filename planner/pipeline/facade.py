@@ -173,7 +173,7 @@ def _plan(
         )
         return unrolled.model_copy(update={"pareto": [only]})
     with deadline(max(0.0, limit - fixed), since=began), interpreted(small):
-        ctx = build_context(req, choice.heuristics, max(0.0, 1.0 - fixed / limit))
+        ctx = build_context(req, choice, max(0.0, 1.0 - fixed / limit))
         found = attempts(ctx)
     chosen = choose(req, found)
     best = with_best_bound(ctx, chosen, found)

@@ -220,9 +220,7 @@ def _exact_applies(ctx: Context) -> bool:
     for the Pareto front. Under "auto" the greedy choices stand: the model saves barriers
     over them, never bytes, at 0.1-0.3 s a request (measured on 32 buffers)."""
     req = ctx.req
-    asked = req.options.solver in ("exact", "cpsat") or (
-        req.options.pareto and req.options.solver == "auto"
-    )
+    asked = ctx.solver.barrier_model(req.options.pareto)
     return asked and len(req.buffers) <= BARRIER_MODEL_MAX_BUFFERS and registry.installed("cpsat")
 
 

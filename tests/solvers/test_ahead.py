@@ -14,6 +14,7 @@ import planner.solvers.auto as auto
 from planner.core.graph import build_graph
 from planner.families import family_instance
 from planner.generate import random_kernel
+from planner.solvers import registry
 from planner.solvers.ahead import Ahead
 from planner.solvers.exact import ExactResult, Stop
 from tests.support.bruteforce import assert_valid_offsets
@@ -96,14 +97,18 @@ def test_the_plan_is_the_one_running_in_turn_gives(
     pytest.importorskip("ortools")  # CP-SAT is what runs beside the windows
     request = random_kernel(seed)
     g = build_graph(request, "none")
-    beside = auto.solve(g, solver="auto", heuristics=None, capacity=None, time_limit=10.0)
+    beside = auto.solve(
+        g, solver=registry.lookup("auto"), heuristics=None, capacity=None, time_limit=10.0
+    )
     schedule = auto._schedule
     monkeypatch.setattr(
         auto,
         "_schedule",
         lambda methods, n: [replace(s, next_ahead=False) for s in schedule(methods, n)],
     )
-    in_turn = auto.solve(g, solver="auto", heuristics=None, capacity=None, time_limit=10.0)
+    in_turn = auto.solve(
+        g, solver=registry.lookup("auto"), heuristics=None, capacity=None, time_limit=10.0
+    )
     assert np.array_equal(beside.offsets, in_turn.offsets)
     assert (beside.bound, beside.tried, beside.name) == (in_turn.bound, in_turn.tried, in_turn.name)
     assert [n for n, _ in beside.tried if n.startswith("exact:")][:3] == [

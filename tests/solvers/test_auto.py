@@ -152,7 +152,9 @@ def test_never_worse_than_greedy_when_exact_runs(
     g = build_graph(request)
     greedy = portfolio(g)
     capacity = None if squeeze is None else int(greedy.arena_bytes * squeeze)
-    result = auto.solve(g, solver="auto", heuristics=None, capacity=capacity, time_limit=0.2)
+    result = auto.solve(
+        g, solver=registry.lookup("auto"), heuristics=None, capacity=capacity, time_limit=0.2
+    )
     assert result.arena_bytes <= greedy.arena_bytes
     assert result.bound <= result.arena_bytes  # the bound is a true bound
     assert_valid_offsets(request, g, result.offsets)
@@ -162,13 +164,15 @@ def test_enough_stops_the_search_and_keeps_the_graphs_own_bound() -> None:
     # FRAGMENTED: greedy gives 4 bytes over a peak of 3, and the exact methods prove 4.
     request = PlanRequest.model_validate(FRAGMENTED)
     g = build_graph(request)
-    full = auto.solve(g, solver="auto", heuristics=None, capacity=None, time_limit=2.0)
+    full = auto.solve(
+        g, solver=registry.lookup("auto"), heuristics=None, capacity=None, time_limit=2.0
+    )
     assert any(name.startswith("exact:") for name, _ in full.tried)
     assert full.proved_optimal
     assert full.bound == 4
     # A caller that gains nothing below 4 bytes: greedy's plan ends the search.
     stopped = auto.solve(
-        g, solver="auto", heuristics=None, capacity=None, time_limit=2.0, stop_at=4
+        g, solver=registry.lookup("auto"), heuristics=None, capacity=None, time_limit=2.0, stop_at=4
     )
     assert not any(name.startswith("exact:") for name, _ in stopped.tried)
     assert stopped.arena_bytes == 4
@@ -183,10 +187,17 @@ def test_enough_below_greedy_still_searches_and_proves_no_false_bound(n: int, se
     request = random_request(n, overlap=0.3, seed=seed, alignment=16)
     g = build_graph(request)
     greedy = portfolio(g)
-    plain = auto.solve(g, solver="auto", heuristics=None, capacity=None, time_limit=0.2)
+    plain = auto.solve(
+        g, solver=registry.lookup("auto"), heuristics=None, capacity=None, time_limit=0.2
+    )
     enough = greedy.arena_bytes - 16  # one granule under greedy: the exact methods run on
     result = auto.solve(
-        g, solver="auto", heuristics=None, capacity=None, time_limit=0.2, stop_at=enough
+        g,
+        solver=registry.lookup("auto"),
+        heuristics=None,
+        capacity=None,
+        time_limit=0.2,
+        stop_at=enough,
     )
     assert result.arena_bytes <= greedy.arena_bytes
     assert result.bound <= plain.bound  # what ``enough`` aims at is never taken as a bound
@@ -220,7 +231,9 @@ def test_kernel_sized_part_gets_its_plan_at_the_bound_from_cpsat() -> None:
     # for a plan at the bound, finds one, so nothing runs after it.
     request = random_kernel(1111)
     g = build_graph(request, "none")
-    result = auto.solve(g, solver="auto", heuristics=None, capacity=None, time_limit=10.0)
+    result = auto.solve(
+        g, solver=registry.lookup("auto"), heuristics=None, capacity=None, time_limit=10.0
+    )
     exact = [name for name, _ in result.tried if name.startswith("exact:")]
     assert exact == ["exact:search", "exact:search", "exact:cpsat"]
     assert result.proved_optimal
@@ -234,12 +247,16 @@ def test_kernel_sized_requests_leave_the_random_runs_until_the_search_has_failed
     # runs still do, and the plan is no larger than the whole portfolio's.
     request = random_kernel(5)
     g = build_graph(request, "none")
-    result = auto.solve(g, solver="auto", heuristics=None, capacity=None, time_limit=10.0)
+    result = auto.solve(
+        g, solver=registry.lookup("auto"), heuristics=None, capacity=None, time_limit=10.0
+    )
     assert result.proved_optimal
     assert "greedy:random/skyline" not in [name for name, _ in result.tried]
     assert_valid_offsets(request, g, result.offsets)
     capacity = result.bound - 16
-    short = auto.solve(g, solver="auto", heuristics=None, capacity=capacity, time_limit=10.0)
+    short = auto.solve(
+        g, solver=registry.lookup("auto"), heuristics=None, capacity=capacity, time_limit=10.0
+    )
     assert short.infeasible
     assert [name for name, _ in short.tried][-1] == "greedy:random/skyline"
     assert short.arena_bytes <= portfolio(g).arena_bytes

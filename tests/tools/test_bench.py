@@ -17,7 +17,7 @@ from planner.bench_omnimalloc import THREADS
 from planner.cli import main
 from planner.core.graph import build_graph
 from planner.core.models import PlanRequest
-from planner.solvers import auto
+from planner.solvers import auto, registry
 from tests.support.samples import CLASSIC
 
 Capture = pytest.CaptureFixture[str]
@@ -60,7 +60,11 @@ def test_listener_sees_improvements_down_to_the_result() -> None:
 
     def solve() -> auto.Solution:
         return auto.solve(
-            g, solver="auto", heuristics=["size/first-fit"], capacity=None, time_limit=2.0
+            g,
+            solver=registry.lookup("auto"),
+            heuristics=["size/first-fit"],
+            capacity=None,
+            time_limit=2.0,
         )
 
     with auto.listening(lambda arena, bound: seen.append((arena, bound))):
