@@ -29,21 +29,10 @@ __all__ = ["DETERMINISTIC_PER_SECOND", "SEED", "solve_cpsat"]
 
 I64 = npt.NDArray[np.int64]
 
-# Deterministic time units per wall second allowed: a throughput, one worker. Measured
-# 0.02-0.10 units per wall second on MiniMalloc A-F at capacity 1048576 (10 s runs; 0.08-0.15
-# without one) and 0.04-0.07 on training-family tilings of 350-420 buffers (5 s runs); 0.02
-# lets the deterministic limit, not the clock, stop every one of them.
-DETERMINISTIC_PER_SECOND = 0.02
-# Small models (kernel-sized, up to SMALL_MODEL buffers) do 0.08-0.4 units per wall second
-# (measured on random 40-64 buffer requests); 0.04 still leaves the deterministic limit first.
-SMALL_MODEL = 128
-DETERMINISTIC_PER_SECOND_SMALL = 0.04
-# A small model whose height can only be the bound asks for a plan there and nothing else; its
-# sections' no-overlap constraints then order their intervals as the search goes (CP-SAT's
-# dynamic precedences): on the at-bound runs of random 16-64 buffer requests (seeds
-# 3000-4999) it decided 30 of 47 within 50 ms instead of 16, the median from 117 to 30 ms. No
-# other parameter tried helped (tried on the runs of seeds 1000-2999).
-SEED = 20231
+DETERMINISTIC_PER_SECOND = 0.02  # deterministic time units a second of limit buys (one worker)
+SMALL_MODEL = 128  # buffers up to which a model is small: a higher rate, dynamic precedences
+DETERMINISTIC_PER_SECOND_SMALL = 0.04  # the rate for small models, which do more units a second
+SEED = 20231  # CP-SAT's random seed: fixed, so a model solves the same way every run
 
 
 class _Progress(cp_model.CpSolverSolutionCallback):
@@ -174,7 +163,8 @@ def solve_cpsat(
     if tolerance > 0:
         params.absolute_gap_limit = tolerance  # CP-SAT then calls the plan optimal: see below
     if upper is not None and h_max <= least:
-        # The height can only be the bound: a feasibility model (see SMALL_MODEL).
+        # The height can only be the bound: a feasibility model, whose sections' no-overlap
+        # constraints order their intervals as the search goes.
         params.use_dynamic_precedence_in_disjunctive = n <= SMALL_MODEL
     progress = _Progress(height, lower_bound, on_progress) if on_progress else None
     if stop is not None and not stop.attach(solver.stop_search):
