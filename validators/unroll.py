@@ -10,7 +10,7 @@ inside a branch's span but in no arm always run.
 
 An execution is a list of ``Segment``: original points ``[lo, hi)`` run in order in one copy
 of their enclosing loops, at unrolled points ``[at, at + hi - lo)``. A buffer range becomes
-one ``Piece`` per copy of the loops wholly containing it; a range that starts outside a loop
+one ``UnrolledRange`` per copy of the loops wholly containing it; a range that starts outside a loop
 and ends inside it (or the reverse) is live over every copy of that loop.
 
 This module knows nothing of the request models: loops, branches and ranges come in as plain
@@ -29,7 +29,7 @@ __all__ = [
     "MAX_SEGMENTS",
     "ControlFlow",
     "Execution",
-    "Piece",
+    "UnrolledRange",
     "Segment",
     "TooManyExecutionsError",
     "executions",
@@ -96,7 +96,7 @@ class Segment:
 
 
 @dataclass(frozen=True)
-class Piece:
+class UnrolledRange:
     """One range of a buffer in one copy of the loops wholly containing it, unrolled."""
 
     start: int  # unrolled point
@@ -159,7 +159,7 @@ class Execution:
                 k += 1
         return sorted(out)
 
-    def pieces(self, start: int, end: int) -> list[Piece]:
+    def pieces(self, start: int, end: int) -> list[UnrolledRange]:
         """The pieces of the range ``[start, end)`` in this execution (none when it lies in an
         arm not taken)."""
         inside, crossed = self.flow.loops_around(start, end)
@@ -171,7 +171,7 @@ class Execution:
                     if first < 0:
                         first = at + (start - lo if start > lo else 0)
                     last = at + ((end if end < hi else hi) - lo)
-            return [] if first < 0 else [Piece(first, last, (), ())]
+            return [] if first < 0 else [UnrolledRange(first, last, (), ())]
         groups: dict[Copy, list[int]] = {}
         for s in self.segments:
             if s.lo < end and start < s.hi:
@@ -192,7 +192,9 @@ class Execution:
                         span = groups[key]
                         span[0] = min(span[0], s.at)
                         span[1] = max(span[1], s.at + s.hi - s.lo)
-        return [Piece(lo, hi, key, tuple(crossed)) for key, (lo, hi) in sorted(groups.items())]
+        return [
+            UnrolledRange(lo, hi, key, tuple(crossed)) for key, (lo, hi) in sorted(groups.items())
+        ]
 
 
 def executions(flow: ControlFlow, horizon: int) -> Iterator[Execution]:

@@ -7,7 +7,7 @@ import pytest
 from planner.validators.unroll import (
     MAX_EXECUTIONS,
     ControlFlow,
-    Piece,
+    UnrolledRange,
     TooManyExecutionsError,
     executions,
 )
@@ -32,7 +32,7 @@ def test_a_loop_that_may_run_zero_times_is_also_skipped() -> None:
 def test_a_range_inside_a_skipped_loop_has_no_piece() -> None:
     skipped, _ = executions(ControlFlow(loops=((2, 5, 0, None),)), 7)
     assert skipped.pieces(3, 4) == []
-    assert skipped.pieces(0, 3) == [Piece(0, 2, (), (0,))]
+    assert skipped.pieces(0, 3) == [UnrolledRange(0, 2, (), (0,))]
 
 
 def test_a_loop_body_runs_twice_and_once_for_one_trip() -> None:
@@ -77,24 +77,24 @@ def test_arms_are_chosen_afresh_in_every_loop_copy() -> None:
 def test_pieces_one_per_copy_of_the_loops_around_the_range() -> None:
     (ex,) = executions(ControlFlow(loops=((2, 5, 1, None),)), 7)
     # Unrolled: [0, 2) at 0, body copy 0 at 2, body copy 1 at 5, [5, 7) at 8.
-    assert ex.pieces(3, 4) == [Piece(3, 4, ((0, 0),)), Piece(6, 7, ((0, 1),))]
-    assert ex.pieces(0, 2) == [Piece(0, 2, ())]
+    assert ex.pieces(3, 4) == [UnrolledRange(3, 4, ((0, 0),)), UnrolledRange(6, 7, ((0, 1),))]
+    assert ex.pieces(0, 2) == [UnrolledRange(0, 2, ())]
     assert ex.occurrences([1, 2, 4, 6]) == [1, 2, 4, 5, 7, 9]
     assert [ex.origin(u) for u in range(ex.length)] == [0, 1, 2, 3, 4, 2, 3, 4, 5, 6]
 
 
 def test_a_range_entering_or_leaving_a_loop_covers_every_copy() -> None:
     (ex,) = executions(ControlFlow(loops=((2, 5, 1, None),)), 7)
-    assert ex.pieces(0, 3) == [Piece(0, 8, (), (0,))]  # live over both copies of the body
-    assert ex.pieces(4, 7) == [Piece(2, 10, (), (0,))]
+    assert ex.pieces(0, 3) == [UnrolledRange(0, 8, (), (0,))]  # live over both copies of the body
+    assert ex.pieces(4, 7) == [UnrolledRange(2, 10, (), (0,))]
 
 
 def test_a_range_in_an_arm_not_taken_has_no_piece() -> None:
     first, second = executions(ControlFlow(branches=(((1, 3), (3, 5)),)), 6)
     assert first.pieces(3, 5) == []
     assert second.pieces(1, 3) == []
-    assert second.pieces(3, 5) == [Piece(1, 3, ())]
-    assert first.pieces(0, 6) == [Piece(0, 4, ())]
+    assert second.pieces(3, 5) == [UnrolledRange(1, 3, ())]
+    assert first.pieces(0, 6) == [UnrolledRange(0, 4, ())]
 
 
 def test_too_many_executions_name_the_limit() -> None:
@@ -107,5 +107,5 @@ def test_too_many_executions_name_the_limit() -> None:
 
 def test_a_loop_of_one_trip_does_not_stretch_the_ranges_crossing_it() -> None:
     (ex,) = executions(ControlFlow(loops=((2, 5, 1, 1),)), 7)
-    assert ex.pieces(0, 3) == [Piece(0, 3, ())]
-    assert ex.pieces(4, 7) == [Piece(4, 7, ())]
+    assert ex.pieces(0, 3) == [UnrolledRange(0, 3, ())]
+    assert ex.pieces(4, 7) == [UnrolledRange(4, 7, ())]
