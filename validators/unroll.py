@@ -29,9 +29,9 @@ __all__ = [
     "MAX_SEGMENTS",
     "ControlFlow",
     "Execution",
-    "UnrolledRange",
     "Segment",
     "TooManyExecutionsError",
+    "UnrolledRange",
     "executions",
 ]
 

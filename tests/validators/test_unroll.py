@@ -7,8 +7,8 @@ import pytest
 from planner.validators.unroll import (
     MAX_EXECUTIONS,
     ControlFlow,
-    UnrolledRange,
     TooManyExecutionsError,
+    UnrolledRange,
     executions,
 )
 
