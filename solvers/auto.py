@@ -37,7 +37,6 @@ from planner.core.install import install_hint
 from planner.core.models import PlanRequest
 from planner.solvers import registry
 from planner.solvers.ahead import Ahead
-from planner.solvers.registry import SolverChoice
 from planner.solvers.bounds import CLIQUE_MAX, clique_bound, stack_height
 from planner.solvers.exact import (
     ExactResult,
@@ -47,6 +46,7 @@ from planner.solvers.exact import (
     round_up,
 )
 from planner.solvers.greedy import RANDOM_SKYLINE, applicable, arena_of, cost, portfolio
+from planner.solvers.registry import SolverChoice
 
 __all__ = [
     "WARM_UP_BUFFERS",
