@@ -36,7 +36,6 @@ from planner.core.graph import InterferenceGraph, build_graph
 from planner.core.install import install_hint
 from planner.core.models import PlanRequest
 from planner.solvers import registry
-from planner.solvers.ahead import Ahead
 from planner.solvers.bounds import CLIQUE_MAX, clique_bound, stack_height
 from planner.solvers.exact import (
     ExactResult,
@@ -47,6 +46,7 @@ from planner.solvers.exact import (
 )
 from planner.solvers.greedy import RANDOM_SKYLINE, applicable, arena_of, cost, portfolio
 from planner.solvers.registry import SolverChoice
+from planner.solvers.speculative import SpeculativeRun
 
 __all__ = [
     "WARM_UP_BUFFERS",
@@ -329,7 +329,7 @@ def _improve(
         rest = int((offsets + g.size)[others].max(initial=0))  # arena of the other parts
         step = granularity(sub)
         steps = _schedule(methods, sub.n)
-        ahead: Ahead | None = None  # the next step's first run, started early
+        speculative: SpeculativeRun | None = None  # the next step's first run, started early
         try:
             for k, run in enumerate(steps):
                 method_name, method = run.name, run.method
@@ -349,12 +349,12 @@ def _improve(
                         progress,
                         slack,
                     )
-                    beside = None  # the next step's first run, to start beside this one
-                    if run.next_ahead and k + 1 < len(steps):
+                    next_run = None  # the next step's first run, to start beside this one
+                    if run.next_speculative and k + 1 < len(steps):
                         after = steps[k + 1]
                         share_after = per_part * after.fraction
                         later_progress = _progress_of_part(rest, sub_arena, bound)
-                        beside = (
+                        next_run = (
                             after.method,
                             _arguments(
                                 after,
@@ -367,7 +367,7 @@ def _improve(
                                 slack,
                             ),
                         )
-                    result, ahead = _call(method, sub, arguments, ahead, beside)
+                    result, speculative = _call(method, sub, arguments, speculative, next_run)
                     # Every arena is a multiple of the granularity: so is the least one.
                     sub_bound = max(sub_bound, round_up(result.bound, step))
                     if result.proved_optimal and result.arena_bytes is not None:
@@ -394,8 +394,8 @@ def _improve(
                 if sub_arena <= _roof(sub_bound, slack, capacity):
                     break
         finally:
-            if ahead is not None:
-                ahead.cancel()
+            if speculative is not None:
+                speculative.cancel()
         if stop_at is None:
             bound = max(bound, sub_bound)
     arena = arena_of(g, offsets)
@@ -415,23 +415,23 @@ def _call(
     method: ExactMethod,
     sub: InterferenceGraph,
     arguments: dict[str, Any],
-    ahead: Ahead | None,
-    beside: tuple[ExactMethod, dict[str, Any]] | None,
-) -> tuple[ExactResult, Ahead | None]:
+    speculative: SpeculativeRun | None,
+    next_run: tuple[ExactMethod, dict[str, Any]] | None,
+) -> tuple[ExactResult, SpeculativeRun | None]:
     """``method``'s result on ``arguments``, and the run left going ahead of its turn.
 
-    That is ``ahead``'s result where it started on these arguments. Otherwise ``ahead`` is
-    stopped and ``method`` runs, with the run ``beside`` (the next step's method and first
+    That is ``speculative``'s result where it started on these arguments. Otherwise it is
+    stopped and ``method`` runs, with ``next_run`` (the next step's method and first
     arguments) started on another thread first, which ``method`` is told to stop for once
-    that run settles the bound (``Ahead.settled``)."""
-    if ahead is not None and ahead.matches(arguments):
-        return ahead.result(), None
-    if ahead is not None:
-        ahead.cancel()
-    if beside is None:
+    that run settles the bound (``SpeculativeRun.settled``)."""
+    if speculative is not None and speculative.matches(arguments):
+        return speculative.result(), None
+    if speculative is not None:
+        speculative.cancel()
+    if next_run is None:
         return method(sub, **arguments), None
-    ahead = Ahead(beside[0], sub, beside[1])
-    return method(sub, **arguments, stop=ahead.settled), ahead
+    speculative = SpeculativeRun(next_run[0], sub, next_run[1])
+    return method(sub, **arguments, stop=speculative.settled), speculative
 
 
 def _exact_affordable(g: InterferenceGraph, parts: list[I64], time_limit: float) -> bool:
@@ -458,8 +458,8 @@ class _Step:
     at_bound: bool = False  # only a plan at the part's bound is searched for
     tries: int = 1  # runs while each proves the bound too low (and raises it)
     options: dict[str, bool] = field(default_factory=dict)  # the method's own options
-    # The next step's first run starts beside this one (``Ahead``): both methods take ``stop``.
-    next_ahead: bool = False
+    # The next step's first run starts beside this one (``SpeculativeRun``); both take ``stop``.
+    next_speculative: bool = False
 
 
 def _arguments(
@@ -496,7 +496,7 @@ def _schedule(methods: list[tuple[str, ExactMethod]], n: int) -> list[_Step]:
     it does not, its windows (``solvers.windows``) may prove the bound a few granules too
     low, which the search cannot on the whole part and CP-SAT takes a run per granule to. Then
     CP-SAT is asked only for a plan at the bound (its first run starts beside the windows, as
-    if they leave the bound: ``solvers.ahead``): a far smaller model than the whole range
+    if they leave the bound: ``solvers.speculative``): a far smaller model than the whole range
     below the best arena, which it decides in milliseconds on most parts the search
     misses, or proves the bound too low (then again at the raised bound, up to
     ``SMALL_AT_BOUND_TRIES`` runs). Where it decides neither, the search bisects above the
@@ -525,7 +525,7 @@ def _schedule(methods: list[tuple[str, ExactMethod]], n: int) -> list[_Step]:
     if windows is not None:
         # The windows run on one core and mostly leave the bound as it is: CP-SAT's first
         # run at the bound goes on beside them.
-        steps.append(_Step(s_name, windows, SMALL_WINDOWS, next_ahead=True))
+        steps.append(_Step(s_name, windows, SMALL_WINDOWS, next_speculative=True))
     return [
         *steps,
         _Step(c_name, cpsat, SMALL_AT_BOUND, at_bound=True, tries=SMALL_AT_BOUND_TRIES),

@@ -217,7 +217,7 @@ def test_schedule_stays_within_the_part_time(n: int) -> None:
 def test_a_run_started_ahead_and_the_one_beside_it_can_both_be_stopped(n: int) -> None:
     methods = [(name, registry.exact_method(name)) for name in ("search", "cpsat")]
     steps = auto._schedule([(m, f) for m, f in methods if f is not None], n)
-    pairs = [(s, steps[k + 1]) for k, s in enumerate(steps) if s.next_ahead]
+    pairs = [(s, steps[k + 1]) for k, s in enumerate(steps) if s.next_speculative]
     assert len(pairs) == (1 if n <= auto.SMALL_PART else 0)
     for step, after in pairs:
         assert after.at_bound  # CP-SAT asked for a plan at the bound, beside the windows

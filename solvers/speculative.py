@@ -23,12 +23,12 @@ from planner.core.graph import InterferenceGraph
 from planner.solvers import registry
 from planner.solvers.exact import ExactResult, Stop
 
-__all__ = ["Ahead"]
+__all__ = ["SpeculativeRun"]
 
 STOP_POLL = 0.002  # seconds between requests to stop, until the run has ended
 
 
-class Ahead:
+class SpeculativeRun:
     """One run of ``method`` on ``g`` with ``arguments``, started now on another thread (in
     the caller's context: the request's deadline holds there too)."""
 

@@ -15,8 +15,8 @@ from planner.core.graph import build_graph
 from planner.families import family_instance
 from planner.generate import random_kernel
 from planner.solvers import registry
-from planner.solvers.ahead import Ahead
 from planner.solvers.exact import ExactResult, Stop
+from planner.solvers.speculative import SpeculativeRun
 from tests.support.bruteforce import assert_valid_offsets
 
 # Random kernels whose first search decides nothing at the bound, so the windows run and
@@ -42,13 +42,13 @@ def test_taken_only_on_the_arguments_it_started_with() -> None:
     g = build_graph(random_kernel(3), "none")
     hint = np.arange(g.n, dtype=np.int64)
     calls: list[dict[str, Any]] = []
-    ahead = Ahead(_recording(calls), g, _arguments(100, hint))
-    assert ahead.matches(_arguments(100, hint.copy()))
-    assert ahead.matches({**_arguments(100, hint), "on_progress": None})
-    assert not ahead.matches(_arguments(101, hint))
-    assert not ahead.matches(_arguments(100, hint + 1))
-    assert not ahead.matches({**_arguments(100, hint), "upper": 100})
-    assert ahead.result().bound == 101
+    speculative = SpeculativeRun(_recording(calls), g, _arguments(100, hint))
+    assert speculative.matches(_arguments(100, hint.copy()))
+    assert speculative.matches({**_arguments(100, hint), "on_progress": None})
+    assert not speculative.matches(_arguments(101, hint))
+    assert not speculative.matches(_arguments(100, hint + 1))
+    assert not speculative.matches({**_arguments(100, hint), "upper": 100})
+    assert speculative.result().bound == 101
     assert isinstance(calls[0]["stop"], Stop)
 
 
@@ -58,7 +58,7 @@ def test_an_error_on_its_thread_is_raised_on_the_callers() -> None:
 
     g = build_graph(random_kernel(3), "none")
     with pytest.raises(ValueError, match="no plan"):
-        Ahead(failing, g, _arguments(1, np.zeros(g.n, dtype=np.int64))).result()
+        SpeculativeRun(failing, g, _arguments(1, np.zeros(g.n, dtype=np.int64))).result()
 
 
 def test_cancel_stops_a_long_cpsat_run() -> None:
@@ -72,12 +72,12 @@ def test_cancel_stops_a_long_cpsat_run() -> None:
     request = family_instance("pinwheel", 200, 7).request.model_copy(update={"capacity": None})
     g = build_graph(request, "none")
     low = g.aligned_bound.bytes
-    ahead = Ahead(
+    speculative = SpeculativeRun(
         solve_cpsat, g, {**_arguments(low, np.zeros(g.n, dtype=np.int64)), "time_limit": 300.0}
     )
     time.sleep(0.2)
     began = time.perf_counter()
-    ahead.cancel()
+    speculative.cancel()
     assert time.perf_counter() - began < 5.0
     # Stopped before it began, it searches nothing: unstopped, two seconds find a plan.
     stopped = Stop()
@@ -104,7 +104,7 @@ def test_the_plan_is_the_one_running_in_turn_gives(
     monkeypatch.setattr(
         auto,
         "_schedule",
-        lambda methods, n: [replace(s, next_ahead=False) for s in schedule(methods, n)],
+        lambda methods, n: [replace(s, next_speculative=False) for s in schedule(methods, n)],
     )
     in_turn = auto.solve(
         g, solver=registry.lookup("auto"), heuristics=None, capacity=None, time_limit=10.0
