@@ -30,6 +30,8 @@ so aligning is a mask, never a division.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import numpy.typing as npt
 
@@ -44,6 +46,49 @@ WASTE = -1  # a child that leaves the lowest cell empty
 FEWEST = 0  # the one with the fewest children, then the lowest
 LOWEST = 1  # the lowest, then the leftmost
 LEFTMOST = 2  # the leftmost
+NEVER = np.iinfo(np.int64).max // 4  # bytes: above any offset
+
+# Columns of the search stack, one row per depth: the move that led there (a buffer or
+# WASTE), its section and the height it replaced; where the node's children start in the
+# children list, how many it has and the next to try; the section of its lowest cell and
+# the height the waste child raises it to; its group's first section and one past its last.
+MOVE, MOVE_SEC, MOVE_OLD, KID_BASE, KID_COUNT, KID_NEXT, KID_SEC, KID_RISE = range(8)
+GROUP_LO, GROUP_HI = 8, 9
+FRAME = 10
+SEARCH = 2  # no status yet: the search goes on (none of FOUND, EXHAUSTED, OUT_OF_NODES)
+
+
+class SkylineArrays(NamedTuple):
+    """The instance, fixed during a search (request order).
+
+    Buffer ``i`` is live in sections ``first[i] .. last[i]-1``; ``start_list`` (CSR by
+    ``start_ptr``) lists the buffers whose first section is each section, by rank;
+    ``twin_prev[c]`` is the interchangeable buffer to place before ``c`` (-1: none);
+    ``span_of`` (CSR ``span_ptr``/``span_list``) groups buffers of the same lifetime."""
+
+    size: I64
+    alignment: I64
+    first: I64
+    last: I64
+    start_ptr: I64
+    start_list: I64
+    twin_prev: I64
+    rank: I64
+    span_of: I64
+    span_ptr: I64
+    span_list: I64
+
+
+class SkylineState(NamedTuple):
+    """What a search changes as it moves, per buffer or per section (bytes)."""
+
+    offset: I64  # per buffer: its offset, -1 while unplaced
+    height: I64  # per section: bytes decided
+    rem: I64  # per section: bytes of unplaced buffers live there
+    slack: I64  # per section: bytes it may waste above its height
+    reach: I64  # per section + 1: whether the valley's bottom row can be covered from there
+    low: I64  # per section: the lowest offset an unplaced buffer live there takes
+    sits: I64  # per buffer: the lowest offset it can take while unplaced
 
 
 @njit
@@ -57,59 +102,49 @@ def _grow(a: I64, need: int) -> I64:
 
 
 @njit
-def _bottom_row(
-    a: int,
-    b: int,
-    h: int,
-    size: I64,
-    alignment: I64,
-    last: I64,
-    start_ptr: I64,
-    start_list: I64,
-    offset: I64,
-    slack: I64,
-    reach: I64,
-) -> int:
+def _grow_rows(a: npt.NDArray[np.int64], need: int) -> npt.NDArray[np.int64]:
+    """``a`` with room for at least ``need`` rows, the first ``a.shape[0]`` kept."""
+    if need <= a.shape[0]:
+        return a
+    b = np.zeros((max(2 * a.shape[0], need), a.shape[1]), dtype=np.int64)
+    b[: a.shape[0]] = a
+    return b
+
+
+@njit
+def _bottom_row(inst: SkylineArrays, st: SkylineState, a: int, b: int, h: int) -> int:
     """Whether the bottom row of the valley ``a .. b-1`` (sections, all at ``h`` bytes, both
     sides higher) can be covered: by unplaced buffers aligned at ``h`` whose lifetimes lie in
-    it, side by side, and waste in sections with slack. ``reach[x]`` (x in a .. b) becomes 1
-    where sections ``x .. b-1`` can be covered so; returns the steps taken."""
+    it, side by side, and waste in sections with slack. ``st.reach[x]`` (x in a .. b) becomes
+    1 where sections ``x .. b-1`` can be covered so; returns the steps taken."""
+    reach = st.reach
     steps = 0
     reach[b] = 1
     for x in range(b - 1, a - 1, -1):
-        reach[x] = 1 if slack[x] > 0 and reach[x + 1] == 1 else 0
+        reach[x] = 1 if st.slack[x] > 0 and reach[x + 1] == 1 else 0
         if reach[x] == 1:
             continue
-        for k in range(start_ptr[x], start_ptr[x + 1]):
-            c = start_list[k]
+        for k in range(inst.start_ptr[x], inst.start_ptr[x + 1]):
+            c = inst.start_list[k]
             steps += 1
-            aligned = (h & (alignment[c] - 1)) == 0
-            if offset[c] < 0 and last[c] <= b and aligned and reach[last[c]] == 1:
+            aligned = (h & (inst.alignment[c] - 1)) == 0
+            if st.offset[c] < 0 and inst.last[c] <= b and aligned and reach[inst.last[c]] == 1:
                 reach[x] = 1
                 break
     return steps
 
 
 @njit
-def _stacked_later(
-    c: int,
-    h: int,
-    size: I64,
-    alignment: I64,
-    rank: I64,
-    span_of: I64,
-    span_ptr: I64,
-    span_list: I64,
-    offset: I64,
-) -> bool:
+def _stacked_later(inst: SkylineArrays, offset: I64, c: int, h: int) -> bool:
     """Whether a placed buffer with the same lifetime as ``c`` and a later rank ends at
     ``h`` and could swap places with ``c`` (both stay aligned): the two would form a block
     whose order nothing else sees, so only the order by rank is searched."""
-    k0 = span_ptr[span_of[c]]
-    for k in range(k0, span_ptr[span_of[c] + 1]):
-        p = span_list[k]
+    size, alignment = inst.size, inst.alignment
+    span = inst.span_of[c]
+    for k in range(inst.span_ptr[span], inst.span_ptr[span + 1]):
+        p = inst.span_list[k]
         o = offset[p]
-        if o < 0 or o + size[p] != h or rank[p] < rank[c]:
+        if o < 0 or o + size[p] != h or inst.rank[p] < inst.rank[c]:
             continue
         if (o & (alignment[c] - 1)) == 0 and ((o + size[c]) & (alignment[p] - 1)) == 0:
             return True
@@ -118,56 +153,46 @@ def _stacked_later(
 
 @njit
 def _children(
+    inst: SkylineArrays,
+    st: SkylineState,
     a: int,
     b: int,
     h: int,
-    size: I64,
-    alignment: I64,
-    first: I64,
-    last: I64,
-    start_ptr: I64,
-    start_list: I64,
-    twin_prev: I64,
-    rank: I64,
-    span_of: I64,
-    span_ptr: I64,
-    span_list: I64,
-    offset: I64,
-    sits: I64,
-    rem: I64,
-    reach: I64,
     capacity: int,
     kid: I64,
     base: int,
     write: bool,
 ) -> tuple[int, int]:
     """(children, waste height) of the first cell of the valley ``a .. b-1`` at ``h`` bytes,
-    after ``_bottom_row`` filled ``reach``: the unplaced buffers starting there that fit the
-    valley, sit at ``h`` and leave a row that can be completed (in rank order; written to
+    after ``_bottom_row`` filled ``st.reach``: the unplaced buffers starting there that fit
+    the valley, sit at ``h`` and leave a row that can be completed (in rank order; written to
     ``kid`` from ``base`` if ``write``), then waste, if the cell may stay empty: the section
     rises to the lowest offset a buffer live there can still take."""
+    offset, reach, rem, sits = st.offset, st.reach, st.rem, st.sits
+    last = inst.last
     count = 0
-    for k in range(start_ptr[a], start_ptr[a + 1]):
-        c = start_list[k]
+    for k in range(inst.start_ptr[a], inst.start_ptr[a + 1]):
+        c = inst.start_list[k]
         if offset[c] >= 0 or last[c] > b or sits[c] != h or reach[last[c]] == 0:
             continue
-        if twin_prev[c] >= 0 and offset[twin_prev[c]] < 0:
+        twin = inst.twin_prev[c]
+        if twin >= 0 and offset[twin] < 0:
             continue
-        if _stacked_later(c, h, size, alignment, rank, span_of, span_ptr, span_list, offset):
+        if _stacked_later(inst, offset, c, h):
             continue
         if write:
             kid[base + count] = c
         count += 1
-    rise = np.iinfo(np.int64).max // 4
+    rise = NEVER
     # Every buffer live there sits at ``h`` or higher and the waste rises above ``h``: with
     # no byte of slack above the bytes still to place, the cell cannot stay empty.
     if reach[a + 1] == 1 and h + 1 + rem[a] <= capacity:
-        for c in range(size.shape[0]):
-            if offset[c] >= 0 or first[c] > a or last[c] <= a:
+        for c in range(inst.size.shape[0]):
+            if offset[c] >= 0 or inst.first[c] > a or last[c] <= a:
                 continue
             o = sits[c]
             if o == h:
-                o = (h + alignment[c]) & -alignment[c]
+                o = (h + inst.alignment[c]) & -inst.alignment[c]
             rise = min(rise, o)
         if rise + rem[a] <= capacity:
             if write:
@@ -177,18 +202,234 @@ def _children(
 
 
 @njit
+def _active_group(inst: SkylineArrays, offset: I64, by_first: I64) -> tuple[int, int]:
+    """The leftmost run of sections the unplaced buffers' lifetimes chain together (first,
+    one past the last): no other unplaced buffer is live there, so a node looks only at it."""
+    lo = -1
+    hi = -1
+    for t in range(by_first.shape[0]):
+        c = by_first[t]
+        if offset[c] >= 0:
+            continue
+        if lo < 0:
+            lo, hi = inst.first[c], inst.last[c]
+        elif inst.first[c] < hi:
+            hi = max(hi, inst.last[c])
+        else:
+            break
+    return lo, hi
+
+
+@njit
+def _seat(inst: SkylineArrays, st: SkylineState, lo: int, hi: int) -> int:
+    """Where each unplaced buffer of the group sits at the lowest (``st.sits``: aligned above
+    the highest section of its lifetime), and per section the lowest of those
+    (``st.low``); returns the steps taken."""
+    first, last, height, low = inst.first, inst.last, st.height, st.low
+    work = 0
+    for s in range(lo, hi):
+        low[s] = NEVER
+    for c in range(inst.size.shape[0]):
+        if st.offset[c] >= 0 or first[c] < lo or first[c] >= hi:
+            continue
+        # Unsigned indices: no negative-index wrap check in the hottest loops.
+        top = 0
+        u = np.uint64(first[c])
+        while u < np.uint64(last[c]):
+            top = max(top, height[u])
+            u += np.uint64(1)
+        top = (top + inst.alignment[c] - 1) & -inst.alignment[c]
+        st.sits[c] = top
+        u = np.uint64(first[c])
+        while u < np.uint64(last[c]):
+            if low[u] > top:
+                low[u] = top
+            u += np.uint64(1)
+        work += 2 * (last[c] - first[c])
+    return work
+
+
+@njit
+def _within_slack(st: SkylineState, lo: int, hi: int, capacity: int) -> bool:
+    """Whether every section of the group can hold its unplaced bytes above the cells no
+    unplaced buffer can fill (the dead-cell pruning); sets each section's slack."""
+    for s in range(lo, hi):
+        if st.rem[s] == 0:
+            continue
+        if st.low[s] + st.rem[s] > capacity:
+            return False
+        st.slack[s] = capacity - st.height[s] - st.rem[s]
+    return True
+
+
+@njit
+def _pick_valley(
+    inst: SkylineArrays,
+    st: SkylineState,
+    lo: int,
+    hi: int,
+    valley: int,
+    capacity: int,
+    kid: I64,
+    base: int,
+) -> tuple[int, int, int]:
+    """(first section, one past the last, steps taken) of the valley to branch on; -1 when
+    some valley's bottom row cannot be covered or its first cell has no child (the node
+    fails). Every valley's bottom row must be covered, and any valley can be branched on at
+    its first cell: ``valley`` says which (``FEWEST``, ``LOWEST``, ``LEFTMOST``)."""
+    rem, height = st.rem, st.height
+    n = inst.size.shape[0]
+    work = 0
+    best = -1
+    best_end = -1
+    fewest = NEVER
+    s = lo
+    while s < hi:
+        if rem[s] == 0:
+            s += 1
+            continue
+        h = height[s]
+        end = s + 1
+        while end < hi and rem[end] > 0 and height[end] == h:
+            end += 1
+        left = s == lo or rem[s - 1] == 0 or height[s - 1] > h
+        right = end == hi or rem[end] == 0 or height[end] > h
+        if left and right:
+            work += _bottom_row(inst, st, s, end, h)
+            if st.reach[s] == 0:
+                return -1, -1, work
+            kids, _ = _children(inst, st, s, end, h, capacity, kid, base, False)
+            work += n
+            if kids == 0:
+                return -1, -1, work
+            if (
+                best < 0
+                or (valley == FEWEST and (kids < fewest or (kids == fewest and h < height[best])))
+                or (valley == LOWEST and h < height[best])
+            ):
+                best, best_end, fewest = s, end, kids
+        s = end
+    return best, best_end, work
+
+
+@njit
+def _expand(
+    inst: SkylineArrays,
+    st: SkylineState,
+    frames: npt.NDArray[np.int64],
+    depth: int,
+    kid: I64,
+    by_first: I64,
+    valley: int,
+    capacity: int,
+) -> tuple[int, I64]:
+    """Writes the children of the node at ``depth`` (its row of ``frames``, and ``kid``);
+    returns the steps taken and ``kid``, grown if it had to be."""
+    n = inst.size.shape[0]
+    lo, hi = _active_group(inst, st.offset, by_first)
+    work = n
+    frames[depth, GROUP_LO] = lo
+    frames[depth, GROUP_HI] = hi
+    work += _seat(inst, st, lo, hi)
+    count = 0
+    if _within_slack(st, lo, hi, capacity):
+        base = frames[depth, KID_BASE]
+        best, best_end, steps = _pick_valley(inst, st, lo, hi, valley, capacity, kid, base)
+        work += steps
+        if best >= 0:
+            h = st.height[best]
+            _bottom_row(inst, st, best, best_end, h)
+            kid = _grow(kid, base + inst.start_ptr[best + 1] - inst.start_ptr[best] + 1)
+            count, rise = _children(inst, st, best, best_end, h, capacity, kid, base, True)
+            frames[depth, KID_SEC] = best
+            frames[depth, KID_RISE] = rise
+    frames[depth, KID_COUNT] = count
+    frames[depth, KID_NEXT] = 0
+    return work, kid
+
+
+@njit
+def _backtrack(
+    inst: SkylineArrays, st: SkylineState, frames: npt.NDArray[np.int64], depth: int
+) -> tuple[int, int]:
+    """(depth, buffers unplaced) after undoing the moves of the nodes with no child left:
+    depth -1 when the search is exhausted. A node fails for what lies in its group, which
+    only the nearest node whose group meets it can change: the nodes between worked on other
+    sections."""
+    unplaced = 0
+    while frames[depth, KID_NEXT] == frames[depth, KID_COUNT]:
+        lo = frames[depth, GROUP_LO]
+        hi = frames[depth, GROUP_HI]
+        target = depth - 1
+        while target >= 0 and (frames[target, GROUP_HI] <= lo or hi <= frames[target, GROUP_LO]):
+            target -= 1
+        if target < 0:
+            return -1, unplaced
+        while depth > target:
+            b = frames[depth, MOVE]
+            s0 = frames[depth, MOVE_SEC]
+            if b == WASTE:
+                st.height[s0] = frames[depth, MOVE_OLD]
+            else:
+                for s in range(inst.first[b], inst.last[b]):
+                    st.height[s] = frames[depth, MOVE_OLD]
+                    st.rem[s] += inst.size[b]
+                st.offset[b] = -1
+                unplaced += 1
+            depth -= 1
+    return depth, unplaced
+
+
+@njit
+def _descend(
+    inst: SkylineArrays, st: SkylineState, frames: npt.NDArray[np.int64], depth: int, kid: I64
+) -> tuple[int, bool, npt.NDArray[np.int64]]:
+    """Makes the next move of the node at ``depth``: (new depth, whether a buffer was
+    placed, ``frames`` grown if it had to be)."""
+    t = frames[depth, KID_BASE] + frames[depth, KID_NEXT]
+    frames[depth, KID_NEXT] += 1
+    b = kid[t]
+    s0 = frames[depth, KID_SEC]
+    h = st.height[s0]
+    next_base = frames[depth, KID_BASE] + frames[depth, KID_COUNT]
+    rise = frames[depth, KID_RISE]
+    depth += 1
+    frames = _grow_rows(frames, depth + 2)
+    frames[depth, MOVE] = b
+    frames[depth, MOVE_SEC] = s0
+    frames[depth, MOVE_OLD] = h
+    frames[depth, KID_BASE] = next_base
+    if b == WASTE:
+        st.height[s0] = rise
+        return depth, False, frames
+    st.offset[b] = h
+    for s in range(inst.first[b], inst.last[b]):
+        st.height[s] = h + inst.size[b]
+        st.rem[s] -= inst.size[b]
+    return depth, True, frames
+
+
+@njit
+def _start(inst: SkylineArrays, st: SkylineState, capacity: int) -> tuple[int, int]:
+    """(status, or ``SEARCH`` to search on; buffers to place): buffers that occupy no byte,
+    or are live nowhere, go at 0; a section whose live bytes exceed the capacity ends it."""
+    free = 0
+    for i in range(inst.size.shape[0]):
+        if inst.size[i] == 0 or inst.last[i] <= inst.first[i]:
+            st.offset[i] = 0
+            continue
+        free += 1
+        for s in range(inst.first[i], inst.last[i]):
+            st.rem[s] += inst.size[i]
+    for s in range(st.rem.shape[0]):
+        if st.rem[s] > capacity:
+            return EXHAUSTED, free
+    return (FOUND if free == 0 else SEARCH), free
+
+
+@njit
 def decide_skyline(
-    size: I64,
-    alignment: I64,
-    first: I64,
-    last: I64,
-    start_ptr: I64,
-    start_list: I64,
-    twin_prev: I64,
-    rank: I64,
-    span_of: I64,
-    span_ptr: I64,
-    span_list: I64,
+    inst: SkylineArrays,
     valley: int,
     discount: int,
     capacity: int,
@@ -198,279 +439,59 @@ def decide_skyline(
 ) -> tuple[int, I64, int]:
     """(status, offsets in bytes, nodes used) for one capacity in bytes.
 
-    Buffer ``i`` is live in sections ``first[i] .. last[i]-1``; ``start_list`` (CSR by
-    ``start_ptr``) lists the buffers whose first section is each section, by rank;
-    ``twin_prev[c]`` is the interchangeable buffer to place before ``c`` (-1: none);
-    ``span_of`` (CSR ``span_ptr``/``span_list``) groups buffers of the same lifetime;
     ``valley`` picks the valley a node branches on (``FEWEST``, ``LOWEST``, ``LEFTMOST``).
     A move and each check cost steps, ``(buffers + sections + 1) * discount`` steps make a
     node, and the search stops after ``node_budget`` nodes, or after ``cap[0]``, which
     another thread may lower while this one runs; racing, it keeps pace with the others
-    (``solvers._pace_kernel``; ``efforts`` is empty alone). As in the canonical kernel, a plan found
-    in ``k`` nodes is found under any limit of ``k`` or more, whenever the limit is lowered,
-    so racing members agree with members taking turns.
+    (``solvers._pace_kernel``; ``efforts`` is empty alone). As in the canonical kernel, a plan
+    found in ``k`` nodes is found under any limit of ``k`` or more, whenever the limit is
+    lowered, so racing members agree with members taking turns.
     """
-    n = size.shape[0]
-    nsec = start_ptr.shape[0] - 1
-    never = np.iinfo(np.int64).max // 4
-    offset = np.full(n, -1, dtype=np.int64)
-    height = np.zeros(nsec, dtype=np.int64)  # bytes decided per section
-    rem = np.zeros(nsec, dtype=np.int64)  # bytes of unplaced buffers live per section
-    free = 0
-    for i in range(n):
-        if size[i] == 0 or last[i] <= first[i]:
-            offset[i] = 0  # occupies no byte, or is live nowhere
-            continue
-        free += 1
-        for s in range(first[i], last[i]):
-            rem[s] += size[i]
-    for s in range(nsec):
-        if rem[s] > capacity:
-            return EXHAUSTED, offset, 0
-    if free == 0:
-        return FOUND, offset, 0
-    slack = np.zeros(nsec, dtype=np.int64)  # bytes each section may waste above its height
-    reach = np.zeros(nsec + 1, dtype=np.int64)
-    low = np.zeros(nsec, dtype=np.int64)  # lowest offset an unplaced buffer live there takes
-    sits = np.zeros(n, dtype=np.int64)  # lowest offset of each unplaced buffer, bytes
-    # Per depth: the move that led there (buffer or WASTE), its section, the old height.
-    room = free + nsec + 16
-    move = np.zeros(room, dtype=np.int64)
-    move_sec = np.zeros(room, dtype=np.int64)
-    move_old = np.zeros(room, dtype=np.int64)
-    kid_base = np.zeros(room, dtype=np.int64)
-    kid_count = np.zeros(room, dtype=np.int64)
-    kid_next = np.zeros(room, dtype=np.int64)
-    kid_sec = np.zeros(room, dtype=np.int64)  # the lowest cell's section, per depth
-    kid_rise = np.zeros(room, dtype=np.int64)  # where the waste child raises it, bytes
-    group_lo = np.zeros(room, dtype=np.int64)  # the node's group: its first section
-    group_hi = np.zeros(room, dtype=np.int64)  # and one past its last
+    n = inst.size.shape[0]
+    nsec = inst.start_ptr.shape[0] - 1
+    z = np.zeros
+    st = SkylineState(
+        np.full(n, -1, dtype=np.int64),
+        z(nsec, dtype=np.int64),
+        z(nsec, dtype=np.int64),
+        z(nsec, dtype=np.int64),
+        z(nsec + 1, dtype=np.int64),
+        z(nsec, dtype=np.int64),
+        z(n, dtype=np.int64),
+    )
+    status, free = _start(inst, st, capacity)
+    if status != SEARCH:
+        return status, st.offset, 0
+    frames = z((free + nsec + 16, FRAME), dtype=np.int64)
     kid = np.empty(4 * n + 16, dtype=np.int64)
-    by_first = np.argsort(first, kind="mergesort")
+    by_first = np.argsort(inst.first, kind="mergesort")
     unit = (n + nsec + 1) * discount  # steps charged as one node
-    work = 0  # steps of dead-cell checks not yet charged as nodes
+    work = 0  # steps of checks not yet charged as nodes
     placed = 0
     depth = 0
     nodes = 0
     paced = 0  # nodes when it last kept pace with the others
     while True:
-        # Expand the node at ``depth``.
-        count = 0
-        ok = True
-        # The active group: the leftmost run of sections the unplaced buffers' lifetimes
-        # chain together. No other unplaced buffer is live there, so the node looks only
-        # at it (``group_lo`` .. ``group_hi``-1).
-        lo = -1
-        hi = -1
-        for t in range(n):
-            c = by_first[t]
-            if offset[c] >= 0:
-                continue
-            if lo < 0:
-                lo, hi = first[c], last[c]
-            elif first[c] < hi:
-                hi = max(hi, last[c])
-            else:
-                break
-        work += n
-        group_lo[depth] = lo
-        group_hi[depth] = hi
-        for s in range(lo, hi):
-            low[s] = never
-        for c in range(n):
-            if offset[c] >= 0 or first[c] < lo or first[c] >= hi:
-                continue
-            # Unsigned indices: no negative-index wrap check in the hottest loops.
-            top = 0
-            u = np.uint64(first[c])
-            while u < np.uint64(last[c]):
-                top = max(top, height[u])
-                u += np.uint64(1)
-            top = (top + alignment[c] - 1) & -alignment[c]
-            sits[c] = top
-            u = np.uint64(first[c])
-            while u < np.uint64(last[c]):
-                if low[u] > top:
-                    low[u] = top
-                u += np.uint64(1)
-            work += 2 * (last[c] - first[c])
-        for s in range(lo, hi):
-            if rem[s] == 0:
-                continue
-            if low[s] + rem[s] > capacity:
-                ok = False  # cells no unplaced buffer can fill, more than the slack
-                break
-            slack[s] = capacity - height[s] - rem[s]
-        # Every valley's bottom row must be covered, and any valley can be branched on at
-        # its first cell: the one with the fewest children is (lowest, then leftmost).
-        best = -1
-        best_end = -1
-        fewest = never
-        s = lo
-        while s < hi and ok:
-            if rem[s] == 0:
-                s += 1
-                continue
-            h = height[s]
-            end = s + 1
-            while end < hi and rem[end] > 0 and height[end] == h:
-                end += 1
-            left = s == lo or rem[s - 1] == 0 or height[s - 1] > h
-            right = end == hi or rem[end] == 0 or height[end] > h
-            if left and right:
-                work += _bottom_row(
-                    s, end, h, size, alignment, last, start_ptr, start_list, offset, slack, reach
-                )
-                if reach[s] == 0:
-                    ok = False
-                    break
-                kids, rise = _children(
-                    s,
-                    end,
-                    h,
-                    size,
-                    alignment,
-                    first,
-                    last,
-                    start_ptr,
-                    start_list,
-                    twin_prev,
-                    rank,
-                    span_of,
-                    span_ptr,
-                    span_list,
-                    offset,
-                    sits,
-                    rem,
-                    reach,
-                    capacity,
-                    kid,
-                    kid_base[depth],
-                    False,
-                )
-                work += n
-                if kids == 0:
-                    ok = False
-                    break
-                if (
-                    best < 0
-                    or (
-                        valley == FEWEST
-                        and (kids < fewest or (kids == fewest and h < height[best]))
-                    )
-                    or (valley == LOWEST and h < height[best])
-                ):
-                    best, best_end, fewest = s, end, kids
-            s = end
-        if ok:
-            h = height[best]
-            _bottom_row(
-                best,
-                best_end,
-                h,
-                size,
-                alignment,
-                last,
-                start_ptr,
-                start_list,
-                offset,
-                slack,
-                reach,
-            )
-            kid = _grow(kid, kid_base[depth] + start_ptr[best + 1] - start_ptr[best] + 1)
-            count, rise = _children(
-                best,
-                best_end,
-                h,
-                size,
-                alignment,
-                first,
-                last,
-                start_ptr,
-                start_list,
-                twin_prev,
-                rank,
-                span_of,
-                span_ptr,
-                span_list,
-                offset,
-                sits,
-                rem,
-                reach,
-                capacity,
-                kid,
-                kid_base[depth],
-                True,
-            )
-            kid_sec[depth] = best
-            kid_rise[depth] = rise
-        kid_count[depth] = count
-        kid_next[depth] = 0
+        steps, kid = _expand(inst, st, frames, depth, kid, by_first, valley, capacity)
+        work += steps
         if work >= unit:
             nodes += work // unit
             work %= unit
-        # Descend into the next child, undoing the moves of nodes with none left.
-        while kid_next[depth] == kid_count[depth]:
-            # The node fails for what lies in its group, which only the nearest node whose
-            # group meets it can change: the nodes between worked on other sections.
-            lo = group_lo[depth]
-            hi = group_hi[depth]
-            target = depth - 1
-            while target >= 0 and (group_hi[target] <= lo or hi <= group_lo[target]):
-                target -= 1
-            if target < 0:
-                return EXHAUSTED, offset, nodes
-            while depth > target:
-                b = move[depth]
-                s0 = move_sec[depth]
-                if b == WASTE:
-                    height[s0] = move_old[depth]
-                else:
-                    for s in range(first[b], last[b]):
-                        height[s] = move_old[depth]
-                        rem[s] += size[b]
-                    offset[b] = -1
-                    placed -= 1
-                depth -= 1
+        depth, unplaced = _backtrack(inst, st, frames, depth)
+        if depth < 0:
+            return EXHAUSTED, st.offset, nodes
+        placed -= unplaced
         if nodes >= node_budget or nodes >= cap[0]:
-            return OUT_OF_NODES, offset, nodes
+            return OUT_OF_NODES, st.offset, nodes
         if efforts.size > 0 and nodes >= paced + EVERY:
             paced = nodes
             if not keep_pace(efforts, cap, nodes):
-                return OUT_OF_NODES, offset, nodes
+                return OUT_OF_NODES, st.offset, nodes
         work += n + nsec + 1  # the move itself
-        t = kid_base[depth] + kid_next[depth]
-        kid_next[depth] += 1
-        b = kid[t]
-        s0 = kid_sec[depth]
-        h = height[s0]
-        next_base = kid_base[depth] + kid_count[depth]
-        depth += 1
-        if depth + 1 >= move.shape[0]:
-            need = depth + 2
-            move = _grow(move, need)
-            move_sec = _grow(move_sec, need)
-            move_old = _grow(move_old, need)
-            kid_base = _grow(kid_base, need)
-            kid_count = _grow(kid_count, need)
-            kid_next = _grow(kid_next, need)
-            kid_sec = _grow(kid_sec, need)
-            kid_rise = _grow(kid_rise, need)
-            group_lo = _grow(group_lo, need)
-            group_hi = _grow(group_hi, need)
-        move[depth] = b
-        move_sec[depth] = s0
-        move_old[depth] = h
-        kid_base[depth] = next_base
-        if b == WASTE:
-            height[s0] = kid_rise[depth - 1]
-        else:
-            offset[b] = h
-            for s in range(first[b], last[b]):
-                height[s] = h + size[b]
-                rem[s] -= size[b]
+        depth, put, frames = _descend(inst, st, frames, depth, kid)
+        if put:
             placed += 1
             if placed == free:
                 # The last move counts as a node, as in the canonical kernel: a plan found
                 # in ``k`` nodes is found under any limit of ``k`` or more.
-                return FOUND, offset, nodes + 1
+                return FOUND, st.offset, nodes + 1

@@ -34,7 +34,7 @@ from planner.core.cores import usable_cores
 from planner.core.graph import InterferenceGraph
 from planner.solvers._pace_kernel import member_cap
 from planner.solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES, decide
-from planner.solvers._skyline_kernel import FEWEST, LEFTMOST, decide_skyline
+from planner.solvers._skyline_kernel import FEWEST, LEFTMOST, SkylineArrays, decide_skyline
 from planner.solvers._stack_kernel import MAX_BUFFERS as STACK_MAX_BUFFERS
 from planner.solvers.exact import ExactResult, Progress, granularity, round_up
 from planner.solvers.greedy import arena_of
@@ -552,17 +552,19 @@ def _decide(
     alone = _ALONE if efforts is None else efforts
     if isinstance(inst, _Skyline):
         status, offsets, used = decide_skyline(
-            inst.size,
-            inst.alignment,
-            inst.first,
-            inst.last,
-            inst.start_ptr,
-            inst.start_list,
-            inst.twin_prev,
-            inst.rank,
-            inst.span_of,
-            inst.span_ptr,
-            inst.span_list,
+            SkylineArrays(
+                inst.size,
+                inst.alignment,
+                inst.first,
+                inst.last,
+                inst.start_ptr,
+                inst.start_list,
+                inst.twin_prev,
+                inst.rank,
+                inst.span_of,
+                inst.span_ptr,
+                inst.span_list,
+            ),
             inst.valley,
             SKYLINE_DISCOUNT,
             capacity,
