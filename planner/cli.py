@@ -135,7 +135,25 @@ def build_parser() -> _Parser:
     )
     parser.add_argument("--version", action=_Version, help="show program's version number and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_plan(sub)
+    _add_sweep(sub)
+    _add_symbolic(sub)
+    _add_validate(sub)
+    _add_convert(sub)
+    _add_schema(sub)
+    _add_warm(sub)
+    _add_serve(sub)
+    _add_bench(sub)
+    _add_targets(sub)
+    _add_batch(sub)
+    _add_selftest(sub)
+    _add_generate(sub)
+    add_bridges(sub)
+    return parser
 
+
+def _add_plan(sub: argparse._SubParsersAction[Any]) -> None:
+    """``planner plan``: plan a request."""
     p = sub.add_parser("plan", help="plan a request (JSON or MiniMalloc CSV)")
     p.add_argument("request", metavar="REQUEST", help="request .json or .csv file; - for stdin")
     _add_capacity(p)
@@ -180,6 +198,9 @@ def build_parser() -> _Parser:
         "-q", "--quiet", action="store_true", help="no summary line on stderr (errors only)"
     )
 
+
+def _add_sweep(sub: argparse._SubParsersAction[Any]) -> None:
+    """``planner sweep``: sweep configurations and targets."""
     w = sub.add_parser(
         "sweep",
         help="answer a request with params for many configurations and targets",
@@ -227,6 +248,9 @@ def build_parser() -> _Parser:
     w.add_argument("--json", action="store_true", help="print the answers as JSON, not a table")
     w.add_argument("-o", "--output", metavar="OUT", help="write the answers here (default stdout)")
 
+
+def _add_symbolic(sub: argparse._SubParsersAction[Any]) -> None:
+    """``planner symbolic``: plans valid over parameter ranges."""
     y = sub.add_parser(
         "symbolic",
         help="offsets valid over the ranges of a request's params, as expressions",
@@ -250,6 +274,9 @@ def build_parser() -> _Parser:
     )
     y.add_argument("-o", "--output", metavar="OUT", help="write it here (default stdout)")
 
+
+def _add_validate(sub: argparse._SubParsersAction[Any]) -> None:
+    """``planner validate``: check a plan."""
     v = sub.add_parser("validate", help="check a plan against its request")
     v.add_argument("request", metavar="REQUEST", help="request .json or .csv file")
     v.add_argument("plan", metavar="PLAN", help="plan .json file")
@@ -266,12 +293,18 @@ def build_parser() -> _Parser:
         help="with --emulate: distinct blocks to emulate at most (default 16)",
     )
 
+
+def _add_convert(sub: argparse._SubParsersAction[Any]) -> None:
+    """``planner convert``: between MiniMalloc CSV and JSON."""
     c = sub.add_parser("convert", help="MiniMalloc CSV to JSON request, or JSON to CSV")
     c.add_argument("input", metavar="IN", help=".csv or .json; - for stdin")
     c.add_argument("output", metavar="OUT", help=".csv or .json; - for stdout (as JSON)")
     c.add_argument("--plan", metavar="PLAN", help="plan .json whose offsets fill the CSV")
     _add_capacity(c)
 
+
+def _add_schema(sub: argparse._SubParsersAction[Any]) -> None:
+    """``planner schema``: JSON Schemas."""
     sc = sub.add_parser(
         "schema",
         help="print the JSON Schema of a request or a plan",
@@ -281,12 +314,18 @@ def build_parser() -> _Parser:
         "which", nargs="?", choices=["request", "plan"], default="request", help="default request"
     )
 
+
+def _add_warm(sub: argparse._SubParsersAction[Any]) -> None:
+    """``planner warm``: compile ahead of requests."""
     sub.add_parser(
         "warm",
         help="compile and load every kernel and solver this installation has, ahead of the "
         "first request (image builds, make serve)",
     )
 
+
+def _add_serve(sub: argparse._SubParsersAction[Any]) -> None:
+    """``planner serve``: the HTTP service."""
     s = sub.add_parser(
         "serve",
         help="start the HTTP service",
@@ -303,6 +342,9 @@ def build_parser() -> _Parser:
         help="event loop (default: PLANNER_LOOP, else auto: uvloop when installed)",
     )
 
+
+def _add_bench(sub: argparse._SubParsersAction[Any]) -> None:
+    """``planner bench``: benchmark suites."""
     b = sub.add_parser("bench", help="plan a suite and tabulate arena, bound and time")
     b.add_argument("paths", nargs="*", metavar="PATH", help=".csv/.json files or directories")
     _add_capacity(b)
@@ -380,13 +422,11 @@ def build_parser() -> _Parser:
         help="buffers per --scaling case (default 10000 100000 1000000)",
     )
 
+
+def _add_targets(sub: argparse._SubParsersAction[Any]) -> None:
+    """``planner targets``: the device table."""
     t = sub.add_parser("targets", help="list the device profiles")
     t.add_argument("--json", action="store_true", help="print the profiles as JSON")
-    _add_batch(sub)
-    _add_selftest(sub)
-    _add_generate(sub)
-    add_bridges(sub)
-    return parser
 
 
 def _add_generate(sub: argparse._SubParsersAction[Any]) -> None:
