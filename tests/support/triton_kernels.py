@@ -186,3 +186,143 @@ def compile_kernel(name: str, capability: int) -> Any:
     attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in _DIVISIBLE.get(name, ())}
     source = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
     return triton.compile(source, target=GPUTarget("cuda", capability, 32), options=options)
+
+
+@triton.jit  # type: ignore[untyped-decorator, unused-ignore]
+def layer_norm_bwd_dx_kernel(  # type: ignore[no-untyped-def]
+    dx_ptr,
+    dy_ptr,
+    dw_ptr,
+    db_ptr,
+    x_ptr,
+    w_ptr,
+    mean_ptr,
+    rstd_ptr,
+    lock_ptr,
+    stride,
+    n,
+    GROUP: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n
+    x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0).to(tl.float32)
+    dy = tl.load(dy_ptr + row * stride + cols, mask=mask, other=0).to(tl.float32)
+    w = tl.load(w_ptr + cols, mask=mask).to(tl.float32)
+    mean = tl.load(mean_ptr + row)
+    rstd = tl.load(rstd_ptr + row)
+    xhat = tl.where(mask, (x - mean) * rstd, 0.0)
+    wdy = tl.where(mask, w * dy, 0.0)
+    c1 = tl.sum(xhat * wdy, axis=0) / n
+    c2 = tl.sum(wdy, axis=0) / n
+    dx = (wdy - (xhat * c1 + c2)) * rstd
+    tl.store(dx_ptr + row * stride + cols, dx, mask=mask)
+    # Partial dw, db accumulated per group of rows under a spin lock, as the tutorial does.
+    partial_dw = (dy * xhat).to(w.dtype)
+    partial_db = dy.to(w.dtype)
+    lock_id = row % GROUP
+    lock = lock_ptr + lock_id
+    count = lock_ptr + GROUP + lock_id
+    while tl.atomic_cas(lock, 0, 1) == 1:
+        pass
+    first = tl.load(count)
+    if first == 0:
+        tl.atomic_xchg(count, 1)
+    else:
+        partial_dw += tl.load(dw_ptr + lock_id * n + cols, mask=mask)
+        partial_db += tl.load(db_ptr + lock_id * n + cols, mask=mask)
+    tl.store(dw_ptr + lock_id * n + cols, partial_dw, mask=mask)
+    tl.store(db_ptr + lock_id * n + cols, partial_db, mask=mask)
+    tl.atomic_xchg(lock, 0)
+
+
+@triton.jit  # type: ignore[untyped-decorator, unused-ignore]
+def layer_norm_bwd_dwdb_kernel(  # type: ignore[no-untyped-def]
+    dw_ptr, db_ptr, fdw_ptr, fdb_ptr, m, n, BM: tl.constexpr, BN: tl.constexpr
+):
+    pid = tl.program_id(0)
+    cols = pid * BN + tl.arange(0, BN)
+    dw = tl.zeros((BM, BN), dtype=tl.float32)
+    db = tl.zeros((BM, BN), dtype=tl.float32)
+    for i in range(0, m, BM):
+        rows = i + tl.arange(0, BM)
+        mask = (rows[:, None] < m) & (cols[None, :] < n)
+        offs = rows[:, None] * n + cols[None, :]
+        dw += tl.load(dw_ptr + offs, mask=mask, other=0.0)
+        db += tl.load(db_ptr + offs, mask=mask, other=0.0)
+    tl.store(fdw_ptr + cols, tl.sum(dw, axis=0), mask=cols < n)
+    tl.store(fdb_ptr + cols, tl.sum(db, axis=0), mask=cols < n)
+
+
+@triton.jit  # type: ignore[untyped-decorator, unused-ignore]
+def attention_bwd_kernel(  # type: ignore[no-untyped-def]
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    do_ptr,
+    dk_ptr,
+    dv_ptr,
+    m_ptr,
+    delta_ptr,
+    n_ctx,
+    scale,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    D: tl.constexpr,
+):
+    # The dK/dV half of the tutorial's backward pass: one block of keys, every block of queries.
+    start_n = tl.program_id(0) * BN
+    offs_n = start_n + tl.arange(0, BN)
+    offs_d = tl.arange(0, D)
+    k = tl.load(k_ptr + offs_n[:, None] * D + offs_d[None, :])
+    v = tl.load(v_ptr + offs_n[:, None] * D + offs_d[None, :])
+    dk = tl.zeros([BN, D], dtype=tl.float32)
+    dv = tl.zeros([BN, D], dtype=tl.float32)
+    for start_m in range(0, n_ctx, BM):
+        offs_m = start_m + tl.arange(0, BM)
+        q_t = tl.load(q_ptr + offs_m[None, :] * D + offs_d[:, None])
+        m = tl.load(m_ptr + offs_m)
+        qk_t = tl.dot(k, q_t)
+        p_t = tl.math.exp2(qk_t - m[None, :])
+        do = tl.load(do_ptr + offs_m[:, None] * D + offs_d[None, :])
+        dv += tl.dot(p_t.to(tl.float16), do)
+        delta = tl.load(delta_ptr + offs_m)
+        dp_t = tl.dot(v, tl.trans(do)).to(tl.float32)
+        ds_t = (p_t * (dp_t - delta[None, :])).to(tl.float16)
+        dk += tl.dot(ds_t, tl.trans(q_t))
+    tl.store(dv_ptr + offs_n[:, None] * D + offs_d[None, :], dv.to(tl.float16))
+    tl.store(dk_ptr + offs_n[:, None] * D + offs_d[None, :], (dk * scale).to(tl.float16))
+
+
+@triton.jit  # type: ignore[untyped-decorator, unused-ignore]
+def matmul_tma_persistent_kernel(  # type: ignore[no-untyped-def]
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BK: tl.constexpr,
+    NUM_SMS: tl.constexpr,
+):
+    # The tutorial's persistent matmul on device-side TMA descriptors.
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    start_pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    k_tiles = tl.cdiv(K, BK)
+    num_tiles = num_pid_m * num_pid_n
+    for tile_id in tl.range(start_pid, num_tiles, NUM_SMS, flatten=True):
+        offs_am = (tile_id // num_pid_n) * BM
+        offs_bn = (tile_id % num_pid_n) * BN
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for ki in range(k_tiles):
+            a = a_desc.load([offs_am, ki * BK])
+            b = b_desc.load([offs_bn, ki * BK])
+            acc = tl.dot(a, b.T, acc)
+        c_desc.store([offs_am, offs_bn], acc.to(tl.float16))
