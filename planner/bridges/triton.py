@@ -186,6 +186,11 @@ def check_ttgir(
     report.buffers = len(after.shape.buffers)
     report.triton_bytes = after.shared_bytes
     report.triton_barriers = after.barrier_ops
+    if after.lowered_barriers:
+        report.notes.append(
+            f"{after.lowered_barriers} scalar atomics, each after a barrier Triton's lowering "
+            "puts before it"
+        )
     if after.async_ops:
         report.notes.append(
             f"{after.async_ops} asynchronous operations (cp.async, wgmma), "

@@ -50,6 +50,10 @@ _ASYNC = {
 }
 _IGNORED = frozenset({"ttg.local_dealloc"})
 _BARRIERS = frozenset({"ttg.barrier", "gpu.barrier"})
+# Scalar atomics: Triton's lowering puts a block-wide barrier before each one (and, where the
+# result goes to every thread, one between its scratch's write and read), so a barrier stands
+# at the operation's point though none is printed.
+_ATOMICS = frozenset({"tt.atomic_cas", "tt.atomic_rmw"})
 _ELEMENT_BYTES = {
     "i1": 1,
     "i8": 1,
@@ -90,6 +94,7 @@ class TtgirRead:
     offsets: dict[str, int]  # buffer id -> Triton's allocation.offset, bytes
     shared_bytes: int  # the module's ttg.shared: what Triton gives the kernel
     barrier_ops: int  # barrier operations in the module
+    lowered_barriers: int = 0  # barriers the lowering adds: one before each scalar atomic
     async_ops: int = 0
 
 
@@ -184,6 +189,7 @@ class _Reader:
         self.constants: dict[str, int] = {}
         self.offsets: dict[str, int] = {}
         self.barrier_ops = 0
+        self.lowered_barriers = 0  # barriers Triton's lowering puts before scalar atomics
         # buffer -> (the wait that retires its accesses, their points)
         self.async_copies: dict[tuple[str, str], list[int]] = {}
         self.final_waits: dict[str, list[int]] = {}  # wait -> points where nothing is pending
@@ -268,6 +274,9 @@ class _Reader:
         if op.name in _BARRIERS and (op.name != "ttg.barrier" or "local" in op.text):
             shape.barrier(p)
             self.barrier_ops += 1
+        elif op.name in _ATOMICS and "-> tensor<" not in op.text.split(" loc(")[0]:
+            shape.barrier(p)
+            self.lowered_barriers += 1
         for wait, drained in _ASYNC.values():
             if op.name == wait and drained.search(op.text):
                 self.final_waits.setdefault(wait, []).append(p)
@@ -321,8 +330,14 @@ class _Reader:
             if len(op.regions) == 1:  # no else: an arm of its own, without accesses
                 shape.open_arm()
                 shape.close()
-        elif op.name in ("scf.while",):
-            raise Unsupported(f"line {op.line}: scf.while")
+        elif op.name == "scf.while":
+            if any(v in self.alias for v in self._uses(op)):
+                raise Unsupported(f"line {op.line}: scf.while carries a shared buffer")
+            # Its condition region and its body repeat together: one loop of unknown trips.
+            shape.open_loop(None)
+            for region in op.regions:
+                self.walk(region)
+            shape.close()
         elif op.regions:
             self._opaque(op)
 
@@ -359,5 +374,6 @@ def read_ttgir(text: str) -> TtgirRead:
         offsets=reader.offsets,
         shared_bytes=shared,
         barrier_ops=reader.barrier_ops,
+        lowered_barriers=reader.lowered_barriers,
         async_ops=reader.async_ops,
     )

@@ -1,6 +1,7 @@
 # ruff: noqa: N803  (Triton kernels name their block sizes in capitals)
-"""Kernels in the manner of Triton's tutorials (matmul, fused softmax, layer norm, attention
-forward), compiled for a CUDA target without a GPU (Triton ships ptxas)."""
+"""Kernels in the manner of Triton's tutorials (matmul, with the autotuner's configurations,
+fused softmax, layer norm forward and backward, attention forward and backward, the persistent
+TMA matmul), compiled for a CUDA target without a GPU (Triton ships ptxas)."""
 
 from __future__ import annotations
 
@@ -106,86 +107,6 @@ def attention_kernel(  # type: ignore[no-untyped-def]
         m_i = m_ij
     acc = acc / l_i[:, None]
     tl.store(o_ptr + offs_m[:, None] * D + offs_d[None, :], acc.to(tl.float16))
-
-
-_MATMUL_SIG = {
-    **dict.fromkeys(("a_ptr", "b_ptr", "c_ptr"), "*fp16"),
-    **dict.fromkeys(("M", "N", "K", "sam", "sak", "sbk", "sbn", "scm", "scn"), "i32"),
-    **dict.fromkeys(("BM", "BN", "BK"), "constexpr"),
-}
-KERNELS: dict[str, tuple[Any, dict[str, str], dict[str, Any], dict[str, Any]]] = {
-    "matmul": (
-        matmul_kernel,
-        _MATMUL_SIG,
-        {"BM": 128, "BN": 128, "BK": 32},
-        {"num_warps": 4, "num_stages": 3},
-    ),
-    "softmax": (
-        softmax_kernel,
-        {
-            "out_ptr": "*fp32",
-            "in_ptr": "*fp32",
-            "stride": "i32",
-            "n_cols": "i32",
-            "BLOCK": "constexpr",
-        },
-        {"BLOCK": 1024},
-        {"num_warps": 4},
-    ),
-    "layer_norm": (
-        layer_norm_kernel,
-        {
-            "x_ptr": "*fp16",
-            "y_ptr": "*fp16",
-            "w_ptr": "*fp32",
-            "b_ptr": "*fp32",
-            "stride": "i32",
-            "n": "i32",
-            "eps": "fp32",
-            "BLOCK": "constexpr",
-        },
-        {"BLOCK": 1024},
-        {"num_warps": 8},
-    ),
-    "attention": (
-        attention_kernel,
-        {
-            "q_ptr": "*fp16",
-            "k_ptr": "*fp16",
-            "v_ptr": "*fp16",
-            "o_ptr": "*fp16",
-            "n_ctx": "i32",
-            "scale": "fp32",
-            "BM": "constexpr",
-            "BN": "constexpr",
-            "D": "constexpr",
-        },
-        {"BM": 64, "BN": 64, "D": 64},
-        {"num_warps": 4, "num_stages": 2},
-    ),
-}
-
-
-# The matmul as Triton's autotuner specializes it: unit strides as constants, pointers and the
-# other strides divisible by 16. Then the loads are cp.async copies and the loop is pipelined
-# (multi-buffered operand tiles in shared memory).
-_UNIT = ("sak", "sbn", "scn")
-KERNELS["matmul_pipelined"] = (
-    matmul_kernel,
-    {**_MATMUL_SIG, **dict.fromkeys(_UNIT, "constexpr")},
-    {"BM": 128, "BN": 128, "BK": 32, **dict.fromkeys(_UNIT, 1)},
-    {"num_warps": 4, "num_stages": 3},
-)
-_DIVISIBLE = {"matmul_pipelined": ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "sam", "sbk", "scm")}
-
-
-def compile_kernel(name: str, capability: int) -> Any:
-    """``triton.compile`` of one kernel for ``sm_<capability>``."""
-    fn, signature, constexprs, options = KERNELS[name]
-    names = list(signature)
-    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in _DIVISIBLE.get(name, ())}
-    source = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
-    return triton.compile(source, target=GPUTarget("cuda", capability, 32), options=options)
 
 
 @triton.jit  # type: ignore[untyped-decorator, unused-ignore]
@@ -326,3 +247,165 @@ def matmul_tma_persistent_kernel(  # type: ignore[no-untyped-def]
             b = b_desc.load([offs_bn, ki * BK])
             acc = tl.dot(a, b.T, acc)
         c_desc.store([offs_am, offs_bn], acc.to(tl.float16))
+
+
+_MATMUL_SIG = {
+    **dict.fromkeys(("a_ptr", "b_ptr", "c_ptr"), "*fp16"),
+    **dict.fromkeys(("M", "N", "K", "sam", "sak", "sbk", "sbn", "scm", "scn"), "i32"),
+    **dict.fromkeys(("BM", "BN", "BK"), "constexpr"),
+}
+KERNELS: dict[str, tuple[Any, dict[str, str], dict[str, Any], dict[str, Any]]] = {
+    "matmul": (
+        matmul_kernel,
+        _MATMUL_SIG,
+        {"BM": 128, "BN": 128, "BK": 32},
+        {"num_warps": 4, "num_stages": 3},
+    ),
+    "softmax": (
+        softmax_kernel,
+        {
+            "out_ptr": "*fp32",
+            "in_ptr": "*fp32",
+            "stride": "i32",
+            "n_cols": "i32",
+            "BLOCK": "constexpr",
+        },
+        {"BLOCK": 1024},
+        {"num_warps": 4},
+    ),
+    "layer_norm": (
+        layer_norm_kernel,
+        {
+            "x_ptr": "*fp16",
+            "y_ptr": "*fp16",
+            "w_ptr": "*fp32",
+            "b_ptr": "*fp32",
+            "stride": "i32",
+            "n": "i32",
+            "eps": "fp32",
+            "BLOCK": "constexpr",
+        },
+        {"BLOCK": 1024},
+        {"num_warps": 8},
+    ),
+    "attention": (
+        attention_kernel,
+        {
+            "q_ptr": "*fp16",
+            "k_ptr": "*fp16",
+            "v_ptr": "*fp16",
+            "o_ptr": "*fp16",
+            "n_ctx": "i32",
+            "scale": "fp32",
+            "BM": "constexpr",
+            "BN": "constexpr",
+            "D": "constexpr",
+        },
+        {"BM": 64, "BN": 64, "D": 64},
+        {"num_warps": 4, "num_stages": 2},
+    ),
+}
+
+
+# The matmul as Triton's autotuner specializes it: unit strides as constants, pointers and the
+# other strides divisible by 16. Then the loads are cp.async copies and the loop is pipelined
+# (multi-buffered operand tiles in shared memory).
+_UNIT = ("sak", "sbn", "scn")
+KERNELS["matmul_pipelined"] = (
+    matmul_kernel,
+    {**_MATMUL_SIG, **dict.fromkeys(_UNIT, "constexpr")},
+    {"BM": 128, "BN": 128, "BK": 32, **dict.fromkeys(_UNIT, 1)},
+    {"num_warps": 4, "num_stages": 3},
+)
+_DIVISIBLE = {"matmul_pipelined": ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "sam", "sbk", "scm")}
+
+
+KERNELS["layer_norm_bwd"] = (
+    layer_norm_bwd_dx_kernel,
+    {
+        **dict.fromkeys(("dx_ptr", "dy_ptr", "dw_ptr", "db_ptr", "x_ptr", "w_ptr"), "*fp16"),
+        **dict.fromkeys(("mean_ptr", "rstd_ptr"), "*fp32"),
+        "lock_ptr": "*i32",
+        "stride": "i32",
+        "n": "i32",
+        "GROUP": "constexpr",
+        "BLOCK": "constexpr",
+    },
+    {"GROUP": 64, "BLOCK": 1024},
+    {"num_warps": 8},
+)
+KERNELS["layer_norm_bwd_dwdb"] = (
+    layer_norm_bwd_dwdb_kernel,
+    {
+        **dict.fromkeys(("dw_ptr", "db_ptr", "fdw_ptr", "fdb_ptr"), "*fp16"),
+        "m": "i32",
+        "n": "i32",
+        "BM": "constexpr",
+        "BN": "constexpr",
+    },
+    {"BM": 32, "BN": 128},
+    {"num_warps": 4},
+)
+KERNELS["attention_bwd"] = (
+    attention_bwd_kernel,
+    {
+        **dict.fromkeys(("q_ptr", "k_ptr", "v_ptr", "do_ptr", "dk_ptr", "dv_ptr"), "*fp16"),
+        **dict.fromkeys(("m_ptr", "delta_ptr"), "*fp32"),
+        "n_ctx": "i32",
+        "scale": "fp32",
+        **dict.fromkeys(("BM", "BN", "D"), "constexpr"),
+    },
+    {"BM": 32, "BN": 64, "D": 64},
+    {"num_warps": 4, "num_stages": 2},
+)
+KERNELS["matmul_tma_persistent"] = (
+    matmul_tma_persistent_kernel,
+    {
+        **dict.fromkeys(("a_ptr", "b_ptr", "c_ptr"), "*fp16"),
+        **dict.fromkeys(("M", "N", "K"), "i32"),
+        **dict.fromkeys(("BM", "BN", "BK", "NUM_SMS"), "constexpr"),
+    },
+    {"BM": 128, "BN": 128, "BK": 64, "NUM_SMS": 132},
+    {"num_warps": 4, "num_stages": 3},
+)
+HOPPER_ONLY = frozenset({"matmul_tma_persistent"})  # TMA: sm_90 and later
+CASES = [
+    (name, cap) for cap in (80, 90) for name in KERNELS if cap >= 90 or name not in HOPPER_ONLY
+]
+
+# The CUDA configurations of the matmul tutorial's autotuner: (BM, BN, BK, stages, warps).
+AUTOTUNE = [
+    (128, 256, 64, 3, 8),
+    (64, 256, 32, 4, 4),
+    (128, 128, 32, 4, 4),
+    (128, 64, 32, 4, 4),
+    (64, 128, 32, 4, 4),
+    (128, 32, 32, 4, 4),
+    (64, 32, 32, 5, 2),
+    (32, 64, 32, 5, 2),
+]
+
+
+def compile_autotuned(config: tuple[int, int, int, int, int], capability: int) -> Any:
+    """The pipelined matmul (as the autotuner specializes it) in one tutorial configuration."""
+    bm, bn, bk, stages, warps = config
+    fn, signature, constexprs, _ = KERNELS["matmul_pipelined"]
+    names = list(signature)
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in _DIVISIBLE["matmul_pipelined"]}
+    source = ASTSource(
+        fn=fn,
+        signature=signature,
+        constexprs={**constexprs, "BM": bm, "BN": bn, "BK": bk},
+        attrs=attrs,
+    )
+    options = {"num_warps": warps, "num_stages": stages}
+    return triton.compile(source, target=GPUTarget("cuda", capability, 32), options=options)
+
+
+def compile_kernel(name: str, capability: int) -> Any:
+    """``triton.compile`` of one kernel for ``sm_<capability>``."""
+    fn, signature, constexprs, options = KERNELS[name]
+    names = list(signature)
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in _DIVISIBLE.get(name, ())}
+    source = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
+    return triton.compile(source, target=GPUTarget("cuda", capability, 32), options=options)
