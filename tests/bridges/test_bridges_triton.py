@@ -24,9 +24,6 @@ from planner.bridges.ttgir import read_ttgir
 from planner.validators.faults import plant_fault
 from tests.support.triton_kernels import AUTOTUNE, CASES, compile_autotuned, compile_kernel
 
-UNMODELLED_KERNELS = {"matmul_tma_persistent"}  # TMA copies and mbarriers: reported
-MODELLED = [(n, c) for n, c in CASES if n not in UNMODELLED_KERNELS]
-
 
 @pytest.fixture(scope="module")
 def compiled() -> dict[tuple[str, int], Any]:
@@ -40,7 +37,7 @@ def reports(compiled: dict[tuple[str, int], Any]) -> dict[tuple[str, int], Trito
     return {key: check_compiled(k, time_limit=2.0) for key, k in compiled.items()}
 
 
-@pytest.mark.parametrize(("name", "cap"), MODELLED, ids=[f"{n}-sm{c}" for n, c in MODELLED])
+@pytest.mark.parametrize(("name", "cap"), CASES, ids=[f"{n}-sm{c}" for n, c in CASES])
 def test_triton_plan_is_checked_and_ours_is_never_larger(
     reports: dict[tuple[str, int], TritonReport], name: str, cap: int
 ) -> None:
@@ -69,21 +66,28 @@ def test_triton_plan_is_checked_and_ours_is_never_larger(
         return
     assert report.buffers >= 1
     assert report.triton_barriers >= 1
-    if name in ("matmul_pipelined", "attention_bwd"):  # cp.async copies, retired by the waits
-        assert any("asynchronous operations" in n for n in report.notes)
-    if name == "layer_norm_bwd":  # the spin lock's atomics share their result through scratch
-        assert any("scalar atomics" in n for n in report.notes)
+    if name in ("matmul_pipelined", "attention_bwd", "matmul_tma_persistent"):
+        assert any("asynchronous operations" in n for n in report.notes)  # cp.async, wgmma, TMA
+    if name in ("layer_norm_bwd", "matmul_tma_persistent"):  # atomics, TMA descriptors
+        assert any("barriers Triton's lowering adds" in n for n in report.notes)
 
 
-def test_the_tma_matmul_is_reported_with_the_operation(
-    reports: dict[tuple[str, int], TritonReport],
-) -> None:
+def test_the_persistent_tma_matmul(reports: dict[tuple[str, int], TritonReport]) -> None:
+    """TMA loads into three stages under three mbarriers, wgmma reads, a TMA store of the
+    epilogue tile, and the descriptors built in shared memory: every buffer is apart from every
+    other it is live with, and the epilogue tile of the kernel's other branch shares the
+    stages' bytes."""
     report = reports[("matmul_tma_persistent", 90)]
-    assert not report.modeled
-    assert report.reason is not None
-    assert "ttng.async_tma_copy" in report.reason
-    assert report.triton_verdict is None
-    assert report.ours_bytes is None
+    assert report.modeled, report.reason
+    assert report.request is not None
+    assert report.triton_plan is not None
+    sizes = sorted(b.size for b in report.request.buffers)
+    assert sizes == [24, 128, 128, 128, 32768, 32768, 49152, 49152]  # mbarriers: 3 x 8 bytes
+    assert report.triton_bytes == report.ours_bytes == report.lower_bound == 131096
+    for kind in ("overlap", "misalign"):
+        fault = plant_fault(report.request, report.triton_plan, kind, random.Random(1))
+        assert fault is not None, kind
+        assert not judge(fault.request, fault.plan, emulation=False).valid
 
 
 @pytest.mark.slow
@@ -240,7 +244,13 @@ def test_batch_runs_a_folder_of_triton_kernels(
     assert rows["softmax-sm80.ttgir"][1:6] == ["2", "feasible", "16", "pass", "pass"]
     assert rows["attention_bwd-sm90.ttgir"][2:3] == ["feasible"]
     assert rows["attention_bwd-sm90.ttgir"][4:6] == ["pass", "pass"]
-    assert rows["matmul_tma_persistent-sm90.ttgir"][2] == "unmodelled"
+    assert rows["matmul_tma_persistent-sm90.ttgir"][1:6] == [
+        "8",
+        "feasible",
+        "131096",
+        "pass",
+        "pass",
+    ]
     # The pipelined matmul without the wait that retires its copies: the batch fails on it.
     lines = compiled[("matmul_pipelined", 80)].asm["ttgir"].splitlines()
     kept = [line for line in lines if "ttg.async_wait {num = 0" not in line]
