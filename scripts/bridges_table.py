@@ -5,9 +5,10 @@ of the tests, compiled here, with the compiler's bytes and barriers beside ours.
     python scripts/bridges_table.py --iree     # IREE only
     python scripts/bridges_table.py --triton   # Triton only (with --autotune: every config)
 
-"bridge s" is the time the bridge adds (read, plan, rewrite or check, verify, read back);
-"compile s" the compiler's own time for the kernel: ``iree-compile`` to a ``.vmfb``, or a cold
-``triton.compile`` (an empty cache). Needs the ``mlir`` and ``triton`` extras.
+"bridge s" is the time the bridge adds (read, plan, rewrite or check with the static validator,
+verify, read back); "compile s" the compiler's own time for the kernel: ``iree-compile`` to a
+``.vmfb``, or a cold ``triton.compile`` (an empty cache); "emulator s" what the emulator's check
+of the same plans adds (the bridges' default, optional). Needs the ``mlir`` and ``triton`` extras.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 _HEAD = (
     "| compiler | target | kernel | buffers | compiler bytes | compiler barriers | ours bytes "
-    "| ours barriers (+inserted) | lower bound | bridge s | compile s | bridge / compile |"
+    "| ours barriers (+inserted) | lower bound | bridge s | compile s | bridge / compile "
+    "| emulator s |"
 )
 
 
@@ -56,12 +58,15 @@ def iree_rows() -> list[str]:
             compile_s = time.perf_counter() - began
         began = time.perf_counter()
         result = plan_module(dump, time_limit=2.0)
-        checks = check_module(result.module, emulation=False)
+        check_module(result.module, emulation=False)
         bridge = time.perf_counter() - began
+        began = time.perf_counter()
+        checks = check_module(result.module)  # the read-back, judged by the emulator too
+        emulator_s = time.perf_counter() - began
         (k,) = result.kernels
         valid = all(c.verdict is not None and c.verdict.valid for c in checks)
         if k.status != "rewritten":
-            rows.append(f"| IREE | {chips[target]} | {name} | - | - | - | {k.reason} | | | | | |")
+            rows.append(f"| IREE | {chips[target]} | {name} | - | - | - | {k.reason} | | | | | | |")
             continue
         iree = f"{exported}" if exported is not None else f"{k.compiler_bytes} (allocs)"
         ours = f"{k.arena_bytes}" + ("" if valid else " INVALID")
@@ -69,7 +74,7 @@ def iree_rows() -> list[str]:
         rows.append(
             f"| IREE | {chips[target]} | {name} | {k.buffers} | {iree} | {k.barriers_existing} "
             f"| {ours} | {barriers} | {k.lower_bound} | {bridge:.2f} | {compile_s:.2f} "
-            f"| {_share(bridge, compile_s)} |"
+            f"| {_share(bridge, compile_s)} | {emulator_s:.2f} |"
         )
     return rows
 
@@ -77,20 +82,23 @@ def iree_rows() -> list[str]:
 def _triton_row(label: str, cap: int, compile_s: float, kernel: Any) -> str:
     from planner.bridges.triton import check_compiled
 
-    report = check_compiled(kernel, time_limit=2.0)
+    report = check_compiled(kernel, time_limit=2.0, emulation=False)
+    emulated = check_compiled(kernel, time_limit=2.0)  # the same, with the emulator
+    emulator_s = max(0.0, emulated.seconds - report.seconds)
     if not report.modeled:
         return (
             f"| Triton | sm_{cap} | {label} | - | {kernel.metadata.shared} | - "
-            f"| not modelled: {report.reason} | | | | {compile_s:.2f} | |"
+            f"| not modelled: {report.reason} | | | | {compile_s:.2f} | | |"
         )
-    verdict = report.triton_verdict
+    verdict = emulated.triton_verdict
     judged = "valid" if verdict is not None and verdict.valid else "INVALID"
     return (
         f"| Triton | sm_{cap} | {label} | {report.buffers} | {report.triton_bytes} ({judged}) "
         f"| {report.triton_barriers} | {report.ours_bytes} "
         f"| {report.triton_barriers + (report.ours_inserted or 0)} (+{report.ours_inserted}); "
         f"alone {report.alone_bytes} B, {report.alone_barriers} | {report.lower_bound} "
-        f"| {report.seconds:.2f} | {compile_s:.2f} | {_share(report.seconds, compile_s)} |"
+        f"| {report.seconds:.2f} | {compile_s:.2f} | {_share(report.seconds, compile_s)} "
+        f"| {emulator_s:.2f} |"
     )
 
 
@@ -130,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     both = not args.iree and not args.triton
     print(_HEAD)
-    print("|" + "---|" * 12)
+    print("|" + "---|" * 13)
     if args.iree or both:
         for row in iree_rows():
             print(row, flush=True)

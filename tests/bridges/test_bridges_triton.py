@@ -263,3 +263,29 @@ def test_batch_runs_a_folder_of_triton_kernels(
         if line.strip()
     }
     assert rows["planted.ttgir"][4] == "FAIL"
+
+
+SIBLINGS = """
+#sh = #ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>
+#smem = #ttg.shared_memory
+module attributes {"ttg.num-warps" = 4 : i32, ttg.shared = 64 : i32} {
+  tt.func public @k(%arg0: i1, %arg1: i32) {
+    scf.if %arg0 {
+      %0 = ttg.local_alloc {allocation.offset = 0 : i32} : () -> !ttg.memdesc<16xf32, #sh, #smem>
+      %1 = ttg.local_load %0 : !ttg.memdesc<16xf32, #sh, #smem> -> tensor<16xf32, #blocked>
+    } else {
+      %0 = arith.addi %arg1, %arg1 : i32
+      %1 = arith.muli %0, %0 : i32
+    }
+    tt.return
+  }
+}
+"""
+
+
+def test_names_reused_in_sibling_regions_are_told_apart() -> None:
+    """The printer names values per region: the else region's %0 is not the buffer."""
+    read = read_ttgir(SIBLINGS)
+    assert read.offsets == {"%0": 0}
+    assert read.shape.buffers["%0"].accesses  # the load in the then region
+    assert len(read.shape.branches) == 1
