@@ -3,7 +3,8 @@
 A kernel is a ``gpu.func`` marked ``kernel``, or a ``func.func`` inside a ``gpu.module`` or an
 IREE executable. Its buffers are ``memref.alloc``/``memref.alloca`` results and workgroup
 attributions in ``#gpu.address_space<workgroup>``; with ``placed=True`` (reading a module this
-bridge rewrote) they are the ``memref.view``s of ``gpu.dynamic_shared_memory`` at constant
+bridge rewrote) they are the ``memref.view``s of the arena (``gpu.dynamic_shared_memory``, or a
+workgroup allocation of bytes used only through views) at constant
 byte shifts. Each buffer is followed through views and ``scf`` iter_args, yields and results
 to the operations that read or write it; an ``arith.select`` between buffers aliases both.
 
@@ -280,7 +281,9 @@ class _Reader:
         for child in block.operations:
             op = child.operation
             name = op.name
-            if name in ("memref.alloc", "memref.alloca") and workgroup(op.results[0].type):
+            if name in ("memref.alloc", "memref.alloca") and self.placed and _arena(op):
+                self.read.root = op.results[0]
+            elif name in ("memref.alloc", "memref.alloca") and workgroup(op.results[0].type):
                 if len(op.operands):
                     raise Unsupported(f"{name} at {op.location} has a dynamic size")
                 align = None
@@ -503,6 +506,16 @@ class _Reader:
                 width = 1 << (width.bit_length() - 1)
                 buffer = self.shape.buffers[bid]
                 buffer.alignment = max(buffer.alignment, width)
+
+
+def _arena(op: Any) -> bool:
+    """A workgroup allocation of bytes used only through ``memref.view``s: the arena of a
+    placed kernel where ``gpu.dynamic_shared_memory`` cannot be used (an IREE executable)."""
+    t = op.results[0].type
+    if not workgroup(t) or str(t).split("<", 1)[1].split(",")[0].split("x")[-1] != "i8":
+        return False
+    uses = [getattr(u.owner, "operation", u.owner) for u in op.results[0].uses]
+    return bool(uses) and all(u.name == "memref.view" for u in uses)
 
 
 def _fences_workgroup(op: Any) -> bool:
