@@ -9,7 +9,9 @@ operation that makes it. ``KernelShape.request`` then derives each buffer's life
 - it starts at the buffer's first access and ends after its last one (the bytes hold nothing
   the kernel needs before the first write);
 - an access inside a loop that does not hold the buffer's allocation may read what an earlier
-  iteration wrote, so the lifetime covers that whole loop; a buffer allocated inside a loop is
+  iteration wrote, so the lifetime covers that whole loop and the loop's own operation (the
+  point before its body): live across the loop's boundary, never taken for a fresh buffer per
+  iteration; a buffer allocated inside a loop is
   a fresh buffer per iteration and stays inside it;
 - a lifetime that enters or leaves a loop covers the whole loop, and one that crosses the
   boundary of a branch's arm covers the whole branch, as the wire format asks.
@@ -125,7 +127,10 @@ class KernelShape:
             for r in self._outside_scope(p, b.scope):
                 region = self.regions[r]
                 if region.kind == "loop":
-                    lo, hi = min(lo, region.start), max(hi, region.end)
+                    # From the loop's own operation (the point before its body): the bytes
+                    # carry from one iteration to the next, so the buffer is live across the
+                    # loop's boundary, not a fresh buffer per iteration.
+                    lo, hi = min(lo, region.start - 1), max(hi, region.end)
                     break  # the outermost such loop holds the inner ones
         changed = True
         while changed:

@@ -4,7 +4,8 @@ the plan (docs/bridges.md, MLIR).
 For every kernel function the reader (``planner.bridges.mlir_read``) understands exactly, the
 bridge builds a request (lifetimes in operation order, ``scf.for`` as loops, block-uniform
 ``scf.if`` as branches, ``gpu.barrier`` as barriers), plans it, and rewrites the function:
-one ``gpu.dynamic_shared_memory`` at its entry, a ``memref.view`` at the planned byte shift in
+one arena at its entry (``gpu.dynamic_shared_memory``; in an IREE executable, a workgroup
+allocation of the arena's bytes), a ``memref.view`` at the planned byte shift in
 place of each allocation (the view has the allocation's type, so no use changes), a
 ``gpu.barrier`` before each operation where the plan inserts one, and, where the module holds
 the launch (``gpu.launch_func``, an IREE ``hal.executable.export``), the launch's dynamic
@@ -243,9 +244,7 @@ def _rewrite(module: Any, read: KernelRead, plan: Plan) -> None:
     index = ir.IndexType.get()
     entry = read.function.regions[0].blocks[0]
     with ir.InsertionPoint.at_block_begin(entry):
-        smem = ir.Operation.create(
-            "gpu.dynamic_shared_memory", results=[ir.Type.parse(_SMEM_TYPE)]
-        ).results[0]
+        smem = _arena(read, plan)
     # Barriers first: the operations at the points are still the original ones.
     for p in plan.barriers.inserted:
         op = read.ops_at[p]
@@ -275,6 +274,35 @@ def _rewrite(module: Any, read: KernelRead, plan: Plan) -> None:
             ir.IntegerType.get_signless(64), count - len(attributions)
         )
     _set_launch(module, read.name, plan.arena_bytes)
+
+
+def _in_gpu_module(op: Any) -> bool:
+    parent = op.parent
+    while parent is not None:
+        if parent.name == "gpu.module":
+            return True
+        parent = parent.parent
+    return False
+
+
+def _arena(read: KernelRead, plan: Plan) -> Any:
+    """The arena the views are taken of: ``gpu.dynamic_shared_memory`` in a ``gpu.module``;
+    in an IREE executable, whose lowering places workgroup memory from its allocations (and
+    cannot lower ``gpu.dynamic_shared_memory`` outside a ``gpu.module``), one workgroup
+    allocation of the arena's bytes, as IREE's own reuse pass makes."""
+    from iree.compiler import ir
+
+    if _in_gpu_module(read.function):
+        return ir.Operation.create(
+            "gpu.dynamic_shared_memory", results=[ir.Type.parse(_SMEM_TYPE)]
+        ).results[0]
+    from iree.compiler.dialects import memref
+
+    arena = max(plan.arena_bytes, 1)
+    base = max((b.alignment for b in read.shape.buffers.values()), default=1)
+    t = ir.Type.parse(f"memref<{arena}xi8, #gpu.address_space<workgroup>>")
+    i64 = ir.IntegerType.get_signless(64)
+    return memref.AllocOp(t, [], [], alignment=ir.IntegerAttr.get(i64, base)).result
 
 
 def _view(smem: Any, offset: int, t: Any, index: Any) -> Any:

@@ -3,9 +3,10 @@
 A kernel is a ``gpu.func`` marked ``kernel``, or a ``func.func`` inside a ``gpu.module`` or an
 IREE executable. Its buffers are ``memref.alloc``/``memref.alloca`` results and workgroup
 attributions in ``#gpu.address_space<workgroup>``; with ``placed=True`` (reading a module this
-bridge rewrote) they are the ``memref.view``s of ``gpu.dynamic_shared_memory`` at constant
+bridge rewrote) they are the ``memref.view``s of the arena (``gpu.dynamic_shared_memory``, or a
+workgroup allocation of bytes used only through views) at constant
 byte shifts. Each buffer is followed through views and ``scf`` iter_args, yields and results
-to the operations that read or write it.
+to the operations that read or write it; an ``arith.select`` between buffers aliases both.
 
 Anything the reader cannot follow exactly raises ``Unsupported`` naming the operation: a
 dynamic size, a buffer reaching an operation whose memory effects are not known here
@@ -68,6 +69,8 @@ _ACCESSES = frozenset(
     }
 )
 _IGNORED_USES = frozenset({"memref.dealloc", "memref.dim", "memref.rank"})
+# Operations that pass a buffer on (their results or block arguments alias it) untouched.
+_ALIASING = frozenset({"scf.for", "scf.yield", "arith.select"})
 _BARRIERS = frozenset({"gpu.barrier", "nvvm.barrier0", "nvvm.barrier", "amdgpu.lds_barrier"})
 # Values every thread of a block agrees on.
 _UNIFORM_SOURCES = frozenset(
@@ -278,7 +281,9 @@ class _Reader:
         for child in block.operations:
             op = child.operation
             name = op.name
-            if name in ("memref.alloc", "memref.alloca") and workgroup(op.results[0].type):
+            if name in ("memref.alloc", "memref.alloca") and self.placed and _arena(op):
+                self.read.root = op.results[0]
+            elif name in ("memref.alloc", "memref.alloca") and workgroup(op.results[0].type):
                 if len(op.operands):
                     raise Unsupported(f"{name} at {op.location} has a dynamic size")
                 align = None
@@ -347,6 +352,11 @@ class _Reader:
                 for r in op.results:
                     if str(r.type).startswith("memref"):
                         changed |= self._add(r, self.alias[operands[0]])
+            elif name == "arith.select" and any(v in self.alias for v in operands[1:]):
+                # A choice between buffers aliases every one it may choose.
+                for v in operands[1:]:
+                    if v in self.alias:
+                        changed |= self._add(op.results[0], self.alias[v])
             elif name == "scf.for":
                 body = op.regions[0].blocks[0]
                 for k, init in enumerate(operands[3:]):
@@ -474,7 +484,7 @@ class _Reader:
     def _use(self, op: Any, name: str, p: int, touched: set[str]) -> None:
         if name == "memref.dealloc":
             self.read.deallocs.append(op)
-        if name in _VIEWS or name in _IGNORED_USES or name in ("scf.for", "scf.yield"):
+        if name in _VIEWS or name in _IGNORED_USES or name in _ALIASING:
             return
         if name in _ACCESSES or name.startswith("linalg."):
             for bid in touched:
@@ -496,6 +506,16 @@ class _Reader:
                 width = 1 << (width.bit_length() - 1)
                 buffer = self.shape.buffers[bid]
                 buffer.alignment = max(buffer.alignment, width)
+
+
+def _arena(op: Any) -> bool:
+    """A workgroup allocation of bytes used only through ``memref.view``s: the arena of a
+    placed kernel where ``gpu.dynamic_shared_memory`` cannot be used (an IREE executable)."""
+    t = op.results[0].type
+    if not workgroup(t) or str(t).split("<", 1)[1].split(",")[0].split("x")[-1] != "i8":
+        return False
+    uses = [getattr(u.owner, "operation", u.owner) for u in op.results[0].uses]
+    return bool(uses) and all(u.name == "memref.view" for u in uses)
 
 
 def _fences_workgroup(op: Any) -> bool:

@@ -186,10 +186,16 @@ def check_ttgir(
     report.buffers = len(after.shape.buffers)
     report.triton_bytes = after.shared_bytes
     report.triton_barriers = after.barrier_ops
+    if after.lowered_barriers:
+        report.notes.append(
+            f"{after.lowered_barriers} barriers Triton's lowering adds (before each scalar "
+            "atomic, after each TMA descriptor's acquire fence)"
+        )
     if after.async_ops:
         report.notes.append(
             f"{after.async_ops} asynchronous operations (cp.async, wgmma), "
-            "taken as touching their buffers until the wait that retires them"
+            "taken as touching their buffers until the wait that retires them (TMA loads: "
+            "until the buffer's ttg.local_dealloc)"
         )
     request = PlanRequest.model_validate(_request(after, profile, time_limit, sync="existing"))
     report.request = request

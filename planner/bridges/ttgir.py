@@ -10,13 +10,19 @@ through ``ttg.memdesc_*`` views and ``scf`` values, and the scratch of operation
 their operation alone. ``ttg.barrier local`` and ``gpu.barrier`` are barriers. Every scalar
 in TTGIR is one value per program, so every loop and branch is block-uniform.
 
-An asynchronous copy (``ttg.async_copy_global_to_local``) writes its buffer, and an
-asynchronous wgmma (``ttng.warp_group_dot``) reads its operands, until a wait retires them:
-the buffer is taken as accessed up to the first ``ttg.async_wait {num = 0}`` (or
-``ttng.warp_group_dot_wait {pendings = 0}``) after its last such operation, else to the end
-of the kernel. Anything else that touches shared memory asynchronously or from another
-partition (TMA, mbarriers, warp specialization) raises ``Unsupported``: such a kernel is
-reported, not guessed.
+An asynchronous copy (``ttg.async_copy_global_to_local``) writes its buffer, an asynchronous
+wgmma (``ttng.warp_group_dot``) reads its operands, and a TMA store
+(``ttng.async_tma_copy_local_to_global``) reads its buffer, until a wait retires them: the
+buffer is taken as accessed up to the first ``ttg.async_wait {num = 0}`` (or
+``ttng.warp_group_dot_wait {pendings = 0}``, ``ttng.async_tma_store_wait {pendings = 0}``)
+after its last such operation, else to the end of the kernel. A TMA load
+(``ttng.async_tma_copy_global_to_local``) writes its buffer and arrives on its mbarrier until
+the buffer's ``ttg.local_dealloc``, where Triton's allocation ends it. Mbarriers are buffers
+their operations (``ttng.init_barrier``, ``barrier_expect``, ``wait_barrier``,
+``inval_barrier``) access. Barriers Triton's lowering adds without printing them stand at
+their operation: before a scalar atomic, after a TMA descriptor's acquire fence. Anything else
+that touches shared memory asynchronously or from another partition (warp specialization, an
+unknown operation) raises ``Unsupported``: such a kernel is reported, not guessed.
 """
 
 from __future__ import annotations
@@ -40,16 +46,44 @@ _VIEWS = frozenset(
     }
 )
 _ACCESSES = frozenset(
-    {"ttg.local_load", "ttg.local_store", "ttg.local_alloc", "tt.dot", "ttng.warp_group_dot_wait"}
+    {
+        "ttg.local_load",
+        "ttg.local_store",
+        "ttg.local_alloc",
+        "tt.dot",
+        "ttng.warp_group_dot_wait",
+        # mbarriers: 8-byte objects in shared memory the threads initialize, arm, wait on and
+        # invalidate; a TMA copy arrives on one asynchronously (below).
+        "ttng.init_barrier",
+        "ttng.barrier_expect",
+        "ttng.wait_barrier",
+        "ttng.arrive_barrier",
+        "ttng.inval_barrier",
+    }
 )
 # Operations that touch shared memory asynchronously, and the wait that retires all of them
 # (a pattern matching its "nothing pending" form).
 _ASYNC = {
     "ttg.async_copy_global_to_local": ("ttg.async_wait", re.compile(r"num\s*=\s*0\s*:")),
     "ttng.warp_group_dot": ("ttng.warp_group_dot_wait", re.compile(r"pendings\s*=\s*0\s*:")),
+    # TMA: a store reads its buffer until a store wait with nothing pending; a load writes its
+    # buffer and arrives on its mbarrier, both retired by the buffer's ttg.local_dealloc (below),
+    # where Triton's own allocation ends the buffer.
+    "ttng.async_tma_copy_local_to_global": (
+        "ttng.async_tma_store_wait",
+        re.compile(r"pendings\s*=\s*0\s*[:,}]"),
+    ),
+    "ttng.async_tma_copy_global_to_local": ("ttg.local_dealloc", re.compile(r"$^")),
 }
 _IGNORED = frozenset({"ttg.local_dealloc"})
 _BARRIERS = frozenset({"ttg.barrier", "gpu.barrier"})
+# Scalar atomics: Triton's lowering puts a block-wide barrier before each one (and, where the
+# result goes to every thread, one between its scratch's write and read), so a barrier stands
+# at the operation's point though none is printed.
+_ATOMICS = frozenset({"tt.atomic_cas", "tt.atomic_rmw"})
+# Operations whose lowering is followed by a block-wide barrier: the acquire fence of a TMA
+# descriptor built in shared memory (one warp fences, the barrier holds the others).
+_BARRIER_AFTER = frozenset({"ttng.tensormap_fenceproxy_acquire"})
 _ELEMENT_BYTES = {
     "i1": 1,
     "i8": 1,
@@ -90,7 +124,60 @@ class TtgirRead:
     offsets: dict[str, int]  # buffer id -> Triton's allocation.offset, bytes
     shared_bytes: int  # the module's ttg.shared: what Triton gives the kernel
     barrier_ops: int  # barrier operations in the module
+    lowered_barriers: int = 0  # barriers the lowering adds: one before each scalar atomic
     async_ops: int = 0
+
+
+_TOKEN = re.compile(r"%[\w]+")
+_DEFINED = re.compile(r"(%[\w]+)\s*=(?!=)")  # a block argument a region header names
+
+
+class _Names:
+    """Unique value names. The printer reuses a name in regions that cannot see each other
+    (``%19`` in an ``scf.if``'s then region and another ``%19`` in its else region); a name
+    defined again gets the line number as a suffix, and each use resolves to the definition
+    in scope, innermost first."""
+
+    def __init__(self) -> None:
+        self.scopes: list[dict[str, str]] = []
+        self.seen: set[str] = set()
+
+    def _fresh(self, token: str, line: int) -> str:
+        fresh = token if token not in self.seen else f"{token}_{line}"
+        self.seen.add(token)
+        self.seen.add(fresh)
+        return fresh
+
+    def resolve(self, token: str) -> str:
+        for scope in reversed(self.scopes):
+            if token in scope:
+                return scope[token]
+        return token
+
+    def rename(self, text: str, line: int, *, results_end: int = 0) -> tuple[str, dict[str, str]]:
+        """The text with its names made unique, and the block arguments it defines for the
+        region it opens (``scf.for %i = ... iter_args(%a = ...)``)."""
+        inner = {m.group(1) for m in _DEFINED.finditer(text[results_end:])}
+        opened: dict[str, str] = {}
+
+        def one(m: re.Match[str]) -> str:
+            token = m.group(0)
+            if m.start() < results_end:
+                fresh = self._fresh(token, line)
+                self.scopes[-1][token] = fresh
+                return fresh
+            if token in inner and re.match(r"\s*=(?!=)", text[m.end() :]):
+                fresh = self._fresh(token, line)
+                opened[token] = fresh
+                return fresh
+            return self.resolve(token)
+
+        return _TOKEN.sub(one, text), opened
+
+    def define_all(self, text: str, line: int) -> None:
+        """A block label's arguments (``^bb0(%a: f32, %b: f32):``), in the current region."""
+        for token in _TOKEN.findall(text):
+            self.scopes[-1][token] = self._fresh(token, line)
 
 
 def _tree(text: str) -> tuple[list[_Op], dict[str, str], int, str]:
@@ -100,6 +187,7 @@ def _tree(text: str) -> tuple[list[_Op], dict[str, str], int, str]:
     name = "kernel"
     root: list[_Op] = []
     stack: list[tuple[_Op | None, list[_Op]]] = []  # (operation, its open region)
+    names = _Names()  # one scope per open region, beside ``stack``
     functions = 0
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
@@ -113,6 +201,7 @@ def _tree(text: str) -> tuple[list[_Op], dict[str, str], int, str]:
             found = re.search(r"ttg\.shared\s*=\s*(\d+)", line)
             shared = int(found.group(1)) if found else 0
             stack.append((None, []))
+            names.scopes.append({})
             continue
         if line.startswith("tt.func"):
             functions += 1
@@ -121,19 +210,27 @@ def _tree(text: str) -> tuple[list[_Op], dict[str, str], int, str]:
             found = re.search(r"@([\w$.]+)", line)
             name = found.group(1) if found else name
             stack.append((None, root))
+            names.scopes.append({})
             continue
         if line.startswith("^"):
+            if names.scopes:
+                names.define_all(line, number)
             continue  # a block label inside a combiner region
         if line.startswith("}"):
             op, _ = stack.pop()
+            names.scopes.pop()
+            line, _ = names.rename(line, number)
             if op is not None:
                 op.text += " " + line
                 if line.rstrip().endswith("{"):  # } else {
                     op.regions.append([])
                     stack.append((op, op.regions[-1]))
+                    names.scopes.append({})
             continue
         if not stack:
             continue
+        matched = _RESULTS.match(line)
+        line, opened = names.rename(line, number, results_end=matched.end(1) if matched else 0)
         results: list[str] = []
         rest = line
         matched = _RESULTS.match(line)
@@ -152,6 +249,7 @@ def _tree(text: str) -> tuple[list[_Op], dict[str, str], int, str]:
         if line.endswith("{"):
             op.regions.append([])
             stack.append((op, op.regions[-1]))
+            names.scopes.append(opened)
     return root, aliases, shared, name
 
 
@@ -184,10 +282,12 @@ class _Reader:
         self.constants: dict[str, int] = {}
         self.offsets: dict[str, int] = {}
         self.barrier_ops = 0
+        self.lowered_barriers = 0  # barriers Triton's lowering puts before scalar atomics
         # buffer -> (the wait that retires its accesses, their points)
         self.async_copies: dict[tuple[str, str], list[int]] = {}
         self.final_waits: dict[str, list[int]] = {}  # wait -> points where nothing is pending
         self.async_ops = 0
+        self.deallocs: dict[str, list[int]] = {}  # buffer -> points of its ttg.local_dealloc
 
     def declare(self, ops: list[_Op]) -> None:
         """Aliases through views and scf values, to a fixpoint."""
@@ -268,6 +368,11 @@ class _Reader:
         if op.name in _BARRIERS and (op.name != "ttg.barrier" or "local" in op.text):
             shape.barrier(p)
             self.barrier_ops += 1
+        elif op.name in _BARRIER_AFTER or (  # after: no shared access of its own, so exact
+            op.name in _ATOMICS and "-> tensor<" not in op.text.split(" loc(")[0]
+        ):
+            shape.barrier(p)
+            self.lowered_barriers += 1
         for wait, drained in _ASYNC.values():
             if op.name == wait and drained.search(op.text):
                 self.final_waits.setdefault(wait, []).append(p)
@@ -279,6 +384,9 @@ class _Reader:
         touched: set[str] = set()
         for v in self._uses(op):
             touched |= self.alias.get(v, set())
+        if op.name == "ttg.local_dealloc":
+            for bid in touched:
+                self.deallocs.setdefault(bid, []).append(p)
         if op.name == "ttg.local_alloc" and len(self._uses(op)) > 0:
             touched |= {op.results[0]}  # an initial value is written at the allocation
         if (
@@ -321,8 +429,14 @@ class _Reader:
             if len(op.regions) == 1:  # no else: an arm of its own, without accesses
                 shape.open_arm()
                 shape.close()
-        elif op.name in ("scf.while",):
-            raise Unsupported(f"line {op.line}: scf.while")
+        elif op.name == "scf.while":
+            if any(v in self.alias for v in self._uses(op)):
+                raise Unsupported(f"line {op.line}: scf.while carries a shared buffer")
+            # Its condition region and its body repeat together: one loop of unknown trips.
+            shape.open_loop(None)
+            for region in op.regions:
+                self.walk(region)
+            shape.close()
         elif op.regions:
             self._opaque(op)
 
@@ -338,12 +452,16 @@ class _Reader:
             inner.extend(x for region in o.regions for x in region)
 
     def finish(self) -> None:
-        """Asynchronous writes land by the first ``async_wait {num = 0}`` after the last copy,
-        else by the end of the kernel."""
+        """Asynchronous accesses end by the first wait with nothing pending (``async_wait
+        {num = 0}``, ...) after the last of them, else by the end of the kernel; TMA loads,
+        whose completion is an mbarrier phase, by the buffer's ``ttg.local_dealloc``."""
         last = self.shape.points - 1
         for (bid, wait), copies in self.async_copies.items():
             after = [w for w in self.final_waits.get(wait, []) if w > max(copies)]
-            self.shape.access(bid, after[0] if after else last)
+            freed = [d for d in self.deallocs.get(bid, []) if d > max(copies)]
+            if wait != "ttg.local_dealloc":  # only TMA loads end at the dealloc
+                freed = []
+            self.shape.access(bid, after[0] if after else freed[0] if freed else last)
 
 
 def read_ttgir(text: str) -> TtgirRead:
@@ -359,5 +477,6 @@ def read_ttgir(text: str) -> TtgirRead:
         offsets=reader.offsets,
         shared_bytes=shared,
         barrier_ops=reader.barrier_ops,
+        lowered_barriers=reader.lowered_barriers,
         async_ops=reader.async_ops,
     )

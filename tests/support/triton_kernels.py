@@ -1,6 +1,7 @@
 # ruff: noqa: N803  (Triton kernels name their block sizes in capitals)
-"""Kernels in the manner of Triton's tutorials (matmul, fused softmax, layer norm, attention
-forward), compiled for a CUDA target without a GPU (Triton ships ptxas)."""
+"""Kernels in the manner of Triton's tutorials (matmul, with the autotuner's configurations,
+fused softmax, layer norm forward and backward, attention forward and backward, the persistent
+TMA matmul), compiled for a CUDA target without a GPU (Triton ships ptxas)."""
 
 from __future__ import annotations
 
@@ -108,6 +109,146 @@ def attention_kernel(  # type: ignore[no-untyped-def]
     tl.store(o_ptr + offs_m[:, None] * D + offs_d[None, :], acc.to(tl.float16))
 
 
+@triton.jit  # type: ignore[untyped-decorator, unused-ignore]
+def layer_norm_bwd_dx_kernel(  # type: ignore[no-untyped-def]
+    dx_ptr,
+    dy_ptr,
+    dw_ptr,
+    db_ptr,
+    x_ptr,
+    w_ptr,
+    mean_ptr,
+    rstd_ptr,
+    lock_ptr,
+    stride,
+    n,
+    GROUP: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n
+    x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0).to(tl.float32)
+    dy = tl.load(dy_ptr + row * stride + cols, mask=mask, other=0).to(tl.float32)
+    w = tl.load(w_ptr + cols, mask=mask).to(tl.float32)
+    mean = tl.load(mean_ptr + row)
+    rstd = tl.load(rstd_ptr + row)
+    xhat = tl.where(mask, (x - mean) * rstd, 0.0)
+    wdy = tl.where(mask, w * dy, 0.0)
+    c1 = tl.sum(xhat * wdy, axis=0) / n
+    c2 = tl.sum(wdy, axis=0) / n
+    dx = (wdy - (xhat * c1 + c2)) * rstd
+    tl.store(dx_ptr + row * stride + cols, dx, mask=mask)
+    # Partial dw, db accumulated per group of rows under a spin lock, as the tutorial does.
+    partial_dw = (dy * xhat).to(w.dtype)
+    partial_db = dy.to(w.dtype)
+    lock_id = row % GROUP
+    lock = lock_ptr + lock_id
+    count = lock_ptr + GROUP + lock_id
+    while tl.atomic_cas(lock, 0, 1) == 1:
+        pass
+    first = tl.load(count)
+    if first == 0:
+        tl.atomic_xchg(count, 1)
+    else:
+        partial_dw += tl.load(dw_ptr + lock_id * n + cols, mask=mask)
+        partial_db += tl.load(db_ptr + lock_id * n + cols, mask=mask)
+    tl.store(dw_ptr + lock_id * n + cols, partial_dw, mask=mask)
+    tl.store(db_ptr + lock_id * n + cols, partial_db, mask=mask)
+    tl.atomic_xchg(lock, 0)
+
+
+@triton.jit  # type: ignore[untyped-decorator, unused-ignore]
+def layer_norm_bwd_dwdb_kernel(  # type: ignore[no-untyped-def]
+    dw_ptr, db_ptr, fdw_ptr, fdb_ptr, m, n, BM: tl.constexpr, BN: tl.constexpr
+):
+    pid = tl.program_id(0)
+    cols = pid * BN + tl.arange(0, BN)
+    dw = tl.zeros((BM, BN), dtype=tl.float32)
+    db = tl.zeros((BM, BN), dtype=tl.float32)
+    for i in range(0, m, BM):
+        rows = i + tl.arange(0, BM)
+        mask = (rows[:, None] < m) & (cols[None, :] < n)
+        offs = rows[:, None] * n + cols[None, :]
+        dw += tl.load(dw_ptr + offs, mask=mask, other=0.0)
+        db += tl.load(db_ptr + offs, mask=mask, other=0.0)
+    tl.store(fdw_ptr + cols, tl.sum(dw, axis=0), mask=cols < n)
+    tl.store(fdb_ptr + cols, tl.sum(db, axis=0), mask=cols < n)
+
+
+@triton.jit  # type: ignore[untyped-decorator, unused-ignore]
+def attention_bwd_kernel(  # type: ignore[no-untyped-def]
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    do_ptr,
+    dk_ptr,
+    dv_ptr,
+    m_ptr,
+    delta_ptr,
+    n_ctx,
+    scale,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    D: tl.constexpr,
+):
+    # The dK/dV half of the tutorial's backward pass: one block of keys, every block of queries.
+    start_n = tl.program_id(0) * BN
+    offs_n = start_n + tl.arange(0, BN)
+    offs_d = tl.arange(0, D)
+    k = tl.load(k_ptr + offs_n[:, None] * D + offs_d[None, :])
+    v = tl.load(v_ptr + offs_n[:, None] * D + offs_d[None, :])
+    dk = tl.zeros([BN, D], dtype=tl.float32)
+    dv = tl.zeros([BN, D], dtype=tl.float32)
+    for start_m in range(0, n_ctx, BM):
+        offs_m = start_m + tl.arange(0, BM)
+        q_t = tl.load(q_ptr + offs_m[None, :] * D + offs_d[:, None])
+        m = tl.load(m_ptr + offs_m)
+        qk_t = tl.dot(k, q_t)
+        p_t = tl.math.exp2(qk_t - m[None, :])
+        do = tl.load(do_ptr + offs_m[:, None] * D + offs_d[None, :])
+        dv += tl.dot(p_t.to(tl.float16), do)
+        delta = tl.load(delta_ptr + offs_m)
+        dp_t = tl.dot(v, tl.trans(do)).to(tl.float32)
+        ds_t = (p_t * (dp_t - delta[None, :])).to(tl.float16)
+        dk += tl.dot(ds_t, tl.trans(q_t))
+    tl.store(dv_ptr + offs_n[:, None] * D + offs_d[None, :], dv.to(tl.float16))
+    tl.store(dk_ptr + offs_n[:, None] * D + offs_d[None, :], (dk * scale).to(tl.float16))
+
+
+@triton.jit  # type: ignore[untyped-decorator, unused-ignore]
+def matmul_tma_persistent_kernel(  # type: ignore[no-untyped-def]
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BK: tl.constexpr,
+    NUM_SMS: tl.constexpr,
+):
+    # The tutorial's persistent matmul on device-side TMA descriptors.
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    start_pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    k_tiles = tl.cdiv(K, BK)
+    num_tiles = num_pid_m * num_pid_n
+    for tile_id in tl.range(start_pid, num_tiles, NUM_SMS, flatten=True):
+        offs_am = (tile_id // num_pid_n) * BM
+        offs_bn = (tile_id % num_pid_n) * BN
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for ki in range(k_tiles):
+            a = a_desc.load([offs_am, ki * BK])
+            b = b_desc.load([offs_bn, ki * BK])
+            acc = tl.dot(a, b.T, acc)
+        c_desc.store([offs_am, offs_bn], acc.to(tl.float16))
+
+
 _MATMUL_SIG = {
     **dict.fromkeys(("a_ptr", "b_ptr", "c_ptr"), "*fp16"),
     **dict.fromkeys(("M", "N", "K", "sam", "sak", "sbk", "sbn", "scm", "scn"), "i32"),
@@ -177,6 +318,88 @@ KERNELS["matmul_pipelined"] = (
     {"num_warps": 4, "num_stages": 3},
 )
 _DIVISIBLE = {"matmul_pipelined": ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "sam", "sbk", "scm")}
+
+
+KERNELS["layer_norm_bwd"] = (
+    layer_norm_bwd_dx_kernel,
+    {
+        **dict.fromkeys(("dx_ptr", "dy_ptr", "dw_ptr", "db_ptr", "x_ptr", "w_ptr"), "*fp16"),
+        **dict.fromkeys(("mean_ptr", "rstd_ptr"), "*fp32"),
+        "lock_ptr": "*i32",
+        "stride": "i32",
+        "n": "i32",
+        "GROUP": "constexpr",
+        "BLOCK": "constexpr",
+    },
+    {"GROUP": 64, "BLOCK": 1024},
+    {"num_warps": 8},
+)
+KERNELS["layer_norm_bwd_dwdb"] = (
+    layer_norm_bwd_dwdb_kernel,
+    {
+        **dict.fromkeys(("dw_ptr", "db_ptr", "fdw_ptr", "fdb_ptr"), "*fp16"),
+        "m": "i32",
+        "n": "i32",
+        "BM": "constexpr",
+        "BN": "constexpr",
+    },
+    {"BM": 32, "BN": 128},
+    {"num_warps": 4},
+)
+KERNELS["attention_bwd"] = (
+    attention_bwd_kernel,
+    {
+        **dict.fromkeys(("q_ptr", "k_ptr", "v_ptr", "do_ptr", "dk_ptr", "dv_ptr"), "*fp16"),
+        **dict.fromkeys(("m_ptr", "delta_ptr"), "*fp32"),
+        "n_ctx": "i32",
+        "scale": "fp32",
+        **dict.fromkeys(("BM", "BN", "D"), "constexpr"),
+    },
+    {"BM": 32, "BN": 64, "D": 64},
+    {"num_warps": 4, "num_stages": 2},
+)
+KERNELS["matmul_tma_persistent"] = (
+    matmul_tma_persistent_kernel,
+    {
+        **dict.fromkeys(("a_ptr", "b_ptr", "c_ptr"), "*fp16"),
+        **dict.fromkeys(("M", "N", "K"), "i32"),
+        **dict.fromkeys(("BM", "BN", "BK", "NUM_SMS"), "constexpr"),
+    },
+    {"BM": 128, "BN": 128, "BK": 64, "NUM_SMS": 132},
+    {"num_warps": 4, "num_stages": 3},
+)
+HOPPER_ONLY = frozenset({"matmul_tma_persistent"})  # TMA: sm_90 and later
+CASES = [
+    (name, cap) for cap in (80, 90) for name in KERNELS if cap >= 90 or name not in HOPPER_ONLY
+]
+
+# The CUDA configurations of the matmul tutorial's autotuner: (BM, BN, BK, stages, warps).
+AUTOTUNE = [
+    (128, 256, 64, 3, 8),
+    (64, 256, 32, 4, 4),
+    (128, 128, 32, 4, 4),
+    (128, 64, 32, 4, 4),
+    (64, 128, 32, 4, 4),
+    (128, 32, 32, 4, 4),
+    (64, 32, 32, 5, 2),
+    (32, 64, 32, 5, 2),
+]
+
+
+def compile_autotuned(config: tuple[int, int, int, int, int], capability: int) -> Any:
+    """The pipelined matmul (as the autotuner specializes it) in one tutorial configuration."""
+    bm, bn, bk, stages, warps = config
+    fn, signature, constexprs, _ = KERNELS["matmul_pipelined"]
+    names = list(signature)
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in _DIVISIBLE["matmul_pipelined"]}
+    source = ASTSource(
+        fn=fn,
+        signature=signature,
+        constexprs={**constexprs, "BM": bm, "BN": bn, "BK": bk},
+        attrs=attrs,
+    )
+    options = {"num_warps": warps, "num_stages": stages}
+    return triton.compile(source, target=GPUTarget("cuda", capability, 32), options=options)
 
 
 def compile_kernel(name: str, capability: int) -> Any:

@@ -1,0 +1,154 @@
+"""The bridges' measured table (docs/bridges.md, Measured): every IREE dispatch and Triton kernel
+of the tests, compiled here, with the compiler's bytes and barriers beside ours.
+
+    python scripts/bridges_table.py            # IREE and Triton
+    python scripts/bridges_table.py --iree     # IREE only
+    python scripts/bridges_table.py --triton   # Triton only (with --autotune: every config)
+
+"bridge s" is the time the bridge adds (read, plan, rewrite or check with the static validator,
+verify, read back); "compile s" the compiler's own time for the kernel: ``iree-compile`` to a
+``.vmfb``, or a cold ``triton.compile`` (an empty cache); "emulator s" what the emulator's check
+of the same plans adds (the bridges' default, optional). Needs the ``mlir`` and ``triton`` extras.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+_HEAD = (
+    "| compiler | target | kernel | buffers | compiler bytes | compiler barriers | ours bytes "
+    "| ours barriers (+inserted) | lower bound | bridge s | compile s | bridge / compile "
+    "| emulator s |"
+)
+
+
+def _share(bridge: float, compile_s: float) -> str:
+    return f"{100 * bridge / compile_s:.0f}%" if compile_s > 0 else "-"
+
+
+def iree_rows() -> list[str]:
+    """One row per IREE dispatch and target."""
+    from planner.bridges.mlir import check_module, plan_module
+    from tests.support.iree_dispatches import COMPILE, DISPATCHES, SOURCES, TARGETS
+    from tests.support.iree_dispatches import compile_dispatch as dump_of
+
+    chips = {"cuda": "sm_80", "rocm": "gfx942"}
+    rows = []
+    for target, name in DISPATCHES:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            dump, exported = dump_of(SOURCES[name], TARGETS[target], folder)
+            began = time.perf_counter()
+            subprocess.run(
+                [str(COMPILE), str(folder / "in.mlir"), *TARGETS[target], "-o", str(folder / "x")],
+                check=True,
+                capture_output=True,
+            )
+            compile_s = time.perf_counter() - began
+        began = time.perf_counter()
+        result = plan_module(dump, time_limit=2.0)
+        check_module(result.module, emulation=False)
+        bridge = time.perf_counter() - began
+        began = time.perf_counter()
+        checks = check_module(result.module)  # the read-back, judged by the emulator too
+        emulator_s = time.perf_counter() - began
+        (k,) = result.kernels
+        valid = all(c.verdict is not None and c.verdict.valid for c in checks)
+        if k.status != "rewritten":
+            rows.append(f"| IREE | {chips[target]} | {name} | - | - | - | {k.reason} | | | | | | |")
+            continue
+        iree = f"{exported}" if exported is not None else f"{k.compiler_bytes} (allocs)"
+        ours = f"{k.arena_bytes}" + ("" if valid else " INVALID")
+        barriers = f"{k.barriers_existing + k.barriers_inserted} (+{k.barriers_inserted})"
+        rows.append(
+            f"| IREE | {chips[target]} | {name} | {k.buffers} | {iree} | {k.barriers_existing} "
+            f"| {ours} | {barriers} | {k.lower_bound} | {bridge:.2f} | {compile_s:.2f} "
+            f"| {_share(bridge, compile_s)} | {emulator_s:.2f} |"
+        )
+    return rows
+
+
+def _triton_row(label: str, cap: int, compile_s: float, kernel: Any) -> str:
+    from planner.bridges.triton import check_compiled
+
+    report = check_compiled(kernel, time_limit=2.0, emulation=False)
+    emulated = check_compiled(kernel, time_limit=2.0)  # the same, with the emulator
+    emulator_s = max(0.0, emulated.seconds - report.seconds)
+    if not report.modeled:
+        return (
+            f"| Triton | sm_{cap} | {label} | - | {kernel.metadata.shared} | - "
+            f"| not modelled: {report.reason} | | | | {compile_s:.2f} | | |"
+        )
+    verdict = emulated.triton_verdict
+    judged = "valid" if verdict is not None and verdict.valid else "INVALID"
+    return (
+        f"| Triton | sm_{cap} | {label} | {report.buffers} | {report.triton_bytes} ({judged}) "
+        f"| {report.triton_barriers} | {report.ours_bytes} "
+        f"| {report.triton_barriers + (report.ours_inserted or 0)} (+{report.ours_inserted}); "
+        f"alone {report.alone_bytes} B, {report.alone_barriers} | {report.lower_bound} "
+        f"| {report.seconds:.2f} | {compile_s:.2f} | {_share(report.seconds, compile_s)} "
+        f"| {emulator_s:.2f} |"
+    )
+
+
+def triton_rows(autotune: bool) -> list[str]:
+    """One row per Triton kernel and target, each compiled cold."""
+    from tests.support.triton_kernels import AUTOTUNE, CASES, compile_autotuned, compile_kernel
+
+    rows = []
+    jobs: list[tuple[str, int, Any]] = [
+        (name, cap, lambda n=name, c=cap: compile_kernel(n, c)) for name, cap in CASES
+    ]
+    if autotune:
+        jobs += [
+            (
+                "matmul " + "x".join(map(str, config[:3])) + f" s{config[3]} w{config[4]}",
+                cap,
+                lambda g=config, c=cap: compile_autotuned(g, c),
+            )
+            for cap in (80, 90)
+            for config in AUTOTUNE
+        ]
+    for label, cap, build in jobs:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            began = time.perf_counter()
+            kernel = build()
+            compile_s = time.perf_counter() - began
+            rows.append(_triton_row(label, cap, compile_s, kernel))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--iree", action="store_true", help="IREE's dispatches only")
+    parser.add_argument("--triton", action="store_true", help="Triton's kernels only")
+    parser.add_argument("--autotune", action="store_true", help="every matmul autotune config")
+    args = parser.parse_args(argv)
+    both = not args.iree and not args.triton
+    print(_HEAD)
+    print("|" + "---|" * 13)
+    if args.iree or both:
+        for row in iree_rows():
+            print(row, flush=True)
+    if args.triton or both:
+        # A cold compile: Triton's cache in an empty folder of its own.
+        os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton-cold-")
+        for row in triton_rows(args.autotune):
+            print(row, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
