@@ -107,3 +107,46 @@ def test_both_validators_agree_with_the_brute_force() -> None:
             offsets,
         )
     assert 10 < broken < CASES - 10  # both verdicts are well exercised
+
+
+def _looped(rng: random.Random) -> dict[str, Any]:
+    data = _program(rng)
+    horizon = max(b["end"] for b in data["buffers"])
+    start = rng.randint(0, max(0, horizon - 2))
+    end = rng.randint(start + 1, horizon)
+    loop: dict[str, Any] = {"start": start, "end": end}
+    if rng.random() < 0.5:
+        loop["trips"] = rng.randint(1, 3)
+    data["loops"] = [loop]
+    for b in data["buffers"]:
+        # A range that meets the loop lies inside its body or covers it whole.
+        if b["start"] < end and start < b["end"]:
+            if start <= b["start"] and b["end"] <= end:
+                continue
+            b["start"], b["end"] = min(b["start"], start), max(b["end"], end)
+    return data
+
+
+def test_both_validators_agree_on_programs_with_a_loop() -> None:
+    """Each validator on its own reading of a loop (the static check's unrolled executions,
+    the emulator's interpreter): the same verdict on the cluster rule."""
+    rng = random.Random(7)
+    checked = broken = 0
+    for _ in range(CASES):
+        request = parse_request(_looped(rng))
+        plan = planner.plan(request)
+        assert planner.validate(request, plan).valid
+        placed, _ = _placed(rng, request, plan)
+        static = planner.validate(request, placed).violations
+        if any(v.code == "overlap" for v in static):
+            continue  # live together in some iteration: not the cluster rule's case
+        checked += 1
+        emulated = emulate(request, placed).violations
+        want = any(v.code == "missing_cluster_barrier" for v in static)
+        broken += want
+        assert any(v.code == "missing_cluster_barrier" for v in emulated) == want, (
+            request.model_dump(),
+            placed.placements,
+        )
+    assert checked > CASES // 2
+    assert 5 < broken < checked - 5
