@@ -9,10 +9,14 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
+
 import planner
 from planner.core.io import parse_request
 from planner.core.models import Plan, PlanRequest
-from planner.validators.emulator import emulate
+from planner.validators.cost import emulation_cost
+from planner.validators.emulator import DEFAULT_MAX_BLOCKS, emulate
+from tests.support.emulation_work import EmulationWork
 
 CASES = 120
 SIZE = 32  # bytes per buffer
@@ -150,3 +154,22 @@ def test_both_validators_agree_on_programs_with_a_loop() -> None:
         )
     assert checked > CASES // 2
     assert 5 < broken < checked - 5
+
+
+def test_the_emulation_cost_bounds_the_cluster_run_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The emulator runs a kernel with a cluster twice (as planned, and as the cluster rule
+    sees it): the cost bound the service checks covers both."""
+    work = EmulationWork(monkeypatch)
+    rng = random.Random(11)
+    for _ in range(20):
+        request = parse_request(_looped(rng))
+        plan = planner.plan(request)
+        placed, _ = _placed(rng, request, plan)
+        alone = emulation_cost(
+            request.model_copy(update={"cluster": None}), placed, DEFAULT_MAX_BLOCKS
+        )
+        work.units = 0
+        emulate(request, placed)
+        cost = emulation_cost(request, placed, DEFAULT_MAX_BLOCKS)
+        assert work.units <= cost.total
+        assert cost.total > alone.total
