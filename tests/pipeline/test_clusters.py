@@ -231,3 +231,28 @@ def test_the_hostile_cluster_gemm_is_refused() -> None:
     for k in range(4):
         a = shared[f"A{k}_s"]
         assert not (a.start < c.stop and c.start < a.stop)
+
+
+def test_selftest_plants_drop_cluster_barrier_and_both_catch_every_one() -> None:
+    from planner.selftest import Subject, run_selftest, validators
+
+    data = json.loads(EXAMPLE.read_text())
+    given = {
+        **data,
+        "syncs": [*data["syncs"], {"kind": "cluster_barrier", "at": 13}],
+        "options": {"sync": "existing", "time_limit": 5.0},
+    }
+    cases = []
+    for name, variant in (
+        ("inserted", data),
+        ("required", {**data, "options": {"sync": "none", "time_limit": 5.0}}),
+        ("the request's", given),
+    ):
+        request, plan = _plan(variant)
+        assert plan.arena_bytes == 131104
+        cases.append(Subject(name, request, plan))
+    tally = run_selftest(cases * 2, validators(), seed=5, kinds=["drop_cluster_barrier"])
+    assert tally.planted["drop_cluster_barrier"] == 6
+    assert tally.caught["drop_cluster_barrier", "static"] == 6
+    assert tally.caught["drop_cluster_barrier", "emulator"] == 6
+    assert not tally.failed
