@@ -39,7 +39,12 @@ def running_cluster_barriers(request: PlanRequest, plan: Plan) -> list[int]:
 def cluster_view(request: PlanRequest, plan: Plan) -> tuple[PlanRequest, Plan]:
     """The kernel as the cluster rule sees it (unchecked copies): only the cluster barriers
     are barriers, every access of a cluster-scoped buffer may be any thread's (a broadcast),
-    and nothing is aliased. Its ``cluster`` is dropped so a check of it does not recurse."""
+    and nothing is aliased. Its ``cluster`` is dropped so a check of it does not recurse.
+    Rings are expanded first (``planner.core.rings.expand``) at the plan's depths."""
+    from planner.core.rings import expand
+
+    if request.rings and plan.rings:
+        request = expand(request, {r.id: r.copies for r in plan.rings})
     from planner.core.models import Access, Barriers
 
     points = running_cluster_barriers(request, plan)
@@ -67,7 +72,9 @@ def cluster_view(request: PlanRequest, plan: Plan) -> tuple[PlanRequest, Plan]:
                 for a in b.accesses
             ]
             b = b.model_copy(update={"accesses": anyone})
-        buffers.append(b)
+        # The view has no cluster: its buffers are the CTA's (the rule's filter keeps the
+        # scopes of the request).
+        buffers.append(b.model_copy(update={"scope": "cta"}) if b.scope == "cluster" else b)
     syncs = [s for s in request.syncs if s.kind != "cluster_barrier"]
     options = request.options.model_copy(
         update={"sync": "existing", "barrier_candidates": None, "max_new_barriers": None}
@@ -86,6 +93,7 @@ def cluster_view(request: PlanRequest, plan: Plan) -> tuple[PlanRequest, Plan]:
             "barriers": Barriers(existing=points, inserted=[], required=[]),
             "aliases": [],
             "cluster_barriers": None,
+            "rings": plan.rings if request.rings else None,
         }
     )
     return view, seen

@@ -256,3 +256,28 @@ def test_selftest_plants_drop_cluster_barrier_and_both_catch_every_one() -> None
     assert tally.caught["drop_cluster_barrier", "static"] == 6
     assert tally.caught["drop_cluster_barrier", "emulator"] == 6
     assert not tally.failed
+
+
+def test_a_cluster_scoped_ring_is_checked_at_its_depth() -> None:
+    # A ring of stages peers fill (multicast) over a loop, then an epilogue on its bytes.
+    data: dict[str, Any] = {
+        "target": "sm_90",
+        "cluster": [2],
+        "capacity": 6000,
+        "loops": [{"start": 1, "end": 5, "trips": 8}],
+        "buffers": [
+            {"id": "r", "size": 1024, "start": 0, "end": 6, "copies": {"min": 2, "max": 4}},
+            {"id": "e", "size": 4096, "start": 6, "end": 8},
+        ],
+    }
+    data["buffers"][0]["scope"] = "cluster"
+    request, plan = _plan(data)
+    assert plan.rings is not None
+    assert plan.rings[0].copies == 4
+    assert plan.arena_bytes == 4096
+    assert plan.cluster_barriers is not None
+    assert plan.cluster_barriers.inserted == [6]
+    listed = plan.cluster_barriers.model_copy(update={"inserted": [], "required": []})
+    static, emulated = _codes(request, plan.model_copy(update={"cluster_barriers": listed}))
+    assert "missing_cluster_barrier" in static
+    assert "missing_cluster_barrier" in emulated
