@@ -63,6 +63,25 @@ class _Sum:
 
 def emulation_cost(request: PlanRequest, plan: Plan, max_blocks: int) -> EmulationCost:
     """The cost of ``emulate(request, plan, max_blocks=max_blocks)``, from above."""
+    found = _cost(request, plan, max_blocks)
+    if request.cluster is None:
+        return found
+    from planner.validators.clusters import cluster_view
+
+    # With a cluster the emulator also runs the kernel as the cluster rule sees it.
+    more = _cost(*cluster_view(request, plan), max_blocks)
+    top = found if found.costliest_units >= more.costliest_units else more
+    return EmulationCost(
+        total=found.total + more.total,
+        peak=max(found.peak, more.peak),
+        paths=max(found.paths, more.paths),
+        blocks=found.blocks,
+        costliest=top.costliest,
+        costliest_units=top.costliest_units,
+    )
+
+
+def _cost(request: PlanRequest, plan: Plan, max_blocks: int) -> EmulationCost:
     if request.has_async:
         from planner.validators.asyncs import in_flight
 

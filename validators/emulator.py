@@ -83,6 +83,7 @@ def emulate(
     from planner.core.models import Violation
 
     fences: list[Violation] = []
+    original = request
     if request.has_async:
         from planner.validators.asyncs import in_flight, unfenced, uninvalidated
 
@@ -104,6 +105,12 @@ def emulate(
             for mbarrier, later, why in uninvalidated(request, plan)
         ]
         request = in_flight(request, runtime_barriers(request, plan), plan)
+    if request.cluster is not None:
+        from planner.validators.clusters import cluster_view, scoped_violations
+
+        view, seen = cluster_view(original, plan)
+        ran = emulate(view, seen, max_blocks=max_blocks, max_violations=max_violations)
+        fences += scoped_violations(original, ran.violations, ("race", "clobbered"))
     report = _emulate(request, plan, max_blocks, max_violations)
     if not fences:
         return report

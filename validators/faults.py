@@ -25,7 +25,11 @@ the arena, Reuse hazard), and only when the break is real:
 - ``arm_overlap``: slide a buffer of one branch arm over a buffer live across the whole branch
   (sharing bytes with a buffer of another arm is legal: never that);
 - ``range_overlap``: slide a buffer with several live ranges over one that is live during its
-  second or a later range (and not during its first).
+  second or a later range (and not during its first);
+- ``drop_cluster_barrier``: drop the cluster barrier that orders a reuse of cluster-scoped bytes
+  by another buffer (one the plan inserts or requires, or, changing the request, the
+  request's), so a peer CTA may still touch the earlier buffer's bytes (straight-line
+  requests with a cluster).
 
 The last three need loops, branches or several ranges, and take buffers without access
 patterns, whose synthetic accesses (every thread writes at a range's start, a rotated read at
@@ -66,6 +70,7 @@ FaultKind = Literal[
     "drop_back_edge",
     "arm_overlap",
     "range_overlap",
+    "drop_cluster_barrier",
 ]
 FAULT_KINDS: tuple[FaultKind, ...] = get_args(FaultKind)
 Rng = np.random.Generator | random.Random
@@ -120,6 +125,8 @@ def _plant(
         return _arm_overlap(request, plan, rng)
     if kind == "range_overlap":
         return _range_overlap(request, plan, rng)
+    if kind == "drop_cluster_barrier":
+        return _drop_cluster_barrier(request, plan, rng, plan_only=plan_only)
     raise ValueError(f"unknown fault kind {kind!r}; known: {', '.join(FAULT_KINDS)}")
 
 
@@ -271,7 +278,7 @@ def _early_barrier(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: boo
     from planner.core.models.sync import completions
 
     covered, _ = completions(request.buffers, request.syncs, request.loops, request.branches)
-    if not covered or request.loops or request.branches:
+    if not covered or request.loops or request.branches or request.cluster is not None:
         return None
     shared = _shared(plan)
     runtime = runtime_barriers(request, plan)
@@ -540,8 +547,9 @@ def _drop_barrier(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool
         return None
     runtime = runtime_barriers(request, plan)
     in_request = set(request.barriers)
+    clustered = _cluster_points(request, plan)  # dropped by drop_cluster_barrier only
     for p in _shuffled(rng, runtime):
-        if plan_only and p in in_request:
+        if (plan_only and p in in_request) or p in clustered:
             continue
         rest = [q for q in runtime if q != p]
         broken = next((r for r in reuses if _hazard(placed, r[0], r[1], rest, shared)), None)
@@ -639,7 +647,7 @@ def _drop_back_edge(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bo
     iteration from the first access of a body buffer on the same bytes (itself, or one before
     it in the body) in the next: the next iteration's write then races with this one's
     rotated read."""
-    if math.prod(block_of(request)) < 2:
+    if math.prod(block_of(request)) < 2 or request.cluster is not None:
         return None  # one thread: program order alone orders every access
     shared = _shared(plan)
     runtime = runtime_barriers(request, plan)
@@ -809,3 +817,89 @@ def _slide(request: PlanRequest, moving: Buffer, target: int) -> int | None:
     align = request.alignment_of(moving)
     offset = target // align * align
     return offset if offset >= 0 and offset + moving.size > target else None
+
+
+def _cluster_points(request: PlanRequest, plan: Plan) -> set[int]:
+    if request.cluster is None:
+        return set()
+    from planner.validators.clusters import running_cluster_barriers
+
+    return set(running_cluster_barriers(request, plan))
+
+
+def _drop_cluster_barrier(
+    request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool
+) -> Fault | None:
+    """Drop a running cluster barrier that is the only one between a cluster-scoped pair's
+    accesses on common bytes (straight line: the windows of ``_window``)."""
+    if request.cluster is None or request.loops or request.branches:
+        return None
+    if any(b.ranges is not None for b in request.buffers):
+        return None
+    shared = _shared(plan)
+    running = sorted(_cluster_points(request, plan))
+    own = {s.at for s in request.syncs if s.kind == "cluster_barrier"}
+    for p in _shuffled(rng, running):
+        if plan_only and p in own:
+            continue
+        rest = [q for q in running if q != p]
+        broken = None
+        for a in request.buffers:
+            for b in request.buffers:
+                if a is b or "cluster" not in (a.scope, b.scope) or b.start < a.end:
+                    continue
+                if a.id not in shared or b.id not in shared:
+                    continue
+                pa, pb = shared[a.id], shared[b.id]
+                if not (pa.offset < pb.offset + pb.size and pb.offset < pa.offset + pa.size):
+                    continue
+                last, first = _window(a)[1], _window(b)[0]
+                if last < p <= first and not any(last < q <= first for q in rest):
+                    broken = (a.id, b.id)
+                    break
+            if broken is not None:
+                break
+        if broken is None:
+            continue
+        listed = plan.cluster_barriers
+        assert listed is not None
+        faulty, faulty_plan = request, plan
+        if p in own:
+            syncs = [s for s in request.syncs if not (s.kind == "cluster_barrier" and s.at == p)]
+            faulty = request.model_copy(update={"syncs": syncs})
+            kept = listed.model_copy(
+                update={
+                    "existing": [q for q in listed.existing if q != p],
+                    "required": [q for q in listed.required if q != p],
+                }
+            )
+        else:
+            kept = listed.model_copy(
+                update={
+                    "inserted": [q for q in listed.inserted if q != p],
+                    "required": [q for q in listed.required if q != p],
+                }
+            )
+        faulty_plan = plan.model_copy(update={"cluster_barriers": kept})
+        # The block barrier it stood for stays: only the cluster ordering goes.
+        barriers = plan.barriers
+        if p not in request.barriers and p not in barriers.inserted:
+            if request.options.sync == "none":
+                barriers = barriers.model_copy(update={"required": sorted({*barriers.required, p})})
+            elif p in own:
+                faulty = faulty.model_copy(update={"barriers": sorted({*faulty.barriers, p})})
+                barriers = barriers.model_copy(update={"existing": sorted({*barriers.existing, p})})
+            else:
+                barriers = barriers.model_copy(update={"inserted": sorted({*barriers.inserted, p})})
+            faulty_plan = faulty_plan.model_copy(update={"barriers": barriers})
+        return Fault(
+            "drop_cluster_barrier",
+            faulty,
+            faulty_plan,
+            broken,
+            f"dropped the cluster barrier at {p}{' from the request' if p in own else ''} (a "
+            f"block barrier kept there): {broken[1]!r} reuses bytes of {broken[0]!r} while a "
+            "peer CTA may still touch them",
+            p,
+        )
+    return None

@@ -122,10 +122,15 @@ def arena_base(request: PlanRequest, plan: Plan) -> int:
 
 def runtime_barriers(request: PlanRequest, plan: Plan) -> list[int]:
     """Barriers that run: the request's and the inserted ones; under sync "none" also the
-    required ones, which the caller guarantees."""
+    required ones, which the caller guarantees; and the cluster barriers that run."""
     points = set(request.barriers) | set(plan.barriers.inserted)
     if request.options.sync == "none":
         points |= set(plan.barriers.required)
+    if request.cluster is not None:
+        from planner.validators.clusters import running_cluster_barriers
+
+        # A cluster barrier orders the CTA's own threads too.
+        points |= set(running_cluster_barriers(request, plan))
     return sorted(points)
 
 

@@ -63,6 +63,7 @@ _CODES: tuple[ViolationCode, ...] = (
     "bad_alias",
     "missing_fence",
     "missing_inval",
+    "missing_cluster_barrier",
     "too_many_paths",
 )
 _CODE_ORDER = {code: rank for rank, code in enumerate(_CODES)}
@@ -146,6 +147,8 @@ def validate_plan(
             violations = sorted(out.items, key=_sort_key)
             return ValidationReport(valid=False, violations=violations, truncated=False)
         request = expanded
+    if request.cluster is not None:
+        _check_clusters(request, plan, out)
     if request.has_async:
         from planner.validators.asyncs import in_flight, unfenced, uninvalidated
         from planner.validators.program import runtime_barriers as running
@@ -609,7 +612,56 @@ def _check_barriers(request: PlanRequest, plan: Plan, out: Collector) -> list[in
     runtime = set(existing) | set(inserted)
     if options.sync == "none":
         runtime |= set(required)
+    if request.cluster is not None:
+        from planner.validators.clusters import running_cluster_barriers
+
+        runtime |= set(running_cluster_barriers(request, plan))  # block barriers too
     return sorted(runtime)
+
+
+def _check_clusters(request: PlanRequest, plan: Plan, out: Collector) -> None:
+    """The cluster barrier lists against the request and its sync policy, and the cluster rule
+    (``planner.validators.clusters``) by this check's own sweep."""
+    from planner.validators.clusters import cluster_view, scoped_violations
+
+    listed = plan.cluster_barriers
+    if listed is None:
+        out.add("bad_barrier", "the request has a cluster but the plan lists no cluster_barriers")
+        return
+    own = sorted({s.at for s in request.syncs if s.kind == "cluster_barrier"})
+    sync = request.options.sync
+    if listed.existing != own:
+        out.add(
+            "bad_barrier",
+            f"cluster_barriers.existing is {_preview(listed.existing)} but the request's "
+            f"cluster barriers are {_preview(own)}",
+        )
+    if listed.inserted and sync != "insert":
+        out.add(
+            "bad_barrier",
+            f"sync {sync!r} inserts no cluster barrier, but the plan inserts "
+            f"{_preview(listed.inserted)}",
+        )
+    candidates = request.options.barrier_candidates
+    for p in listed.inserted:
+        if p in own or (candidates is not None and p not in candidates):
+            out.add(
+                "bad_barrier",
+                f"inserted cluster barrier at point {p} is already the request's or no "
+                "barrier candidate",
+                point=p,
+            )
+    if sync != "none":
+        for p in sorted(set(listed.required) - set(own) - set(listed.inserted)):
+            out.add(
+                "bad_barrier",
+                f"required cluster barrier at point {p} is neither existing nor inserted",
+                point=p,
+            )
+    view, seen = cluster_view(request, plan)
+    found = validate_plan(view, seen, max_violations=out.limit).violations
+    for v in scoped_violations(request, found, ("missing_barrier",)):
+        out.add(v.code, v.message, v.buffers, point=v.point)
 
 
 def _workspace(request: PlanRequest, plan: Plan) -> list[Extent]:

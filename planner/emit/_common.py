@@ -144,6 +144,9 @@ def barrier_notes(request: PlanRequest, plan: Plan) -> list[tuple[int, str]]:
     return notes
 
 
+_CLUSTER = "barrier.cluster.arrive; barrier.cluster.wait"
+
+
 def sync_notes(request: PlanRequest, plan: Plan, buffers: list[Placed]) -> list[tuple[int, str]]:
     """(point, text) of the synchronisation besides block barriers, in point order: each
     mbarrier buffer's init, the request's syncs, and the fences and invals the plan adds or
@@ -172,7 +175,7 @@ def sync_notes(request: PlanRequest, plan: Plan, buffers: list[Placed]) -> list[
         elif sync.kind == "fence_proxy_async":
             text = "fence.proxy.async.shared::cta"
         elif sync.kind == "cluster_barrier":
-            text = "barrier.cluster.arrive; barrier.cluster.wait"
+            text = _CLUSTER
         else:
             op = {
                 "mbarrier_wait": "mbarrier.try_wait (until the phase completes)",
@@ -190,6 +193,14 @@ def sync_notes(request: PlanRequest, plan: Plan, buffers: list[Placed]) -> list[
             notes.append(
                 (inval.at, f"mbarrier.inval {mbar(inval.mbarrier)}  // {words[inval.origin]}")
             )
+    listed = plan.cluster_barriers
+    if listed is not None:
+        text = _CLUSTER
+        for p in listed.inserted:
+            notes.append((p, f"{text}  // {words['inserted']}"))
+        if request.options.sync == "none":
+            for p in sorted(set(listed.required) - set(listed.existing)):
+                notes.append((p, f"{text}  // {words['required']}"))
     return sorted(notes, key=lambda n: n[0])
 
 

@@ -53,6 +53,22 @@ class CudaSnippet:
         return "\n".join(part for part in (self.includes, self.device, self.host) if part)
 
 
+CLUSTER_BARRIER = "planner_cluster_barrier"
+# The cluster barrier the plan relies on (PTX ISA, barrier.cluster): every thread of every CTA
+# of the cluster arrives, then waits for all; release and acquire by default.
+_CLUSTER_HELPER = f"""
+// barrier.cluster.arrive + barrier.cluster.wait: call {CLUSTER_BARRIER}() at each cluster
+// barrier point below (every thread of the CTA, as __syncthreads()).
+__device__ __forceinline__ void {CLUSTER_BARRIER}() {{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "cluster barriers need sm_90 or later"
+#else
+  asm volatile("barrier.cluster.arrive.aligned;\\n\\tbarrier.cluster.wait.aligned;" ::: "memory");
+#endif
+}}
+"""
+
+
 def emit_cuda(request: PlanRequest, plan: Plan) -> str:
     """The whole snippet as text."""
     return cuda_snippet(request, plan).text
@@ -60,8 +76,8 @@ def emit_cuda(request: PlanRequest, plan: Plan) -> str:
 
 def cuda_snippet(request: PlanRequest, plan: Plan) -> CudaSnippet:
     """The snippet's parts, for callers that paste them in different places."""
-    kernel = identifiers([request.name], {ARENA, WORKSPACE, _BLOCK_BASE})[0]
-    buffers = placed(request, plan, {ARENA, WORKSPACE, _BLOCK_BASE, kernel})
+    kernel = identifiers([request.name], {ARENA, WORKSPACE, _BLOCK_BASE, CLUSTER_BARRIER})[0]
+    buffers = placed(request, plan, {ARENA, WORKSPACE, _BLOCK_BASE, CLUSTER_BARRIER, kernel})
     head = [
         f"// Shared-memory plan for kernel {kernel}: status {plan.status}, arena "
         f"{plan.arena_bytes} bytes (lower bound {plan.lower_bound}, naive sum "
@@ -73,6 +89,8 @@ def cuda_snippet(request: PlanRequest, plan: Plan) -> CudaSnippet:
         head.append(f"// {warning}")
     types = sorted({b.dtype.cuda for b in buffers} & set(_INCLUDES))
     includes = "\n".join([*head, *(f"#include <{_INCLUDES[t]}>" for t in types)]) + "\n"
+    if plan.cluster_barriers is not None:
+        includes += _CLUSTER_HELPER
 
     device = [
         "// ---- device: at the top of the kernel body ----",
@@ -114,6 +132,18 @@ def cuda_snippet(request: PlanRequest, plan: Plan) -> CudaSnippet:
         )
     else:
         host.append(f"// {n} bytes <= {STATIC_SMEM_LIMIT}: no opt-in attribute needed.")
+    if plan.launch.cluster is not None:
+        x, y, z = plan.launch.cluster
+        if plan.launch.cluster_non_portable:
+            host.append(
+                f"cudaFuncSetAttribute({kernel}, "
+                "cudaFuncAttributeNonPortableClusterSizeAllowed, 1);"
+            )
+        host.append(
+            f"// Launch in clusters of ({x}, {y}, {z}) CTAs: cudaLaunchKernelEx with "
+            f"cudaLaunchAttributeClusterDimension {{{x}, {y}, {z}}}, or __cluster_dims__({x}, "
+            f"{y}, {z}) on {kernel}."
+        )
     host.append(f"// {kernel}<<<grid, block, {n}>>>(...);")
     return CudaSnippet(kernel, includes, "\n".join(device) + "\n", "\n".join(host) + "\n")
 

@@ -31,12 +31,13 @@ _SYNTAX = {
     "end": "}",
 }
 _SHARED = "memref<?xi8, #gpu.address_space<workgroup>>"
+CLUSTER_BARRIER = "planner_cluster_barrier"
 _GLOBAL = "memref<?xi8>"
 
 
 def emit_mlir(request: PlanRequest, plan: Plan) -> str:
     """A module holding one ``gpu.func`` that carves the plan's buffers out of the arena."""
-    kernel = identifiers([request.name], set())[0]
+    kernel = identifiers([request.name], {CLUSTER_BARRIER})[0]
     # Values of our own start with "_"; buffer names never do (see identifiers).
     buffers = placed(request, plan, set())
     spilled = [b for b in buffers if b.memory == "global"]
@@ -109,9 +110,21 @@ def emit_mlir(request: PlanRequest, plan: Plan) -> str:
         )
         body += [f"//   point {p}: {text}" for p, text in syncs]
     body.append("gpu.return")
+    helper: list[str] = []
+    if plan.cluster_barriers is not None:
+        # The cluster barrier the plan relies on, as NVVM ops (barrier.cluster.arrive/wait).
+        helper = [
+            f"    // Call @{CLUSTER_BARRIER} at each cluster barrier point (every thread).",
+            f"    gpu.func @{CLUSTER_BARRIER}() {{",
+            "      nvvm.cluster.arrive aligned",
+            "      nvvm.cluster.wait aligned",
+            "      gpu.return",
+            "    }",
+        ]
     lines += [
         "module attributes {gpu.container_module} {",
         f"  gpu.module @{kernel}_plan {{",
+        *helper,
         f"    gpu.func @{kernel}({args}) kernel {{",
         *(f"      {line}" for line in body),
         "    }",

@@ -30,6 +30,7 @@ fixed work's estimate cannot be kept at all: such a request is refused at once
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from planner.core._jit import interpreted
@@ -159,8 +160,13 @@ def _plan(
         # modules load with the first such request).
         from planner.pipeline.unrolled import plan_unrolled
 
+        route: Callable[[PlanRequest], Plan] = plan_unrolled
+        if req.cluster is not None:
+            from planner.pipeline.clusters import plan_clustered  # cluster barriers besides
+
+            route = plan_clustered
         with deadline(max(0.0, limit - fixed), since=began), interpreted(small):
-            unrolled = checked(req, plan_unrolled(req))
+            unrolled = checked(req, route(req))
         if req.options.overflow == "spill" and unrolled.status in ("infeasible", "unknown"):
             unrolled = checked(req, _spilled(req, unrolled))
         if not req.options.pareto:

@@ -197,15 +197,16 @@ def _own_race(
     )
 
 
-def plan_unrolled(req: PlanRequest) -> Plan:
+def plan_unrolled(req: PlanRequest, kept_apart: frozenset[tuple[int, int]] = frozenset()) -> Plan:
     """The plan of a request with loops, branches or ranges (``req.has_control_flow``); one
     with asynchronous accesses is planned on its lowered form (``planner.core.asyncs``),
-    whose fence conflicts are kept apart besides."""
+    whose fence conflicts are kept apart besides. ``kept_apart``: more buffer pairs
+    ``(i, j)``, ``i < j``, that may not share bytes (a cluster rule's)."""
     if not req.has_async:
-        return _plan_unrolled(req, set())
+        return _plan_unrolled(req, set(kept_apart))
     invals = inval_points(req)
     windows: FenceWindows | None = {} if req.options.sync in ("insert", "none") else None
-    apart = fence_conflicts(req, windows) | mbarrier_conflicts(req, invals)
+    apart = fence_conflicts(req, windows) | mbarrier_conflicts(req, invals) | kept_apart
     plan = _plan_unrolled(lowered(req, invals), apart)
     origin: Literal["inserted", "required"] = (
         "inserted" if req.options.sync == "insert" else "required"

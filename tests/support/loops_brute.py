@@ -135,6 +135,12 @@ def check(req: PlanRequest, plan: Plan) -> tuple[list[str], int]:
     # Under sync "none" the caller adds the required points to the request's barriers.
     extra = plan.barriers.required if req.options.sync == "none" else plan.barriers.inserted
     barriers = set(plan.barriers.existing) | set(extra)
+    cluster = plan.cluster_barriers
+    if cluster is not None:
+        # A cluster barrier orders the CTA's own threads too: a block barrier at its point.
+        barriers |= set(cluster.existing) | set(cluster.inserted)
+        if req.options.sync == "none":
+            barriers |= set(cluster.required)
     problems: list[str] = []
     aliases = plan.aliases
     alias = False

@@ -4,6 +4,7 @@ from planner.core.models.control import MAX_LOOP_DEPTH, MAX_PATHS, UNKNOWN_TRIPS
 from planner.core.models.plan import (
     Barriers,
     Certificate,
+    ClusterBarriers,
     Diagnostic,
     Fence,
     Footprint,
@@ -46,6 +47,7 @@ __all__ = [
     "Branch",
     "Buffer",
     "Certificate",
+    "ClusterBarriers",
     "Copies",
     "Diagnostic",
     "Fence",

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "Barriers",
     "Certificate",
+    "ClusterBarriers",
     "Diagnostic",
     "Fence",
     "Footprint",
@@ -139,6 +140,34 @@ class Barriers(_Model):
     )
 
 
+class ClusterBarriers(_Model):
+    """Cluster barriers (``barrier.cluster.arrive`` + ``barrier.cluster.wait``), by program
+    point: each orders every thread of every CTA of the cluster, the CTA's own included, so
+    it also serves as a block barrier at its point (docs/design.md, Clusters)."""
+
+    existing: list[int] = Field(
+        default_factory=list, description="The request's cluster_barrier syncs, sorted points."
+    )
+    inserted: list[int] = Field(
+        default_factory=list,
+        description='Points of the cluster barriers the plan adds (sync "insert").',
+    )
+    required: list[int] = Field(
+        default_factory=list,
+        description=(
+            "The fewest cluster barriers the plan relies on for reuses of cluster-scoped bytes; "
+            'under\nsync "none", the points where the caller must put one.'
+        ),
+    )
+    executions: int = Field(
+        default=0,
+        description=(
+            "Executions of the cluster barriers that run (existing and inserted; under sync "
+            '"none" the\nrequired ones too), each point counted per trip of the loops around it.'
+        ),
+    )
+
+
 class Footprint(_Model):
     """Per-block slice of a buffer indexed by blockIdx (planned with ``options.shrink``).
 
@@ -222,6 +251,25 @@ class Launch(_Model):
             "largest\nalignment it needs): the kernel declares its arena __align__(N). Present "
             "for requests with a\nTMA tile (swizzle) or a target given as figures; otherwise "
             "it is the request's largest\nalignment."
+        ),
+    )
+
+    # Only for requests with a cluster (absent otherwise).
+    cluster: list[int] | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description=(
+            "Cluster dimensions [x, y, z] to launch with (cudaLaunchAttributeClusterDimension); "
+            "present\nfor requests with a cluster."
+        ),
+    )
+    cluster_non_portable: bool = Field(
+        default=False,
+        exclude_if=_false,
+        description=(
+            "True when the cluster has more than 8 CTAs: the kernel needs\n"
+            "cudaFuncSetAttribute(cudaFuncAttributeNonPortableClusterSizeAllowed, 1). Absent "
+            "when false."
         ),
     )
 
@@ -441,6 +489,14 @@ class Plan(_Model):
         default=None,
         exclude_if=_absent,
         description="The depth chosen per ring, in request order; absent without rings.",
+    )
+    cluster_barriers: ClusterBarriers | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description=(
+            "Cluster barriers the request has, the plan adds and relies on, apart from block "
+            "barriers;\npresent for requests with a cluster."
+        ),
     )
 
 

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from planner.core.clusters import check_cluster
 from planner.core.dtypes import DTYPES
 from planner.core.models._base import (
     MAX_POINT,
@@ -94,6 +95,10 @@ def _data(value: str) -> bool:
 
 def _threads(value: str) -> bool:
     return value == "threads"
+
+
+def _cta(value: str) -> bool:
+    return value == "cta"
 
 
 def _derived(value: int) -> bool:
@@ -332,6 +337,16 @@ class Buffer(BaseModel):
             "sorted and disjoint; between them the buffer's bytes hold nothing the kernel needs. "
             "Default:\n"
             "the one range [start, end)."
+        ),
+    )
+
+    scope: Literal["cta", "cluster"] = Field(
+        default="cta",
+        exclude_if=_cta,
+        description=(
+            '"cluster": CTAs of the cluster other than its own touch its bytes (distributed '
+            "shared\nmemory, a multicast TMA load), so another buffer takes them only after a "
+            'cluster barrier.\nDefault "cta" (its own CTA only).'
         ),
     )
 
@@ -776,6 +791,16 @@ class PlanRequest(BaseModel):
             "    "
         ),
     )
+    cluster: list[Annotated[int, Field(ge=1, le=16)]] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=3,
+        exclude_if=absent,
+        description=(
+            "Thread-block cluster dimensions [x, y, z] (1 to 3 numbers; sm_90 and later, at "
+            "most the\ntarget's cluster size). Default: no cluster."
+        ),
+    )
     barriers: list[Point] = Field(
         default_factory=list,
         description=(
@@ -840,6 +865,11 @@ class PlanRequest(BaseModel):
     def _block(cls, value: list[int] | None) -> list[int] | None:
         result: list[int] | None = _normalize_dims(value, MAX_BLOCK, "block")
         return result
+
+    @field_validator("cluster")
+    @classmethod
+    def _cluster(cls, value: list[int] | None) -> list[int] | None:
+        return None if value is None else [*value, *[1] * (3 - len(value))]
 
     @field_validator("grid")
     @classmethod
@@ -945,6 +975,11 @@ class PlanRequest(BaseModel):
                 check_ranges_vs_arms(self.buffers, self.branches, errors)
                 check_ranges_vs_loops(self.buffers, self.loops, errors)
             self._control_flow = True
+        check_cluster(self.cluster, self.grid, self.buffers, self.profile, errors)
+        if self.cluster is not None:
+            self._check_cluster_options(errors)
+            # Planned on the program route: cluster barriers are chosen on its hazards.
+            self._control_flow = True
         if self.syncs or self.has_async:
             if control_ok:
                 check_syncs(
@@ -964,6 +999,24 @@ class PlanRequest(BaseModel):
         return any(b.kind == "mbarrier" for b in self.buffers) or any(
             a.agent != "threads" for b in self.buffers for a in b.accesses
         )
+
+    def _check_cluster_options(self, errors: _Errors) -> None:
+        if self.options.shrink:
+            errors.add(
+                ("options", "shrink"),
+                "shrink_with_cluster",
+                "shrink plans per-block slices; a request with a cluster is planned whole (its "
+                "arena is the same in every CTA of the cluster)",
+                True,
+            )
+        if self.options.overflow == "spill":
+            errors.add(
+                ("options", "overflow"),
+                "spill_with_cluster",
+                "a request with a cluster is planned whole in shared memory, where the peer "
+                "CTAs reach it; it cannot spill",
+                "spill",
+            )
 
     def _check_async_options(self, errors: _Errors) -> None:
         if not self.has_async:
