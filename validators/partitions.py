@@ -1,0 +1,227 @@
+"""The static check of a plan for a request with partitions (docs/design.md,
+Warp-specialised partitions), written apart from the planner's order
+(``planner.core.partitions``) so that each can catch the other's mistakes.
+
+The synchronisation is an explicit graph. Nodes are sync operations: a block barrier (every
+partition), a named barrier (its partitions), an ``mbarrier_arrive`` and a wait. A *release*
+(a barrier, an arrive) publishes what its partition's threads did before it; an *acquire* (a
+barrier, a wait) makes it visible to its partition's threads after it. Edges: an arrive to
+each later wait on its mbarrier; an acquire to each release of the same partition at or after
+it. An access at ``p`` by ``P`` happens before an access at ``q`` by ``R`` when a release of
+``P`` after ``p`` reaches an acquire of ``R`` at or before ``q``. Breadth-first search, one per
+starting release.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from planner.core.models import Buffer, Plan, PlanRequest
+
+__all__ = ["check_partitions"]
+
+_RANK = {"wait": 0, "fence": 1, "barrier": 2, "arrive": 3}
+
+
+@dataclass(frozen=True)
+class _Node:
+    kind: str  # "wait" | "fence" | "barrier" | "arrive"
+    point: int
+    members: frozenset[int]
+    mbarrier: str | None = None
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return self.point, _RANK[self.kind]
+
+
+class _Graph:
+    def __init__(self, request: PlanRequest, barriers: list[int]) -> None:
+        ids = {p.id: k for k, p in enumerate(request.partitions)}
+        everyone = frozenset(range(len(request.partitions)))
+        nodes = [_Node("barrier", b, everyone) for b in sorted(set(barriers))]
+        for s in request.syncs:
+            if s.kind == "named_barrier":
+                nodes.append(_Node("barrier", s.at, frozenset(ids[n] for n in s.partitions or [])))
+            elif s.kind == "mbarrier_arrive":
+                nodes.append(_Node("arrive", s.at, frozenset({ids[s.partition or ""]}), s.mbarrier))
+            elif s.kind == "mbarrier_wait":
+                nodes.append(_Node("wait", s.at, frozenset({ids[s.partition or ""]}), s.mbarrier))
+        self.nodes = nodes
+        self.out: list[list[int]] = [[] for _ in nodes]
+        for k, a in enumerate(nodes):
+            if a.kind == "arrive":
+                self.out[k] += [
+                    j
+                    for j, w in enumerate(nodes)
+                    if w.kind == "wait" and w.mbarrier == a.mbarrier and w.point > a.point
+                ]
+            if a.kind in ("barrier", "wait"):
+                self.out[k] += [
+                    j
+                    for j, r in enumerate(nodes)
+                    if j != k
+                    and r.kind in ("barrier", "arrive")
+                    and r.members & a.members
+                    and r.key >= a.key
+                ]
+        self._memo: dict[tuple[int, tuple[int, int]], dict[int, int]] = {}
+
+    def acquired(self, partition: int, after: tuple[int, int]) -> dict[int, int]:
+        """Per partition, the earliest point of an acquire reached from the releases of
+        ``partition`` later than ``after`` ((point, rank))."""
+        key = (partition, after)
+        if key in self._memo:
+            return self._memo[key]
+        start = [
+            k
+            for k, n in enumerate(self.nodes)
+            if n.kind in ("barrier", "arrive") and partition in n.members and n.key > after
+        ]
+        seen = set(start)
+        todo = deque(start)
+        best: dict[int, int] = {}
+        while todo:
+            k = todo.popleft()
+            n = self.nodes[k]
+            if n.kind in ("barrier", "wait"):
+                for q in n.members:
+                    best[q] = min(best.get(q, n.point), n.point)
+            for j in self.out[k]:
+                if j not in seen:
+                    seen.add(j)
+                    todo.append(j)
+        self._memo[key] = best
+        return best
+
+
+def _completions(request: PlanRequest, b: Buffer, k: int) -> list[tuple[int, tuple[int, int]]]:
+    """(partition, (point, rank)) after which the access ``k`` of ``b`` is done for that
+    partition's releases."""
+    ids = {p.id: n for n, p in enumerate(request.partitions)}
+    a = b.accesses[k]
+    me = ids[a.partition or ""]
+    if a.agent == "threads":
+        return [(me, (a.at, 9))]
+    if a.agent == "tma" and a.op == "write":
+        return [
+            (ids[s.partition or ""], (s.at, 0))
+            for s in request.syncs
+            if s.kind == "mbarrier_wait" and s.mbarrier == a.mbarrier and a.at < s.at <= b.end
+        ]
+    group = {"cp.async": "cp.async", "tma": "bulk", "mma": "wgmma"}[a.agent]
+    issued = sorted(
+        {
+            c.at
+            for buf in request.buffers
+            for c in buf.accesses
+            if c.partition == a.partition and c.agent == a.agent and c.op == a.op
+        }
+    )
+    for s in sorted(request.syncs, key=lambda s: s.at):
+        mine = s.kind == "wait_group" and s.group == group and s.partition == a.partition
+        if mine and a.at < s.at <= b.end:
+            newer = sum(1 for p in issued if a.at < p < s.at)
+            if newer >= s.pending:
+                return [(me, (s.at, 0))]
+    return []
+
+
+def _touches(request: PlanRequest, b: Buffer) -> list[tuple[int, int, str, str, int]]:
+    """(partition, point, agent, op, access index) of each access; a buffer without accesses
+    is touched by every partition at its start and its last point."""
+    ids = {p.id: n for n, p in enumerate(request.partitions)}
+    if not b.accesses:
+        out = []
+        for q in range(len(request.partitions)):
+            out += [(q, b.start, "threads", "write", -1), (q, b.end - 1, "threads", "read", -1)]
+        return out
+    return [(ids[a.partition or ""], a.at, a.agent, a.op, k) for k, a in enumerate(b.accesses)]
+
+
+def check_partitions(
+    request: PlanRequest, plan: Plan, barriers: list[int]
+) -> list[tuple[str, str, list[str]]]:
+    """(code, message, buffers) for every pair of buffers the plan puts on common bytes with
+    nothing ordering them: ``overlap`` (live together), ``missing_inval`` (an mbarrier's
+    bytes), ``missing_barrier`` (an access of the earlier not ordered before one of the
+    later), ``missing_fence`` (no proxy fence between a generic write and an async-proxy
+    access)."""
+    where = {p.id: (p.offset, p.offset + p.size) for p in plan.placements if p.memory == "shared"}
+    graph = _Graph(request, barriers)
+    fences: dict[int, list[int]] = {}
+    ids = {p.id: n for n, p in enumerate(request.partitions)}
+    for s in request.syncs:
+        if s.kind == "fence_proxy_async" and s.partition in ids:
+            fences.setdefault(ids[s.partition], []).append(s.at)
+    out: list[tuple[str, str, list[str]]] = []
+    bufs = [b for b in request.buffers if b.id in where]
+    for x, a in enumerate(bufs):
+        for b in bufs[x + 1 :]:
+            (lo_a, hi_a), (lo_b, hi_b) = where[a.id], where[b.id]
+            if not (lo_a < hi_b and lo_b < hi_a):
+                continue
+            if a.kind == "mbarrier" or b.kind == "mbarrier":
+                out.append(
+                    (
+                        "missing_inval",
+                        f"{a.id!r} and {b.id!r} share bytes; an mbarrier of a partitioned "
+                        "request keeps its bytes",
+                        [a.id, b.id],
+                    )
+                )
+                continue
+            if any(s < e2 and s2 < e for s, e in a.lifetimes for s2, e2 in b.lifetimes):
+                out.append(("overlap", f"{a.id!r} and {b.id!r} are live together", [a.id, b.id]))
+                continue
+            first, then = (a, b) if a.end <= b.start else (b, a)
+            out += _judge(request, graph, fences, first, then)
+    return out
+
+
+def _judge(
+    request: PlanRequest,
+    graph: _Graph,
+    fences: dict[int, list[int]],
+    first: Buffer,
+    then: Buffer,
+) -> list[tuple[str, str, list[str]]]:
+    names = [p.id for p in request.partitions]
+    later = _touches(request, then)
+    for q, at, agent, op, k in _touches(request, first):
+        done = [(q, (first.end - 1, 9))] if k < 0 else _completions(request, first, k)
+        for r, r_at, _, _, _ in later:
+            if not any(graph.acquired(p, key).get(r, 1 << 62) <= r_at for p, key in done):
+                return [
+                    (
+                        "missing_barrier",
+                        f"{then.id!r} ({names[r]}, point {r_at}) reuses bytes of {first.id!r} "
+                        f"({agent} {op} by {names[q]} at point {at}) and no synchronisation "
+                        "orders them",
+                        [first.id, then.id],
+                    )
+                ]
+        if op != "write" or agent in ("tma", "mma"):
+            continue
+        for r, r_at, r_agent, _, _ in later:
+            if r_agent not in ("tma", "mma"):
+                continue
+            ok = False
+            for p, (point, rank) in done:
+                after = [f for f in fences.get(p, []) if (f, 1) > (point, rank)]
+                if after and graph.acquired(p, (min(after), 1)).get(r, 1 << 62) <= r_at:
+                    ok = True
+            if not ok:
+                return [
+                    (
+                        "missing_fence",
+                        f"{then.id!r} reaches through the async proxy ({r_agent} by {names[r]} "
+                        f"at point {r_at}) bytes {first.id!r} wrote through the generic proxy at "
+                        f"point {at}, with no fence_proxy_async by {names[q]} ordered between",
+                        [first.id, then.id],
+                    )
+                ]
+    return []
