@@ -3,14 +3,14 @@ partitions): every partition and every asynchronous agent executes its operation
 vector clock, so the order found holds for every interleaving the syncs allow.
 
 Points run in order; at each point the waits, then the fences, then the barriers, then the
-arrives, then the accesses. A release (a barrier, an arrive) ticks its partition's own entry
-and publishes the clock; an acquire (a barrier, a wait) takes the elementwise maximum. An
-access is ordered before a later one when the later one's clock holds a release of the first
-one's partition made after it. An asynchronous access runs as its agent's, with the clock its
-issuing partition holds at the issue; its completion is the agent's release, taken by the
-covering wait into what the waiting partition publishes at its next release (the threads
-that did not wait learn of it from that release). Two buffers on common bytes race when an
-access of one is not ordered with one of the other; a read finds its bytes clobbered when
+arrives, then the accesses. A release (a barrier, an arrive) counts one more release of its
+partition and publishes the clock with that count; an acquire (a barrier, a wait) takes the
+elementwise maximum. An access is ordered before a later one when the later one's clock holds a
+release of the first one's partition made after it. An asynchronous access runs as its agent's,
+with the clock its issuing partition holds at the issue; its completion is the agent's release,
+taken by the covering wait into what the waiting partition publishes at its next release (the
+threads that did not wait learn of it from that release). Two buffers on common bytes race when
+an access of one is not ordered with one of the other; a read finds its bytes clobbered when
 another buffer on them wrote since its own last write.
 """
 
@@ -71,10 +71,14 @@ def run_partitions(
     agent_done: dict[int, tuple[int, int]] = {}  # cp.async agent -> (partition, wait point)
     fences: dict[int, list[tuple[int, int]]] = {}  # partition -> (point, its releases then)
 
+    # A partition's own releases: kept apart from its clock, whose own entry counts only the
+    # releases it acquired back (its threads see each other's work only through those).
+    made = [0] * n
+
     def release(q: int) -> list[int]:
-        clock[q][q] += 1
+        made[q] += 1
         snap = [max(x, y) for x, y in zip(clock[q], pending[q], strict=True)]
-        snap[q] = clock[q][q]
+        snap[q] = made[q]
         return snap
 
     def acquire(q: int, snap: list[int]) -> None:
@@ -131,11 +135,9 @@ def run_partitions(
             q = step.who[0]
             if step.what == "wait":
                 for when, snap, end in published.get(step.mbarrier, []):
+                    # A wait acquires the arrives and the TMA writes' complete-tx alike.
                     if when < point and (end < 0 or point <= end):
-                        if end >= 0:
-                            pending[q] = [max(x, y) for x, y in zip(pending[q], snap, strict=True)]
-                        else:
-                            acquire(q, snap)
+                        acquire(q, snap)
             elif step.what == "wait_group":
                 key = (q, step.group)
                 live = flight.get(key, [])
@@ -149,7 +151,7 @@ def run_partitions(
                         agent_done[g] = (q, point)
                 flight[key] = [x for x in live if x[0] in keep]
             elif step.what == "fence":
-                fences.setdefault(q, []).append((point, clock[q][q]))
+                fences.setdefault(q, []).append((point, made[q]))
             elif step.what == "arrive":
                 published.setdefault(step.mbarrier, []).append((point, release(q), -1))
             else:
@@ -157,7 +159,7 @@ def run_partitions(
                 b = request.buffers[i]
                 access = None if k < 0 else b.accesses[k]
                 if access is None or access.agent == "threads":
-                    touches.append(_Touch(i, q, clock[q][q], tuple(clock[q]), point, op, False))
+                    touches.append(_Touch(i, q, made[q], tuple(clock[q]), point, op, False))
                     continue
                 g = agents[i, k]
                 agent_clock[g] = list(clock[q])

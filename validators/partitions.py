@@ -1,15 +1,17 @@
-"""The static check of a plan for a request with partitions (docs/design.md,
-Warp-specialised partitions), written apart from the planner's order
-(``planner.core.partitions``) so that each can catch the other's mistakes.
+"""The static check of a plan for a request with partitions (docs/design.md, Warp-specialised
+partitions), written apart from the planner's order (``planner.core.partitions``) so that
+each can catch the other's mistakes.
 
 The synchronisation is an explicit graph. Nodes are sync operations: a block barrier (every
-partition), a named barrier (its partitions), an ``mbarrier_arrive`` and a wait. A *release*
-(a barrier, an arrive) publishes what its partition's threads did before it; an *acquire* (a
-barrier, a wait) makes it visible to its partition's threads after it. Edges: an arrive to
-each later wait on its mbarrier; an acquire to each release of the same partition at or after
-it. An access at ``p`` by ``P`` happens before an access at ``q`` by ``R`` when a release of
-``P`` after ``p`` reaches an acquire of ``R`` at or before ``q``. Breadth-first search, one per
-starting release.
+partition), a named barrier (its partitions), an ``mbarrier_arrive`` and a wait. A *release* (a
+barrier, an arrive) publishes what its partition's threads did before it; an *acquire* (a
+barrier, a wait) makes it visible to its partition's threads after it. Edges: an arrive to each
+later wait on its mbarrier; an acquire to each release of the same partition at or after it; a
+TMA write's issue to each wait on its mbarrier that observes it (it is reached only from an
+acquire: the copy carries what its issuing thread saw, not what the partition's other threads
+did since). An access at ``p`` by ``P`` happens before an access at ``q`` by ``R`` when a
+release of ``P`` after ``p`` reaches an acquire of ``R`` at or before ``q``. Breadth-first
+search, one per starting release.
 """
 
 from __future__ import annotations
@@ -23,12 +25,12 @@ if TYPE_CHECKING:
 
 __all__ = ["check_partitions"]
 
-_RANK = {"wait": 0, "fence": 1, "barrier": 2, "arrive": 3}
+_RANK = {"wait": 0, "fence": 1, "barrier": 2, "arrive": 3, "issue": 4}
 
 
 @dataclass(frozen=True)
 class _Node:
-    kind: str  # "wait" | "fence" | "barrier" | "arrive"
+    kind: str  # "wait" | "fence" | "barrier" | "arrive" | "issue" (a TMA write's)
     point: int
     members: frozenset[int]
     mbarrier: str | None = None
@@ -42,6 +44,7 @@ class _Graph:
     def __init__(self, request: PlanRequest, barriers: list[int]) -> None:
         ids = {p.id: k for k, p in enumerate(request.partitions)}
         everyone = frozenset(range(len(request.partitions)))
+        self.ends: dict[int, int] = {}  # issue node -> its buffer's end
         nodes = [_Node("barrier", b, everyone) for b in sorted(set(barriers))]
         for s in request.syncs:
             if s.kind == "named_barrier":
@@ -50,6 +53,13 @@ class _Graph:
                 nodes.append(_Node("arrive", s.at, frozenset({ids[s.partition or ""]}), s.mbarrier))
             elif s.kind == "mbarrier_wait":
                 nodes.append(_Node("wait", s.at, frozenset({ids[s.partition or ""]}), s.mbarrier))
+        for buf in request.buffers:
+            for acc in buf.accesses:
+                if acc.agent == "tma" and acc.op == "write":
+                    who = frozenset({ids[acc.partition or ""]})
+                    issue = _Node("issue", acc.at, who, acc.mbarrier)
+                    nodes.append(issue)
+                    self.ends[len(nodes) - 1] = buf.end
         self.nodes = nodes
         self.out: list[list[int]] = [[] for _ in nodes]
         for k, a in enumerate(nodes):
@@ -59,12 +69,21 @@ class _Graph:
                     for j, w in enumerate(nodes)
                     if w.kind == "wait" and w.mbarrier == a.mbarrier and w.point > a.point
                 ]
+            if a.kind == "issue":
+                # The copy lands before a wait that observes it returns.
+                self.out[k] += [
+                    j
+                    for j, w in enumerate(nodes)
+                    if w.kind == "wait"
+                    and w.mbarrier == a.mbarrier
+                    and a.point < w.point <= self.ends[k]
+                ]
             if a.kind in ("barrier", "wait"):
                 self.out[k] += [
                     j
                     for j, r in enumerate(nodes)
                     if j != k
-                    and r.kind in ("barrier", "arrive")
+                    and r.kind in ("barrier", "arrive", "issue")
                     and r.members & a.members
                     and r.key >= a.key
                 ]
@@ -193,7 +212,11 @@ def _judge(
     later = _touches(request, then)
     for q, at, agent, op, k in _touches(request, first):
         done = [(q, (first.end - 1, 9))] if k < 0 else _completions(request, first, k)
+        # A TMA write's mbarrier wait observes the bytes itself, for its own partition.
+        observed = agent == "tma" and op == "write"
         for r, r_at, _, _, _ in later:
+            if observed and any(p == r and key[0] <= r_at for p, key in done):
+                continue
             if not any(graph.acquired(p, key).get(r, 1 << 62) <= r_at for p, key in done):
                 return [
                     (

@@ -10,6 +10,9 @@ at ``p`` before those of another (or of other threads of the same one) at ``q``:
 - an ``mbarrier_arrive`` on ``m`` at ``a > p`` by the first partition, and an
   ``mbarrier_wait`` on ``m`` at ``w``, ``a < w <= q``, by the second (a wait observes every
   arrive at an earlier point: the point axis gives the phases' order);
+- a TMA write issued at ``i`` by a partition that had acquired the work by ``i``, completing
+  on ``m``, and a wait on ``m`` at ``w``, ``i < w <= q`` (the copy is issued after what its
+  thread saw, and lands before the wait returns);
 
 and chains of them. Program order alone orders nothing between two threads, inside one
 partition or across two.
@@ -51,6 +54,9 @@ class Order:
     named: list[tuple[int, frozenset[int]]]  # (point, partitions taking part)
     arrives: dict[str, list[tuple[int, int]]]  # mbarrier -> (point, partition)
     waits: dict[str, list[tuple[int, int]]]  # mbarrier -> (point, partition), sorted
+    # mbarrier -> (issue point, partition, end): a TMA write completing on it carries what its
+    # issuing partition had acquired by the issue to the waits that observe it
+    issues: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict)
     _memo: dict[tuple[int, int], list[int]] = field(default_factory=dict)
 
     def reach(self, partition: int, avail: int) -> list[int]:
@@ -81,6 +87,10 @@ class Order:
                 for at, q in self.waits.get(m, []):
                     if at > first:
                         updates.append(([q], at))
+            for m, issued in self.issues.items():
+                for at, q, end in issued:
+                    if ordered[q] <= at:
+                        updates += [([w], p) for p, w in self.waits.get(m, []) if at < p <= end]
             for targets, point in updates:
                 for q in targets:
                     if point < ordered[q]:
@@ -92,9 +102,13 @@ class Order:
         self._memo[key] = ordered
         return ordered
 
-    def before(self, source: Source, target: Target) -> bool:
-        """Whether some completion in ``source`` is ordered before ``target``."""
+    def before(self, source: Source, target: Target, seen: Source = ()) -> bool:
+        """Whether some completion in ``source`` is ordered before ``target``; ``seen``: the
+        (partition, point) of waits that observed the completion themselves (a TMA write's
+        mbarrier wait), which order it for their partition's threads from that point on."""
         q, at = target
+        if any(p == q and w <= at for p, w in seen):
+            return True
         return any(self.reach(p, avail)[q] <= at for p, avail in source)
 
 
@@ -111,7 +125,13 @@ def order_of(req: PlanRequest, extra_blocks: Sequence[int] = ()) -> Order:
             arrives.setdefault(s.mbarrier, []).append((s.at, index[s.partition]))
         elif s.kind == "mbarrier_wait" and s.mbarrier and s.partition:
             waits.setdefault(s.mbarrier, []).append((s.at, index[s.partition]))
+    issues: dict[str, list[tuple[int, int, int]]] = {}
+    for b in req.buffers:
+        for a in b.accesses:
+            if a.agent == "tma" and a.op == "write" and a.mbarrier and a.partition:
+                issues.setdefault(a.mbarrier, []).append((a.at, index[a.partition], b.end))
     return Order(
+        issues=issues,
         n=len(req.partitions),
         blocks=sorted({*req.barriers, *extra_blocks}),
         named=sorted(named, key=lambda x: (x[0], sorted(x[1]))),
@@ -125,6 +145,7 @@ class Events:
     """What one buffer's accesses need ordered: their completions and their first touches."""
 
     done: list[Source]  # each must be ordered before every target of a later buffer
+    seen: list[Source]  # per ``done``: the waits that observed it (TMA writes), else ()
     targets: list[Target]
     generic: list[Source]  # completions of generic-proxy writes (fence after them)
     proxy: list[Target]  # issues of async-proxy accesses
@@ -139,11 +160,13 @@ def events(req: PlanRequest, i: int) -> Events:
         # No accesses given: any partition may touch it at any point of its lifetime.
         return Events(
             done=[((q, b.end),) for q in everyone],
+            seen=[() for _ in everyone],
             targets=[(q, b.start) for q in everyone],
             generic=[((q, b.end),) for q in everyone],
             proxy=[],
         )
     done: list[Source] = []
+    seen: list[Source] = []
     targets: list[Target] = []
     generic: list[Source] = []
     proxy: list[Target] = []
@@ -155,11 +178,13 @@ def events(req: PlanRequest, i: int) -> Events:
         else:
             finished = completion(req, b, a.agent, a.op, a.at, q, a.mbarrier)
         done.append(finished)
+        # An mbarrier wait observes the complete-tx itself: its threads see the bytes.
+        seen.append(finished if a.agent == "tma" and a.op == "write" else ())
         if a.op == "write" and a.agent not in ASYNC_PROXY_AGENTS:
             generic.append(finished)
         if a.agent in ASYNC_PROXY_AGENTS:
             proxy.append((q, a.at))
-    return Events(done=done, targets=targets, generic=generic, proxy=proxy)
+    return Events(done=done, seen=seen, targets=targets, generic=generic, proxy=proxy)
 
 
 def completion(
@@ -208,11 +233,11 @@ def fences_of(req: PlanRequest) -> dict[int, list[int]]:
 def ordered(order: Order, fences: dict[int, list[int]], first: Events, then: Events) -> bool:
     """Whether every event of ``first`` is done and ordered before every event of ``then``
     (with a proxy fence where a generic write meets an async-proxy access)."""
-    for src in first.done:
+    for src, seen in zip(first.done, first.seen, strict=True):
         if not src:
             return False
         for t in then.targets:
-            if not order.before(src, t):
+            if not order.before(src, t, seen):
                 return False
     for src in first.generic:
         for t in then.proxy:
