@@ -203,9 +203,14 @@ def _assemble(
             x, y = v.ordered
             how = "the request's syncs (barriers, named barriers, mbarrier arrive/wait, fences)"
         else:
-            assert v.window is not None
-            x, y, lo, hi = v.window
-            at = next(p for p in chosen if lo <= p <= hi)
+            at = (
+                None
+                if v.window is None
+                else next((p for p in chosen if v.window[2] <= p <= v.window[3]), None)
+            )
+            if v.window is None or at is None:
+                continue  # pinned apart from any order: the static check refuses the plan
+            x, y = v.window[0], v.window[1]
             how = (
                 f"a block barrier at point {at} ({'inserted' if sync == 'insert' else 'required'})"
             )

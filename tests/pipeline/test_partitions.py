@@ -5,6 +5,8 @@ Warp-specialised partitions)."""
 from __future__ import annotations
 
 import itertools
+import json
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -13,12 +15,15 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 import planner
+from planner.core.errors import RequestError
+from planner.core.io import parse_request
 from planner.core.models import Buffer, Plan, PlanRequest
 from planner.core.partitions import pair_orders
 from planner.validators.emulator import emulate
 from planner.validators.partition_run import run_partitions
 from planner.validators.partitions import check_partitions
 from tests.support.interleavings import ordered_pairs
+from tests.support.paths import ROOT
 
 PARTS = [{"id": "producer", "threads": [0, 128]}, {"id": "consumer", "threads": [128, 256]}]
 
@@ -318,3 +323,57 @@ def test_lower_bound_never_exceeds_the_brute_force_optimum(req: PlanRequest) -> 
     plan = planner.plan(req)  # validated inside: the static check runs on every plan
     assert plan.lower_bound <= best <= plan.arena_bytes
     assert plan.arena_bytes == best  # three buffers: the exact search closes any gap
+
+
+# The field example: a warp-specialised attention forward in the FlashAttention-3 style.
+
+FA3 = ROOT / "examples" / "fa3_attention_forward.json"
+FA3_HOSTILE = ROOT / "examples" / "fa3_attention_forward_hostile.json"
+TILE = 128 * 128 * 2  # bytes: a 128x128 bf16 tile
+# FA3's shared storage (hopper/kernel_traits.h, SharedStorageQKVO): Q, the K stages, V's
+# stages in a union with O, then the pipelines' mbarriers (here 256 bytes).
+HAND_LAYOUT = TILE + 2 * TILE + max(2 * TILE, TILE) + 256
+
+
+def test_fa3_plans_within_the_hand_layout_on_its_own_syncs() -> None:
+    req = parse_request(FA3.read_text())
+    plan = _checked(req)
+    assert plan.arena_bytes == plan.lower_bound == HAND_LAYOUT == 164096
+    assert plan.naive_bytes == 6 * TILE + 256
+    assert plan.barriers.inserted == plan.barriers.required == []
+    kinds = Counter(s.kind for s in req.syncs)
+    assert kinds["named_barrier"] == 5  # 3 scheduler barriers, the epilogue's, the store's
+    assert kinds["mbarrier_wait"] == 16
+    assert kinds["mbarrier_arrive"] == 12
+    shared = [d.message for d in plan.diagnostics if d.code == "reuse_across_partitions"]
+    assert shared == [
+        "O reuses bytes of Q, ordered by the request's syncs (barriers, named barriers, "
+        "mbarrier arrive/wait, fences)"
+    ]
+
+
+def test_fa3_hostile_variant_is_fixed_by_one_barrier_or_kept_apart() -> None:
+    req = parse_request(FA3_HOSTILE.read_text())
+    plan = _checked(req)  # sync "insert": the scheduler and epilogue barriers are gone
+    assert plan.arena_bytes == HAND_LAYOUT
+    assert len(plan.barriers.inserted) == 1
+    existing = req.model_copy(
+        update={"options": req.options.model_copy(update={"sync": "existing"})}
+    )
+    assert _checked(existing).arena_bytes == 6 * TILE + 256  # nothing orders O after Q or V
+
+
+def test_fa3_hand_layout_without_its_barriers_is_refused() -> None:
+    body = json.loads(FA3_HOSTILE.read_text())
+    body["options"] = {"sync": "existing"}
+    offsets = {"Q": 0, "K0": TILE, "K1": 2 * TILE, "V0": 3 * TILE, "V1": 4 * TILE, "O": 3 * TILE}
+    for b in body["buffers"]:
+        b["offset"] = offsets.get(b["id"], 5 * TILE)
+    with pytest.raises(RequestError) as err:
+        planner.plan(parse_request(body))
+    assert err.value.errors[0]["type"] == "pinned_conflict"
+    assert "no synchronisation orders them" in err.value.errors[0]["msg"]
+    good = json.loads(FA3.read_text())
+    for b in good["buffers"]:
+        b["offset"] = offsets.get(b["id"], 5 * TILE)
+    assert _checked(parse_request(good)).arena_bytes == HAND_LAYOUT  # the hand layout is safe
