@@ -9,6 +9,7 @@ import json
 from collections import Counter
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -20,6 +21,7 @@ from planner.core.io import parse_request
 from planner.core.models import Buffer, Plan, PlanRequest
 from planner.core.partitions import pair_orders
 from planner.validators.emulator import emulate
+from planner.validators.faults import plant_fault
 from planner.validators.partition_run import run_partitions
 from planner.validators.partitions import check_partitions
 from tests.support.interleavings import ordered_pairs
@@ -377,3 +379,16 @@ def test_fa3_hand_layout_without_its_barriers_is_refused() -> None:
     for b in good["buffers"]:
         b["offset"] = offsets.get(b["id"], 5 * TILE)
     assert _checked(parse_request(good)).arena_bytes == HAND_LAYOUT  # the hand layout is safe
+
+
+def test_selftest_fault_drops_the_arrive_of_a_cross_partition_reuse() -> None:
+    req = _two(FULL + EMPTY)
+    plan = _checked(req)
+    fault = plant_fault(req, plan, "drop_partition_sync", np.random.default_rng(0))
+    assert fault is not None
+    assert fault.buffers == ("A", "B")
+    assert "mbarrier_arrive at 4" in fault.description
+    assert not planner.validate(fault.request, fault.plan).valid
+    assert not emulate(fault.request, fault.plan).valid
+    # Faults built on the block-wide program order have no place in a partitioned request.
+    assert plant_fault(req, plan, "drop_barrier", np.random.default_rng(0)) is None
