@@ -10,13 +10,13 @@ later wait on its mbarrier; an acquire to each release of the same partition at 
 TMA write's issue to each wait on its mbarrier that observes it (it is reached only from an
 acquire: the copy carries what its issuing thread saw, not what the partition's other threads
 did since). An access at ``p`` by ``P`` happens before an access at ``q`` by ``R`` when a
-release of ``P`` after ``p`` reaches an acquire of ``R`` at or before ``q``. Breadth-first
+release of ``P`` after ``p`` reaches an acquire of ``R`` at or before ``q``. A dynamic
 search, one per starting release.
 """
 
 from __future__ import annotations
 
-from collections import deque
+import bisect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["check_partitions"]
 
+_INF = 1 << 62
 _RANK = {"wait": 0, "fence": 1, "barrier": 2, "arrive": 3, "issue": 4}
 
 
@@ -61,60 +62,107 @@ class _Graph:
                     nodes.append(issue)
                     self.ends[len(nodes) - 1] = buf.end
         self.nodes = nodes
-        self.out: list[list[int]] = [[] for _ in nodes]
-        for k, a in enumerate(nodes):
-            if a.kind == "arrive":
-                self.out[k] += [
-                    j
-                    for j, w in enumerate(nodes)
-                    if w.kind == "wait" and w.mbarrier == a.mbarrier and w.point > a.point
-                ]
-            if a.kind == "issue":
-                # The copy lands before a wait that observes it returns.
-                self.out[k] += [
-                    j
-                    for j, w in enumerate(nodes)
-                    if w.kind == "wait"
-                    and w.mbarrier == a.mbarrier
-                    and a.point < w.point <= self.ends[k]
-                ]
-            if a.kind in ("barrier", "wait"):
-                self.out[k] += [
-                    j
-                    for j, r in enumerate(nodes)
-                    if j != k
-                    and r.kind in ("barrier", "arrive", "issue")
-                    and r.members & a.members
-                    and r.key >= a.key
-                ]
-        self._memo: dict[tuple[int, tuple[int, int]], dict[int, int]] = {}
+        self.n = len(request.partitions)
+        self.best = self._reach_all()
+        # Per partition: its releases (barriers, arrives) by key, and the suffix minima of
+        # what they reach, for the queries.
+        self.keys, self.suffix = self._suffixes(("barrier", "arrive"))
+        # What an acquire reaches: the releases after it, a TMA issue's carry included.
+        self.keys_all, self.suffix_all = self._suffixes(("barrier", "arrive", "issue"))
+
+    def _suffixes(
+        self, kinds: tuple[str, ...]
+    ) -> tuple[list[list[tuple[int, int]]], list[list[list[int]]]]:
+        keys: list[list[tuple[int, int]]] = []
+        suffixes: list[list[list[int]]] = []
+        for q in range(self.n):
+            mine = sorted(
+                (n.key, k) for k, n in enumerate(self.nodes) if n.kind in kinds and q in n.members
+            )
+            acc = [_INF] * self.n
+            suffix: list[list[int]] = []
+            for _, k in reversed(mine):
+                acc = [min(x, y) for x, y in zip(acc, self.best[k], strict=True)]
+                suffix.append(acc)
+            keys.append([key for key, _ in mine])
+            suffixes.append(suffix[::-1])
+        return keys, suffixes
+
+    def observed(self, partition: int, key: tuple[int, int]) -> dict[int, int]:
+        """What an acquire of ``partition`` at ``key`` reaches: its own threads from there,
+        and every release of the partition at or after it."""
+        keys = self.keys_all[partition]
+        k = bisect.bisect_left(keys, key)
+        out = {partition: key[0]}
+        if k < len(keys):
+            for q, p in enumerate(self.suffix_all[partition][k]):
+                if p < out.get(q, _INF):
+                    out[q] = p
+        return out
+
+    def _successors(self, k: int) -> list[int]:
+        """The waits an arrive or a TMA issue reaches directly."""
+        a = self.nodes[k]
+        if a.kind not in ("arrive", "issue"):
+            return []
+        until = self.ends.get(k, _INF)
+        return [
+            j
+            for j, w in enumerate(self.nodes)
+            if w.kind == "wait" and w.mbarrier == a.mbarrier and a.point < w.point <= until
+        ]
+
+    def _reach_all(self) -> list[list[int]]:
+        """Per node, per partition, the earliest acquire reachable from it (itself included):
+        nodes by key, latest first; an acquire reaches every release of its partitions at or
+        after it (the same key included: rounds until nothing changes there)."""
+        n = self.n
+        nodes = self.nodes
+        best = [[_INF] * n for _ in nodes]
+        suffix = [[_INF] * n for _ in range(n)]  # per partition: min over its releases so far
+        order = sorted(range(len(nodes)), key=lambda k: nodes[k].key, reverse=True)
+        succ = [self._successors(k) for k in range(len(nodes))]
+        i = 0
+        while i < len(order):
+            j = i
+            while j < len(order) and nodes[order[j]].key == nodes[order[i]].key:
+                j += 1
+            group = order[i:j]
+            changed = True
+            while changed:
+                changed = False
+                for k in group:
+                    node = nodes[k]
+                    new = list(best[k])
+                    if node.kind in ("barrier", "wait"):
+                        for q in node.members:
+                            new[q] = min(new[q], node.point)
+                        for q in node.members:
+                            new = [min(x, y) for x, y in zip(new, suffix[q], strict=True)]
+                    for w in succ[k]:
+                        new = [min(x, y) for x, y in zip(new, best[w], strict=True)]
+                    if new != best[k]:
+                        best[k] = new
+                        changed = True
+                for k in group:
+                    node = nodes[k]
+                    if node.kind in ("barrier", "arrive", "issue"):
+                        for q in node.members:
+                            merged = [min(x, y) for x, y in zip(suffix[q], best[k], strict=True)]
+                            if merged != suffix[q]:
+                                suffix[q] = merged
+                                changed = True
+            i = j
+        return best
 
     def acquired(self, partition: int, after: tuple[int, int]) -> dict[int, int]:
         """Per partition, the earliest point of an acquire reached from the releases of
         ``partition`` later than ``after`` ((point, rank))."""
-        key = (partition, after)
-        if key in self._memo:
-            return self._memo[key]
-        start = [
-            k
-            for k, n in enumerate(self.nodes)
-            if n.kind in ("barrier", "arrive") and partition in n.members and n.key > after
-        ]
-        seen = set(start)
-        todo = deque(start)
-        best: dict[int, int] = {}
-        while todo:
-            k = todo.popleft()
-            n = self.nodes[k]
-            if n.kind in ("barrier", "wait"):
-                for q in n.members:
-                    best[q] = min(best.get(q, n.point), n.point)
-            for j in self.out[k]:
-                if j not in seen:
-                    seen.add(j)
-                    todo.append(j)
-        self._memo[key] = best
-        return best
+        keys = self.keys[partition]
+        k = bisect.bisect_right(keys, after)
+        if k >= len(keys):
+            return {}
+        return {q: p for q, p in enumerate(self.suffix[partition][k]) if p < _INF}
 
 
 def _completions(request: PlanRequest, b: Buffer, k: int) -> list[tuple[int, tuple[int, int]]]:
@@ -177,6 +225,7 @@ def check_partitions(
         if s.kind == "fence_proxy_async" and s.partition in ids:
             fences.setdefault(ids[s.partition], []).append(s.at)
     out: list[tuple[str, str, list[str]]] = []
+    memo: dict[tuple[str, int], _Done] = {}  # (buffer, access) -> where it is done
     bufs = [b for b in request.buffers if b.id in where]
     for x, a in enumerate(bufs):
         for b in bufs[x + 1 :]:
@@ -197,8 +246,11 @@ def check_partitions(
                 out.append(("overlap", f"{a.id!r} and {b.id!r} are live together", [a.id, b.id]))
                 continue
             first, then = (a, b) if a.end <= b.start else (b, a)
-            out += _judge(request, graph, fences, first, then)
+            out += _judge(request, graph, fences, first, then, memo)
     return out
+
+
+_Done = list[tuple[int, tuple[int, int]]]
 
 
 def _judge(
@@ -207,17 +259,23 @@ def _judge(
     fences: dict[int, list[int]],
     first: Buffer,
     then: Buffer,
+    memo: dict[tuple[str, int], _Done],
 ) -> list[tuple[str, str, list[str]]]:
     names = [p.id for p in request.partitions]
     later = _touches(request, then)
     for q, at, agent, op, k in _touches(request, first):
-        done = [(q, (first.end - 1, 9))] if k < 0 else _completions(request, first, k)
+        if k < 0:
+            done: _Done = [(q, (first.end - 1, 9))]
+        else:
+            cached = memo.get((first.id, k))
+            if cached is None:
+                cached = memo[first.id, k] = _completions(request, first, k)
+            done = cached
         # A TMA write's mbarrier wait observes the bytes itself, for its own partition.
         observed = agent == "tma" and op == "write"
+        reached = [(graph.observed if observed else graph.acquired)(p, key) for p, key in done]
         for r, r_at, _, _, _ in later:
-            if observed and any(p == r and key[0] <= r_at for p, key in done):
-                continue
-            if not any(graph.acquired(p, key).get(r, 1 << 62) <= r_at for p, key in done):
+            if not any(got.get(r, _INF) <= r_at for got in reached):
                 return [
                     (
                         "missing_barrier",

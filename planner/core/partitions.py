@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from planner.core.models import Buffer, PlanRequest
 from planner.core.models.sync import ASYNC_PROXY_AGENTS
 
-__all__ = ["INF", "Order", "PairOrder", "pair_orders", "weight_clique"]
+__all__ = ["INF", "Order", "PairOrder", "Summary", "pair_orders", "summary", "weight_clique"]
 
 INF = 1 << 62
 _GROUP = {("cp.async", "write"): "cp.async", ("tma", "read"): "bulk", ("mma", "read"): "wgmma"}
@@ -58,17 +58,60 @@ class Order:
     # issuing partition had acquired by the issue to the waits that observe it
     issues: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict)
     _memo: dict[tuple[int, int], list[int]] = field(default_factory=dict)
+    _releases: list[list[int]] | None = None  # per partition: its releasing sync points
+    _arrives_by: dict[str, dict[int, list[int]]] | None = None
+    _waits_by: dict[str, dict[int, list[int]]] | None = None
 
-    def reach(self, partition: int, avail: int) -> list[int]:
+    def _next_release(self, partition: int, avail: int) -> int:
+        """The point of the partition's first block barrier, named barrier or arrive at or
+        after ``avail`` (INF: none)."""
+        if self._releases is None:
+            pts: list[set[int]] = [set(self.blocks) for _ in range(self.n)]
+            for at, members in self.named:
+                for q in members:
+                    pts[q].add(at)
+            for arrives in self.arrives.values():
+                for at, q in arrives:
+                    pts[q].add(at)
+            self._releases = [sorted(x) for x in pts]
+        points = self._releases[partition]
+        k = bisect.bisect_left(points, avail)
+        return points[k] if k < len(points) else INF
+
+    def _arrive_pts(self) -> dict[str, dict[int, list[int]]]:
+        """mbarrier -> partition -> its arrive points, sorted."""
+        if self._arrives_by is None:
+            self._arrives_by = _by_partition(self.arrives)
+            self._waits_by = _by_partition(self.waits)
+        return self._arrives_by
+
+    def _waits_after(self, m: str, after: int, until: int) -> list[tuple[list[int], int]]:
+        """Per partition, its first wait on ``m`` in ``(after, until]``."""
+        self._arrive_pts()
+        assert self._waits_by is not None
+        out: list[tuple[list[int], int]] = []
+        for q, pts in self._waits_by.get(m, {}).items():
+            k = bisect.bisect_right(pts, after)
+            if k < len(pts) and pts[k] <= until:
+                out.append(([q], pts[k]))
+        return out
+
+    def reach(self, partition: int, avail: int, seen: bool = False) -> list[int]:
         """Per partition, the first point from which its accesses are ordered after the work
-        ``partition`` finished before its syncs at ``avail`` (INF: never)."""
-        key = (partition, avail)
+        ``partition`` finished before its syncs at ``avail`` (INF: never); ``seen``: its
+        threads themselves observed the work there (an mbarrier wait on a TMA write)."""
+        if not seen:
+            # Only the partition's first releasing sync at or after ``avail`` matters.
+            avail = self._next_release(partition, avail)
+        key = (partition, avail if not seen else -1 - avail)
         got = self._memo.get(key)
         if got is not None:
             return got
         ordered = [INF] * self.n
         syncs_from = [INF] * self.n  # a partition's syncs at or after it follow the work
         syncs_from[partition] = avail
+        if seen:
+            ordered[partition] = avail
         changed = True
         while changed:
             changed = False
@@ -80,17 +123,18 @@ class Order:
             for at, members in self.named:
                 if any(syncs_from[q] <= at for q in members):
                     updates.append((list(members), at))
-            for m, arrives in self.arrives.items():
-                first = min((at for at, q in arrives if syncs_from[q] <= at), default=INF)
-                if first == INF:
-                    continue
-                for at, q in self.waits.get(m, []):
-                    if at > first:
-                        updates.append(([q], at))
+            for m, by_part in self._arrive_pts().items():
+                first = INF
+                for q, pts in by_part.items():
+                    k = bisect.bisect_left(pts, syncs_from[q])
+                    if k < len(pts):
+                        first = min(first, pts[k])
+                if first < INF:
+                    updates += self._waits_after(m, first, INF)
             for m, issued in self.issues.items():
                 for at, q, end in issued:
                     if ordered[q] <= at:
-                        updates += [([w], p) for p, w in self.waits.get(m, []) if at < p <= end]
+                        updates += self._waits_after(m, at, end)
             for targets, point in updates:
                 for q in targets:
                     if point < ordered[q]:
@@ -102,14 +146,13 @@ class Order:
         self._memo[key] = ordered
         return ordered
 
-    def before(self, source: Source, target: Target, seen: Source = ()) -> bool:
-        """Whether some completion in ``source`` is ordered before ``target``; ``seen``: the
-        (partition, point) of waits that observed the completion themselves (a TMA write's
-        mbarrier wait), which order it for their partition's threads from that point on."""
-        q, at = target
-        if any(p == q and w <= at for p, w in seen):
-            return True
-        return any(self.reach(p, avail)[q] <= at for p, avail in source)
+
+def _by_partition(ops: dict[str, list[tuple[int, int]]]) -> dict[str, dict[int, list[int]]]:
+    out: dict[str, dict[int, list[int]]] = {}
+    for m, pairs in ops.items():
+        for at, q in pairs:
+            out.setdefault(m, {}).setdefault(q, []).append(at)
+    return {m: {q: sorted(v) for q, v in d.items()} for m, d in out.items()}
 
 
 def order_of(req: PlanRequest, extra_blocks: Sequence[int] = ()) -> Order:
@@ -230,24 +273,81 @@ def fences_of(req: PlanRequest) -> dict[int, list[int]]:
     return {q: sorted(v) for q, v in out.items()}
 
 
-def ordered(order: Order, fences: dict[int, list[int]], first: Events, then: Events) -> bool:
-    """Whether every event of ``first`` is done and ordered before every event of ``then``
-    (with a proxy fence where a generic write meets an async-proxy access)."""
-    for src, seen in zip(first.done, first.seen, strict=True):
+@dataclass(frozen=True)
+class Summary:
+    """One buffer's events as per-partition points (INF: none, or never)."""
+
+    ready: list[int]  # from here on, every access of the buffer is done and ordered
+    fenced: list[int] | None  # from here on, its generic writes are fenced too (None: none)
+    first: list[int]  # its first access (or issue)
+    proxy_first: list[int]  # its first async-proxy issue
+    lo: int | None  # the earliest point a new block barrier orders its work (None: never)
+    fence_lo: int | None  # the same, its generic writes fenced (None: never, or none)
+    hi: int  # its first access, any partition
+
+
+def summary(order: Order, fences: dict[int, list[int]], ev: Events) -> Summary:
+    """``ev`` summarised per partition (docs/design.md, Warp-specialised partitions)."""
+    n = order.n
+    ready = [0] * n
+    lo: int | None = 0
+    for src, seen in zip(ev.done, ev.seen, strict=True):
         if not src:
-            return False
-        for t in then.targets:
-            if not order.before(src, t, seen):
-                return False
-    for src in first.generic:
-        for t in then.proxy:
-            fenced: list[tuple[int, int]] = []
+            ready, lo = [INF] * n, None
+            break
+        for q in range(n):
+            best = min(order.reach(p, avail, (p, avail) in seen)[q] for p, avail in src)
+            ready[q] = max(ready[q], best)
+        if lo is not None:
+            lo = max(lo, min(avail for _, avail in src))
+    fenced: list[int] | None = None
+    fence_lo: int | None = None
+    if ev.generic:
+        fenced, fence_lo = [0] * n, 0
+        for src in ev.generic:
+            firsts: list[tuple[int, int]] = []
             for p, avail in src:
                 pts = fences.get(p, [])
-                fenced += [(p, f) for f in pts[bisect.bisect_left(pts, avail) :]]
-            if not order.before(tuple(fenced), t):
-                return False
-    return True
+                k = bisect.bisect_left(pts, avail)
+                if k < len(pts):
+                    firsts.append((p, pts[k]))
+            if not firsts:
+                fenced, fence_lo = [INF] * n, None
+                break
+            for q in range(n):
+                fenced[q] = max(fenced[q], min(order.reach(p, f)[q] for p, f in firsts))
+            if fence_lo is not None:
+                fence_lo = max(fence_lo, min(f for _, f in firsts))
+    first = [INF] * n
+    for q, at in ev.targets:
+        first[q] = min(first[q], at)
+    proxy_first = [INF] * n
+    for q, at in ev.proxy:
+        proxy_first[q] = min(proxy_first[q], at)
+    hi = min((at for _, at in ev.targets), default=INF)
+    return Summary(ready, fenced, first, proxy_first, lo, fence_lo, hi)
+
+
+def ordered(x: Summary, y: Summary) -> bool:
+    """Whether every access of ``x``'s buffer is done and ordered before every access of
+    ``y``'s (with a proxy fence where a generic write meets an async-proxy access)."""
+    if any(r > f for r, f in zip(x.ready, y.first, strict=True)):
+        return False
+    return x.fenced is None or all(r <= f for r, f in zip(x.fenced, y.proxy_first, strict=True))
+
+
+def barrier_window(x: Summary, y: Summary) -> tuple[int, int] | None:
+    """The points ``[lo, hi]`` where one new block barrier orders ``x``'s buffer before
+    ``y``'s (with the request's own fences), or None."""
+    if x.lo is None:
+        return None
+    lo = x.lo
+    if x.fenced is not None and min(y.proxy_first) < INF:
+        if x.fence_lo is None:
+            return None
+        lo = max(lo, x.fence_lo)
+    lo = max(lo, 1)
+    return (lo, y.hi) if lo <= y.hi else None
 
 
 @dataclass(frozen=True)
@@ -266,68 +366,25 @@ def pair_orders(req: PlanRequest, allow_new: bool) -> list[PairOrder]:
     """Every pair's verdict; ``allow_new``: look for a window for a new block barrier too."""
     order = order_of(req)
     fences = fences_of(req)
-    evs = [events(req, i) for i in range(len(req.buffers))]
+    sums = [summary(order, fences, events(req, i)) for i in range(len(req.buffers))]
     n = len(req.buffers)
     mbar = [b.kind == "mbarrier" for b in req.buffers]
+    spans = [(b.start, b.end) for b in req.buffers]  # one lifetime each (no ranges here)
     out: list[PairOrder] = []
     for i in range(n):
-        bi = req.buffers[i]
+        si, ei = spans[i]
         for j in range(i + 1, n):
-            bj = req.buffers[j]
-            overlap = mbar[i] or mbar[j] or _overlap(bi, bj)
-            if overlap:
+            sj, ej = spans[j]
+            if mbar[i] or mbar[j] or (si < ej and sj < ei):
                 out.append(PairOrder(i, j, True, None, None))
                 continue
-            found: tuple[int, int] | None = None
-            window: tuple[int, int, int, int] | None = None
-            for x, y in ((i, j), (j, i)):
-                if not _before(req.buffers[x], req.buffers[y]):
-                    continue
-                if ordered(order, fences, evs[x], evs[y]):
-                    found = (x, y)
-                    break
-                if allow_new and window is None:
-                    w = barrier_window(order, fences, evs[x], evs[y])
-                    if w is not None:
-                        window = (x, y, *w)
-            out.append(PairOrder(i, j, False, found, None if found else window))
+            x, y = (i, j) if ei <= sj else (j, i)
+            if ordered(sums[x], sums[y]):
+                out.append(PairOrder(i, j, False, (x, y), None))
+                continue
+            w = barrier_window(sums[x], sums[y]) if allow_new else None
+            out.append(PairOrder(i, j, False, None, None if w is None else (x, y, *w)))
     return out
-
-
-def barrier_window(
-    order: Order, fences: dict[int, list[int]], first: Events, then: Events
-) -> tuple[int, int] | None:
-    """The points ``[lo, hi]`` where one new block barrier orders ``first`` before
-    ``then`` (with the request's own fences), or None."""
-    lo = 0
-    for src in first.done:
-        if not src:
-            return None
-        lo = max(lo, min(avail for _, avail in src))
-    for src in first.generic:
-        if not then.proxy:
-            break
-        fence = INF
-        for p, avail in src:
-            pts = fences.get(p, [])
-            k = bisect.bisect_left(pts, avail)
-            if k < len(pts):
-                fence = min(fence, pts[k])
-        if fence == INF:
-            return None
-        lo = max(lo, fence)
-    hi = min(at for _, at in then.targets)
-    lo = max(lo, 1)
-    return (lo, hi) if lo <= hi else None
-
-
-def _overlap(a: Buffer, b: Buffer) -> bool:
-    return any(s < e2 and s2 < e for s, e in a.lifetimes for s2, e2 in b.lifetimes)
-
-
-def _before(a: Buffer, b: Buffer) -> bool:
-    """``a``'s lifetime ends no later than ``b``'s starts (the only order reuse can take)."""
-    return max(e for _, e in a.lifetimes) <= min(s for s, _ in b.lifetimes)
 
 
 def weight_clique(n: int, weights: Sequence[int], edges: set[tuple[int, int]]) -> list[int]:

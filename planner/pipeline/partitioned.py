@@ -235,7 +235,8 @@ def _assemble(
     naive = naive_bytes(req)
     gap = (arena - best_bound) / best_bound if best_bound else 0.0
     live = sum(1 for v in verdicts if v.overlap)
-    apart = sum(1 for v in verdicts if not v.overlap and (v.i, v.j) not in _free(verdicts, chosen))
+    free = _free(verdicts, chosen)
+    apart = sum(1 for v in verdicts if not v.overlap and (v.i, v.j) not in free)
     return Plan(
         name=req.name,
         status=status,

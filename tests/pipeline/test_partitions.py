@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
@@ -277,6 +277,7 @@ def _shared_plan(req: PlanRequest, pair: tuple[int, int]) -> Plan:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
 def test_planner_and_both_validators_agree_with_every_interleaving(req: PlanRequest) -> None:
+    note(req.model_dump_json(exclude_defaults=True))
     truth = ordered_pairs(req)
     planned = {v.ordered for v in pair_orders(req, allow_new=False) if v.ordered is not None}
     bufs = req.buffers
