@@ -82,6 +82,8 @@ def emulate(
     on the placement before the run."""
     from planner.core.models import Violation
 
+    if request.partitions:
+        return _run_partitions(request, plan, max_violations)
     fences: list[Violation] = []
     original = request
     if request.has_async:
@@ -116,6 +118,32 @@ def emulate(
         return report
     return report.model_copy(
         update={"valid": False, "violations": sorted([*fences, *report.violations], key=_sort_key)}
+    )
+
+
+def _run_partitions(request: PlanRequest, plan: Plan, max_violations: int) -> EmulationReport:
+    """A request with partitions: the vector-clock run (``planner.validators.partition_run``)."""
+    from planner.core.models import Violation
+    from planner.validators.partition_run import run_partitions
+
+    found = run_partitions(request, plan, runtime_barriers(request, plan))
+    violations = sorted(
+        (
+            Violation(code=code, message=message, buffers=buffers, point=point)
+            for code, message, buffers, point in found
+        ),
+        key=_sort_key,
+    )
+    return EmulationReport(
+        valid=not violations,
+        violations=violations[:max_violations],
+        truncated=len(violations) > max_violations,
+        threads=sum(p.size for p in request.partitions),
+        blocks=[(0, 0, 0)],
+        blocks_total=1,
+        exhaustive=True,
+        byte_accesses=0,
+        notes=[f"ran {len(request.partitions)} partitions with vector clocks"],
     )
 
 

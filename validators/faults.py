@@ -30,6 +30,10 @@ the arena, Reuse hazard), and only when the break is real:
   by another buffer (one the plan inserts or requires, or, changing the request, the
   request's), so a peer CTA may still touch the earlier buffer's bytes (straight-line
   requests with a cluster).
+- ``drop_partition_sync``: in a request with partitions, drop a sync that orders a reuse across
+  (or within) partitions: a barrier the plan inserts or requires, or (changing the request) a
+  named barrier, an mbarrier arrive or a proxy fence of the request, such that two buffers on
+  common bytes are left unordered (cross-partition reuse without its arrive/wait edge).
 
 The last three need loops, branches or several ranges, and take buffers without access
 patterns, whose synthetic accesses (every thread writes at a range's start, a rotated read at
@@ -71,6 +75,7 @@ FaultKind = Literal[
     "arm_overlap",
     "range_overlap",
     "drop_cluster_barrier",
+    "drop_partition_sync",
 ]
 FAULT_KINDS: tuple[FaultKind, ...] = get_args(FaultKind)
 Rng = np.random.Generator | random.Random
@@ -100,9 +105,16 @@ def plant_fault(request: PlanRequest, plan: Plan, kind: FaultKind, rng: Rng) -> 
     return _plant(request, plan, kind, rng, plan_only=False)
 
 
+_PARTITION_KINDS = ("overlap", "misalign", "misalign_tile", "drop_partition_sync")
+
+
 def _plant(
     request: PlanRequest, plan: Plan, kind: FaultKind, rng: Rng, *, plan_only: bool
 ) -> Fault | None:
+    if request.partitions and kind not in _PARTITION_KINDS:
+        return None  # the kinds built on the block-wide program order have no place here
+    if kind == "drop_partition_sync":
+        return _drop_partition_sync(request, plan, rng, plan_only=plan_only)
     if kind == "overlap":
         return _overlap(request, plan, rng)
     if kind == "drop_barrier":
@@ -902,4 +914,58 @@ def _drop_cluster_barrier(
             "peer CTA may still touch them",
             p,
         )
+    return None
+
+
+def _drop_partition_sync(
+    request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool
+) -> Fault | None:
+    from planner.validators.partitions import check_partitions
+
+    if not request.partitions:
+        return None
+
+    def broken(req: PlanRequest, changed: Plan) -> tuple[str, ...] | None:
+        found = check_partitions(req, changed, runtime_barriers(req, changed))
+        return tuple(found[0][2]) if found else None
+
+    listed = sorted({*plan.barriers.inserted, *plan.barriers.required})
+    for p in _shuffled(rng, listed):
+        barriers = plan.barriers.model_copy(
+            update={
+                "inserted": [x for x in plan.barriers.inserted if x != p],
+                "required": [x for x in plan.barriers.required if x != p],
+            }
+        )
+        changed_plan = plan.model_copy(update={"barriers": barriers})
+        pair = broken(request, changed_plan)
+        if pair:
+            return Fault(
+                "drop_partition_sync",
+                request,
+                changed_plan,
+                pair,
+                f"dropped the barrier at {p} that orders {pair[0]!r} before {pair[1]!r}",
+                p,
+            )
+    if plan_only:
+        return None
+    kinds = ("named_barrier", "mbarrier_arrive", "fence_proxy_async")
+    candidates = [k for k, s in enumerate(request.syncs) if s.kind in kinds]
+    for k in _shuffled(rng, candidates):
+        gone = request.syncs[k]
+        changed = request.model_copy(
+            update={"syncs": [s for j, s in enumerate(request.syncs) if j != k]}
+        )
+        pair = broken(changed, plan)
+        if pair:
+            return Fault(
+                "drop_partition_sync",
+                changed,
+                plan,
+                pair,
+                f"dropped the {gone.kind} at {gone.at} that orders {pair[0]!r} before "
+                f"{pair[1]!r} across partitions",
+                gone.at,
+            )
     return None

@@ -149,6 +149,14 @@ def validate_plan(
         request = expanded
     if request.cluster is not None:
         _check_clusters(request, plan, out)
+    if request.partitions:
+        _check_partitioned(request, plan, out)
+        violations = sorted(out.items, key=_sort_key)
+        return ValidationReport(
+            valid=not violations and not out.truncated,
+            violations=violations,
+            truncated=out.truncated,
+        )
     if request.has_async:
         from planner.validators.asyncs import in_flight, unfenced, uninvalidated
         from planner.validators.program import runtime_barriers as running
@@ -199,6 +207,22 @@ def validate_plan(
         violations=violations,
         truncated=out.truncated,
     )
+
+
+def _check_partitioned(request: PlanRequest, plan: Plan, out: Collector) -> None:
+    """A request with partitions: the placement checks, then every pair on common bytes
+    against the partitions' happens-before order (``planner.validators.partitions``)."""
+    from planner.validators.partitions import check_partitions
+
+    try:
+        _check_placements(request, plan, out)
+        _check_base_alignment(request, plan, out)
+        _check_arena(request, plan, out)
+        runtime = _check_barriers(request, plan, out)
+        for code, message, buffers in check_partitions(request, plan, runtime):
+            out.add(code, message, buffers)  # type: ignore[arg-type]
+    except ReportFullError:
+        pass
 
 
 def _ring_request(request: PlanRequest, plan: Plan, out: Collector) -> PlanRequest | None:

@@ -155,6 +155,12 @@ def _plan(
     # then a small request's kernels run as the Python they are written in, with the same
     # results (planner.core._jit), so it needs no compiled code at all.
     small = len(req.buffers) <= INTERPRETED_MAX_BUFFERS
+    if req.partitions:
+        # Warp-specialised partitions: planned on their happens-before order.
+        from planner.pipeline.partitioned import plan_partitioned
+
+        with deadline(max(0.0, limit - fixed), since=began), interpreted(small):
+            return checked(req, plan_partitioned(req))
     if req.has_control_flow:
         # Loops, branches or several live ranges: planned on the unrolled program (its
         # modules load with the first such request).

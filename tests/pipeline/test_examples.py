@@ -56,6 +56,14 @@ def test_every_example_plans_and_checks(path: Path) -> None:
         # Rings: checked at the depths the plan states, as the validator checks them.
         request = expand(request, {r.id: r.copies for r in plan.rings})
     assert plan.naive_bytes == _naive(request)
+    if request.partitions:
+        # Warp-specialised: the emulator runs the partitions (tests/pipeline/test_partitions.py
+        # holds the brute force over interleavings).
+        from planner.validators.emulator import emulate
+
+        assert emulate(request, plan).valid
+        assert plan.lower_bound <= plan.arena_bytes
+        return
     if request.has_control_flow:
         # Loops, branches or ranges: checked on every unrolled execution instead.
         problems, peak = check(request, plan)

@@ -1,6 +1,7 @@
 """Data types: the request and the plan (docs/design.md, Wire format)."""
 
 from planner.core.models.control import MAX_LOOP_DEPTH, MAX_PATHS, UNKNOWN_TRIPS
+from planner.core.models.partitions import Partition
 from planner.core.models.plan import (
     Barriers,
     Certificate,
@@ -58,6 +59,7 @@ __all__ = [
     "Loop",
     "Options",
     "ParetoPoint",
+    "Partition",
     "Placement",
     "Plan",
     "PlanRequest",

@@ -39,6 +39,7 @@ from planner.core.models.control import (
     check_ranges_vs_loops,
     executions_at,
 )
+from planner.core.models.partitions import Partition, check_partitions
 from planner.core.models.sync import Agent, Sync, check_syncs
 from planner.core.solver_names import HEURISTICS, METHODS, SOLVER_NAMES
 from planner.core.targets import TARGETS, DeviceProfile
@@ -193,6 +194,16 @@ class Access(BaseModel):
         max_length=256,
         exclude_if=absent,
         description="A TMA write only (required there): the mbarrier its completion arrives on.",
+    )
+    partition: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        exclude_if=absent,
+        description=(
+            "The partition (warp group) whose threads make the access, or issue it when it is\n"
+            "asynchronous; required in a request with partitions, not allowed without."
+        ),
     )
 
     @model_validator(mode="after")
@@ -837,6 +848,15 @@ class PlanRequest(BaseModel):
             "point; they complete and order\nasynchronous accesses. Default none."
         ),
     )
+    partitions: list[Partition] = Field(
+        default_factory=list,
+        exclude_if=_empty,
+        description=(
+            'Warp-specialised partitions: [{"id", "threads": [first, end)}], each with its own '
+            "program\norder, run concurrently and ordered only by syncs. Default none (one "
+            "block of threads)."
+        ),
+    )
     buffers: list[Buffer] = (
         Field(  # required: a request without it is a mistake, not an empty kernel
             description="The kernel's temporary buffers (required; ids unique)."
@@ -980,6 +1000,24 @@ class PlanRequest(BaseModel):
             self._check_cluster_options(errors)
             # Planned on the program route: cluster barriers are chosen on its hazards.
             self._control_flow = True
+        if (
+            self.partitions
+            or any(s.partition or s.partitions for s in self.syncs)
+            or any(a.partition is not None for b in self.buffers for a in b.accesses)
+        ):
+            threads = None if self.block is None else self.block[0] * self.block[1] * self.block[2]
+            check_partitions(
+                self.partitions,
+                self.buffers,
+                self.syncs,
+                self.loops,
+                self.branches,
+                threads,
+                errors,
+            )
+            self._check_partition_options(errors)
+            # Planned on the partitions' happens-before order (planner.core.partitions).
+            self._control_flow = True
         if self.syncs or self.has_async:
             if control_ok:
                 check_syncs(
@@ -1001,6 +1039,14 @@ class PlanRequest(BaseModel):
         )
 
     def _check_cluster_options(self, errors: _Errors) -> None:
+        if self.partitions:
+            errors.add(
+                ("partitions",),
+                "partitions_with_cluster",
+                "a request with a cluster cannot have partitions yet: the cluster rule is checked "
+                "on the program's order, the partitions' on their happens-before order",
+                len(self.partitions),
+            )
         if self.options.shrink:
             errors.add(
                 ("options", "shrink"),
@@ -1015,6 +1061,24 @@ class PlanRequest(BaseModel):
                 "spill_with_cluster",
                 "a request with a cluster is planned whole in shared memory, where the peer "
                 "CTAs reach it; it cannot spill",
+                "spill",
+            )
+
+    def _check_partition_options(self, errors: _Errors) -> None:
+        if not self.partitions:
+            return
+        if self.options.shrink:
+            errors.add(
+                ("options", "shrink"),
+                "shrink_with_partitions",
+                "a request with partitions is planned whole",
+                True,
+            )
+        if self.options.overflow == "spill":
+            errors.add(
+                ("options", "overflow"),
+                "spill_with_partitions",
+                "a request with partitions cannot spill",
                 "spill",
             )
 

@@ -117,6 +117,26 @@ class Sync(BaseModel):
         exclude_if=absent,
         description="named_barrier only: the barrier id, 0 to 15.",
     )
+    partition: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        exclude_if=absent,
+        description=(
+            "In a request with partitions: the partition whose threads run it (every sync but "
+            "a\nnamed_barrier or cluster_barrier)."
+        ),
+    )
+    partitions: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=16,
+        exclude_if=absent,
+        description=(
+            "named_barrier in a request with partitions: the partitions taking part (bar.sync "
+            "id, n\nwith n their threads)."
+        ),
+    )
 
     @model_validator(mode="after")
     def _fields_of_kind(self) -> Sync:
@@ -136,6 +156,13 @@ class Sync(BaseModel):
                 "mbarrier_not_allowed",
                 f"a {self.kind} names no mbarrier",
                 self.mbarrier,
+            )
+        if self.partitions is not None and self.kind != "named_barrier":
+            errors.add(
+                ("partitions",),
+                "partitions_not_allowed",
+                f"a {self.kind} is run by one partition: give partition",
+                self.partitions,
             )
         if self.id is not None and self.kind != "named_barrier":
             errors.add(("id",), "id_not_allowed", f"a {self.kind} has no barrier id", self.id)

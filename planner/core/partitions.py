@@ -1,0 +1,415 @@
+"""The happens-before order of a request with partitions, and the buffer pairs it keeps
+apart (docs/design.md, Warp-specialised partitions).
+
+Events are (partition, point). A partition's syncs at a point run before its accesses there
+(waits, then fences, then barriers and arrives). What orders the accesses of one partition
+at ``p`` before those of another (or of other threads of the same one) at ``q``:
+
+- a block barrier at ``b``, ``p < b <= q`` (every partition takes part);
+- a named barrier at ``b``, ``p < b <= q``, both partitions taking part;
+- an ``mbarrier_arrive`` on ``m`` at ``a > p`` by the first partition, and an
+  ``mbarrier_wait`` on ``m`` at ``w``, ``a < w <= q``, by the second (a wait observes every
+  arrive at an earlier point: the point axis gives the phases' order);
+- a TMA write issued at ``i`` by a partition that had acquired the work by ``i``, completing
+  on ``m``, and a wait on ``m`` at ``w``, ``i < w <= q`` (the copy is issued after what its
+  thread saw, and lands before the wait returns);
+
+and chains of them. Program order alone orders nothing between two threads, inside one
+partition or across two.
+
+An access's completion is where it is known done: a thread access at ``p`` by ``P`` is done
+for ``P``'s syncs from ``p + 1``; an asynchronous one when its covering sync returns: a
+``wait_group`` of its group by the issuing partition, or (a TMA write) any ``mbarrier_wait``
+on its mbarrier after the issue, by whichever partition waits. Buffer ``A`` may hand its
+bytes to ``B`` when their lifetimes are disjoint and every access of ``A`` is done and
+ordered before every access (or issue) of ``B``; a generic-proxy write of ``A`` before an
+async-proxy access of ``B`` also needs a ``fence_proxy_async`` by the writing partition after
+the write, ordered the same way. An mbarrier of a partitioned request keeps its bytes.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from planner.core.models import Buffer, PlanRequest
+from planner.core.models.sync import ASYNC_PROXY_AGENTS
+
+__all__ = ["INF", "Order", "PairOrder", "Summary", "pair_orders", "summary", "weight_clique"]
+
+INF = 1 << 62
+_GROUP = {("cp.async", "write"): "cp.async", ("tma", "read"): "bulk", ("mma", "read"): "wgmma"}
+
+Source = tuple[tuple[int, int], ...]  # any one of (partition, point from which it is done)
+Target = tuple[int, int]  # (partition, point)
+
+
+@dataclass
+class Order:
+    """Happens-before on (partition, point) events of one partitioned request."""
+
+    n: int  # partitions
+    blocks: list[int]  # block barrier points, sorted
+    named: list[tuple[int, frozenset[int]]]  # (point, partitions taking part)
+    arrives: dict[str, list[tuple[int, int]]]  # mbarrier -> (point, partition)
+    waits: dict[str, list[tuple[int, int]]]  # mbarrier -> (point, partition), sorted
+    # mbarrier -> (issue point, partition, end): a TMA write completing on it carries what its
+    # issuing partition had acquired by the issue to the waits that observe it
+    issues: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict)
+    _memo: dict[tuple[int, int], list[int]] = field(default_factory=dict)
+    _releases: list[list[int]] | None = None  # per partition: its releasing sync points
+    _arrives_by: dict[str, dict[int, list[int]]] | None = None
+    _waits_by: dict[str, dict[int, list[int]]] | None = None
+
+    def _next_release(self, partition: int, avail: int) -> int:
+        """The point of the partition's first block barrier, named barrier or arrive at or
+        after ``avail`` (INF: none)."""
+        if self._releases is None:
+            pts: list[set[int]] = [set(self.blocks) for _ in range(self.n)]
+            for at, members in self.named:
+                for q in members:
+                    pts[q].add(at)
+            for arrives in self.arrives.values():
+                for at, q in arrives:
+                    pts[q].add(at)
+            self._releases = [sorted(x) for x in pts]
+        points = self._releases[partition]
+        k = bisect.bisect_left(points, avail)
+        return points[k] if k < len(points) else INF
+
+    def _arrive_pts(self) -> dict[str, dict[int, list[int]]]:
+        """mbarrier -> partition -> its arrive points, sorted."""
+        if self._arrives_by is None:
+            self._arrives_by = _by_partition(self.arrives)
+            self._waits_by = _by_partition(self.waits)
+        return self._arrives_by
+
+    def _waits_after(self, m: str, after: int, until: int) -> list[tuple[list[int], int]]:
+        """Per partition, its first wait on ``m`` in ``(after, until]``."""
+        self._arrive_pts()
+        assert self._waits_by is not None
+        out: list[tuple[list[int], int]] = []
+        for q, pts in self._waits_by.get(m, {}).items():
+            k = bisect.bisect_right(pts, after)
+            if k < len(pts) and pts[k] <= until:
+                out.append(([q], pts[k]))
+        return out
+
+    def reach(self, partition: int, avail: int, seen: bool = False) -> list[int]:
+        """Per partition, the first point from which its accesses are ordered after the work
+        ``partition`` finished before its syncs at ``avail`` (INF: never); ``seen``: its
+        threads themselves observed the work there (an mbarrier wait on a TMA write)."""
+        if not seen:
+            # Only the partition's first releasing sync at or after ``avail`` matters.
+            avail = self._next_release(partition, avail)
+        key = (partition, avail if not seen else -1 - avail)
+        got = self._memo.get(key)
+        if got is not None:
+            return got
+        ordered = [INF] * self.n
+        syncs_from = [INF] * self.n  # a partition's syncs at or after it follow the work
+        syncs_from[partition] = avail
+        if seen:
+            ordered[partition] = avail
+        changed = True
+        while changed:
+            changed = False
+            updates: list[tuple[list[int], int]] = []
+            lo = min(syncs_from)
+            k = bisect.bisect_left(self.blocks, lo)
+            if k < len(self.blocks):
+                updates.append((list(range(self.n)), self.blocks[k]))
+            for at, members in self.named:
+                if any(syncs_from[q] <= at for q in members):
+                    updates.append((list(members), at))
+            for m, by_part in self._arrive_pts().items():
+                first = INF
+                for q, pts in by_part.items():
+                    k = bisect.bisect_left(pts, syncs_from[q])
+                    if k < len(pts):
+                        first = min(first, pts[k])
+                if first < INF:
+                    updates += self._waits_after(m, first, INF)
+            for m, issued in self.issues.items():
+                for at, q, end in issued:
+                    if ordered[q] <= at:
+                        updates += self._waits_after(m, at, end)
+            for targets, point in updates:
+                for q in targets:
+                    if point < ordered[q]:
+                        ordered[q] = point
+                        changed = True
+                    if point < syncs_from[q]:
+                        syncs_from[q] = point
+                        changed = True
+        self._memo[key] = ordered
+        return ordered
+
+
+def _by_partition(ops: dict[str, list[tuple[int, int]]]) -> dict[str, dict[int, list[int]]]:
+    out: dict[str, dict[int, list[int]]] = {}
+    for m, pairs in ops.items():
+        for at, q in pairs:
+            out.setdefault(m, {}).setdefault(q, []).append(at)
+    return {m: {q: sorted(v) for q, v in d.items()} for m, d in out.items()}
+
+
+def order_of(req: PlanRequest, extra_blocks: Sequence[int] = ()) -> Order:
+    """The request's sync edges (and block barriers at ``extra_blocks``)."""
+    index = {p.id: k for k, p in enumerate(req.partitions)}
+    named: list[tuple[int, frozenset[int]]] = []
+    arrives: dict[str, list[tuple[int, int]]] = {}
+    waits: dict[str, list[tuple[int, int]]] = {}
+    for s in req.syncs:
+        if s.kind == "named_barrier":
+            named.append((s.at, frozenset(index[n] for n in s.partitions or [])))
+        elif s.kind == "mbarrier_arrive" and s.mbarrier and s.partition:
+            arrives.setdefault(s.mbarrier, []).append((s.at, index[s.partition]))
+        elif s.kind == "mbarrier_wait" and s.mbarrier and s.partition:
+            waits.setdefault(s.mbarrier, []).append((s.at, index[s.partition]))
+    issues: dict[str, list[tuple[int, int, int]]] = {}
+    for b in req.buffers:
+        for a in b.accesses:
+            if a.agent == "tma" and a.op == "write" and a.mbarrier and a.partition:
+                issues.setdefault(a.mbarrier, []).append((a.at, index[a.partition], b.end))
+    return Order(
+        issues=issues,
+        n=len(req.partitions),
+        blocks=sorted({*req.barriers, *extra_blocks}),
+        named=sorted(named, key=lambda x: (x[0], sorted(x[1]))),
+        arrives=arrives,
+        waits={m: sorted(w) for m, w in waits.items()},
+    )
+
+
+@dataclass(frozen=True)
+class Events:
+    """What one buffer's accesses need ordered: their completions and their first touches."""
+
+    done: list[Source]  # each must be ordered before every target of a later buffer
+    seen: list[Source]  # per ``done``: the waits that observed it (TMA writes), else ()
+    targets: list[Target]
+    generic: list[Source]  # completions of generic-proxy writes (fence after them)
+    proxy: list[Target]  # issues of async-proxy accesses
+
+
+def events(req: PlanRequest, i: int) -> Events:
+    """The events of buffer ``i`` (docs/design.md, Warp-specialised partitions)."""
+    b = req.buffers[i]
+    index = {p.id: k for k, p in enumerate(req.partitions)}
+    everyone = range(len(req.partitions))
+    if not b.accesses:
+        # No accesses given: any partition may touch it at any point of its lifetime.
+        return Events(
+            done=[((q, b.end),) for q in everyone],
+            seen=[() for _ in everyone],
+            targets=[(q, b.start) for q in everyone],
+            generic=[((q, b.end),) for q in everyone],
+            proxy=[],
+        )
+    done: list[Source] = []
+    seen: list[Source] = []
+    targets: list[Target] = []
+    generic: list[Source] = []
+    proxy: list[Target] = []
+    for a in b.accesses:
+        q = index[a.partition or ""]
+        targets.append((q, a.at))
+        if a.agent == "threads":
+            finished: Source = ((q, a.at + 1),)
+        else:
+            finished = completion(req, b, a.agent, a.op, a.at, q, a.mbarrier)
+        done.append(finished)
+        # An mbarrier wait observes the complete-tx itself: its threads see the bytes.
+        seen.append(finished if a.agent == "tma" and a.op == "write" else ())
+        if a.op == "write" and a.agent not in ASYNC_PROXY_AGENTS:
+            generic.append(finished)
+        if a.agent in ASYNC_PROXY_AGENTS:
+            proxy.append((q, a.at))
+    return Events(done=done, seen=seen, targets=targets, generic=generic, proxy=proxy)
+
+
+def completion(
+    req: PlanRequest, b: Buffer, agent: str, op: str, at: int, q: int, mbarrier: str | None
+) -> Source:
+    """Where an asynchronous access is done: (partition, point) of each sync that returns
+    only once it is; empty when none does within the buffer's lifetime."""
+    names = [p.id for p in req.partitions]
+    if agent == "tma" and op == "write":
+        return tuple(
+            (names.index(s.partition or ""), s.at)
+            for s in req.syncs
+            if s.kind == "mbarrier_wait" and s.mbarrier == mbarrier and at < s.at <= b.end
+        )
+    group = _GROUP.get((agent, op))
+    own = names[q]
+    commits = sorted(
+        {
+            a.at
+            for c in req.buffers
+            for a in c.accesses
+            if a.partition == own and _GROUP.get((a.agent, a.op)) == group
+        }
+    )
+    for s in sorted(req.syncs, key=lambda s: s.at):
+        if not (at < s.at <= b.end and s.kind == "wait_group" and s.group == group):
+            continue
+        if s.partition != own:
+            continue
+        later = bisect.bisect_left(commits, s.at) - bisect.bisect_right(commits, at)
+        if later >= s.pending:
+            return ((q, s.at),)
+    return ()
+
+
+def fences_of(req: PlanRequest) -> dict[int, list[int]]:
+    """Per partition, the points of its proxy fences, sorted."""
+    index = {p.id: k for k, p in enumerate(req.partitions)}
+    out: dict[int, list[int]] = {}
+    for s in req.syncs:
+        if s.kind == "fence_proxy_async" and s.partition in index:
+            out.setdefault(index[s.partition], []).append(s.at)
+    return {q: sorted(v) for q, v in out.items()}
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One buffer's events as per-partition points (INF: none, or never)."""
+
+    ready: list[int]  # from here on, every access of the buffer is done and ordered
+    fenced: list[int] | None  # from here on, its generic writes are fenced too (None: none)
+    first: list[int]  # its first access (or issue)
+    proxy_first: list[int]  # its first async-proxy issue
+    lo: int | None  # the earliest point a new block barrier orders its work (None: never)
+    fence_lo: int | None  # the same, its generic writes fenced (None: never, or none)
+    hi: int  # its first access, any partition
+
+
+def summary(order: Order, fences: dict[int, list[int]], ev: Events) -> Summary:
+    """``ev`` summarised per partition (docs/design.md, Warp-specialised partitions)."""
+    n = order.n
+    ready = [0] * n
+    lo: int | None = 0
+    for src, seen in zip(ev.done, ev.seen, strict=True):
+        if not src:
+            ready, lo = [INF] * n, None
+            break
+        for q in range(n):
+            best = min(order.reach(p, avail, (p, avail) in seen)[q] for p, avail in src)
+            ready[q] = max(ready[q], best)
+        if lo is not None:
+            lo = max(lo, min(avail for _, avail in src))
+    fenced: list[int] | None = None
+    fence_lo: int | None = None
+    if ev.generic:
+        fenced, fence_lo = [0] * n, 0
+        for src in ev.generic:
+            firsts: list[tuple[int, int]] = []
+            for p, avail in src:
+                pts = fences.get(p, [])
+                k = bisect.bisect_left(pts, avail)
+                if k < len(pts):
+                    firsts.append((p, pts[k]))
+            if not firsts:
+                fenced, fence_lo = [INF] * n, None
+                break
+            for q in range(n):
+                fenced[q] = max(fenced[q], min(order.reach(p, f)[q] for p, f in firsts))
+            if fence_lo is not None:
+                fence_lo = max(fence_lo, min(f for _, f in firsts))
+    first = [INF] * n
+    for q, at in ev.targets:
+        first[q] = min(first[q], at)
+    proxy_first = [INF] * n
+    for q, at in ev.proxy:
+        proxy_first[q] = min(proxy_first[q], at)
+    hi = min((at for _, at in ev.targets), default=INF)
+    return Summary(ready, fenced, first, proxy_first, lo, fence_lo, hi)
+
+
+def ordered(x: Summary, y: Summary) -> bool:
+    """Whether every access of ``x``'s buffer is done and ordered before every access of
+    ``y``'s (with a proxy fence where a generic write meets an async-proxy access)."""
+    if any(r > f for r, f in zip(x.ready, y.first, strict=True)):
+        return False
+    return x.fenced is None or all(r <= f for r, f in zip(x.fenced, y.proxy_first, strict=True))
+
+
+def barrier_window(x: Summary, y: Summary) -> tuple[int, int] | None:
+    """The points ``[lo, hi]`` where one new block barrier orders ``x``'s buffer before
+    ``y``'s (with the request's own fences), or None."""
+    if x.lo is None:
+        return None
+    lo = x.lo
+    if x.fenced is not None and min(y.proxy_first) < INF:
+        if x.fence_lo is None:
+            return None
+        lo = max(lo, x.fence_lo)
+    lo = max(lo, 1)
+    return (lo, y.hi) if lo <= y.hi else None
+
+
+@dataclass(frozen=True)
+class PairOrder:
+    """How a pair of buffers (i < j) may share bytes."""
+
+    i: int
+    j: int
+    overlap: bool  # lifetimes intersect: never
+    ordered: tuple[int, int] | None  # (earlier, later) ordered by the request's syncs
+    window: tuple[int, int, int, int] | None  # (earlier, later, lo, hi): a new block barrier
+    # at any point in [lo, hi] would order them
+
+
+def pair_orders(req: PlanRequest, allow_new: bool) -> list[PairOrder]:
+    """Every pair's verdict; ``allow_new``: look for a window for a new block barrier too."""
+    order = order_of(req)
+    fences = fences_of(req)
+    sums = [summary(order, fences, events(req, i)) for i in range(len(req.buffers))]
+    n = len(req.buffers)
+    mbar = [b.kind == "mbarrier" for b in req.buffers]
+    spans = [(b.start, b.end) for b in req.buffers]  # one lifetime each (no ranges here)
+    out: list[PairOrder] = []
+    for i in range(n):
+        si, ei = spans[i]
+        for j in range(i + 1, n):
+            sj, ej = spans[j]
+            if mbar[i] or mbar[j] or (si < ej and sj < ei):
+                out.append(PairOrder(i, j, True, None, None))
+                continue
+            x, y = (i, j) if ei <= sj else (j, i)
+            if ordered(sums[x], sums[y]):
+                out.append(PairOrder(i, j, False, (x, y), None))
+                continue
+            w = barrier_window(sums[x], sums[y]) if allow_new else None
+            out.append(PairOrder(i, j, False, None, None if w is None else (x, y, *w)))
+    return out
+
+
+def weight_clique(n: int, weights: Sequence[int], edges: set[tuple[int, int]]) -> list[int]:
+    """A heaviest clique of the conflict graph (exact: branch and bound on buffers in
+    weight order); its weight bounds every arena from below."""
+    adj = [0] * n
+    for a, b in edges:
+        adj[a] |= 1 << b
+        adj[b] |= 1 << a
+    order = sorted(range(n), key=lambda k: (-weights[k], k))
+    best: list[int] = []
+    best_w = -1
+
+    def grow(chosen: list[int], weight: int, cand: list[int]) -> None:
+        nonlocal best, best_w
+        if weight > best_w:
+            best, best_w = list(chosen), weight
+        rest = sum(weights[c] for c in cand)
+        for k, c in enumerate(cand):
+            if weight + rest <= best_w:
+                return
+            rest -= weights[c]
+            chosen.append(c)
+            grow(chosen, weight + weights[c], [d for d in cand[k + 1 :] if adj[c] >> d & 1])
+            chosen.pop()
+
+    grow([], 0, order)
+    return sorted(best)

@@ -1,0 +1,308 @@
+"""Plans for requests with warp-specialised partitions (docs/design.md, Warp-specialised
+partitions), on the happens-before order of ``planner.core.partitions``.
+
+Two buffers conflict when their lifetimes intersect or when no synchronisation orders one's
+accesses before the other's: under "existing" the request's syncs only; under "insert" and
+"none" also a new block barrier at an allowed point of the pair's window. The fits of the
+explicit conflict graph place them (CP-SAT on the pairs closes a gap), then the fewest new
+barriers are chosen for the pairs that share bytes (interval stabbing, each at the latest
+allowed point of its window: exact). The lower bound is the heaviest clique of the conflict
+graph: buffers pairwise kept apart in every plan, whose sizes every arena holds at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.core.io import request_sha256
+from planner.core.models import (
+    Barriers,
+    Certificate,
+    Diagnostic,
+    GraphStats,
+    Launch,
+    Placement,
+    Plan,
+    PlanRequest,
+    SolverAttempt,
+    SolverInfo,
+    Status,
+)
+from planner.core.partitions import PairOrder, pair_orders, weight_clique
+from planner.core.targets import launch_figures
+from planner.pipeline.assembly import naive_bytes, stop_reason
+from planner.solvers.edges import EXACT_MAX_BUFFERS, ExplicitGraph, exact_pairs
+from planner.solvers.edges import fits as greedy_fits
+from planner.solvers.exact import exact_budget
+
+__all__ = ["plan_partitioned"]
+
+EXACT_SHARE = 0.5  # of the time limit: CP-SAT on the pairs, when greedy leaves a gap
+CLIQUE_MAX_BUFFERS = 96  # past it the bound is the heaviest point of live bytes
+
+
+def plan_partitioned(req: PlanRequest) -> Plan:
+    """The plan of a request with ``partitions``."""
+    sync = req.options.sync
+    if sync == "insert" and req.options.max_new_barriers == 0:
+        sync = "existing"
+    verdicts = pair_orders(req, allow_new=sync != "existing")
+    allowed = _allowed(req)
+    hard: set[tuple[int, int]] = set()
+    windows: dict[tuple[int, int], list[int]] = {}
+    for v in verdicts:
+        if v.overlap:
+            hard.add((v.i, v.j))
+        elif v.ordered is None:
+            points = _window_points(v, allowed)
+            if points:
+                windows[v.i, v.j] = points
+            else:
+                hard.add((v.i, v.j))
+    sizes = [b.size for b in req.buffers]
+    bound, clique = _bound(req, sizes, hard)
+    placed = _place(req, sizes, hard, bound)
+    chosen = _stab(windows, _sharing(sizes, placed[0]))
+    cap = req.options.max_new_barriers
+    if chosen:
+        # The plan on no new barrier: taken when it needs no more bytes, or past the cap.
+        kept = _place(req, sizes, hard | set(windows), bound)
+        if kept[1] <= placed[1] or (sync == "insert" and cap is not None and len(chosen) > cap):
+            placed, chosen = kept, []
+    return _assemble(req, sync, verdicts, placed, chosen, (bound, clique))
+
+
+def _allowed(req: PlanRequest) -> list[int]:
+    pool = req.options.barrier_candidates
+    if pool is not None:
+        return sorted(set(pool) - set(req.barriers))
+    return list(range(1, req.horizon + 1))
+
+
+def _window_points(v: PairOrder, allowed: list[int]) -> list[int]:
+    if v.window is None:
+        return []
+    _, _, lo, hi = v.window
+    return [p for p in allowed if lo <= p <= hi]
+
+
+def _bound(req: PlanRequest, sizes: list[int], hard: set[tuple[int, int]]) -> tuple[int, list[int]]:
+    n = len(sizes)
+    if n <= CLIQUE_MAX_BUFFERS:
+        clique = weight_clique(n, sizes, hard)
+        return sum(sizes[k] for k in clique), clique
+    # Buffers live at one point conflict pairwise: a clique, so a valid bound.
+    best: tuple[int, list[int]] = (0, [])
+    for p in sorted({s for b in req.buffers for s, _ in b.lifetimes}):
+        live = [k for k, b in enumerate(req.buffers) if any(s <= p < e for s, e in b.lifetimes)]
+        best = max(best, (sum(sizes[k] for k in live), live))
+    return best
+
+
+Placed = tuple[np.ndarray, int, str, list[tuple[str, int]], bool]
+
+
+def _place(req: PlanRequest, sizes: list[int], edges: set[tuple[int, int]], bound: int) -> Placed:
+    n = len(req.buffers)
+    g = ExplicitGraph(
+        size=np.asarray(sizes, dtype=np.int64),
+        alignment=np.fromiter((req.alignment_of(b) for b in req.buffers), dtype=np.int64, count=n),
+        pinned=np.fromiter(
+            (-1 if b.offset is None else b.offset for b in req.buffers), dtype=np.int64, count=n
+        ),
+        start=np.asarray([b.start for b in req.buffers], dtype=np.int64),
+        length=np.asarray([b.end - b.start for b in req.buffers], dtype=np.int64),
+        edges=edges,
+    )
+    found = greedy_fits(g, None, bound)
+    offsets, arena, name = found.offsets, found.arena_bytes, found.name
+    tried = list(found.tried)
+    optimal = arena <= bound
+    seconds, slack = exact_budget(
+        req.options.gap_tolerance,
+        arena - bound,
+        bound,
+        req.max_alignment,
+        EXACT_SHARE * req.options.time_limit,
+    )
+    wants = req.options.solver in ("auto", "exact", "search", "cpsat")
+    if not optimal and arena - bound > slack and wants and 0 < n <= EXACT_MAX_BUFFERS:
+        solved = exact_pairs(g, lower_bound=bound, hint=offsets, time_limit=seconds)
+        if solved is not None:
+            x_offsets, x_arena, proved = solved
+            tried.append(("exact:cpsat-pairs", min(arena, x_arena)))
+            if x_arena < arena:
+                offsets, arena, name = x_offsets, x_arena, "exact:cpsat-pairs"
+            optimal = proved and x_arena <= arena
+    return offsets, arena, name, tried, optimal
+
+
+def _sharing(sizes: list[int], offsets: np.ndarray) -> set[tuple[int, int]]:
+    n = len(sizes)
+    lo = [int(x) for x in offsets.tolist()]
+    return {
+        (i, j)
+        for i in range(n)
+        for j in range(i + 1, n)
+        if lo[i] < lo[j] + sizes[j] and lo[j] < lo[i] + sizes[i]
+    }
+
+
+def _stab(windows: dict[tuple[int, int], list[int]], shared: set[tuple[int, int]]) -> list[int]:
+    """The fewest points that give every sharing pair's window one (greedy by the window's
+    last point, each at that point: exact, as the windows are runs of allowed points)."""
+    chosen: list[int] = []
+    for pts in sorted((w for k, w in windows.items() if k in shared), key=lambda w: w[-1]):
+        if not any(p in pts for p in chosen):
+            chosen.append(pts[-1])
+    return sorted(chosen)
+
+
+def _assemble(
+    req: PlanRequest,
+    sync: str,
+    verdicts: list[PairOrder],
+    placed: Placed,
+    chosen: list[int],
+    peak: tuple[int, list[int]],
+) -> Plan:
+    offsets, arena, name, tried, optimal = placed
+    bound, clique = peak
+    sizes = [b.size for b in req.buffers]
+    capacity = req.effective_capacity
+    proved = optimal or arena <= bound
+    best_bound = arena if optimal else bound
+    status: Status
+    if capacity is not None and best_bound > capacity:
+        status = "infeasible"
+    elif capacity is not None and arena > capacity:
+        status = "unknown"
+    else:
+        status = "optimal" if proved else "feasible"
+    certificate = None
+    if status == "infeasible":
+        assert capacity is not None
+        certificate = Certificate(
+            reason="infeasible_subset" if bound <= capacity else "lower_bound",
+            capacity=capacity,
+            live_bytes=best_bound,
+            buffers=[
+                req.buffers[k].id for k in (clique if bound > capacity else range(len(sizes)))
+            ],
+        )
+    existing = sorted(set(req.barriers))
+    inserted = chosen if sync == "insert" else []
+    required = chosen if sync == "none" else inserted
+    runtime = sorted({*existing, *inserted})
+    shared = _sharing(sizes, offsets)
+    notes: list[Diagnostic] = []
+    for v in verdicts:
+        if (v.i, v.j) not in shared or v.overlap:
+            continue
+        if v.ordered is not None:
+            x, y = v.ordered
+            how = "the request's syncs (barriers, named barriers, mbarrier arrive/wait, fences)"
+        else:
+            at = (
+                None
+                if v.window is None
+                else next((p for p in chosen if v.window[2] <= p <= v.window[3]), None)
+            )
+            if v.window is None or at is None:
+                continue  # pinned apart from any order: the static check refuses the plan
+            x, y = v.window[0], v.window[1]
+            how = (
+                f"a block barrier at point {at} ({'inserted' if sync == 'insert' else 'required'})"
+            )
+        notes.append(
+            Diagnostic(
+                level="info",
+                code="reuse_across_partitions",
+                message=(
+                    f"{req.buffers[y].id} reuses bytes of {req.buffers[x].id}, ordered by {how}"
+                ),
+            )
+        )
+    notes.append(
+        Diagnostic(
+            level="info",
+            code="partitioned_program",
+            message=f"planned on the happens-before order of {len(req.partitions)} partitions; "
+            f"lower bound: the heaviest clique of kept-apart buffers "
+            f"({', '.join(req.buffers[k].id for k in clique)})",
+        )
+    )
+    naive = naive_bytes(req)
+    gap = (arena - best_bound) / best_bound if best_bound else 0.0
+    live = sum(1 for v in verdicts if v.overlap)
+    free = _free(verdicts, chosen)
+    apart = sum(1 for v in verdicts if not v.overlap and (v.i, v.j) not in free)
+    return Plan(
+        name=req.name,
+        status=status,
+        arena_bytes=arena,
+        lower_bound=bound,
+        naive_bytes=naive,
+        capacity=capacity,
+        placements=[
+            Placement(id=b.id, offset=int(off), size=size, memory="shared")
+            for b, off, size in zip(req.buffers, offsets.tolist(), sizes, strict=True)
+        ],
+        barriers=Barriers(
+            existing=existing,
+            inserted=inserted,
+            required=required,
+            static=len(runtime),
+            executions=len(runtime),
+            required_executions=len(required),
+        ),
+        footprints=[],
+        launch=Launch(**launch_figures(req.profile, arena, naive, req.stated_base_alignment)),
+        solver=SolverInfo(
+            name=name,
+            proved_optimal=proved,
+            bound=best_bound,
+            gap=round(gap, 6),
+            tried=[SolverAttempt(name=m, arena_bytes=a) for m, a in tried],
+            stopped=stop_reason(req, status, arena, best_bound, proved),
+        ),
+        graph=GraphStats(
+            buffers=len(req.buffers),
+            live_edges=live,
+            hazard_edges=apart,
+            components=_components(len(sizes), verdicts, chosen),
+        ),
+        diagnostics=notes,
+        certificate=certificate,
+        request_sha256=request_sha256(req),
+    )
+
+
+def _free(verdicts: list[PairOrder], chosen: list[int]) -> set[tuple[int, int]]:
+    """Pairs free to share: ordered by the request, or by a chosen barrier."""
+    out: set[tuple[int, int]] = set()
+    for v in verdicts:
+        if v.overlap:
+            continue
+        if v.ordered is not None or (
+            v.window is not None and any(v.window[2] <= p <= v.window[3] for p in chosen)
+        ):
+            out.add((v.i, v.j))
+    return out
+
+
+def _components(n: int, verdicts: list[PairOrder], chosen: list[int]) -> int:
+    """Connected components of the conflict graph the plan keeps."""
+    free = _free(verdicts, chosen)
+    parent = list(range(n))
+
+    def root(k: int) -> int:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    for v in verdicts:
+        if (v.i, v.j) not in free:
+            parent[root(v.i)] = root(v.j)
+    return len({root(k) for k in range(n)})

@@ -1,0 +1,395 @@
+"""Warp-specialised partitions: the planner's happens-before order, the static validator and
+the emulator against a brute force over every interleaving (docs/design.md,
+Warp-specialised partitions)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+import planner
+from planner.core.errors import RequestError
+from planner.core.io import parse_request
+from planner.core.models import Buffer, Plan, PlanRequest
+from planner.core.partitions import pair_orders
+from planner.validators.emulator import emulate
+from planner.validators.faults import plant_fault
+from planner.validators.partition_run import run_partitions
+from planner.validators.partitions import check_partitions
+from tests.support.interleavings import ordered_pairs
+from tests.support.paths import ROOT
+
+PARTS = [{"id": "producer", "threads": [0, 128]}, {"id": "consumer", "threads": [128, 256]}]
+
+
+def _access(op: str, at: int, part: str, **more: Any) -> dict[str, Any]:
+    return {"op": op, "at": at, "bytes": 4, "threads": "all", "partition": part, **more}
+
+
+def _two(syncs: list[dict[str, Any]], sync: str = "existing", **more: Any) -> PlanRequest:
+    """A producer writes A then B; the consumer reads each after an arrive/wait."""
+    return PlanRequest.model_validate(
+        {
+            "partitions": PARTS,
+            "block": [256],
+            "buffers": [
+                {
+                    "id": "A",
+                    "size": 1024,
+                    "start": 0,
+                    "end": 4,
+                    "accesses": [_access("write", 1, "producer"), _access("read", 3, "consumer")],
+                },
+                {
+                    "id": "B",
+                    "size": 1024,
+                    "start": 4,
+                    "end": 8,
+                    "accesses": [_access("write", 5, "producer"), _access("read", 7, "consumer")],
+                },
+            ],
+            "syncs": syncs,
+            "options": {"sync": sync},
+            **more,
+        }
+    )
+
+
+def _edge(m: str, arrive: int, by: str, wait: int, to: str) -> list[dict[str, Any]]:
+    return [
+        {"kind": "mbarrier_arrive", "at": arrive, "mbarrier": m, "partition": by},
+        {"kind": "mbarrier_wait", "at": wait, "mbarrier": m, "partition": to},
+    ]
+
+
+FULL = _edge("full0", 2, "producer", 3, "consumer") + _edge("full1", 6, "producer", 7, "consumer")
+EMPTY = _edge("empty0", 4, "consumer", 5, "producer")
+
+
+def _checked(req: PlanRequest) -> Plan:
+    plan = planner.plan(req)
+    assert planner.validate(req, plan).valid
+    assert emulate(req, plan).valid
+    return plan
+
+
+def test_arrive_wait_edge_lets_buffers_share() -> None:
+    plan = _checked(_two(FULL + EMPTY))
+    assert plan.arena_bytes == 1024 == plan.lower_bound
+    assert plan.barriers.inserted == []
+    assert any(d.code == "reuse_across_partitions" for d in plan.diagnostics)
+
+
+def test_without_the_empty_edge_the_buffers_stay_apart() -> None:
+    plan = _checked(_two(FULL))
+    assert plan.arena_bytes == 2048 == plan.lower_bound
+
+
+def test_insert_adds_a_block_barrier_where_no_sync_orders_the_reuse() -> None:
+    plan = _checked(_two(FULL, "insert"))
+    assert (plan.arena_bytes, plan.barriers.inserted) == (1024, [5])
+
+
+def test_none_lists_the_barrier_it_relies_on() -> None:
+    plan = _checked(_two(FULL, "none"))
+    assert (plan.barriers.inserted, plan.barriers.required) == ([], [5])
+
+
+def test_named_barrier_of_both_partitions_orders_the_reuse() -> None:
+    named = [{"kind": "named_barrier", "at": 5, "id": 1, "partitions": ["producer", "consumer"]}]
+    assert _checked(_two(FULL + named)).arena_bytes == 1024
+    alone = [{"kind": "named_barrier", "at": 5, "id": 1, "partitions": ["producer"]}]
+    assert _checked(_two(FULL + alone)).arena_bytes == 2048
+
+
+def test_planted_cross_partition_reuse_without_an_edge_is_caught_by_both() -> None:
+    good = _two(FULL + EMPTY)
+    plan = _checked(good)
+    bad = _two(FULL)  # the same plan, the consumer's arrive/wait to the producer dropped
+    static = planner.validate(bad, plan)
+    emulated = emulate(bad, plan)
+    assert [v.code for v in static.violations] == ["missing_barrier"]
+    assert {v.code for v in emulated.violations} == {"race"}
+
+
+def test_planted_missing_proxy_fence_is_caught_by_both() -> None:
+    def req(fence: bool) -> PlanRequest:
+        syncs = [
+            {"kind": "named_barrier", "at": 3, "id": 1, "partitions": ["producer", "consumer"]},
+            {"kind": "wait_group", "at": 5, "group": "bulk", "partition": "producer"},
+        ]
+        if fence:
+            syncs.append({"kind": "fence_proxy_async", "at": 2, "partition": "consumer"})
+        return PlanRequest.model_validate(
+            {
+                "partitions": PARTS,
+                "buffers": [
+                    {
+                        "id": "S",
+                        "size": 512,
+                        "start": 0,
+                        "end": 2,
+                        "accesses": [_access("write", 1, "consumer")],
+                    },
+                    {
+                        "id": "O",
+                        "size": 512,
+                        "start": 2,
+                        "end": 6,
+                        "accesses": [
+                            _access("write", 2, "consumer"),
+                            _access("read", 4, "producer", agent="tma"),
+                        ],
+                    },
+                ],
+                "syncs": syncs,
+            }
+        )
+
+    plan = _checked(req(True))
+    assert plan.arena_bytes == 512
+    bad = req(False)
+    assert "missing_fence" in {v.code for v in planner.validate(bad, plan).violations}
+    assert "missing_fence" in {v.code for v in emulate(bad, plan).violations}
+    assert _checked(bad).arena_bytes == 1024  # planned on its own: kept apart
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "code"),
+    [
+        (
+            "partitions",
+            [{"id": "a", "threads": [0, 128]}, {"id": "a", "threads": [128, 256]}],
+            "duplicate_partition",
+        ),
+        (
+            "partitions",
+            [{"id": "a", "threads": [0, 128]}, {"id": "b", "threads": [64, 256]}],
+            "partitions_overlap",
+        ),
+        ("partitions", [{"id": "a", "threads": [0, 512]}], "partition_outside_block"),
+        ("loops", [{"start": 0, "end": 4, "trips": 2}], "partitions_control_flow"),
+    ],
+)
+def test_rejects_bad_partitions(field: str, value: Any, code: str) -> None:
+    base = _two(FULL).model_dump(mode="json")
+    base[field] = value
+    with pytest.raises(ValidationError) as err:
+        PlanRequest.model_validate(base)
+    assert code in {e["type"] for e in err.value.errors()}
+
+
+def test_rejects_an_access_without_its_partition() -> None:
+    base = _two(FULL).model_dump(mode="json")
+    del base["buffers"][0]["accesses"][0]["partition"]
+    with pytest.raises(ValidationError, match="missing_partition"):
+        PlanRequest.model_validate(base)
+
+
+def test_rejects_a_partition_in_a_request_without_partitions() -> None:
+    base = _two(FULL).model_dump(mode="json")
+    del base["partitions"]
+    with pytest.raises(ValidationError, match="unknown_partition"):
+        PlanRequest.model_validate(base)
+
+
+# Random small programs: two partitions, three buffers, and random syncs.
+
+NAMES = ["producer", "consumer"]
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> PlanRequest:
+    horizon = 9
+    buffers: list[dict[str, Any]] = []
+    syncs: list[dict[str, Any]] = []
+    cuts = sorted(draw(st.lists(st.integers(1, horizon - 1), min_size=2, max_size=2, unique=True)))
+    spans = [(0, cuts[0]), (cuts[0], cuts[1]), (cuts[1], horizon)]
+    if draw(st.booleans()):  # a pair live together
+        spans[1] = (max(0, cuts[0] - 1), cuts[1])
+    for n, (s, e) in enumerate(spans):
+        accesses = []
+        for _ in range(draw(st.integers(1, 2))):
+            at = draw(st.integers(s, e - 1))
+            part = draw(st.sampled_from(NAMES))
+            kind = draw(st.sampled_from(["write", "read", "tma"]))
+            if kind == "tma" and at + 1 < e:
+                m = f"m{n}"
+                wait = draw(st.integers(at + 1, e))
+                accesses.append(_access("write", at, part, agent="tma", mbarrier=m))
+                syncs.append({"kind": "expect_tx", "at": at, "mbarrier": m, "partition": part})
+                who = draw(st.sampled_from(NAMES))
+                syncs.append({"kind": "mbarrier_wait", "at": wait, "mbarrier": m, "partition": who})
+            else:
+                accesses.append(_access("read" if kind == "tma" else kind, at, part))
+        buffers.append(
+            {"id": f"b{n}", "size": 64 * (n + 1), "start": s, "end": e, "accesses": accesses}
+        )
+    for _ in range(draw(st.integers(0, 4))):
+        kind = draw(st.sampled_from(["edge", "named", "block"]))
+        at = draw(st.integers(1, horizon))
+        if kind == "edge":
+            wait = draw(st.integers(at + 1, horizon + 1))
+            by, to = draw(st.sampled_from(NAMES)), draw(st.sampled_from(NAMES))
+            syncs += _edge(f"e{at}{wait}", at, by, min(wait, horizon), to)
+        elif kind == "named":
+            members = draw(st.sampled_from([["producer"], ["consumer"], NAMES]))
+            syncs.append({"kind": "named_barrier", "at": at, "id": 1, "partitions": members})
+    barriers = sorted(set(draw(st.lists(st.integers(1, horizon), max_size=1))))
+    return PlanRequest.model_validate(
+        {
+            "partitions": PARTS,
+            "barriers": barriers,
+            "buffers": buffers,
+            "syncs": [s for s in syncs if s["at"] <= horizon],
+            "options": {"sync": "existing"},
+        }
+    )
+
+
+def _generic_writes(b: Buffer) -> bool:
+    return any(a.op == "write" and a.agent == "threads" for a in b.accesses)
+
+
+def _tma(b: Buffer) -> bool:
+    return any(a.agent == "tma" for a in b.accesses)
+
+
+def _shared_plan(req: PlanRequest, pair: tuple[int, int]) -> Plan:
+    """A plan that puts the pair on common bytes and every other buffer apart."""
+    plan = planner.plan(req)
+    top = sum(b.size for b in req.buffers)
+    placements = [
+        p.model_copy(update={"offset": 0 if k in pair else top * (k + 1)})
+        for k, p in enumerate(plan.placements)
+    ]
+    return plan.model_copy(update={"placements": placements})
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs())
+def test_planner_and_both_validators_agree_with_every_interleaving(req: PlanRequest) -> None:
+    note(req.model_dump_json(exclude_defaults=True))
+    truth = ordered_pairs(req)
+    planned = {v.ordered for v in pair_orders(req, allow_new=False) if v.ordered is not None}
+    bufs = req.buffers
+    for x, y in itertools.permutations(range(len(bufs)), 2):
+        if bufs[x].end > bufs[y].start:
+            continue
+        # No program here has a proxy fence: a generic write before a TMA write stays unordered.
+        expect = (x, y) in truth and not (_generic_writes(bufs[x]) and _tma(bufs[y]))
+        assert ((x, y) in planned) == expect, (x, y)
+        plan = _shared_plan(req, (x, y))
+        static = [c for c, _, _ in check_partitions(req, plan, sorted(set(req.barriers)))]
+        emulated = [c for c, _, _, _ in run_partitions(req, plan, sorted(set(req.barriers)))]
+        assert (not static) == expect, (x, y, static)
+        assert (not emulated) == expect, (x, y, emulated)
+
+
+def _optimum(req: PlanRequest, apart: set[tuple[int, int]]) -> int:
+    """The smallest arena over every placement at offsets that are sums of sizes."""
+    sizes = [b.size for b in req.buffers]
+    offsets = sorted({sum(c) for k in range(len(sizes)) for c in itertools.combinations(sizes, k)})
+    best = sum(sizes)
+    for where in itertools.product(offsets, repeat=len(sizes)):
+        if all(
+            where[i] + sizes[i] <= where[j] or where[j] + sizes[j] <= where[i] for i, j in apart
+        ):
+            best = min(best, max(w + s for w, s in zip(where, sizes, strict=True)))
+    return best
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs())
+def test_lower_bound_never_exceeds_the_brute_force_optimum(req: PlanRequest) -> None:
+    bufs = req.buffers
+    truth = {
+        (x, y)
+        for x, y in ordered_pairs(req)
+        if not (_generic_writes(bufs[x]) and _tma(bufs[y]))  # no proxy fence in these programs
+    }
+    n = len(bufs)
+    apart = {
+        (i, j)
+        for i, j in itertools.combinations(range(n), 2)
+        if (i, j) not in truth and (j, i) not in truth
+    }
+    best = _optimum(req, apart)
+    plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    assert plan.lower_bound <= best <= plan.arena_bytes
+    assert plan.arena_bytes == best  # three buffers: the exact search closes any gap
+
+
+# The field example: a warp-specialised attention forward in the FlashAttention-3 style.
+
+FA3 = ROOT / "examples" / "fa3_attention_forward.json"
+FA3_HOSTILE = ROOT / "examples" / "fa3_attention_forward_hostile.json"
+TILE = 128 * 128 * 2  # bytes: a 128x128 bf16 tile
+# FA3's shared storage (hopper/kernel_traits.h, SharedStorageQKVO): Q, the K stages, V's
+# stages in a union with O, then the pipelines' mbarriers (here 256 bytes).
+HAND_LAYOUT = TILE + 2 * TILE + max(2 * TILE, TILE) + 256
+
+
+def test_fa3_plans_within_the_hand_layout_on_its_own_syncs() -> None:
+    req = parse_request(FA3.read_text())
+    plan = _checked(req)
+    assert plan.arena_bytes == plan.lower_bound == HAND_LAYOUT == 164096
+    assert plan.naive_bytes == 6 * TILE + 256
+    assert plan.barriers.inserted == plan.barriers.required == []
+    kinds = Counter(s.kind for s in req.syncs)
+    assert kinds["named_barrier"] == 5  # 3 scheduler barriers, the epilogue's, the store's
+    assert kinds["mbarrier_wait"] == 16
+    assert kinds["mbarrier_arrive"] == 12
+    shared = [d.message for d in plan.diagnostics if d.code == "reuse_across_partitions"]
+    assert shared == [
+        "O reuses bytes of Q, ordered by the request's syncs (barriers, named barriers, "
+        "mbarrier arrive/wait, fences)"
+    ]
+
+
+def test_fa3_hostile_variant_is_fixed_by_one_barrier_or_kept_apart() -> None:
+    req = parse_request(FA3_HOSTILE.read_text())
+    plan = _checked(req)  # sync "insert": the scheduler and epilogue barriers are gone
+    assert plan.arena_bytes == HAND_LAYOUT
+    assert len(plan.barriers.inserted) == 1
+    existing = req.model_copy(
+        update={"options": req.options.model_copy(update={"sync": "existing"})}
+    )
+    assert _checked(existing).arena_bytes == 6 * TILE + 256  # nothing orders O after Q or V
+
+
+def test_fa3_hand_layout_without_its_barriers_is_refused() -> None:
+    body = json.loads(FA3_HOSTILE.read_text())
+    body["options"] = {"sync": "existing"}
+    offsets = {"Q": 0, "K0": TILE, "K1": 2 * TILE, "V0": 3 * TILE, "V1": 4 * TILE, "O": 3 * TILE}
+    for b in body["buffers"]:
+        b["offset"] = offsets.get(b["id"], 5 * TILE)
+    with pytest.raises(RequestError) as err:
+        planner.plan(parse_request(body))
+    assert err.value.errors[0]["type"] == "pinned_conflict"
+    assert "no synchronisation orders them" in err.value.errors[0]["msg"]
+    good = json.loads(FA3.read_text())
+    for b in good["buffers"]:
+        b["offset"] = offsets.get(b["id"], 5 * TILE)
+    assert _checked(parse_request(good)).arena_bytes == HAND_LAYOUT  # the hand layout is safe
+
+
+def test_selftest_fault_drops_the_arrive_of_a_cross_partition_reuse() -> None:
+    req = _two(FULL + EMPTY)
+    plan = _checked(req)
+    fault = plant_fault(req, plan, "drop_partition_sync", np.random.default_rng(0))
+    assert fault is not None
+    assert fault.buffers == ("A", "B")
+    assert "mbarrier_arrive at 4" in fault.description
+    assert not planner.validate(fault.request, fault.plan).valid
+    assert not emulate(fault.request, fault.plan).valid
+    # Faults built on the block-wide program order have no place in a partitioned request.
+    assert plant_fault(req, plan, "drop_barrier", np.random.default_rng(0)) is None

@@ -1,0 +1,276 @@
+"""The emulator's run of a request with partitions (docs/design.md, Warp-specialised
+partitions): every partition and every asynchronous agent executes its operations with a
+vector clock, so the order found holds for every interleaving the syncs allow.
+
+Points run in order; at each point the waits, then the fences, then the barriers, then the
+arrives, then the accesses. A release (a barrier, an arrive) counts one more release of its
+partition and publishes the clock with that count; an acquire (a barrier, a wait) takes the
+elementwise maximum. An access is ordered before a later one when the later one's clock holds a
+release of the first one's partition made after it. An asynchronous access runs as its agent's,
+with the clock its issuing partition holds at the issue; its completion is the agent's release,
+taken by the covering wait into what the waiting partition publishes at its next release (the
+threads that did not wait learn of it from that release). Two buffers on common bytes race when
+an access of one is not ordered with one of the other; a read finds its bytes clobbered when
+another buffer on them wrote since its own last write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from planner.core.models import Plan, PlanRequest
+
+__all__ = ["run_partitions"]
+
+
+@dataclass(frozen=True)
+class _Touch:
+    buffer: int
+    who: int  # partition or agent entry of the clock
+    tick: int  # releases ``who`` made before the access
+    clock: tuple[int, ...]  # what the access's threads had acquired
+    point: int
+    op: str
+    proxy: bool  # through the async proxy (TMA, wgmma)
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One operation at a point: waits (rank 0), fences, barriers, arrives, accesses (4)."""
+
+    rank: int
+    what: str  # "wait" | "wait_group" | "fence" | "barrier" | "arrive" | "touch"
+    who: tuple[int, ...]  # the partitions that run it
+    mbarrier: str = ""
+    group: str = ""
+    pending: int = 0
+    buffer: int = -1
+    access: int = -1  # -1: a buffer without accesses, touched by every partition
+    op: str = "read"
+
+
+def run_partitions(
+    request: PlanRequest, plan: Plan, barriers: list[int]
+) -> list[tuple[str, str, list[str], int]]:
+    """(code, message, buffers, point) for each race, clobbered read and missing fence."""
+    parts = {p.id: k for k, p in enumerate(request.partitions)}
+    n = len(request.partitions)
+    agents: dict[tuple[int, int], int] = {}
+    for i, b in enumerate(request.buffers):
+        for k, a in enumerate(b.accesses):
+            if a.agent != "threads":
+                agents[i, k] = n + len(agents)
+    width = n + len(agents)
+    clock = [[0] * width for _ in range(n)]
+    pending = [[0] * width for _ in range(n)]  # completions taken by a wait, not yet published
+    # mbarrier -> (point, clock, the last point a completion counts at, or -1 for an arrive)
+    published: dict[str, list[tuple[int, list[int], int]]] = {}
+    agent_clock: dict[int, list[int]] = {}
+    agent_done: dict[int, tuple[int, int]] = {}  # cp.async agent -> (partition, wait point)
+    fences: dict[int, list[tuple[int, int]]] = {}  # partition -> (point, its releases then)
+
+    # A partition's own releases: kept apart from its clock, whose own entry counts only the
+    # releases it acquired back (its threads see each other's work only through those).
+    made = [0] * n
+
+    def release(q: int) -> list[int]:
+        made[q] += 1
+        snap = [max(x, y) for x, y in zip(clock[q], pending[q], strict=True)]
+        snap[q] = made[q]
+        return snap
+
+    def acquire(q: int, snap: list[int]) -> None:
+        clock[q] = [max(x, y) for x, y in zip(clock[q], snap, strict=True)]
+
+    steps: dict[int, list[_Step]] = {}
+
+    def at(point: int, step: _Step) -> None:
+        steps.setdefault(point, []).append(step)
+
+    everyone = tuple(range(n))
+    for p in sorted(set(barriers)):
+        at(p, _Step(2, "barrier", everyone))
+    for s in request.syncs:
+        who = (parts[s.partition],) if s.partition in parts else ()
+        if s.kind == "named_barrier":
+            at(s.at, _Step(2, "barrier", tuple(sorted(parts[x] for x in s.partitions or []))))
+        elif s.kind == "mbarrier_wait":
+            at(s.at, _Step(0, "wait", who, mbarrier=s.mbarrier or ""))
+        elif s.kind == "mbarrier_arrive":
+            at(s.at, _Step(3, "arrive", who, mbarrier=s.mbarrier or ""))
+        elif s.kind == "fence_proxy_async":
+            at(s.at, _Step(1, "fence", who))
+        elif s.kind == "wait_group":
+            at(s.at, _Step(0, "wait_group", who, group=s.group or "", pending=s.pending))
+    for i, b in enumerate(request.buffers):
+        if b.kind == "mbarrier":
+            continue
+        if not b.accesses:
+            for q in everyone:
+                at(b.start, _Step(4, "touch", (q,), buffer=i, op="write"))
+                at(b.end - 1, _Step(4, "touch", (q,), buffer=i, op="read"))
+        for k, a in enumerate(b.accesses):
+            at(a.at, _Step(4, "touch", (parts[a.partition or ""],), buffer=i, access=k, op=a.op))
+
+    # Asynchronous groups in flight: (partition, group) -> [(issue point, agent entry, end)]
+    flight: dict[tuple[int, str], list[tuple[int, int, int]]] = {}
+    group_of = {
+        ("cp.async", "write"): "cp.async",
+        ("tma", "read"): "bulk",
+        ("mma", "read"): "wgmma",
+    }
+    touches: list[_Touch] = []
+    for point in sorted(steps):
+        for step in sorted(steps[point], key=lambda x: x.rank):
+            if step.what == "barrier":
+                snaps = [release(q) for q in step.who]
+                for q in step.who:
+                    for snap in snaps:
+                        acquire(q, snap)
+                continue
+            if not step.who:
+                continue
+            q = step.who[0]
+            if step.what == "wait":
+                for when, snap, end in published.get(step.mbarrier, []):
+                    # A wait acquires the arrives and the TMA writes' complete-tx alike.
+                    if when < point and (end < 0 or point <= end):
+                        acquire(q, snap)
+            elif step.what == "wait_group":
+                key = (q, step.group)
+                live = flight.get(key, [])
+                issues = sorted({x for x, _, _ in live})
+                keep = set(issues[len(issues) - step.pending :]) if step.pending else set()
+                for issue, g, end in live:
+                    if issue not in keep and point <= end:
+                        snap = list(agent_clock[g])
+                        snap[g] = 1
+                        pending[q] = [max(x, y) for x, y in zip(pending[q], snap, strict=True)]
+                        agent_done[g] = (q, point)
+                flight[key] = [x for x in live if x[0] in keep]
+            elif step.what == "fence":
+                fences.setdefault(q, []).append((point, made[q]))
+            elif step.what == "arrive":
+                published.setdefault(step.mbarrier, []).append((point, release(q), -1))
+            else:
+                i, k, op = step.buffer, step.access, step.op
+                b = request.buffers[i]
+                access = None if k < 0 else b.accesses[k]
+                if access is None or access.agent == "threads":
+                    touches.append(_Touch(i, q, made[q], tuple(clock[q]), point, op, False))
+                    continue
+                g = agents[i, k]
+                agent_clock[g] = list(clock[q])
+                proxy = access.agent in ("tma", "mma")
+                touches.append(_Touch(i, g, 0, tuple(clock[q]), point, op, proxy))
+                if access.agent == "tma" and access.op == "write":
+                    snap = list(clock[q])
+                    snap[g] = 1
+                    published.setdefault(access.mbarrier or "", []).append((point, snap, b.end))
+                else:
+                    group = group_of[access.agent, access.op]
+                    flight.setdefault((q, group), []).append((point, g, b.end))
+    return _judge(request, plan, touches, fences, n, agent_done)
+
+
+def _judge(
+    request: PlanRequest,
+    plan: Plan,
+    touches: list[_Touch],
+    fences: dict[int, list[tuple[int, int]]],
+    n: int,
+    agent_done: dict[int, tuple[int, int]],
+) -> list[tuple[str, str, list[str], int]]:
+    where = {p.id: (p.offset, p.offset + p.size) for p in plan.placements if p.memory == "shared"}
+    bufs = request.buffers
+    out: list[tuple[str, str, list[str], int]] = []
+
+    def shares(i: int, j: int) -> bool:
+        if bufs[i].id not in where or bufs[j].id not in where:
+            return False
+        (a, b), (c, d) = where[bufs[i].id], where[bufs[j].id]
+        return a < d and c < b
+
+    def ordered(x: _Touch, y: _Touch) -> bool:
+        return y.clock[x.who] >= x.tick + 1
+
+    seen: set[tuple[str, int, int]] = set()
+    for i, b in enumerate(bufs):
+        for j, c in enumerate(bufs):
+            if i >= j or not shares(i, j):
+                continue
+            if b.kind == "mbarrier" or c.kind == "mbarrier":
+                out.append(
+                    (
+                        "missing_inval",
+                        f"{b.id!r} and {c.id!r} run on one mbarrier's bytes",
+                        [b.id, c.id],
+                        0,
+                    )
+                )
+    for y in touches:
+        for x in touches:
+            if x.point >= y.point and x is not y:
+                continue
+            if x is y or x.buffer == y.buffer or not shares(x.buffer, y.buffer):
+                continue
+            key = ("race", min(x.buffer, y.buffer), max(x.buffer, y.buffer))
+            if not ordered(x, y) and key not in seen:
+                seen.add(key)
+                out.append(
+                    (
+                        "race",
+                        f"{bufs[x.buffer].id!r} (point {x.point}) and {bufs[y.buffer].id!r} "
+                        f"(point {y.point}) touch common bytes, unordered",
+                        [bufs[x.buffer].id, bufs[y.buffer].id],
+                        y.point,
+                    )
+                )
+            if y.proxy and x.op == "write" and not x.proxy:
+                # The writer's fences after the write (a cp.async write: after its wait).
+                owner, since = (
+                    (x.who, x.point + 1) if x.who < n else agent_done.get(x.who, (0, 1 << 62))
+                )
+                after = [t for f, t in fences.get(owner, []) if f >= since]
+                fkey = ("fence", x.buffer, y.buffer)
+                if (not after or y.clock[owner] < after[0] + 1) and fkey not in seen:
+                    seen.add(fkey)
+                    out.append(
+                        (
+                            "missing_fence",
+                            f"{bufs[y.buffer].id!r} reaches through the async proxy bytes "
+                            f"{bufs[x.buffer].id!r} wrote at point {x.point} with no fence "
+                            "ordered between",
+                            [bufs[x.buffer].id, bufs[y.buffer].id],
+                            y.point,
+                        )
+                    )
+    last_write: dict[int, int] = {}  # buffer -> point of its latest write so far
+    for y in sorted(touches, key=lambda t: t.point):
+        if y.op == "write":
+            last_write[y.buffer] = max(last_write.get(y.buffer, -1), y.point)
+            continue
+        if y.buffer not in last_write:
+            continue
+        since = last_write[y.buffer]
+        for x in touches:
+            if (
+                x.op == "write"
+                and x.buffer != y.buffer
+                and since <= x.point < y.point
+                and shares(x.buffer, y.buffer)
+                and ("clobbered", x.buffer, y.buffer) not in seen
+            ):
+                seen.add(("clobbered", x.buffer, y.buffer))
+                out.append(
+                    (
+                        "clobbered",
+                        f"{bufs[y.buffer].id!r} reads at point {y.point} bytes "
+                        f"{bufs[x.buffer].id!r} wrote at point {x.point}, after its own write",
+                        [bufs[y.buffer].id, bufs[x.buffer].id],
+                        y.point,
+                    )
+                )
+    return out
