@@ -126,7 +126,8 @@ def _run_partitions(request: PlanRequest, plan: Plan, max_violations: int) -> Em
     from planner.core.models import Violation
     from planner.validators.partition_run import run_partitions
 
-    found = run_partitions(request, plan, runtime_barriers(request, plan))
+    found = _misaligned(request, plan)
+    found += run_partitions(request, plan, runtime_barriers(request, plan))
     violations = sorted(
         (
             Violation(code=code, message=message, buffers=buffers, point=point)
@@ -145,6 +146,33 @@ def _run_partitions(request: PlanRequest, plan: Plan, max_violations: int) -> Em
         byte_accesses=0,
         notes=[f"ran {len(request.partitions)} partitions with vector clocks"],
     )
+
+
+def _misaligned(request: PlanRequest, plan: Plan) -> list[tuple[str, str, list[str], int]]:
+    """(code, message, buffers, point) per shared buffer whose absolute address (the arena's
+    base plus its offset) is not a multiple of its alignment: running the kernel there is
+    undefined whatever the accesses."""
+    from planner.validators.program import arena_base
+
+    base = arena_base(request, plan)
+    where = {p.id: p.offset for p in plan.placements if p.memory == "shared"}
+    out: list[tuple[str, str, list[str], int]] = []
+    for b in request.buffers:
+        if b.id not in where:
+            continue
+        alignment = request.alignment_of(b)
+        address = base + where[b.id]
+        if address % alignment:
+            out.append(
+                (
+                    "misaligned",
+                    f"{b.id!r} runs at offset {where[b.id]} of an arena at address {base}, not "
+                    f"a multiple of its alignment {alignment} (remainder {address % alignment})",
+                    [b.id],
+                    b.start,
+                )
+            )
+    return out
 
 
 def _emulate(

@@ -519,6 +519,8 @@ def _nothing_to_break(request: PlanRequest, plan: Plan, kind: str) -> bool:
     if kind == "drop_barrier":  # one thread: program order alone orders every access
         if not plan.barriers.required or math.prod(request.block or [1]) < 2:
             return True
+        if request.partitions:  # reuses across partitions: drop_partition_sync plants there
+            return True
         # The kind plants in one straight stretch of the program; reuses that cross a loop
         # boundary (an epilogue after a K loop) are drop_back_edge's and early_barrier's.
         from planner.validators.faults import _reuses, _shared
