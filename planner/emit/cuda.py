@@ -68,6 +68,20 @@ __device__ __forceinline__ void {CLUSTER_BARRIER}() {{
 }}
 """
 
+FENCE_PROXY_ASYNC = "planner_fence_proxy_async"
+# The proxy fence a reuse by TMA or wgmma of thread-written bytes relies on (PTX ISA,
+# membar/fence: fence.proxy.async), before the barrier that follows it.
+_FENCE_HELPER = f"""
+// fence.proxy.async.shared::cta: call {FENCE_PROXY_ASYNC}() at each proxy fence point below.
+__device__ __forceinline__ void {FENCE_PROXY_ASYNC}() {{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "fence.proxy.async needs sm_90 or later"
+#else
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}}
+"""
+
 
 def emit_cuda(request: PlanRequest, plan: Plan) -> str:
     """The whole snippet as text."""
@@ -76,8 +90,9 @@ def emit_cuda(request: PlanRequest, plan: Plan) -> str:
 
 def cuda_snippet(request: PlanRequest, plan: Plan) -> CudaSnippet:
     """The snippet's parts, for callers that paste them in different places."""
-    kernel = identifiers([request.name], {ARENA, WORKSPACE, _BLOCK_BASE, CLUSTER_BARRIER})[0]
-    buffers = placed(request, plan, {ARENA, WORKSPACE, _BLOCK_BASE, CLUSTER_BARRIER, kernel})
+    reserved = {ARENA, WORKSPACE, _BLOCK_BASE, CLUSTER_BARRIER, FENCE_PROXY_ASYNC}
+    kernel = identifiers([request.name], reserved)[0]
+    buffers = placed(request, plan, {*reserved, kernel})
     head = [
         f"// Shared-memory plan for kernel {kernel}: status {plan.status}, arena "
         f"{plan.arena_bytes} bytes (lower bound {plan.lower_bound}, naive sum "
@@ -91,6 +106,8 @@ def cuda_snippet(request: PlanRequest, plan: Plan) -> CudaSnippet:
     includes = "\n".join([*head, *(f"#include <{_INCLUDES[t]}>" for t in types)]) + "\n"
     if plan.cluster_barriers is not None:
         includes += _CLUSTER_HELPER
+    if plan.fences or any(x.kind == "fence_proxy_async" for x in request.syncs):
+        includes += _FENCE_HELPER
 
     device = [
         "// ---- device: at the top of the kernel body ----",

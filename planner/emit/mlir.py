@@ -32,12 +32,13 @@ _SYNTAX = {
 }
 _SHARED = "memref<?xi8, #gpu.address_space<workgroup>>"
 CLUSTER_BARRIER = "planner_cluster_barrier"
+FENCE_PROXY_ASYNC = "planner_fence_proxy_async"
 _GLOBAL = "memref<?xi8>"
 
 
 def emit_mlir(request: PlanRequest, plan: Plan) -> str:
     """A module holding one ``gpu.func`` that carves the plan's buffers out of the arena."""
-    kernel = identifiers([request.name], {CLUSTER_BARRIER})[0]
+    kernel = identifiers([request.name], {CLUSTER_BARRIER, FENCE_PROXY_ASYNC})[0]
     # Values of our own start with "_"; buffer names never do (see identifiers).
     buffers = placed(request, plan, set())
     spilled = [b for b in buffers if b.memory == "global"]
@@ -118,6 +119,16 @@ def emit_mlir(request: PlanRequest, plan: Plan) -> str:
             f"    gpu.func @{CLUSTER_BARRIER}() {{",
             "      nvvm.cluster.arrive aligned",
             "      nvvm.cluster.wait aligned",
+            "      gpu.return",
+            "    }",
+        ]
+    if plan.fences or any(x.kind == "fence_proxy_async" for x in request.syncs):
+        # The proxy fence (fence.proxy.async.shared::cta), in the generic form.
+        helper += [
+            f"    // Call @{FENCE_PROXY_ASYNC} at each proxy fence point (every thread).",
+            f"    gpu.func @{FENCE_PROXY_ASYNC}() {{",
+            '      "nvvm.fence.proxy"() <{kind = #nvvm.proxy_kind<async.shared>, '
+            "space = #nvvm.shared_space<cta>}> : () -> ()",
             "      gpu.return",
             "    }",
         ]
