@@ -23,7 +23,7 @@ from planner.core.clusters import PORTABLE_CLUSTER, cluster_barrier_points, clus
 from planner.core.io import request_sha256
 from planner.core.models import ClusterBarriers, Plan, PlanRequest
 from planner.core.program import Program, build_program
-from planner.pipeline.unrolled import plan_unrolled
+from planner.pipeline.unrolled import barrier_events, plan_unrolled
 from planner.pipeline.unrolled_stab import choose, greedy
 
 __all__ = ["cluster_hazards", "plan_clustered"]
@@ -38,22 +38,6 @@ def cluster_hazards(prog: Program) -> Mask:
     scoped = np.array([b.scope == "cluster" for b in prog.req.buffers] or [False], dtype=bool)
     out: Mask = (h.a != h.b) & (scoped[h.a] | scoped[h.b])
     return out
-
-
-def _events(req: PlanRequest) -> list[int]:
-    """Points where a cluster barrier can make a difference (as for block barriers)."""
-    points: set[int] = set(req.barriers)
-    for b in req.buffers:
-        for s, e in b.lifetimes:
-            points.update((s, e))
-        for a in b.accesses:
-            points.update((a.at, a.at + 1))
-    for lp in req.loops:
-        points.update((lp.start, lp.end))
-    for br in req.branches:
-        for s, e in br.arms:
-            points.update((s, e))
-    return sorted(points)
 
 
 def _pairs(prog: Program, mask: Mask) -> frozenset[tuple[int, int]]:
@@ -77,7 +61,7 @@ def plan_clustered(req: PlanRequest) -> Plan:
     prog = build_program(lowered(view, inval_points(view)) if view.has_async else view)
     scoped = cluster_hazards(prog)
     policy = _policy(req)
-    events = _events(view)
+    events = barrier_events(view)  # where a cluster barrier can make a difference
     candidates = req.options.barrier_candidates
     allowed = sorted(set(events if candidates is None else candidates) - set(own))
     reach = {"existing": own, "insert": [*own, *allowed], "none": events}[policy]

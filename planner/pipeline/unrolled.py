@@ -63,7 +63,7 @@ from planner.solvers.edges import EDGE_HEURISTICS, EXACT_MAX_BUFFERS, ExplicitGr
 from planner.solvers.edges import fits as greedy_fits
 from planner.solvers.exact import exact_budget
 
-__all__ = ["own_reuse_barriers", "plan_unrolled"]
+__all__ = ["barrier_events", "own_reuse_barriers", "plan_unrolled"]
 
 I64 = npt.NDArray[np.int64]
 EXACT_SHARE = 0.5  # of the time limit: CP-SAT on the pairs, when greedy leaves a gap
@@ -92,7 +92,7 @@ class _Placed:
 Mask = npt.NDArray[np.bool_]
 
 
-def _events(req: PlanRequest) -> list[int]:
+def barrier_events(req: PlanRequest) -> list[int]:
     """Points where a barrier can make a difference: range bounds, accesses and the points
     right after them (a barrier there runs in the loops and arms of the access, where a later
     bound may open a loop), loop and arm bounds, the request's barriers."""
@@ -140,7 +140,7 @@ def own_reuse_barriers(req: PlanRequest) -> list[int]:
     prog = build_program(req)
     sizes, _ = planned_sizes(req)
     existing = sorted(set(req.barriers))
-    allowed = _allowed(req, _events(req))
+    allowed = _allowed(req, barrier_events(req))
     return _mandatory(prog, _own_reuses(prog, PieceAliases(req, prog, sizes)), allowed, existing)
 
 
@@ -281,7 +281,7 @@ def _plan_unrolled(req: PlanRequest, apart: set[tuple[int, int]]) -> Plan:
     sync = opts.sync
     if sync == "insert" and opts.max_new_barriers == 0:
         sync = "existing"
-    events = _events(req)
+    events = barrier_events(req)
     live = prog.live_pairs | apart
     al = PieceAliases(req, prog, sizes)
     if sync == "none":
