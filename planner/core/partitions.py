@@ -60,8 +60,6 @@ class Order:
     _memo: dict[tuple[int, int], list[int]] = field(default_factory=dict)
     _releases: list[list[int]] | None = None  # per partition: its releasing sync points
     _events: list[tuple[int, int, int, str, tuple[int, ...]]] | None = None
-    _arrives_by: dict[str, dict[int, list[int]]] | None = None
-    _waits_by: dict[str, dict[int, list[int]]] | None = None
 
     def _sweep(self) -> list[tuple[int, int, int, str, tuple[int, ...]]]:
         """The sync events by (point, rank): (point, rank, partition, mbarrier, members; for
@@ -95,24 +93,6 @@ class Order:
         points = self._releases[partition]
         k = bisect.bisect_left(points, avail)
         return points[k] if k < len(points) else INF
-
-    def _arrive_pts(self) -> dict[str, dict[int, list[int]]]:
-        """mbarrier -> partition -> its arrive points, sorted."""
-        if self._arrives_by is None:
-            self._arrives_by = _by_partition(self.arrives)
-            self._waits_by = _by_partition(self.waits)
-        return self._arrives_by
-
-    def _waits_after(self, m: str, after: int, until: int) -> list[tuple[list[int], int]]:
-        """Per partition, its first wait on ``m`` in ``(after, until]``."""
-        self._arrive_pts()
-        assert self._waits_by is not None
-        out: list[tuple[list[int], int]] = []
-        for q, pts in self._waits_by.get(m, {}).items():
-            k = bisect.bisect_right(pts, after)
-            if k < len(pts) and pts[k] <= until:
-                out.append(([q], pts[k]))
-        return out
 
     def reach(self, partition: int, avail: int, seen: bool = False) -> list[int]:
         """Per partition, the first point from which its accesses are ordered after the work
@@ -174,14 +154,6 @@ class Order:
                         carried.setdefault(m, []).append((point, members[0]))
         self._memo[key] = ordered
         return ordered
-
-
-def _by_partition(ops: dict[str, list[tuple[int, int]]]) -> dict[str, dict[int, list[int]]]:
-    out: dict[str, dict[int, list[int]]] = {}
-    for m, pairs in ops.items():
-        for at, q in pairs:
-            out.setdefault(m, {}).setdefault(q, []).append(at)
-    return {m: {q: sorted(v) for q, v in d.items()} for m, d in out.items()}
 
 
 def order_of(req: PlanRequest, extra_blocks: Sequence[int] = ()) -> Order:
