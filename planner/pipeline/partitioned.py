@@ -270,7 +270,7 @@ def _assemble(
             buffers=len(req.buffers),
             live_edges=live,
             hazard_edges=apart,
-            components=_components(len(sizes), verdicts, chosen),
+            components=_components(len(sizes), verdicts, free),
         ),
         diagnostics=notes,
         certificate=certificate,
@@ -291,9 +291,8 @@ def _free(verdicts: list[PairOrder], chosen: list[int]) -> set[tuple[int, int]]:
     return out
 
 
-def _components(n: int, verdicts: list[PairOrder], chosen: list[int]) -> int:
+def _components(n: int, verdicts: list[PairOrder], free: set[tuple[int, int]]) -> int:
     """Connected components of the conflict graph the plan keeps."""
-    free = _free(verdicts, chosen)
     parent = list(range(n))
 
     def root(k: int) -> int:
