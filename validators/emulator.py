@@ -118,15 +118,29 @@ def _run_partitions(request: PlanRequest, plan: Plan, max_violations: int) -> Em
     """A request with partitions: the vector-clock run (``planner.validators.partition_run``)."""
     from planner.core.models import Violation
     from planner.validators.partition_run import run_partitions
+    from planner.validators.program import arena_base
 
     found = run_partitions(request, plan, runtime_barriers(request, plan))
-    violations = sorted(
-        (
-            Violation(code=code, message=message, buffers=buffers, point=point)
-            for code, message, buffers, point in found
-        ),
-        key=_sort_key,
-    )
+    violations = [
+        Violation(code=code, message=message, buffers=buffers, point=point)
+        for code, message, buffers, point in found
+    ]
+    base = arena_base(request, plan)
+    placed = {p.id: p.offset for p in plan.placements if p.memory == "shared"}
+    for b in request.buffers:
+        align = request.alignment_of(b)
+        if b.id in placed and (base + placed[b.id]) % align:
+            # Running it at this address is undefined whatever the accesses (as _run_block).
+            violations.append(
+                Violation(
+                    code="misaligned",
+                    message=f"{b.id!r} runs at offset {placed[b.id]} of an arena at address "
+                    f"{base}, not a multiple of its alignment {align}",
+                    buffers=[b.id],
+                    point=b.start,
+                )
+            )
+    violations.sort(key=_sort_key)
     return EmulationReport(
         valid=not violations,
         violations=violations[:max_violations],

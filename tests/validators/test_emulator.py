@@ -512,6 +512,10 @@ def _nothing_to_break(request: PlanRequest, plan: Plan, kind: str) -> bool:
     reuse relies on or a block of one thread (drop_barrier), no free buffer aligned above 1
     (misalign), no alias."""
     free = [b for b in request.buffers if b.offset is None]
+    if request.partitions and kind in ("drop_barrier", "break_alias"):
+        # Faults built on the block-wide program order have no place in a partitioned
+        # request (validators/faults.py); its own kind is drop_partition_sync.
+        return True
     if kind == "overlap":
         return not any(
             a.id != b.id and live_together(request, a, b) for a in request.buffers for b in free
