@@ -410,3 +410,11 @@ def test_the_brute_force_tells_a_rule_left_out_apart(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(partitions, "order_of", without_arrives)
     assert not any(v.ordered == (0, 1) for v in pair_orders(req, allow_new=False))
+
+
+def test_rejects_ring_copies_in_a_partitioned_request() -> None:
+    base = _two(FULL).model_dump(mode="json")
+    base["buffers"][0]["copies"] = {"min": 2, "max": 3}
+    base["buffers"][0]["accesses"] = []  # a ring's slots take no access patterns
+    with pytest.raises(ValidationError, match="copies_with_partitions"):
+        PlanRequest.model_validate(base)
