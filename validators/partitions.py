@@ -226,6 +226,8 @@ def check_partitions(
             fences.setdefault(ids[s.partition], []).append(s.at)
     out: list[tuple[str, str, list[str]]] = []
     memo: dict[tuple[str, int], _Done] = {}  # (buffer, access) -> where it is done
+    touches: dict[str, list[tuple[int, int, str, str, int]]] = {}  # buffer -> its touches
+    seen: dict[tuple[str, int], list[dict[int, int]]] = {}  # (buffer, touch) -> reached
     bufs = [b for b in request.buffers if b.id in where]
     for x, a in enumerate(bufs):
         for b in bufs[x + 1 :]:
@@ -246,7 +248,7 @@ def check_partitions(
                 out.append(("overlap", f"{a.id!r} and {b.id!r} are live together", [a.id, b.id]))
                 continue
             first, then = (a, b) if a.end <= b.start else (b, a)
-            out += _judge(request, graph, fences, first, then, memo)
+            out += _judge(request, graph, fences, first, then, memo, touches, seen)
     return out
 
 
@@ -260,10 +262,17 @@ def _judge(
     first: Buffer,
     then: Buffer,
     memo: dict[tuple[str, int], _Done],
+    touches: dict[str, list[tuple[int, int, str, str, int]]],
+    seen: dict[tuple[str, int], list[dict[int, int]]],
 ) -> list[tuple[str, str, list[str]]]:
     names = [p.id for p in request.partitions]
-    later = _touches(request, then)
-    for q, at, agent, op, k in _touches(request, first):
+    later = touches.get(then.id)
+    if later is None:
+        later = touches[then.id] = _touches(request, then)
+    mine = touches.get(first.id)
+    if mine is None:
+        mine = touches[first.id] = _touches(request, first)
+    for n, (q, at, agent, op, k) in enumerate(mine):
         if k < 0:
             done: _Done = [(q, (first.end - 1, 9))]
         else:
@@ -271,9 +280,11 @@ def _judge(
             if cached is None:
                 cached = memo[first.id, k] = _completions(request, first, k)
             done = cached
-        # A TMA write's mbarrier wait observes the bytes itself, for its own partition.
-        observed = agent == "tma" and op == "write"
-        reached = [(graph.observed if observed else graph.acquired)(p, key) for p, key in done]
+        reached = seen.get((first.id, n))
+        if reached is None:
+            # A TMA write's mbarrier wait observes the bytes itself, for its own partition.
+            look = graph.observed if agent == "tma" and op == "write" else graph.acquired
+            reached = seen[first.id, n] = [look(p, key) for p, key in done]
         for r, r_at, _, _, _ in later:
             if not any(got.get(r, _INF) <= r_at for got in reached):
                 return [

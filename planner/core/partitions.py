@@ -59,8 +59,24 @@ class Order:
     issues: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict)
     _memo: dict[tuple[int, int], list[int]] = field(default_factory=dict)
     _releases: list[list[int]] | None = None  # per partition: its releasing sync points
-    _arrives_by: dict[str, dict[int, list[int]]] | None = None
-    _waits_by: dict[str, dict[int, list[int]]] | None = None
+    _events: list[tuple[int, int, int, str, tuple[int, ...]]] | None = None
+
+    def _sweep(self) -> list[tuple[int, int, int, str, tuple[int, ...]]]:
+        """The sync events by (point, rank): (point, rank, partition, mbarrier, members; for
+        an issue, (its buffer's end,))."""
+        if self._events is None:
+            ev: list[tuple[int, int, int, str, tuple[int, ...]]] = []
+            everyone = tuple(range(self.n))
+            ev += [(b, 2, -1, "", everyone) for b in self.blocks]
+            ev += [(at, 2, -1, "", tuple(sorted(members))) for at, members in self.named]
+            for m, pairs in self.waits.items():
+                ev += [(at, 0, q, m, ()) for at, q in pairs]
+            for m, pairs in self.arrives.items():
+                ev += [(at, 3, q, m, ()) for at, q in pairs]
+            for m, issued in self.issues.items():
+                ev += [(at, 4, q, m, (end,)) for at, q, end in issued]
+            self._events = sorted(ev)
+        return self._events
 
     def _next_release(self, partition: int, avail: int) -> int:
         """The point of the partition's first block barrier, named barrier or arrive at or
@@ -78,24 +94,6 @@ class Order:
         k = bisect.bisect_left(points, avail)
         return points[k] if k < len(points) else INF
 
-    def _arrive_pts(self) -> dict[str, dict[int, list[int]]]:
-        """mbarrier -> partition -> its arrive points, sorted."""
-        if self._arrives_by is None:
-            self._arrives_by = _by_partition(self.arrives)
-            self._waits_by = _by_partition(self.waits)
-        return self._arrives_by
-
-    def _waits_after(self, m: str, after: int, until: int) -> list[tuple[list[int], int]]:
-        """Per partition, its first wait on ``m`` in ``(after, until]``."""
-        self._arrive_pts()
-        assert self._waits_by is not None
-        out: list[tuple[list[int], int]] = []
-        for q, pts in self._waits_by.get(m, {}).items():
-            k = bisect.bisect_right(pts, after)
-            if k < len(pts) and pts[k] <= until:
-                out.append(([q], pts[k]))
-        return out
-
     def reach(self, partition: int, avail: int, seen: bool = False) -> list[int]:
         """Per partition, the first point from which its accesses are ordered after the work
         ``partition`` finished before its syncs at ``avail`` (INF: never); ``seen``: its
@@ -112,47 +110,50 @@ class Order:
         syncs_from[partition] = avail
         if seen:
             ordered[partition] = avail
-        changed = True
-        while changed:
-            changed = False
-            updates: list[tuple[list[int], int]] = []
-            lo = min(syncs_from)
-            k = bisect.bisect_left(self.blocks, lo)
-            if k < len(self.blocks):
-                updates.append((list(range(self.n)), self.blocks[k]))
-            for at, members in self.named:
-                if any(syncs_from[q] <= at for q in members):
-                    updates.append((list(members), at))
-            for m, by_part in self._arrive_pts().items():
-                first = INF
-                for q, pts in by_part.items():
-                    k = bisect.bisect_left(pts, syncs_from[q])
-                    if k < len(pts):
-                        first = min(first, pts[k])
-                if first < INF:
-                    updates += self._waits_after(m, first, INF)
-            for m, issued in self.issues.items():
-                for at, q, end in issued:
-                    if ordered[q] <= at:
-                        updates += self._waits_after(m, at, end)
-            for targets, point in updates:
-                for q in targets:
-                    if point < ordered[q]:
-                        ordered[q] = point
-                        changed = True
-                    if point < syncs_from[q]:
-                        syncs_from[q] = point
-                        changed = True
+        # Every edge lands at a point no earlier than its cause: one sweep in point order
+        # (waits, barriers, arrives, issues at each point) reaches the fixed point; barriers
+        # at one point are taken again until they settle.
+        events = self._sweep()
+        armed: dict[str, int] = {}  # mbarrier -> earliest arrive that carries the work
+        carried: dict[str, list[tuple[int, int]]] = {}  # mbarrier -> (issue, end) that carry
+        k = bisect.bisect_left(events, (avail, -1))
+        while k < len(events):
+            point, rank = events[k][0], events[k][1]
+            j = k
+            while j < len(events) and events[j][0] == point and events[j][1] == rank:
+                j += 1
+            group = events[k:j]
+            k = j
+            if rank == 0:  # waits
+                for _, _, q, m, _ in group:
+                    hit = armed.get(m, INF) < point or any(
+                        i < point <= end for i, end in carried.get(m, [])
+                    )
+                    if hit:
+                        ordered[q] = min(ordered[q], point)
+                        syncs_from[q] = min(syncs_from[q], point)
+            elif rank == 2:  # block and named barriers: members as a bitmask in ``m``
+                settled = False
+                while not settled:
+                    settled = True
+                    for _, _, _, _, members in group:
+                        if any(syncs_from[q] <= point for q in members) and any(
+                            ordered[q] > point for q in members
+                        ):
+                            for q in members:
+                                ordered[q] = min(ordered[q], point)
+                                syncs_from[q] = min(syncs_from[q], point)
+                            settled = False
+            elif rank == 3:  # arrives
+                for _, _, q, m, _ in group:
+                    if syncs_from[q] <= point and m not in armed:
+                        armed[m] = point
+            else:  # TMA issues
+                for _, _, q, m, members in group:
+                    if ordered[q] <= point:
+                        carried.setdefault(m, []).append((point, members[0]))
         self._memo[key] = ordered
         return ordered
-
-
-def _by_partition(ops: dict[str, list[tuple[int, int]]]) -> dict[str, dict[int, list[int]]]:
-    out: dict[str, dict[int, list[int]]] = {}
-    for m, pairs in ops.items():
-        for at, q in pairs:
-            out.setdefault(m, {}).setdefault(q, []).append(at)
-    return {m: {q: sorted(v) for q, v in d.items()} for m, d in out.items()}
 
 
 def order_of(req: PlanRequest, extra_blocks: Sequence[int] = ()) -> Order:

@@ -12,6 +12,8 @@ graph: buffers pairwise kept apart in every plan, whose sizes every arena holds 
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 from planner.core.io import request_sha256
@@ -66,7 +68,7 @@ def plan_partitioned(req: PlanRequest) -> Plan:
     cap = req.options.max_new_barriers
     if chosen:
         # The plan on no new barrier: taken when it needs no more bytes, or past the cap.
-        kept = _place(req, sizes, hard | set(windows), bound)
+        kept = _place(req, sizes, hard | set(windows), bound, exact=False)
         if kept[1] <= placed[1] or (sync == "insert" and cap is not None and len(chosen) > cap):
             placed, chosen = kept, []
     return _assemble(req, sync, verdicts, placed, chosen, (bound, clique))
@@ -83,7 +85,7 @@ def _window_points(v: PairOrder, allowed: list[int]) -> list[int]:
     if v.window is None:
         return []
     _, _, lo, hi = v.window
-    return [p for p in allowed if lo <= p <= hi]
+    return allowed[bisect.bisect_left(allowed, lo) : bisect.bisect_right(allowed, hi)]
 
 
 def _bound(req: PlanRequest, sizes: list[int], hard: set[tuple[int, int]]) -> tuple[int, list[int]]:
@@ -102,7 +104,14 @@ def _bound(req: PlanRequest, sizes: list[int], hard: set[tuple[int, int]]) -> tu
 Placed = tuple[np.ndarray, int, str, list[tuple[str, int]], bool]
 
 
-def _place(req: PlanRequest, sizes: list[int], edges: set[tuple[int, int]], bound: int) -> Placed:
+def _place(
+    req: PlanRequest,
+    sizes: list[int],
+    edges: set[tuple[int, int]],
+    bound: int,
+    *,
+    exact: bool = True,
+) -> Placed:
     n = len(req.buffers)
     g = ExplicitGraph(
         size=np.asarray(sizes, dtype=np.int64),
@@ -125,7 +134,7 @@ def _place(req: PlanRequest, sizes: list[int], edges: set[tuple[int, int]], boun
         req.max_alignment,
         EXACT_SHARE * req.options.time_limit,
     )
-    wants = req.options.solver in ("auto", "exact", "search", "cpsat")
+    wants = exact and req.options.solver in ("auto", "exact", "search", "cpsat")
     if not optimal and arena - bound > slack and wants and 0 < n <= EXACT_MAX_BUFFERS:
         solved = exact_pairs(g, lower_bound=bound, hint=offsets, time_limit=seconds)
         if solved is not None:
@@ -270,7 +279,7 @@ def _assemble(
             buffers=len(req.buffers),
             live_edges=live,
             hazard_edges=apart,
-            components=_components(len(sizes), verdicts, chosen),
+            components=_components(len(sizes), verdicts, free),
         ),
         diagnostics=notes,
         certificate=certificate,
@@ -291,9 +300,8 @@ def _free(verdicts: list[PairOrder], chosen: list[int]) -> set[tuple[int, int]]:
     return out
 
 
-def _components(n: int, verdicts: list[PairOrder], chosen: list[int]) -> int:
+def _components(n: int, verdicts: list[PairOrder], free: set[tuple[int, int]]) -> int:
     """Connected components of the conflict graph the plan keeps."""
-    free = _free(verdicts, chosen)
     parent = list(range(n))
 
     def root(k: int) -> int:

@@ -4,6 +4,7 @@ Warp-specialised partitions)."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from collections import Counter
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 import planner
+from planner.core import partitions
 from planner.core.errors import RequestError
 from planner.core.io import parse_request
 from planner.core.models import Buffer, Plan, PlanRequest
@@ -393,3 +395,26 @@ def test_selftest_fault_drops_the_arrive_of_a_cross_partition_reuse() -> None:
     assert not emulate(fault.request, fault.plan).valid
     # Faults built on the block-wide program order have no place in a partitioned request.
     assert plant_fault(req, plan, "drop_barrier", np.random.default_rng(0)) is None
+
+
+def test_the_brute_force_tells_a_rule_left_out_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the arrive/wait edges the planner's order disagrees with the brute force on
+    the producer/consumer hand-over: the agreement test can fail."""
+    req = _two(FULL + EMPTY)
+    assert (0, 1) in ordered_pairs(req)
+    assert any(v.ordered == (0, 1) for v in pair_orders(req, allow_new=False))
+    real = partitions.order_of
+
+    def without_arrives(r: PlanRequest) -> partitions.Order:
+        return dataclasses.replace(real(r), arrives={})
+
+    monkeypatch.setattr(partitions, "order_of", without_arrives)
+    assert not any(v.ordered == (0, 1) for v in pair_orders(req, allow_new=False))
+
+
+def test_rejects_ring_copies_in_a_partitioned_request() -> None:
+    base = _two(FULL).model_dump(mode="json")
+    base["buffers"][0]["copies"] = {"min": 2, "max": 3}
+    base["buffers"][0]["accesses"] = []  # a ring's slots take no access patterns
+    with pytest.raises(ValidationError, match="copies_with_partitions"):
+        PlanRequest.model_validate(base)

@@ -512,14 +512,16 @@ def _nothing_to_break(request: PlanRequest, plan: Plan, kind: str) -> bool:
     reuse relies on or a block of one thread (drop_barrier), no free buffer aligned above 1
     (misalign), no alias."""
     free = [b for b in request.buffers if b.offset is None]
+    if request.partitions and kind in ("drop_barrier", "break_alias"):
+        # Faults built on the block-wide program order have no place in a partitioned
+        # request (validators/faults.py); its own kind is drop_partition_sync.
+        return True
     if kind == "overlap":
         return not any(
             a.id != b.id and live_together(request, a, b) for a in request.buffers for b in free
         )
     if kind == "drop_barrier":  # one thread: program order alone orders every access
         if not plan.barriers.required or math.prod(request.block or [1]) < 2:
-            return True
-        if request.partitions:  # reuses across partitions: drop_partition_sync plants there
             return True
         # The kind plants in one straight stretch of the program; reuses that cross a loop
         # boundary (an epilogue after a K loop) are drop_back_edge's and early_barrier's.

@@ -1067,6 +1067,13 @@ class PlanRequest(BaseModel):
     def _check_partition_options(self, errors: _Errors) -> None:
         if not self.partitions:
             return
+        for i in self.rings:
+            errors.add(
+                ("buffers", i, "copies"),
+                "copies_with_partitions",
+                "a request with partitions gives each ring slot as its own buffer",
+                self.buffers[i].id,
+            )
         if self.options.shrink:
             errors.add(
                 ("options", "shrink"),
