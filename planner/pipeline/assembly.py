@@ -26,7 +26,7 @@ from planner.pipeline.diagnostics import diagnostics
 from planner.solvers.auto import Solution
 from planner.solvers.exact import allowed_gap
 
-__all__ = ["assemble", "naive_bytes", "stop_reason"]
+__all__ = ["assemble", "naive_bytes", "plan_status", "stop_reason"]
 
 
 def assemble(ctx: Context, attempt: Attempt, chosen: bool) -> Plan:
@@ -96,12 +96,21 @@ def stop_reason(req: PlanRequest, status: Status, arena: int, bound: int, proved
     return "budget"
 
 
-def _status(result: Solution, capacity: int | None) -> Status:
-    if capacity is not None and (result.bound > capacity or result.infeasible is not None):
+def plan_status(capacity: int | None, arena: int, bound: int, proved: bool) -> Status:
+    """A plan's status from its arena, the best bound proved (bytes) and whether the arena
+    is proved optimal: infeasible when the bound is over the capacity, unknown when only the
+    arena is, else optimal or feasible."""
+    if capacity is not None and bound > capacity:
         return "infeasible"
-    if capacity is not None and result.arena_bytes > capacity:
+    if capacity is not None and arena > capacity:
         return "unknown"
-    return "optimal" if result.proved_optimal else "feasible"
+    return "optimal" if proved else "feasible"
+
+
+def _status(result: Solution, capacity: int | None) -> Status:
+    if capacity is not None and result.infeasible is not None:
+        return "infeasible"
+    return plan_status(capacity, result.arena_bytes, result.bound, result.proved_optimal)
 
 
 def _certificate(g: InterferenceGraph, result: Solution, capacity: int | None) -> Certificate:

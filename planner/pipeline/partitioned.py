@@ -28,11 +28,10 @@ from planner.core.models import (
     PlanRequest,
     SolverAttempt,
     SolverInfo,
-    Status,
 )
 from planner.core.partitions import PairOrder, pair_orders, weight_clique
 from planner.core.targets import launch_figures
-from planner.pipeline.assembly import naive_bytes, stop_reason
+from planner.pipeline.assembly import naive_bytes, plan_status, stop_reason
 from planner.solvers.edges import EXACT_MAX_BUFFERS, ExplicitGraph, exact_pairs
 from planner.solvers.edges import fits as greedy_fits
 from planner.solvers.exact import exact_budget
@@ -181,13 +180,7 @@ def _assemble(
     capacity = req.effective_capacity
     proved = optimal or arena <= bound
     best_bound = arena if optimal else bound
-    status: Status
-    if capacity is not None and best_bound > capacity:
-        status = "infeasible"
-    elif capacity is not None and arena > capacity:
-        status = "unknown"
-    else:
-        status = "optimal" if proved else "feasible"
+    status = plan_status(capacity, arena, best_bound, proved)
     certificate = None
     if status == "infeasible":
         assert capacity is not None

@@ -51,11 +51,10 @@ from planner.core.models import (
     PlanRequest,
     SolverAttempt,
     SolverInfo,
-    Status,
 )
 from planner.core.program import Program, build_program, held_peak
 from planner.core.targets import launch_figures
-from planner.pipeline.assembly import naive_bytes, stop_reason
+from planner.pipeline.assembly import naive_bytes, plan_status, stop_reason
 from planner.pipeline.context import CAP_SETS_MAX, planned_sizes
 from planner.pipeline.unrolled_aliases import PieceAliases
 from planner.pipeline.unrolled_stab import SEARCH_NODES, Choice, choose, greedy
@@ -635,13 +634,7 @@ def _assemble(
     arena = chosen.arena
     proved = chosen.optimal or arena <= bound
     best_bound = arena if chosen.optimal else bound
-    status: Status
-    if capacity is not None and best_bound > capacity:
-        status = "infeasible"
-    elif capacity is not None and arena > capacity:
-        status = "unknown"
-    else:
-        status = "optimal" if proved else "feasible"
+    status = plan_status(capacity, arena, best_bound, proved)
     certificate = None
     if status == "infeasible":
         assert capacity is not None
