@@ -270,6 +270,16 @@ def _call(c: SyncCall) -> str:
     return f"{name}<{c.pending}>();"
 
 
+def _relies_on_own(request: PlanRequest, plan: Plan) -> bool:
+    """Whether ``sync_calls`` lists an operation beyond the proxy fence and the cluster barrier
+    (known before the buffers are named, so a plan without one names them as it always did)."""
+    return (
+        any(b.kind == "mbarrier" for b in request.buffers)
+        or any(s.kind not in ("fence_proxy_async", "cluster_barrier") for s in request.syncs)
+        or any(inval.origin != "existing" for inval in plan.invals)
+    )
+
+
 def call_table(calls: list[SyncCall]) -> list[str]:
     """The kernel-body table of helper calls by program point, or nothing when the plan
     relies on none of the operations beyond the proxy fence and the cluster barrier."""
@@ -289,7 +299,9 @@ def emit_cuda(request: PlanRequest, plan: Plan) -> str:
 
 def cuda_snippet(request: PlanRequest, plan: Plan) -> CudaSnippet:
     """The snippet's parts, for callers that paste them in different places."""
-    reserved = {ARENA, WORKSPACE, _BLOCK_BASE, *HELPERS.values()}
+    reserved = {ARENA, WORKSPACE, _BLOCK_BASE, CLUSTER_BARRIER, FENCE_PROXY_ASYNC}
+    if _relies_on_own(request, plan):
+        reserved |= set(HELPERS.values())
     kernel = identifiers([request.name], reserved)[0]
     buffers = placed(request, plan, {*reserved, kernel})
     head = [

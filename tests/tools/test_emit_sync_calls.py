@@ -276,3 +276,22 @@ def test_cuda_helpers_compile_for_sm_90a_and_not_sm_80(name: str, tmp_path: Path
     assert below.returncode != 0
     assert "needs sm_90" in below.stderr
     assert "mbarrier.init needs" not in below.stderr  # sm_80 has mbarrier.init
+
+
+def test_helper_names_are_reserved_only_where_emitted() -> None:
+    """A buffer named like a helper keeps its name in a plan without that code, and is renamed
+    in one with it, so no pointer shadows a helper."""
+    plain = parse_request(
+        {"buffers": [{"id": "planner_mbarrier_init", "size": 64, "start": 0, "end": 2}]}
+    )
+    assert "const planner_mbarrier_init =" in cuda_snippet(plain, planner.plan(plain)).device
+    request, _ = _planned("mbarrier_reuse")
+    extra = {"id": "planner_mbarrier_init", "size": 64, "start": 0, "end": 1}
+    data = request.model_dump(mode="json", exclude_none=True)
+    data["buffers"].append(extra)
+    grown = parse_request(data)
+    plan = planner.plan(grown)
+    assert planner.validate(grown, plan).valid
+    device = cuda_snippet(grown, plan).device
+    assert "const planner_mbarrier_init =" not in device
+    assert "const planner_mbarrier_init_2 =" in device
