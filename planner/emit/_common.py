@@ -22,6 +22,7 @@ from planner.core.models import Plan, PlanRequest
 __all__ = [
     "Outline",
     "Placed",
+    "SyncCall",
     "barrier_notes",
     "control_outline",
     "identifiers",
@@ -30,6 +31,7 @@ __all__ = [
     "placed",
     "quoted",
     "status_warning",
+    "sync_calls",
     "sync_notes",
 ]
 
@@ -202,6 +204,96 @@ def sync_notes(request: PlanRequest, plan: Plan, buffers: list[Placed]) -> list[
             for p in sorted(set(listed.required) - set(listed.existing)):
                 notes.append((p, f"{text}  // {words['required']}"))
     return sorted(notes, key=lambda n: n[0])
+
+
+# The synchronisation operations that ``sync_calls`` lists beyond the proxy fence and the
+# cluster barrier: a plan with none of them emits no helper or call table for them.
+OWN_OPS = frozenset(
+    {
+        "mbarrier_init",
+        "mbarrier_inval",
+        "mbarrier_arrive",
+        "expect_tx",
+        "mbarrier_wait",
+        "named_barrier",
+        "wait_group",
+        "bulk_wait_group",
+        "bulk_wait_group_read",
+        "wgmma_wait_group",
+    }
+)
+
+
+@dataclass(frozen=True)
+class SyncCall:
+    """One synchronisation operation the plan relies on, at its program point."""
+
+    at: int
+    op: str  # an OWN_OPS member, "fence_proxy_async" or "cluster_barrier"
+    mbarrier: str = ""  # mbarrier ops: the buffer's identifier, else the name JSON-quoted
+    own: bool = False  # the mbarrier is a buffer of the plan (a pointer in the snippet)
+    count: int = 0  # mbarrier_init: the arrivals of one phase
+    pending: int = 0  # wait_group kinds: the groups that may stay in flight
+    barrier_id: int = 0  # named_barrier: the barrier id
+    threads: int | None = None  # named_barrier: the threads taking part, None: the block's
+    note: str = ""  # who runs it and why (partition, inserted or required), or empty
+
+
+def sync_calls(request: PlanRequest, plan: Plan, buffers: list[Placed]) -> list[SyncCall]:
+    """Every synchronisation operation the plan relies on besides block barriers, in point
+    order (stable): each mbarrier buffer's init at its start, the request's syncs, and the
+    fences, invals and cluster barriers the plan inserts or requires."""
+    names = {b.id: b.name for b in buffers}
+    spans = {p.id: p.threads[1] - p.threads[0] for p in request.partitions}
+    words = {"inserted": "inserted by the plan: add it", "required": "required: add it"}
+    calls: list[SyncCall] = []
+    for b in request.buffers:
+        if b.kind == "mbarrier":
+            arrivals = [
+                s.at
+                for s in request.syncs
+                if s.mbarrier == b.id and s.kind in ("mbarrier_arrive", "expect_tx")
+            ]
+            first = min(arrivals, default=None)
+            count = max(1, sum(1 for a in arrivals if a == first))
+            calls.append(SyncCall(b.start, "mbarrier_init", names[b.id], True, count))
+    for s in request.syncs:
+        by = f"partition {quoted(s.partition)}" if s.partition is not None else ""
+        if s.kind == "wait_group":
+            group = s.group or "cp.async"
+            op = {"cp.async": "wait_group", "bulk": "bulk_wait_group", "wgmma": "wgmma_wait_group"}
+            kind = op[group] + ("_read" if group == "bulk" and s.read else "")
+            calls.append(SyncCall(s.at, kind, pending=s.pending, note=by))
+        elif s.kind == "named_barrier":
+            taking = s.partitions or []
+            threads = sum(spans.get(p, 0) for p in taking) if taking else None
+            who = ", ".join(quoted(p) for p in taking)
+            note = f"partitions {who}" if taking else ""
+            calls.append(
+                SyncCall(s.at, "named_barrier", barrier_id=s.id or 0, threads=threads, note=note)
+            )
+        elif s.kind in ("fence_proxy_async", "cluster_barrier"):
+            calls.append(SyncCall(s.at, s.kind, note=by))
+        else:
+            ident = s.mbarrier or ""
+            own = ident in names
+            calls.append(SyncCall(s.at, s.kind, names.get(ident, quoted(ident)), own, note=by))
+    for fence in plan.fences:
+        calls.append(SyncCall(fence.at, "fence_proxy_async", note=words[fence.origin]))
+    for inval in plan.invals:
+        if inval.origin != "existing":
+            ident = inval.mbarrier
+            own = ident in names
+            mbar = names.get(ident, quoted(ident))
+            calls.append(SyncCall(inval.at, "mbarrier_inval", mbar, own, note=words[inval.origin]))
+    listed = plan.cluster_barriers
+    if listed is not None:
+        for p in listed.inserted:
+            calls.append(SyncCall(p, "cluster_barrier", note=words["inserted"]))
+        if request.options.sync == "none":
+            for p in sorted(set(listed.required) - set(listed.existing)):
+                calls.append(SyncCall(p, "cluster_barrier", note=words["required"]))
+    return sorted(calls, key=lambda c: c.at)
 
 
 def status_warning(plan: Plan) -> str | None:

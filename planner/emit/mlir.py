@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from planner.core.models import Plan, PlanRequest
 from planner.emit._common import (
+    OWN_OPS,
     Placed,
+    SyncCall,
     barrier_notes,
     identifiers,
     outline_lines,
     placed,
     quoted,
     status_warning,
+    sync_calls,
     sync_notes,
 )
 
@@ -38,9 +41,13 @@ _GLOBAL = "memref<?xi8>"
 
 def emit_mlir(request: PlanRequest, plan: Plan) -> str:
     """A module holding one ``gpu.func`` that carves the plan's buffers out of the arena."""
-    kernel = identifiers([request.name], {CLUSTER_BARRIER, FENCE_PROXY_ASYNC})[0]
     # Values of our own start with "_"; buffer names never do (see identifiers).
     buffers = placed(request, plan, set())
+    calls = sync_calls(request, plan, buffers)
+    own = [c for c in calls if c.op in OWN_OPS]
+    kernel = identifiers(
+        [request.name], {CLUSTER_BARRIER, FENCE_PROXY_ASYNC, *(_symbol(c) for c in own)}
+    )[0]
     spilled = [b for b in buffers if b.memory == "global"]
     lines = [
         f"// Shared-memory plan for kernel {kernel}: status {plan.status}, arena "
@@ -110,6 +117,13 @@ def emit_mlir(request: PlanRequest, plan: Plan) -> str:
             "// Synchronisation by program point besides barriers (before the accesses there):"
         )
         body += [f"//   point {p}: {text}" for p, text in syncs]
+    if own:
+        body.append(
+            "// Calls by program point (each before the accesses there), the helpers above:"
+        )
+        for c in calls:
+            note = f"  // {c.note}" if c.note else ""
+            body.append(f"//   point {c.at}: {_call(c)}{note}")
     body.append("gpu.return")
     helper: list[str] = []
     if plan.cluster_barriers is not None:
@@ -132,6 +146,7 @@ def emit_mlir(request: PlanRequest, plan: Plan) -> str:
             "      gpu.return",
             "    }",
         ]
+    helper += _own_helpers(own)
     lines += [
         "module attributes {gpu.container_module} {",
         f"  gpu.module @{kernel}_plan {{",
@@ -143,6 +158,107 @@ def emit_mlir(request: PlanRequest, plan: Plan) -> str:
         "}",
     ]
     return "\n".join(lines) + "\n"
+
+
+# The other synchronisation, one gpu.func per operation (and per wait_group depth) of NVVM
+# ops on the mbarrier's shared-memory pointer: mbarrier.init, .inval, .arrive,
+# .arrive.expect_tx, .try_wait.parity (it loops until the phase completes), bar.sync id, n
+# (nvvm.barrier), cp.async.wait_group, cp.async.bulk.wait_group[.read], wgmma.wait_group.
+_PTR = "!llvm.ptr<3>"
+_BASE = {
+    "mbarrier_init": "planner_mbarrier_init",
+    "mbarrier_inval": "planner_mbarrier_inval",
+    "mbarrier_arrive": "planner_mbarrier_arrive",
+    "expect_tx": "planner_mbarrier_arrive_expect_tx",
+    "mbarrier_wait": "planner_mbarrier_wait",
+    "named_barrier": "planner_named_barrier",
+    "wait_group": "planner_wait_group",
+    "bulk_wait_group": "planner_bulk_wait_group",
+    "bulk_wait_group_read": "planner_bulk_wait_group_read",
+    "wgmma_wait_group": "planner_wgmma_wait_group",
+    "fence_proxy_async": FENCE_PROXY_ASYNC,
+    "cluster_barrier": CLUSTER_BARRIER,
+}
+_WAITS = {
+    "wait_group": "nvvm.cp.async.wait.group {n}",
+    "bulk_wait_group": "nvvm.cp.async.bulk.wait_group {n}",
+    "bulk_wait_group_read": "nvvm.cp.async.bulk.wait_group {n} read",
+    "wgmma_wait_group": "nvvm.wgmma.wait.group.sync.aligned {n}",
+}
+_BODIES = {
+    "mbarrier_init": (
+        f"%bar: {_PTR}, %count: i32",
+        [f"nvvm.mbarrier.init %bar, %count : {_PTR}, i32"],
+    ),
+    "mbarrier_inval": (f"%bar: {_PTR}", [f"nvvm.mbarrier.inval %bar : {_PTR}"]),
+    "mbarrier_arrive": (f"%bar: {_PTR}", [f"%state = nvvm.mbarrier.arrive %bar : {_PTR} -> i64"]),
+    "expect_tx": (
+        f"%bar: {_PTR}, %bytes: i32",
+        [f"nvvm.mbarrier.arrive.expect_tx %bar, %bytes : {_PTR}, i32"],
+    ),
+    "mbarrier_wait": (
+        f"%bar: {_PTR}, %phase: i32",
+        [
+            "%ticks = arith.constant 10000000 : i32",
+            f"nvvm.mbarrier.try_wait.parity %bar, %phase, %ticks : {_PTR}, i32, i32",
+        ],
+    ),
+    "named_barrier": (
+        "%id: i32, %threads: i32",
+        ["nvvm.barrier id = %id number_of_threads = %threads"],
+    ),
+}
+
+
+def _symbol(c: SyncCall) -> str:
+    """The helper's symbol: one per wait_group depth."""
+    if c.op in _WAITS:
+        return f"{_BASE[c.op]}_{c.pending}"
+    return _BASE[c.op]
+
+
+def _own_helpers(own: list[SyncCall]) -> list[str]:
+    """One gpu.func per helper ``own`` calls, in a fixed order."""
+    lines: list[str] = []
+    done: set[str] = set()
+    for c in sorted(own, key=lambda c: (list(_BASE).index(c.op), c.pending)):
+        name = _symbol(c)
+        if name in done:
+            continue
+        done.add(name)
+        if c.op in _WAITS:
+            args, ops = "", [_WAITS[c.op].format(n=c.pending)]
+        else:
+            args, ops = _BODIES[c.op]
+        lines += [
+            f"    gpu.func @{name}({args}) {{",
+            *(f"      {op}" for op in ops),
+            "      gpu.return",
+            "    }",
+        ]
+    if lines:
+        lines.insert(
+            0, "    // The synchronisation the plan relies on: call each where the table says."
+        )
+    return lines
+
+
+def _call(c: SyncCall) -> str:
+    """The helper call for ``c``, as the table lists it (mbarriers as !llvm.ptr<3>)."""
+    bar = f"%{c.mbarrier}" if c.own else f"<mbarrier {c.mbarrier}>"
+    name = f"@{_symbol(c)}"
+    if c.op == "mbarrier_init":
+        return f"{name}({bar}, {c.count})"
+    if c.op in ("mbarrier_inval", "mbarrier_arrive"):
+        return f"{name}({bar})"
+    if c.op == "expect_tx":
+        return f"{name}({bar}, <bytes>)"
+    if c.op == "mbarrier_wait":
+        return f"{name}({bar}, <phase>)"
+    if c.op == "named_barrier":
+        threads = "<block threads>" if c.threads is None else c.threads
+        return f"{name}({c.barrier_id}, {threads})"
+    return f"{name}()"
 
 
 def _view(b: Placed, source: str, shift: str, source_type: str, space: str | None) -> str:
