@@ -379,6 +379,42 @@ def test_wgmma_and_tma_waits_of_a_later_iteration_stay_approximated(
     assert any("tma" in n for n in reports[("matmul_tma_persistent", 90)].notes)
 
 
+def test_wgmma_retired_in_its_own_iteration_is_an_mma_read(
+    compiled: dict[tuple[str, int], Any], reports: dict[tuple[str, int], TritonReport]
+) -> None:
+    """The sm_90 attention's wgmmas are each followed in the loop body by a
+    ``warp_group_dot_wait {pendings = 0}``: their shared operands are mma reads completed by a
+    ``wait_group`` of group "wgmma" there, with the proxy fences Triton puts before them, and
+    Triton's plan holds under those rules."""
+    from planner.bridges.triton import allocated_ttgir
+
+    lines = allocated_ttgir(compiled[("attention", 90)].asm["ttgir"], 90, membar=True)
+    lines_ = [line.strip() for line in lines.splitlines()]
+    dots = [
+        k
+        for k, line in enumerate(lines_)
+        if "ttng.warp_group_dot " in line and "isAsync = true" in line
+    ]
+    assert dots
+    assert all(
+        "warp_group_dot_wait" in lines_[k + 1] and "pendings = 0" in lines_[k + 1] for k in dots
+    )
+    operands = sum(lines_[k].split(":", 1)[1].count("!ttg.memdesc") for k in dots)
+    report = reports[("attention", 90)]
+    assert report.request is not None
+    mma = [a for b in report.request.buffers for a in b.accesses if a.agent == "mma"]
+    assert len(mma) == operands
+    assert all(a.op == "read" for a in mma)
+    waits = [s for s in report.request.syncs if s.kind == "wait_group"]
+    assert [(s.group, s.pending) for s in waits] == [("wgmma", 0)] * len(dots)
+    fences = sum("ttng.fence_async_shared" in line for line in lines_)
+    assert len([s for s in report.request.syncs if s.kind == "fence_proxy_async"]) == fences
+    assert report.triton_verdict is not None
+    assert report.triton_verdict.valid, report.triton_verdict
+    assert report.ours_bytes is not None
+    assert report.ours_bytes <= report.triton_bytes
+
+
 # Types spelled once: MEM a shared buffer, TEN a register tensor, PTR global pointers.
 _COPY = (
     """
