@@ -67,6 +67,10 @@ class KernelShape:
         self.candidates: list[int] = []
         self.buffers: dict[str, BufferShape] = {}
         self.divergent = 0  # open thread-dependent regions
+        # Buffers whose accesses the reader lists (asynchronous ones among them), and the
+        # syncs that complete those.
+        self.listed: dict[str, list[dict[str, Any]]] = {}
+        self.syncs: list[dict[str, Any]] = []
 
     # Walking ------------------------------------------------------------------------------
 
@@ -170,6 +174,8 @@ class KernelShape:
                 "end": life[1],
                 "alignment": b.alignment,
             }
+            if b.id in self.listed:
+                entry["accesses"] = self.listed[b.id]
             buffers.append(entry)
         loops = []
         for region in self.regions:
@@ -199,6 +205,9 @@ class KernelShape:
         }
         if target is not None:
             request["target"] = target
+        syncs = sorted((s for s in self.syncs if s["at"] <= horizon), key=lambda s: s["at"])
+        if syncs:
+            request["syncs"] = syncs
         if loops:
             request["loops"] = _merge_same(loops)
         if branches:

@@ -191,11 +191,18 @@ def check_ttgir(
             f"{after.lowered_barriers} barriers Triton's lowering adds (before each scalar "
             "atomic, after each TMA descriptor's acquire fence)"
         )
-    if after.async_ops:
+    if after.exact_async:
         report.notes.append(
-            f"{after.async_ops} asynchronous operations (cp.async, wgmma), "
-            "taken as touching their buffers until the wait that retires them (TMA loads: "
-            "until the buffer's ttg.local_dealloc)"
+            "asynchronous accesses with the wait that covers them: "
+            + ", ".join(f"{n} {agent}" for agent, n in sorted(after.exact_async.items()))
+        )
+    if after.approximated:
+        report.notes.append(
+            "asynchronous operations taken as the threads' until the wait that drains them "
+            "(TMA loads: until the buffer's ttg.local_dealloc), as Triton's allocation "
+            "assumes, since the request cannot state their completion (a wait in a later "
+            "iteration or outside their region; an mbarrier phase): "
+            + ", ".join(f"{n} {agent}" for agent, n in sorted(after.approximated.items()))
         )
     request = PlanRequest.model_validate(_request(after, profile, time_limit, sync="existing"))
     report.request = request
@@ -212,6 +219,15 @@ def check_ttgir(
     report.ours_bytes = ours.arena_bytes
     report.ours_inserted = len(ours.barriers.inserted)
     report.lower_bound = ours.lower_bound
+    if after.exact_async:
+        # This planner adds barriers but no proxy fence where none stands before a barrier of
+        # the request: without Triton's barriers, its fences would order nothing, so the
+        # asynchronous accesses are taken as Triton's allocation takes them.
+        before = read_ttgir(allocated_ttgir(ttgir, capability, membar=False), exact=False)
+        report.notes.append(
+            "without Triton's barriers the asynchronous accesses are taken as the threads' "
+            "until the wait that drains them"
+        )
     alone = plan_request(_request(before, profile, time_limit, sync="insert"))
     report.alone_bytes = alone.arena_bytes
     report.alone_barriers = before.barrier_ops + len(alone.barriers.inserted)

@@ -10,17 +10,21 @@ through ``ttg.memdesc_*`` views and ``scf`` values, and the scratch of operation
 their operation alone. ``ttg.barrier local`` and ``gpu.barrier`` are barriers. Every scalar
 in TTGIR is one value per program, so every loop and branch is block-uniform.
 
-An asynchronous copy (``ttg.async_copy_global_to_local``) writes its buffer, an asynchronous
-wgmma (``ttng.warp_group_dot``) reads its operands, and a TMA store
-(``ttng.async_tma_copy_local_to_global``) reads its buffer, until a wait retires them: the
-buffer is taken as accessed up to the first ``ttg.async_wait {num = 0}`` (or
-``ttng.warp_group_dot_wait {pendings = 0}``, ``ttng.async_tma_store_wait {pendings = 0}``)
-after its last such operation, else to the end of the kernel. A TMA load
-(``ttng.async_tma_copy_global_to_local``) writes its buffer and arrives on its mbarrier until
-the buffer's ``ttg.local_dealloc``, where Triton's allocation ends it. Mbarriers are buffers
-their operations (``ttng.init_barrier``, ``barrier_expect``, ``wait_barrier``,
-``inval_barrier``) access. Barriers Triton's lowering adds without printing them stand at
-their operation: before a scalar atomic, after a TMA descriptor's acquire fence. Anything else
+An asynchronous copy (``ttg.async_copy_global_to_local``) is a ``cp.async`` write, an
+asynchronous wgmma (``ttng.warp_group_dot``) an ``mma`` read of its operands and a TMA store
+(``ttng.async_tma_copy_local_to_global``) a ``tma`` read of its buffer, each completed by a
+``wait_group`` at the wait that retires it (``ttg.async_wait {num = N}``,
+``ttng.warp_group_dot_wait {pendings = N}``, ``ttng.async_tma_store_wait``) where that wait
+follows it in its own region and the request's group counting agrees with Triton's
+(``_Reader._cover``); ``ttng.fence_async_shared`` is then a ``fence_proxy_async``. Otherwise
+(a wait in a later iteration, a TMA load completing on an mbarrier phase) the operation is
+taken, as Triton's allocation assumes, as the threads' access up to the first such wait with
+nothing pending after the last of them on its buffer, else to the end of the kernel; TMA loads
+(``ttng.async_tma_copy_global_to_local``), which arrive on their mbarrier, up to the buffer's
+``ttg.local_dealloc``. Mbarriers are buffers their operations (``ttng.init_barrier``,
+``barrier_expect``, ``wait_barrier``, ``inval_barrier``) access. Barriers Triton's lowering
+adds without printing them stand at their operation: before a scalar atomic, after a TMA
+descriptor's acquire fence. Anything else
 that touches shared memory asynchronously or from another partition (warp specialization, an
 unknown operation) raises ``Unsupported``: such a kernel is reported, not guessed.
 """
@@ -75,6 +79,17 @@ _ASYNC = {
     ),
     "ttng.async_tma_copy_global_to_local": ("ttg.local_dealloc", re.compile(r"$^")),
 }
+# Each asynchronous operation's agent, the op it makes and its wait_group group (None: it
+# completes on an mbarrier).
+_AGENT: dict[str, tuple[str, str, str | None]] = {
+    "ttg.async_copy_global_to_local": ("cp.async", "write", "cp.async"),
+    "ttng.warp_group_dot": ("mma", "read", "wgmma"),
+    "ttng.async_tma_copy_local_to_global": ("tma", "read", "bulk"),
+    "ttng.async_tma_copy_global_to_local": ("tma", "write", None),
+}
+_PENDING = re.compile(r"(?:num|pendings)\s*=\s*(\d+)")
+# Operations by the threads that only read shared memory.
+_READS = frozenset({"ttg.local_load", "tt.dot", "ttng.warp_group_dot", "ttng.warp_group_dot_wait"})
 _IGNORED = frozenset({"ttg.local_dealloc"})
 _BARRIERS = frozenset({"ttg.barrier", "gpu.barrier"})
 # Scalar atomics: Triton's lowering puts a block-wide barrier before each one (and, where the
@@ -126,6 +141,20 @@ class TtgirRead:
     barrier_ops: int  # barrier operations in the module
     lowered_barriers: int = 0  # barriers the lowering adds: one before each scalar atomic
     async_ops: int = 0
+    exact_async: dict[str, int] = field(default_factory=dict)  # agent -> accesses modelled
+    approximated: dict[str, int] = field(default_factory=dict)  # agent -> accesses taken as
+    # threads' until the wait that drains them (or the buffer's dealloc)
+
+
+@dataclass
+class _Issue:
+    """An asynchronous operation: its point, the buffers it touches, where it stands."""
+
+    op: _Op
+    at: int
+    buffers: list[str]
+    region: list[_Op]
+    index: int
 
 
 _TOKEN = re.compile(r"%[\w]+")
@@ -288,6 +317,16 @@ class _Reader:
         self.final_waits: dict[str, list[int]] = {}  # wait -> points where nothing is pending
         self.async_ops = 0
         self.deallocs: dict[str, list[int]] = {}  # buffer -> points of its ttg.local_dealloc
+        self.issues: list[_Issue] = []  # asynchronous operations, in program order
+        self.points_of: dict[int, int] = {}  # id(op) -> its point
+        self.here: tuple[list[_Op], int] = ([], 0)  # the region being walked, the op's index
+        self.threads: dict[str, list[tuple[int, str]]] = {}  # buffer -> (point, op) by threads
+        self.listed: dict[str, list[dict[str, object]]] = {}  # buffer -> asynchronous accesses
+        self.syncs: set[tuple[int, str, int, bool]] = set()  # covering waits
+        self.fences: list[int] = []  # points of ttng.fence_async_shared
+        self.exact = True
+        self.exact_async: dict[str, int] = {}
+        self.approximated: dict[str, int] = {}
 
     def declare(self, ops: list[_Op]) -> None:
         """Aliases through views and scf values, to a fixpoint."""
@@ -338,12 +377,16 @@ class _Reader:
         return changed
 
     def walk(self, ops: list[_Op]) -> None:
-        for op in ops:
+        for k, op in enumerate(ops):
+            self.here = (ops, k)
             self._visit(op)
 
     def _visit(self, op: _Op) -> None:
         shape = self.shape
         p = shape.point()
+        self.points_of[id(op)] = p
+        if op.name == "ttng.fence_async_shared":  # fence.proxy.async.shared::cta
+            self.fences.append(p)
         constant = _CONSTANT.match(op.text.split("=", 1)[-1].strip())
         if op.name == "arith.constant" and constant and op.results:
             self.constants[op.results[0]] = int(constant.group(1))
@@ -365,6 +408,7 @@ class _Reader:
             )
             self.offsets[bid] = int(scratch.group(1))
             shape.access(bid, p)
+            self.threads.setdefault(bid, []).append((p, "write"))
         if op.name in _BARRIERS and (op.name != "ttg.barrier" or "local" in op.text):
             shape.barrier(p)
             self.barrier_ops += 1
@@ -395,10 +439,13 @@ class _Reader:
             and op.name not in _IGNORED
             and op.name not in ("scf.for", "scf.yield", "scf.if")
         ):
-            if op.name in _ASYNC and (op.name != "ttng.warp_group_dot" or "isAsync" in op.text):
+            issued = op.name in _ASYNC and (
+                op.name != "ttng.warp_group_dot" or "isAsync" in op.text
+            )
+            if issued:
                 self.async_ops += 1
-                for bid in touched:
-                    self.async_copies.setdefault((bid, _ASYNC[op.name][0]), []).append(p)
+                region, index = self.here
+                self.issues.append(_Issue(op, p, sorted(touched), region, index))
             elif op.name == "ttng.warp_group_dot":
                 pass  # a synchronous wgmma: its reads are done when it returns
             elif op.name not in _ACCESSES:
@@ -409,6 +456,9 @@ class _Reader:
                 )
             for bid in touched:
                 shape.access(bid, p)
+                if not issued:
+                    what = "read" if op.name in _READS else "write"
+                    self.threads.setdefault(bid, []).append((p, what))
         if op.name == "scf.for":
             bounds = re.findall(r"=\s*(%[\w]+)\s+to\s+(%[\w]+)\s+step\s+(%[\w]+)", op.text)
             trips = None
@@ -452,25 +502,146 @@ class _Reader:
             inner.extend(x for region in o.regions for x in region)
 
     def finish(self) -> None:
-        """Asynchronous accesses end by the first wait with nothing pending (``async_wait
-        {num = 0}``, ...) after the last of them, else by the end of the kernel; TMA loads,
-        whose completion is an mbarrier phase, by the buffer's ``ttg.local_dealloc``."""
+        """Each asynchronous operation ends at the wait that covers it where the request can
+        say so exactly (below); else, as Triton's allocation assumes, by the first wait with
+        nothing pending (``async_wait {num = 0}``, ...) after the last of them on its buffer,
+        else by the end of the kernel; TMA loads, whose completion is an mbarrier phase, by the
+        buffer's ``ttg.local_dealloc``."""
+        covers = self._covers()
         last = self.shape.points - 1
-        for (bid, wait), copies in self.async_copies.items():
+        drained: dict[tuple[str, str], list[int]] = {}
+        for issue in self.issues:
+            agent, op, _ = _AGENT[issue.op.name]
+            cover = covers.get(id(issue))
+            for bid in issue.buffers:
+                if cover is None:
+                    drained.setdefault((bid, _ASYNC[issue.op.name][0]), []).append(issue.at)
+                    self.threads.setdefault(bid, []).append((issue.at, op))
+                    continue
+                self.listed.setdefault(bid, []).append(
+                    {"op": op, "at": issue.at, "bytes": 1, "threads": "all", "agent": agent}
+                )
+                self.shape.access(bid, cover[0])  # live until the covering wait
+            key = "exact_async" if cover is not None else "approximated"
+            counts = getattr(self, key)
+            counts[agent] = counts.get(agent, 0) + 1
+            if cover is not None:
+                self.syncs.add(cover)
+        for (bid, wait), copies in drained.items():
             after = [w for w in self.final_waits.get(wait, []) if w > max(copies)]
             freed = [d for d in self.deallocs.get(bid, []) if d > max(copies)]
             if wait != "ttg.local_dealloc":  # only TMA loads end at the dealloc
                 freed = []
-            self.shape.access(bid, after[0] if after else freed[0] if freed else last)
+            end = after[0] if after else freed[0] if freed else last
+            self.shape.access(bid, end)
+            self.threads.setdefault(bid, []).append((end, "write"))
+
+    def _covers(self) -> dict[int, tuple[int, str, int, bool]]:
+        """id(issue) -> (point, group, pending, read) of the wait that covers it, for those
+        whose covering wait the request states exactly: a ``wait_group`` among the operations
+        that follow it in its own region (the same loop iteration, the same arm), where the
+        groups committed in between, as Triton counts them, are the issue points the request
+        counts (one operation per group, no issue or commit in a nested region in between).
+        TMA loads complete on an mbarrier phase of a stage's barrier array, which the request
+        cannot name: they are left out (None)."""
+        exact = {id(i): i for i in self.issues if self.exact and _AGENT[i.op.name][2] is not None}
+        while True:
+            covers: dict[int, tuple[int, str, int, bool]] = {}
+            for key, issue in exact.items():
+                found = self._cover(issue, exact)
+                if found is not None:
+                    covers[key] = found
+            if len(covers) == len(exact):
+                return covers
+            exact = {k: i for k, i in exact.items() if k in covers}
+
+    def _cover(self, issue: _Issue, exact: dict[int, _Issue]) -> tuple[int, str, int, bool] | None:
+        _, _, group = _AGENT[issue.op.name]
+        assert group is not None
+        wait_name = _ASYNC[issue.op.name][0]
+        exact_ops = {id(i.op) for i in exact.values()}
+        # Groups committed after the issue's own: as Triton counts them (at least), and as the
+        # request does (its exact issue points); ``unknown`` once a nested region commits some.
+        open_copy = group == "cp.async"  # a copy not yet committed
+        own_committed = group != "cp.async"
+        triton_later = model_later = 0
+        unknown = False
+        for op in issue.region[issue.index + 1 :]:
+            if op.regions:
+                inner = [o for region in op.regions for o in _flat(region)]
+                if any(_AGENT.get(o.name, ("", "", None))[2] == group for o in inner) or (
+                    group == "cp.async" and any(o.name == "ttg.async_commit_group" for o in inner)
+                ):
+                    if open_copy:
+                        return None
+                    unknown = True
+                continue
+            if _AGENT.get(op.name, ("", "", None))[2] == group:
+                if open_copy:
+                    return None  # two copies in one commit group
+                open_copy = group == "cp.async"
+                model_later += id(op) in exact_ops
+                triton_later += group != "cp.async"
+            elif op.name == "ttg.async_commit_group" and group == "cp.async":
+                triton_later += own_committed
+                own_committed = True
+                open_copy = False
+            elif op.name == wait_name:
+                found = _PENDING.search(op.text)
+                if found is None or open_copy:
+                    return None
+                pending = int(found.group(1))
+                if model_later >= pending:
+                    read = group == "bulk" and "read_only" in op.text
+                    return (self.points_of[id(op)], group, pending, read)
+                if unknown or triton_later >= pending:
+                    return None  # Triton's wait covers it, the request's would not
+        return None
+
+    def request_syncs(self) -> list[dict[str, object]]:
+        """The covering waits and, where there are any, the proxy fences: what orders the
+        threads' writes before an access through the async proxy."""
+        out: list[dict[str, object]] = []
+        if self.syncs:
+            out += [{"kind": "fence_proxy_async", "at": p} for p in sorted(set(self.fences))]
+        for at, group, pending, read in sorted(self.syncs):
+            sync: dict[str, object] = {"kind": "wait_group", "at": at, "group": group}
+            if pending:
+                sync["pending"] = pending
+            if read:
+                sync["read"] = True
+            out.append(sync)
+        return out
 
 
-def read_ttgir(text: str) -> TtgirRead:
-    """The kernel of a TTGIR module printed after Triton's shared-memory allocation."""
+def _flat(ops: list[_Op]) -> list[_Op]:
+    out: list[_Op] = []
+    for op in ops:
+        out.append(op)
+        for region in op.regions:
+            out += _flat(region)
+    return out
+
+
+def read_ttgir(text: str, *, exact: bool = True) -> TtgirRead:
+    """The kernel of a TTGIR module printed after Triton's shared-memory allocation;
+    ``exact``: asynchronous accesses with their agent and covering wait where the request can
+    state them (else every one taken as the threads' until the wait that drains it)."""
     ops, aliases, shared, name = _tree(text)
     reader = _Reader(name, aliases)
+    reader.exact = exact
     reader.declare(ops)
     reader.walk(ops)
     reader.finish()
+    reader.shape.syncs = reader.request_syncs()
+    for bid, listed in reader.listed.items():
+        threads = [
+            {"op": what, "at": at, "bytes": 1, "threads": "all"}
+            for at, what in sorted(set(reader.threads.get(bid, [])))
+        ]
+        reader.shape.listed[bid] = sorted(
+            [*threads, *listed], key=lambda a: (a["at"], str(a.get("agent", "")))
+        )
     return TtgirRead(
         name=name,
         shape=reader.shape,
@@ -479,4 +650,6 @@ def read_ttgir(text: str) -> TtgirRead:
         barrier_ops=reader.barrier_ops,
         lowered_barriers=reader.lowered_barriers,
         async_ops=reader.async_ops,
+        exact_async=reader.exact_async,
+        approximated=reader.approximated,
     )

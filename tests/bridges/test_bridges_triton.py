@@ -289,3 +289,232 @@ def test_names_reused_in_sibling_regions_are_told_apart() -> None:
     assert read.offsets == {"%0": 0}
     assert read.shape.buffers["%0"].accesses  # the load in the then region
     assert len(read.shape.branches) == 1
+
+
+def _top_level_copies(ttgir: str) -> tuple[int, list[int]]:
+    """From the TTGIR text alone: the cp.async copies in the kernel's own body (outside every
+    loop and branch), and the ``num`` of each ``ttg.async_wait`` there that retires at least
+    one of their commit groups (Triton's counting: a wait leaves its ``num`` most recent
+    groups in flight)."""
+    body = ttgir.split("tt.func", 1)[1].splitlines()[1:]
+    depth, copies, groups, retiring = 0, 0, [], []
+    pending = 0  # copies not yet committed
+    for line in body:
+        text = line.strip()
+        if depth == 0:
+            if "ttg.async_copy_global_to_local" in text:
+                copies += 1
+                pending += 1
+            elif "ttg.async_commit_group" in text:
+                groups.append(pending)
+                pending = 0
+            elif "ttg.async_wait" in text:
+                num = int(text.split("num = ")[1].split(" ")[0])
+                kept = groups[len(groups) - num :] if num else []
+                if sum(groups) > sum(kept):
+                    retiring.append(num)
+                groups = kept
+        if text.startswith("}"):
+            depth -= 1
+        if text.endswith("{") and not text.startswith("}"):
+            depth += 1
+        if depth < 0:
+            break
+    return copies, retiring
+
+
+@pytest.mark.parametrize(("name", "cap"), [("matmul_pipelined", 80), ("matmul_pipelined", 90)])
+def test_cp_async_copies_carry_their_agent_and_covering_wait(
+    compiled: dict[tuple[str, int], Any],
+    reports: dict[tuple[str, int], TritonReport],
+    name: str,
+    cap: int,
+) -> None:
+    """The prologue's copies are cp.async writes, each completed by the ``wait_group`` Triton
+    puts after it in the same region (its ``num`` as ``pending``); Triton's plan holds under
+    those completion rules and ours is no larger. The loop's copies, which a wait of the next
+    iteration retires, stay approximated, and the notes say so."""
+    from planner.bridges.triton import allocated_ttgir
+
+    ttgir = allocated_ttgir(compiled[(name, cap)].asm["ttgir"], cap, membar=True)
+    copies, retiring = _top_level_copies(ttgir)
+    assert copies >= 2
+    report = reports[(name, cap)]
+    assert report.request is not None
+    agents = [a for b in report.request.buffers for a in b.accesses if a.agent == "cp.async"]
+    assert len(agents) == copies
+    assert all(a.op == "write" and a.threads == "all" for a in agents)
+    waits = [s for s in report.request.syncs if s.kind == "wait_group"]
+    assert all(s.group == "cp.async" for s in waits)
+    assert sorted(s.pending for s in waits) == sorted(retiring)
+    assert report.triton_verdict is not None
+    assert report.triton_verdict.valid
+    assert report.ours_bytes is not None
+    assert report.ours_bytes <= report.triton_bytes
+    assert any(f"{copies} cp.async" in n and "covers them" in n for n in report.notes)
+    assert any("drains them" in n and "cp.async" in n for n in report.notes)
+
+
+def test_wgmma_and_tma_waits_of_a_later_iteration_stay_approximated(
+    compiled: dict[tuple[str, int], Any], reports: dict[tuple[str, int], TritonReport]
+) -> None:
+    """In the sm_90 kernels every asynchronous wgmma and TMA store is retired by a wait of a
+    later iteration (``warp_group_dot_wait {pendings = 1}`` after the one wgmma of the body;
+    the store wait at the top of the next tile), and TMA loads complete on a stage of an
+    mbarrier array: none of that is a completion the request can state, so none carries its
+    agent and the notes count them."""
+    from planner.bridges.triton import allocated_ttgir
+
+    for key in (("matmul_pipelined", 90), ("matmul_tma_persistent", 90)):
+        ttgir = allocated_ttgir(compiled[key].asm["ttgir"], 90, membar=True)
+        assert "pendings = 1" in ttgir
+        report = reports[key]
+        assert report.request is not None
+        assert not [
+            a for b in report.request.buffers for a in b.accesses if a.agent in ("mma", "tma")
+        ]
+        assert any("drains them" in n and "mma" in n for n in report.notes)
+        assert report.triton_verdict is not None
+        assert report.triton_verdict.valid
+    assert any("tma" in n for n in reports[("matmul_tma_persistent", 90)].notes)
+
+
+def test_wgmma_retired_in_its_own_iteration_is_an_mma_read(
+    compiled: dict[tuple[str, int], Any], reports: dict[tuple[str, int], TritonReport]
+) -> None:
+    """The sm_90 attention's wgmmas are each followed in the loop body by a
+    ``warp_group_dot_wait {pendings = 0}``: their shared operands are mma reads completed by a
+    ``wait_group`` of group "wgmma" there, with the proxy fences Triton puts before them, and
+    Triton's plan holds under those rules."""
+    from planner.bridges.triton import allocated_ttgir
+
+    lines = allocated_ttgir(compiled[("attention", 90)].asm["ttgir"], 90, membar=True)
+    lines_ = [line.strip() for line in lines.splitlines()]
+    dots = [
+        k
+        for k, line in enumerate(lines_)
+        if "ttng.warp_group_dot " in line and "isAsync = true" in line
+    ]
+    assert dots
+    assert all(
+        "warp_group_dot_wait" in lines_[k + 1] and "pendings = 0" in lines_[k + 1] for k in dots
+    )
+    operands = sum(lines_[k].split(":", 1)[1].count("!ttg.memdesc") for k in dots)
+    report = reports[("attention", 90)]
+    assert report.request is not None
+    mma = [a for b in report.request.buffers for a in b.accesses if a.agent == "mma"]
+    assert len(mma) == operands
+    assert all(a.op == "read" for a in mma)
+    waits = [s for s in report.request.syncs if s.kind == "wait_group"]
+    assert [(s.group, s.pending) for s in waits] == [("wgmma", 0)] * len(dots)
+    fences = sum("ttng.fence_async_shared" in line for line in lines_)
+    assert len([s for s in report.request.syncs if s.kind == "fence_proxy_async"]) == fences
+    assert report.triton_verdict is not None
+    assert report.triton_verdict.valid, report.triton_verdict
+    assert report.ours_bytes is not None
+    assert report.ours_bytes <= report.triton_bytes
+
+
+# Types spelled once: MEM a shared buffer, TEN a register tensor, PTR global pointers.
+_COPY = (
+    """
+#b = #ttg.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+#sh = #ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>
+#smem = #ttg.shared_memory
+module attributes {"ttg.num-warps" = 4 : i32, ttg.shared = 512 : i32} {
+  tt.func public @k(%arg0: PTR, %arg1: TEN) {
+    %0 = ttg.local_alloc {allocation.offset = 0 : i32} : () -> !MEM
+    %1 = ttg.async_copy_global_to_local %arg0, %0 : PTR -> MEM
+    %2 = ttg.async_commit_group tokens %1
+    %3 = ttg.async_wait %2 {num = 0 : i32}
+    ttg.barrier local
+    %4 = ttg.local_alloc %arg1 {allocation.offset = 0 : i32} : (TEN) -> !MEM
+    %5 = ttg.local_load %4 : !MEM -> TEN
+    tt.return
+  }
+}
+""".replace("MEM", "ttg.memdesc<128xf32, #sh, #smem, mutable>")
+    .replace("TEN", "tensor<128xf32, #b>")
+    .replace("PTR", "tensor<128x!tt.ptr<f32>, #b>")
+)
+
+
+def _judge_ttgir(text: str) -> Any:
+    from planner.bridges._plans import foreign_plan
+    from planner.core.models import PlanRequest
+
+    read = read_ttgir(text)
+    request = PlanRequest.model_validate(
+        {
+            **read.shape.request(target=None, time_limit=1.0),
+            "options": {"sync": "existing", "time_limit": 1.0},
+        }
+    )
+    return request, judge(request, foreign_plan(request, read.offsets, "triton"))
+
+
+def test_a_cp_async_wait_after_the_reuse_is_caught() -> None:
+    """A prefetch into a buffer whose bytes the next buffer takes: with the wait before the
+    barrier the plan holds; with the wait moved past the reuse, the copy may still write the
+    bytes the next buffer holds, and both validators say so."""
+    request, verdict = _judge_ttgir(_COPY)
+    assert [(a.agent, a.op) for a in request.buffers[0].accesses] == [("cp.async", "write")]
+    assert [(s.kind, s.group, s.pending) for s in request.syncs] == [("wait_group", "cp.async", 0)]
+    assert verdict.valid, verdict
+    lines = _COPY.splitlines()
+    wait = next(i for i, line in enumerate(lines) if "ttg.async_wait" in line)
+    load = next(i for i, line in enumerate(lines) if "ttg.local_load" in line)
+    moved = lines[:wait] + lines[wait + 1 : load + 1] + [lines[wait]] + lines[load + 1 :]
+    request, verdict = _judge_ttgir("\n".join(moved))
+    assert request.syncs
+    assert request.syncs[0].at > request.buffers[1].start
+    assert not verdict.valid
+    assert verdict.static
+    assert verdict.emulated
+
+
+_STORE = (
+    """
+#b = #ttg.blocked<{sizePerThread = [1, 1], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], \
+order = [1, 0]}>
+#sh = #ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = false, elementBitWidth = 16}>
+#smem = #ttg.shared_memory
+module attributes {"ttg.num-warps" = 4 : i32, ttg.shared = 16384 : i32} {
+  tt.func public @k(%arg0: DESC, %arg1: TEN, %arg2: i32) {
+    %0 = ttg.local_alloc %arg1 {allocation.offset = 0 : i32} : (TEN) -> !MEM
+    ttng.fence_async_shared {bCluster = false}
+    ttg.barrier local
+    ttng.async_tma_copy_local_to_global %arg0[%arg2, %arg2] %0 : DESC, !MEM
+    ttng.async_tma_store_wait {pendings = 0 : i32, read_only}
+    ttg.barrier local
+    %1 = ttg.local_alloc %arg1 {allocation.offset = 0 : i32} : (TEN) -> !MEM
+    %2 = ttg.local_load %1 : !MEM -> TEN
+    tt.return
+  }
+}
+""".replace("MEM", "ttg.memdesc<64x64xf16, #sh, #smem, mutable>")
+    .replace("TEN", "tensor<64x64xf16, #b>")
+    .replace("DESC", "!tt.tensordesc<tensor<64x64xf16, #sh>>")
+)
+
+
+def test_a_tma_store_reads_its_source_until_its_read_wait() -> None:
+    """A TMA store's source is a tma read completed by ``cp.async.bulk.wait_group.read``, with
+    the proxy fence Triton puts between the threads' write and the store; the wait moved past
+    the reuse is caught by both validators."""
+    request, verdict = _judge_ttgir(_STORE)
+    assert [(a.agent, a.op) for a in request.buffers[0].accesses if a.agent != "threads"] == [
+        ("tma", "read")
+    ]
+    kinds = [(s.kind, s.group, s.read) for s in request.syncs]
+    assert ("wait_group", "bulk", True) in kinds
+    assert ("fence_proxy_async", None, False) in kinds
+    assert verdict.valid, verdict
+    lines = _STORE.splitlines()
+    wait = next(i for i, line in enumerate(lines) if "async_tma_store_wait" in line)
+    load = next(i for i, line in enumerate(lines) if "ttg.local_load" in line)
+    moved = lines[:wait] + lines[wait + 1 : load + 1] + [lines[wait]] + lines[load + 1 :]
+    _, verdict = _judge_ttgir("\n".join(moved))
+    assert not verdict.valid
+    assert verdict.static
+    assert verdict.emulated
