@@ -91,6 +91,56 @@ def _candidate(
 
 
 @njit
+def _rerank(
+    members: I64,
+    rank: I64,
+    by_rank: I64,
+    pre_rank: I64,
+    post_rank: I64,
+    first: I64,
+    last: I64,
+    rem: I64,
+    rk_at: I64,
+    rk_old: I64,
+    rk_top: int,
+) -> int:
+    """Rank ``members`` (one sub-problem) afresh among the ranks they hold: by ``pre_rank``,
+    then by the unplaced bytes of their fullest section now (largest first), then by
+    ``post_rank``; logs the old ranks on the undo log from ``rk_top``, returns its new top."""
+    m = members.size
+    if m == 0:
+        return rk_top
+    fullest = np.zeros(m, dtype=np.int64)
+    slots = np.empty(m, dtype=np.int64)
+    for t in range(m):
+        c = members[t]
+        slots[t] = rank[c]
+        top = 0
+        for s in range(first[c], last[c]):
+            top = max(top, rem[s])
+        fullest[t] = -top
+    key = np.empty(m, dtype=np.int64)
+    for t in range(m):
+        key[t] = post_rank[members[t]]
+    order = np.argsort(key, kind="mergesort")
+    for t in range(m):
+        key[t] = fullest[order[t]]
+    order = order[np.argsort(key, kind="mergesort")]
+    for t in range(m):
+        key[t] = pre_rank[members[order[t]]]
+    order = order[np.argsort(key, kind="mergesort")]
+    slots.sort()
+    for t in range(m):
+        c = members[order[t]]
+        rk_at[rk_top] = c
+        rk_old[rk_top] = rank[c]
+        rk_top += 1
+        rank[c] = slots[t]
+        by_rank[slots[t]] = c
+    return rk_top
+
+
+@njit
 def decide(
     size: I64,
     alignment: I64,
@@ -111,6 +161,9 @@ def decide(
     cls: I64,
     sec_period: I64,
     sec_max_pad: I64,
+    pre_rank: I64,
+    post_rank: I64,
+    end_at: I64,
     capacity: int,
     node_budget: int,
     cap: I64,
@@ -131,10 +184,19 @@ def decide(
     says where its effort goes in ``efforts``, which is empty when it runs alone). The
     padding checks' work counts as nodes
     too; ``stats`` adds up how many checks ran, their steps and how many pruned.
+
+    Each sub-problem of a decomposition is ranked afresh (``_rerank``): by ``pre_rank``,
+    then, where ``post_rank`` is not empty, by the fullest section's unplaced bytes now
+    (largest first), then by ``post_rank``; it starts from the lowest floor. A sub-problem
+    starts where the buffer just placed was the last unplaced one across a boundary
+    ``x`` at which some buffer ends (``end_at[x]`` not 0), as MiniMalloc's sections
+    end only there.
     """
     n = size.shape[0]
     nsec = sec_pin_ptr.shape[0] - 1
     offset = pinned.copy()  # bytes; -1 while unplaced
+    rank = rank.copy()  # decompositions rank their sub-problems afresh
+    by_rank = by_rank.copy()
     for p in range(n):
         if pinned[p] >= 0 and pinned[p] + size[p] > capacity:
             return EXHAUSTED, offset, 0
@@ -198,8 +260,13 @@ def decide(
     split_lo = np.zeros(free + 1, dtype=np.int64)  # scopes made at depth d: lo .. hi-1
     split_hi = np.zeros(free + 1, dtype=np.int64)
     comp_of = np.zeros(n, dtype=np.int64)
-    comp_min = np.zeros(n, dtype=np.int64)
     comp_scope = np.zeros(n, dtype=np.int64)
+    hatless = np.zeros(free + 1, dtype=np.bool_)  # depth d's buffer had no unplaced neighbour
+    # Undo log of the ranks each decomposition set: buffer, old rank; per depth its start.
+    rk_at = np.empty(4 * n + 16, dtype=np.int64)
+    rk_old = np.empty(4 * n + 16, dtype=np.int64)
+    rk_mark = np.zeros(free + 1, dtype=np.int64)
+    rk_top = 0
     members = np.zeros(n, dtype=np.int64)  # the padding check's buffers
     memo = new_memo(sec_period.size > 0 and sec_period.max() > 0)  # empty: never checked
     pad_work = 0  # steps of padding checks, weighted, not yet charged as nodes
@@ -218,6 +285,7 @@ def decide(
         jump[depth] = -1
         split_lo[depth] = n_scopes
         split_hi[depth] = n_scopes
+        rk_mark[depth] = rk_top
         while True:  # a finished scope hands over to its next sibling or its parent
             busy = False
             for c in range(n):
@@ -237,11 +305,12 @@ def decide(
         # group: without the buffer placed since, it falls apart only at a boundary that
         # buffer alone spanned, so where there is none the scan is skipped.
         groups = 0
+        handed = depth > 0 and sc != same_scope  # a sibling sub-problem, ranked already
         whole = depth > 0 and sc == same_scope
         if whole:
             b = placed[depth]
             for x in range(first[b] + 1, last[b]):
-                if spanned[x] == 0:
+                if spanned[x] == 0 and end_at[x] != 0:
                     whole = False
                     break
         if whole:
@@ -253,27 +322,55 @@ def decide(
                 if offset[c] >= 0 or lab[c] != sc:
                     continue
                 if first[c] >= reach:
-                    comp_min[groups] = rank[c]
                     groups += 1
-                elif rank[c] < comp_min[groups - 1]:
-                    comp_min[groups - 1] = rank[c]
                 comp_of[c] = groups - 1
                 reach = max(reach, last[c])
-        if groups > 1:
-            # The group holding the highest-priority buffer goes first.
-            order = np.argsort(comp_min[:groups], kind="mergesort")
+        if groups > 1 or (groups == 1 and not whole and not handed):
+            # Sub-problems, earliest first in time, each ranked afresh from the lowest floor
+            # (MiniMalloc's dynamic decomposition): also where the cut leaves one.
             for t in range(groups):
                 g_id = n_scopes + t
-                comp_scope[order[t]] = g_id
+                comp_scope[t] = g_id
                 sc_parent[g_id] = sc
                 sc_next[g_id] = g_id + 1 if t + 1 < groups else -1
                 sc_split[g_id] = depth
-                sc_floor[g_id] = lo
-                sc_floor_rank[g_id] = lo_rank
+                sc_floor[g_id] = 0
+                sc_floor_rank[g_id] = -1
             for c in range(n):
                 if offset[c] < 0 and lab[c] == sc:
                     lab[c] = comp_scope[comp_of[c]]
+            if post_rank.size > 0:
+                for t in range(groups):
+                    m = 0
+                    for c in range(n):
+                        if offset[c] < 0 and lab[c] == n_scopes + t:
+                            members[m] = c
+                            m += 1
+                    needed = rk_top + m
+                    if needed > rk_at.shape[0]:
+                        grown = max(2 * rk_at.shape[0], needed)
+                        rk_at2 = np.empty(grown, dtype=np.int64)
+                        rk_at2[:rk_top] = rk_at[:rk_top]
+                        rk_old2 = np.empty(grown, dtype=np.int64)
+                        rk_old2[:rk_top] = rk_old[:rk_top]
+                        rk_at = rk_at2
+                        rk_old = rk_old2
+                    rk_top = _rerank(
+                        members[:m],
+                        rank,
+                        by_rank,
+                        pre_rank,
+                        post_rank,
+                        first,
+                        last,
+                        rem,
+                        rk_at,
+                        rk_old,
+                        rk_top,
+                    )
             sc = n_scopes
+            lo = 0
+            lo_rank = -1
             n_scopes += groups
             split_hi[depth] = n_scopes
         active[depth] = sc
@@ -402,6 +499,11 @@ def decide(
                         if split_lo[depth] <= lab[c] < split_hi[depth]:
                             lab[c] = sc_parent[lab[c]]
                     n_scopes = split_lo[depth]
+                while rk_top > rk_mark[depth]:
+                    rk_top -= 1
+                    c = rk_at[rk_top]
+                    rank[c] = rk_old[rk_top]
+                    by_rank[rank[c]] = c
                 b = placed[depth]
                 for s in range(first[b], last[b]):
                     rem[s] += size[b]
@@ -418,7 +520,10 @@ def decide(
                         height[at - n] = trail_old[top_of_trail]
                 offset[b] = -1
                 depth -= 1
-            if jumped:
+            if jumped or hatless[depth + 1]:
+                # MiniMalloc's hatless pruning: the buffer that failed had no unplaced
+                # neighbour, so it sits where it is in every plan of this node, and every
+                # later child would leave it waiting with nothing left to lift it.
                 kid_next[depth] = kid_count[depth]
         if nodes >= node_budget or nodes >= cap[0]:
             return OUT_OF_NODES, offset, nodes
@@ -434,6 +539,7 @@ def decide(
         top = o + size[b]
         mark[depth + 1] = top_of_trail
         offset[b] = o
+        hatless[depth + 1] = unplaced_nbrs[b] == 0
         for k in range(adj_ptr[b], adj_ptr[b + 1]):
             c = adj[k]
             unplaced_nbrs[c] -= 1

@@ -68,6 +68,7 @@ MIN_NODES = 1_000  # even the smallest time limit gets this many nodes
 # was decided on the training families (``planner.families``, ``TRAINING_SEED``); the order of
 # the tuple only breaks ties between orders that decide with the same effort.
 ORDERS = ("WAT", "TAW", "TWA", "EL", "BL", "TLS", "SCT", "ATC")
+MINIMALLOC_ORDERS = ("WAT", "TAW", "TWA")  # its published defaults, its ties
 # The skyline kernel (``solvers._skyline_kernel``) joins the portfolio with these priorities
 # on graphs of more than ``SKYLINE_MIN`` buffers without pinned buffers: it covers the lowest
 # free cell of a valley exactly, so it decides zero-slack tilings that no order of the
@@ -137,6 +138,9 @@ class _Instance:
     cls: I64
     sec_period: I64
     sec_max_pad: I64
+    pre_rank: I64  # a sub-problem's ranking: the keys before "T" (see ``_ranked``)
+    post_rank: I64  # the keys after "T", then the ties; empty: the order has no "T"
+    end_at: I64  # per section boundary: 1 where some buffer ends there
 
     @property
     def sections(self) -> int:
@@ -260,7 +264,10 @@ def _instances(g: InterferenceGraph, orders: tuple[str, ...]) -> list[_Instance]
         g, first, last, sec_pin_ptr
     )
     keys = _rank_keys(g, first, last, sections)
+    end_at = np.zeros(sections + 1, dtype=np.int64)
+    end_at[last] = 1
     shared = {
+        "end_at": end_at,
         "size": g.size.astype(np.int64),
         "alignment": g.alignment.astype(np.int64),
         "pinned": g.pinned.astype(np.int64),
@@ -307,12 +314,17 @@ def _rank_keys(g: InterferenceGraph, first: I64, last: I64, sections: int) -> di
 
 
 def _ranked(g: InterferenceGraph, keys: dict[str, I64], order: str) -> dict[str, I64]:
-    """``by_rank``, ``rank`` and ``twin_prev`` under the priority ``order``; ties go to the
-    earliest start, then request order."""
+    """``by_rank``, ``rank``, ``twin_prev``, ``pre_rank`` and ``post_rank`` under the priority
+    ``order``; ties go to request order in MiniMalloc's orders (``MINIMALLOC_ORDERS``), as
+    its solver breaks them, and to the earliest start, then request order, in the others.
+
+    A sub-problem of a decomposition is ranked afresh, as MiniMalloc's solver does: "T" is
+    then taken on the unplaced bytes left. ``pre_rank`` ranks by the keys before "T" (equal
+    keys, equal rank) and ``post_rank`` by those after it, then the ties; an order without
+    "T" keeps its ranking (``post_rank`` empty)."""
     n = g.n
-    by_rank = np.lexsort((np.arange(n), g.start, *(keys[ch] for ch in reversed(order)))).astype(
-        np.int64
-    )
+    ties = (np.arange(n),) if order in MINIMALLOC_ORDERS else (np.arange(n), g.start)
+    by_rank = np.lexsort((*ties, *(keys[ch] for ch in reversed(order)))).astype(np.int64)
     rank = np.empty(n, dtype=np.int64)
     rank[by_rank] = np.arange(n, dtype=np.int64)
     # Interchangeable free buffers are placed in rank order: each waits for the one before.
@@ -324,7 +336,30 @@ def _ranked(g: InterferenceGraph, keys: dict[str, I64], order: str) -> dict[str,
         key = (int(g.start[i]), int(g.occupied_end[i]), int(g.size[i]), int(g.alignment[i]))
         twin_prev[i] = seen.get(key, -1)
         seen[key] = i
-    return {"by_rank": by_rank, "rank": rank, "twin_prev": twin_prev}
+    head, _, tail = order.partition("T")
+    pre_rank = _dense_rank([keys[ch] for ch in head], n)
+    post_rank = (
+        _dense_rank([*ties, *(keys[ch] for ch in reversed(tail))][::-1], n)
+        if "T" in order
+        else np.zeros(0, dtype=np.int64)
+    )
+    return {
+        "by_rank": by_rank,
+        "rank": rank,
+        "twin_prev": twin_prev,
+        "pre_rank": pre_rank,
+        "post_rank": post_rank,
+    }
+
+
+def _dense_rank(keys: list[I64], n: int) -> I64:
+    """Each buffer's rank under ``keys`` (the first the most significant); equal keys, equal
+    rank; no keys: all 0."""
+    if not keys:
+        return np.zeros(n, dtype=np.int64)
+    stacked = np.stack([np.asarray(k, dtype=np.int64) for k in keys], axis=1)
+    _, dense = np.unique(stacked, axis=0, return_inverse=True)
+    return np.asarray(dense, dtype=np.int64).reshape(-1)
 
 
 def _padding_lists(
@@ -593,6 +628,9 @@ def _decide(
         inst.cls,
         inst.sec_period,
         inst.sec_max_pad,
+        inst.pre_rank,
+        inst.post_rank,
+        inst.end_at,
         capacity,
         nodes,
         limit,
