@@ -296,9 +296,9 @@ def summary(order: Order, fences: dict[int, list[int]], ev: Events) -> Summary:
         if not src:
             ready, lo = [INF] * n, None
             break
+        reaches = [order.reach(p, avail, (p, avail) in seen) for p, avail in src]
         for q in range(n):
-            best = min(order.reach(p, avail, (p, avail) in seen)[q] for p, avail in src)
-            ready[q] = max(ready[q], best)
+            ready[q] = max(ready[q], min(r[q] for r in reaches))
         if lo is not None:
             lo = max(lo, min(avail for _, avail in src))
     fenced: list[int] | None = None
@@ -315,8 +315,9 @@ def summary(order: Order, fences: dict[int, list[int]], ev: Events) -> Summary:
             if not firsts:
                 fenced, fence_lo = [INF] * n, None
                 break
+            reaches = [order.reach(p, f) for p, f in firsts]
             for q in range(n):
-                fenced[q] = max(fenced[q], min(order.reach(p, f)[q] for p, f in firsts))
+                fenced[q] = max(fenced[q], min(r[q] for r in reaches))
             if fence_lo is not None:
                 fence_lo = max(fence_lo, min(f for _, f in firsts))
     first = [INF] * n

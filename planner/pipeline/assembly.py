@@ -26,7 +26,7 @@ from planner.pipeline.diagnostics import diagnostics
 from planner.solvers.auto import Solution
 from planner.solvers.exact import allowed_gap
 
-__all__ = ["assemble", "naive_bytes", "plan_status", "stop_reason"]
+__all__ = ["assemble", "naive_bytes", "plan_status", "solver_info", "stop_reason"]
 
 
 def assemble(ctx: Context, attempt: Attempt, chosen: bool) -> Plan:
@@ -37,7 +37,6 @@ def assemble(ctx: Context, attempt: Attempt, chosen: bool) -> Plan:
     capacity = req.effective_capacity
     status = _status(result, capacity)
     certificate = _certificate(g, result, capacity) if status == "infeasible" else None
-    gap = (arena - result.bound) / result.bound if result.bound else 0.0
     naive = naive_bytes(req)
     return Plan(
         name=req.name,
@@ -55,13 +54,8 @@ def assemble(ctx: Context, attempt: Attempt, chosen: bool) -> Plan:
         ),
         footprints=ctx.footprints,
         launch=Launch(**launch_figures(req.profile, arena, naive, req.stated_base_alignment)),
-        solver=SolverInfo(
-            name=result.name,
-            proved_optimal=result.proved_optimal,
-            bound=result.bound,
-            gap=round(gap, 6),
-            tried=[SolverAttempt(name=n, arena_bytes=a) for n, a in result.tried],
-            stopped=stop_reason(req, status, arena, result.bound, result.proved_optimal),
+        solver=solver_info(
+            req, status, result.name, arena, result.bound, result.proved_optimal, result.tried
         ),
         graph=GraphStats(
             buffers=g.n,
@@ -94,6 +88,28 @@ def stop_reason(req: PlanRequest, status: Status, arena: int, bound: int, proved
     ):
         return "within_tolerance"
     return "budget"
+
+
+def solver_info(
+    req: PlanRequest,
+    status: Status,
+    name: str,
+    arena: int,
+    bound: int,
+    proved: bool,
+    tried: list[tuple[str, int]],
+) -> SolverInfo:
+    """What the plan says of its search: the method, the best bound proved (bytes), the gap
+    to it, every method's arena and why the search stopped."""
+    gap = (arena - bound) / bound if bound else 0.0
+    return SolverInfo(
+        name=name,
+        proved_optimal=proved,
+        bound=bound,
+        gap=round(gap, 6),
+        tried=[SolverAttempt(name=m, arena_bytes=a) for m, a in tried],
+        stopped=stop_reason(req, status, arena, bound, proved),
+    )
 
 
 def plan_status(capacity: int | None, arena: int, bound: int, proved: bool) -> Status:

@@ -23,22 +23,18 @@ from planner.core.models import (
     Diagnostic,
     GraphStats,
     Launch,
-    Placement,
     Plan,
     PlanRequest,
-    SolverAttempt,
-    SolverInfo,
 )
+from planner.core.models.plan import shared_placements
 from planner.core.partitions import PairOrder, pair_orders, weight_clique
 from planner.core.targets import launch_figures
-from planner.pipeline.assembly import naive_bytes, plan_status, stop_reason
-from planner.solvers.edges import EXACT_MAX_BUFFERS, ExplicitGraph, exact_pairs
-from planner.solvers.edges import fits as greedy_fits
-from planner.solvers.exact import exact_budget
+from planner.pipeline.assembly import naive_bytes, plan_status, solver_info
+from planner.pipeline.unrolled import place_on_pairs
+from planner.solvers.edges import ExplicitGraph
 
 __all__ = ["plan_partitioned"]
 
-EXACT_SHARE = 0.5  # of the time limit: CP-SAT on the pairs, when greedy leaves a gap
 CLIQUE_MAX_BUFFERS = 96  # past it the bound is the heaviest point of live bytes
 
 
@@ -122,27 +118,7 @@ def _place(
         length=np.asarray([b.end - b.start for b in req.buffers], dtype=np.int64),
         edges=edges,
     )
-    found = greedy_fits(g, None, bound)
-    offsets, arena, name = found.offsets, found.arena_bytes, found.name
-    tried = list(found.tried)
-    optimal = arena <= bound
-    seconds, slack = exact_budget(
-        req.options.gap_tolerance,
-        arena - bound,
-        bound,
-        req.max_alignment,
-        EXACT_SHARE * req.options.time_limit,
-    )
-    wants = exact and req.options.solver in ("auto", "exact", "search", "cpsat")
-    if not optimal and arena - bound > slack and wants and 0 < n <= EXACT_MAX_BUFFERS:
-        solved = exact_pairs(g, lower_bound=bound, hint=offsets, time_limit=seconds)
-        if solved is not None:
-            x_offsets, x_arena, proved = solved
-            tried.append(("exact:cpsat-pairs", min(arena, x_arena)))
-            if x_arena < arena:
-                offsets, arena, name = x_offsets, x_arena, "exact:cpsat-pairs"
-            optimal = proved and x_arena <= arena
-    return offsets, arena, name, tried, optimal
+    return place_on_pairs(req, g, bound, None, exact)
 
 
 def _sharing(sizes: list[int], offsets: np.ndarray) -> set[tuple[int, int]]:
@@ -235,7 +211,6 @@ def _assemble(
         )
     )
     naive = naive_bytes(req)
-    gap = (arena - best_bound) / best_bound if best_bound else 0.0
     live = sum(1 for v in verdicts if v.overlap)
     free = _free(verdicts, chosen)
     apart = sum(1 for v in verdicts if not v.overlap and (v.i, v.j) not in free)
@@ -246,10 +221,7 @@ def _assemble(
         lower_bound=bound,
         naive_bytes=naive,
         capacity=capacity,
-        placements=[
-            Placement(id=b.id, offset=int(off), size=size, memory="shared")
-            for b, off, size in zip(req.buffers, offsets.tolist(), sizes, strict=True)
-        ],
+        placements=shared_placements([b.id for b in req.buffers], offsets.tolist(), sizes),
         barriers=Barriers(
             existing=existing,
             inserted=inserted,
@@ -260,14 +232,7 @@ def _assemble(
         ),
         footprints=[],
         launch=Launch(**launch_figures(req.profile, arena, naive, req.stated_base_alignment)),
-        solver=SolverInfo(
-            name=name,
-            proved_optimal=proved,
-            bound=best_bound,
-            gap=round(gap, 6),
-            tried=[SolverAttempt(name=m, arena_bytes=a) for m, a in tried],
-            stopped=stop_reason(req, status, arena, best_bound, proved),
-        ),
+        solver=solver_info(req, status, name, arena, best_bound, proved, tried),
         graph=GraphStats(
             buffers=len(req.buffers),
             live_edges=live,

@@ -46,15 +46,13 @@ from planner.core.models import (
     GraphStats,
     Inval,
     Launch,
-    Placement,
     Plan,
     PlanRequest,
-    SolverAttempt,
-    SolverInfo,
 )
+from planner.core.models.plan import shared_placements
 from planner.core.program import Program, build_program, held_peak
 from planner.core.targets import launch_figures
-from planner.pipeline.assembly import naive_bytes, plan_status, stop_reason
+from planner.pipeline.assembly import naive_bytes, plan_status, solver_info
 from planner.pipeline.context import CAP_SETS_MAX, planned_sizes
 from planner.pipeline.unrolled_aliases import PieceAliases
 from planner.pipeline.unrolled_stab import SEARCH_NODES, Choice, choose, greedy
@@ -62,7 +60,7 @@ from planner.solvers.edges import EDGE_HEURISTICS, EXACT_MAX_BUFFERS, ExplicitGr
 from planner.solvers.edges import fits as greedy_fits
 from planner.solvers.exact import exact_budget
 
-__all__ = ["barrier_events", "own_reuse_barriers", "plan_unrolled"]
+__all__ = ["barrier_events", "own_reuse_barriers", "place_on_pairs", "plan_unrolled"]
 
 I64 = npt.NDArray[np.int64]
 EXACT_SHARE = 0.5  # of the time limit: CP-SAT on the pairs, when greedy leaves a gap
@@ -540,6 +538,20 @@ def _place_once(
     exact: bool = True,
 ) -> _Placed:
     g = _graph(req, prog, sizes, edges)
+    offsets, arena, name, tried, optimal = place_on_pairs(req, g, bound, heuristics, exact)
+    return _Placed(name, offsets, arena, tried, optimal, [], [], g.pairs)
+
+
+def place_on_pairs(
+    req: PlanRequest,
+    g: ExplicitGraph,
+    bound: int,
+    heuristics: list[str] | None,
+    exact: bool = True,
+) -> tuple[I64, int, str, list[tuple[str, int]], bool]:
+    """(offsets, arena, method, every method's arena, proved optimal) of ``g``: the fits,
+    then CP-SAT on the pairs (``exact``, an exact solver or ``auto``) when the fits leave a
+    gap to ``bound`` over the tolerance, within ``EXACT_SHARE`` of the time limit."""
     found = greedy_fits(g, heuristics, bound)
     offsets, arena, name, tried, optimal = (
         found.offsets,
@@ -565,7 +577,7 @@ def _place_once(
             if x_arena < arena:
                 offsets, arena, name = x_offsets, x_arena, "exact:cpsat-pairs"
             optimal = proved and x_arena <= arena
-    return _Placed(name, offsets, arena, tried, optimal, [], [], g.pairs)
+    return offsets, arena, name, tried, optimal
 
 
 def _heuristics(req: PlanRequest, notes: list[Diagnostic]) -> list[str] | None:
@@ -655,7 +667,6 @@ def _assemble(
     existing = sorted(set(req.barriers))
     points = sorted(set(existing) | set(chosen.inserted))
     naive = naive_bytes(req)
-    gap = (arena - best_bound) / best_bound if best_bound else 0.0
     live_edges = len(prog.live_pairs)
     notes = [*notes, *_unproved_notes(req, chosen)]
     notes = [
@@ -675,10 +686,7 @@ def _assemble(
         lower_bound=bound,
         naive_bytes=naive,
         capacity=capacity,
-        placements=[
-            Placement(id=b.id, offset=int(off), size=size, memory="shared")
-            for b, off, size in zip(req.buffers, chosen.offsets.tolist(), sizes, strict=True)
-        ],
+        placements=shared_placements([b.id for b in req.buffers], chosen.offsets.tolist(), sizes),
         barriers=Barriers(
             existing=existing,
             inserted=chosen.inserted,
@@ -689,14 +697,7 @@ def _assemble(
         ),
         footprints=footprints,
         launch=Launch(**launch_figures(req.profile, arena, naive, req.stated_base_alignment)),
-        solver=SolverInfo(
-            name=chosen.name,
-            proved_optimal=proved,
-            bound=best_bound,
-            gap=round(gap, 6),
-            tried=[SolverAttempt(name=m, arena_bytes=a) for m, a in chosen.tried],
-            stopped=stop_reason(req, status, arena, best_bound, proved),
-        ),
+        solver=solver_info(req, status, chosen.name, arena, best_bound, proved, chosen.tried),
         graph=GraphStats(
             buffers=len(req.buffers),
             live_edges=live_edges,

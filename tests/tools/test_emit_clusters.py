@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,9 +11,9 @@ import pytest
 import planner
 from planner.core.io import parse_request
 from planner.emit.cuda import CLUSTER_BARRIER, cuda_snippet
+from tests.support.compilers import NVCC, nvcc_object
 from tests.support.paths import ROOT
 
-NVCC = shutil.which("nvcc")
 EXAMPLE = ROOT / "examples" / "cluster_multicast_gemm.json"
 
 
@@ -35,19 +33,6 @@ def _source() -> str:
     )
 
 
-def _nvcc(source: str, arch: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    path = tmp_path / "cluster.cu"
-    path.write_text(source)
-    assert NVCC is not None
-    return subprocess.run(
-        [NVCC, "-std=c++17", f"-arch={arch}", "-c", "-o", str(tmp_path / "k.o"), str(path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
 def test_plans_without_a_cluster_have_no_cluster_helper() -> None:
     data = {"target": "sm_90", "buffers": [{"id": "a", "size": 64, "start": 0, "end": 2}]}
     request = parse_request(data)
@@ -58,9 +43,9 @@ def test_plans_without_a_cluster_have_no_cluster_helper() -> None:
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 def test_cluster_snippet_compiles_for_sm_90_only(tmp_path: Path) -> None:
     source = _source()
-    done = _nvcc(source, "sm_90", tmp_path)
+    done = nvcc_object(source, "sm_90", tmp_path)
     assert done.returncode == 0, done.stderr + source
-    below = _nvcc(source, "sm_80", tmp_path)
+    below = nvcc_object(source, "sm_80", tmp_path)
     assert below.returncode != 0
     assert "cluster barriers need sm_90" in below.stderr
 

@@ -21,10 +21,10 @@ from planner.core.io import parse_request
 from planner.core.models import Plan, PlanRequest
 from planner.emit.cuda import HELPERS, cuda_snippet
 from planner.emit.mlir import emit_mlir
+from tests.support.compilers import NVCC, nvcc_object
 from tests.support.paths import ROOT
 
 GXX = shutil.which("g++")
-NVCC = shutil.which("nvcc")
 EXAMPLES = ROOT / "examples"
 CASES = ["mbarrier_reuse", "tma_wgmma_epilogue", "hopper_tma_matmul", "fa3_attention_forward"]
 OWN = {
@@ -253,26 +253,13 @@ def test_cuda_helpers_compile_with_gxx(name: str, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-4000:] + source
 
 
-def _nvcc(source: str, arch: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    path = tmp_path / "syncs.cu"
-    path.write_text(source)
-    assert NVCC is not None
-    return subprocess.run(
-        [NVCC, "-std=c++17", f"-arch={arch}", "-c", "-o", str(tmp_path / "k.o"), str(path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 @pytest.mark.parametrize("name", ["hopper_tma_matmul", "fa3_attention_forward"])
 def test_cuda_helpers_compile_for_sm_90a_and_not_sm_80(name: str, tmp_path: Path) -> None:
     source = _kernel(name)
-    done = _nvcc(source, "sm_90a", tmp_path)
+    done = nvcc_object(source, "sm_90a", tmp_path)
     assert done.returncode == 0, done.stderr[-4000:] + source
-    below = _nvcc(source, "sm_80", tmp_path)
+    below = nvcc_object(source, "sm_80", tmp_path)
     assert below.returncode != 0
     assert "needs sm_90" in below.stderr
     assert "mbarrier.init needs" not in below.stderr  # sm_80 has mbarrier.init

@@ -4,8 +4,6 @@ and the ``mlir`` extra's bindings verify, each where installed."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,9 +13,9 @@ from planner.core.io import parse_request
 from planner.core.models import Plan, PlanRequest
 from planner.emit.cuda import FENCE_PROXY_ASYNC, cuda_snippet
 from planner.emit.mlir import emit_mlir
+from tests.support.compilers import NVCC, nvcc_object
 from tests.support.paths import ROOT
 
-NVCC = shutil.which("nvcc")
 EXAMPLE = ROOT / "examples" / "hopper_tma_matmul.json"
 
 
@@ -55,21 +53,8 @@ def test_fence_helper_compiles_for_sm_90_only(tmp_path: Path) -> None:
         f"  {FENCE_PROXY_ASYNC}();\n  sink[0] = (unsigned char)(size_t)C_s;\n}}\n\n"
         f"int main() {{\n{s.host}\n  return 0;\n}}\n"
     )
-    path = tmp_path / "fence.cu"
-    path.write_text(source)
-    assert NVCC is not None
-
-    def nvcc(arch: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [NVCC, "-std=c++17", f"-arch={arch}", "-c", "-o", str(tmp_path / "k.o"), str(path)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-
-    done = nvcc("sm_90")
+    done = nvcc_object(source, "sm_90", tmp_path)
     assert done.returncode == 0, done.stderr + source
-    below = nvcc("sm_80")
+    below = nvcc_object(source, "sm_80", tmp_path)
     assert below.returncode != 0
     assert "fence.proxy.async needs sm_90" in below.stderr
