@@ -12,7 +12,9 @@ import numpy as np
 
 from planner.core.graph import build_graph
 from planner.families import family_instance
+from planner.solvers._search_kernel import FOUND
 from planner.solvers.search import _decide, _members, _Skyline
+from tests.support.bruteforce import assert_valid_offsets
 from tests.support.paths import TESTS
 
 RECORDED = TESTS / "solvers" / "data" / "skyline_nodes.json"
@@ -25,12 +27,25 @@ def record() -> dict[str, list[int | str]]:
     offsets' digest)."""
     out: dict[str, list[int | str]] = {}
     for family, n, seed in CASES:
-        g = build_graph(family_instance(family, n, seed).request, "none")
+        request = family_instance(family, n, seed).request
+        # Checked as the kernel sees it: lifetimes only, the caller synchronizing, no
+        # capacity but the one each run is given.
+        request = request.model_copy(
+            update={
+                "capacity": None,
+                "target": None,
+                "options": request.options.model_copy(update={"sync": "none"}),
+            }
+        )
+        g = build_graph(request, "none")
         bound = g.aligned_bound.bytes
         members = [m for m in _members(g) if isinstance(m, _Skyline)]
         for k, m in enumerate(members):
             for capacity in (bound, bound + bound // 50):
                 status, offsets, used = _decide(m, capacity, NODES)
+                if status == FOUND:  # a plan: within the capacity and valid
+                    assert int((offsets + g.size).max()) <= capacity
+                    assert_valid_offsets(request, g, offsets)
                 digest = hashlib.sha256(np.asarray(offsets, dtype=np.int64).tobytes()).hexdigest()
                 out[f"{family}-{n}-{seed}/{k}/{capacity}"] = [status, used, digest[:16]]
     return out
