@@ -127,9 +127,60 @@ ORDERINGS: dict[str, Ordering] = {
     "degree": order_by_degree,
     "input": order_by_input,
 }
+
+
+def _product(a: I64, b: I64) -> I64:
+    """``a * b`` element by element, saturated at the largest int64 (no wrap-around)."""
+    big = np.iinfo(np.int64).max
+    over = a.astype(np.float64) * b.astype(np.float64) >= float(big)
+    result: I64 = np.where(over, big, a * np.where(over, 0, b))
+    return result
+
+
+def _stable(*keys: I64) -> I64:
+    """Indices sorted by ``keys`` descending, ties in request order (a stable sort)."""
+    return _lexsort(*(-k for k in keys))
+
+
+def order_by_size_stable(g: InterferenceGraph) -> I64:
+    """Largest first, ties in request order (OmniMalloc's greedy_by_size)."""
+    return _stable(g.size)
+
+
+def order_by_length_stable(g: InterferenceGraph) -> I64:
+    """Longest occupied interval first, ties in request order (greedy_by_duration)."""
+    return _stable(_length(g))
+
+
+def order_by_area_stable(g: InterferenceGraph) -> I64:
+    """Largest bytes x points first, ties in request order (greedy_by_area)."""
+    return _stable(_product(g.size, _length(g)))
+
+
+def order_by_degree_stable(g: InterferenceGraph) -> I64:
+    """Most conflicts first, then largest, ties in request order (greedy_by_conflict)."""
+    return _stable(g.degree, g.size)
+
+
+def order_by_degree_size_stable(g: InterferenceGraph) -> I64:
+    """Largest conflicts x bytes first, then largest, ties in request order
+    (greedy_by_conflict_size)."""
+    return _stable(_product(g.degree, g.size), g.size)
+
+
 # Orderings the portfolio runs past SKYLINE_MAX_BUFFERS buffers only, with first fit (not
-# names a request may give: plans of smaller requests stay as they were).
-LARGE_ORDERINGS: dict[str, Ordering] = {"degree-size": order_by_degree_size}
+# names a request may give: plans of smaller requests stay as they were). The ``-stable``
+# ones are OmniMalloc's greedy_by_* orders, whose ties keep the request's order; with
+# ``input`` and ``start`` they make its ``omni`` ensemble, so on dense graphs the portfolio
+# is never above it.
+LARGE_ORDERINGS: dict[str, Ordering] = {
+    "degree-size": order_by_degree_size,
+    "size-stable": order_by_size_stable,
+    "length-stable": order_by_length_stable,
+    "area-stable": order_by_area_stable,
+    "degree-stable": order_by_degree_stable,
+    "degree-size-stable": order_by_degree_size_stable,
+}
 FITS: dict[str, bool] = {"best-fit": True, "first-fit": False}  # name -> best fit?
 SKYLINE_MAX_BUFFERS = 2000
 # Heuristics run by a sweep that needs no neighbour lists (``solvers._place.place_sweep``).
@@ -137,6 +188,15 @@ SWEPT = frozenset({"start/first-fit"})
 PARALLEL_MIN_BUFFERS = 1000  # below this, threads cost more than they save
 PARALLEL_MIN_SKYLINE = 100  # the same for random/skyline, which does SKYLINE_RUNS runs
 LARGE_INPUT = 20_000  # buffers; above this the portfolio runs LARGE_PORTFOLIO only
+# OmniMalloc's orders that ours break ties in differently: each runs only where its order
+# differs from every one run before it (``_distinct``).
+STABLE_FIRST_FITS = (
+    "size-stable/first-fit",
+    "degree-size-stable/first-fit",
+    "length-stable/first-fit",
+    "area-stable/first-fit",
+    "degree-stable/first-fit",
+)
 # On dense graphs of up to LARGE_INPUT buffers these come first: first fit in every order of
 # OmniMalloc's greedy_by_all, the ones that win most often on model-like requests first.
 DENSE_FIRST = (
@@ -147,6 +207,7 @@ DENSE_FIRST = (
     "area/first-fit",
     "length/first-fit",
     "degree/first-fit",
+    *STABLE_FIRST_FITS,
 )
 LARGE_PORTFOLIO = (
     "size/best-fit",
@@ -169,6 +230,10 @@ SWEEP_RATE = 5e6  # buffers per second through the sweep (first fit, no lists)
 TREE_FIRST_FIT_RATE = 8e7  # buffers + 2 x conflicts per second: first fit on the tree
 DENSE_DEGREE = 1024  # mean conflicts a buffer from which first fit runs on the tree
 GREEDY_MIN_SECONDS = 0.05  # below this the whole small portfolio still runs
+# Of the portfolio's budget on ``dense`` graphs: what the first fits leave of it goes to the
+# dearer heuristics (best fit). OmniMalloc's ``omni`` is first fits alone; best fits join as
+# the time limit grows.
+DENSE_REST_SHARE = 0.2
 NEIGHBOUR_EDGES_MAX = 1 << 25  # conflicts: neighbour lists at 8 bytes each, 256 MiB
 TREE_MIN_EDGES = NEIGHBOUR_EDGES_MAX  # past this, gap filling runs on the segment tree
 # Past TREE_MIN_EDGES conflicts (model-like requests: long-lived weights and nested saved
@@ -184,6 +249,7 @@ TREE_PORTFOLIO = (
     "area/first-fit",
     "length/first-fit",
     "degree/first-fit",
+    *STABLE_FIRST_FITS,
     "size/best-fit",
     "area/best-fit",
     "length/best-fit",
@@ -392,7 +458,9 @@ def cost(g: InterferenceGraph, heuristic: str) -> float:
 
 def affordable(g: InterferenceGraph, names: list[str], seconds: float | None) -> list[str]:
     """The heuristics, in order, whose estimated costs add up to at most ``seconds`` (the
-    first of them always, or, when it alone is over, the cheapest); None: all of them.
+    first of them always, or, when it alone is over, the cheapest); None: all of them. On
+    ``dense`` graphs heuristics other than first fits count against ``DENSE_REST_SHARE`` of
+    ``seconds`` only.
 
     The neighbour lists gap filling shares are counted once. The choice depends on the
     graph's counts and the time limit only, never on the clock, so the same request runs
@@ -405,9 +473,13 @@ def affordable(g: InterferenceGraph, names: list[str], seconds: float | None) ->
     chosen: list[str] = []
     spent = 0.0
     listed = False
+    # On dense graphs the first fits share the whole budget; the dearer rest only what is left
+    # of ``DENSE_REST_SHARE`` of it.
+    rest = DENSE_REST_SHARE * budget if dense(g) else budget
     for name in names:
         extra = cost(g, name) + (lists if needs_neighbours(name, g) and not listed else 0.0)
-        if spent + extra <= budget:
+        cap = budget if name.endswith("/first-fit") else rest
+        if spent + extra <= cap:
             chosen.append(name)
             spent += extra
             listed = listed or needs_neighbours(name, g)
@@ -415,6 +487,21 @@ def affordable(g: InterferenceGraph, names: list[str], seconds: float | None) ->
         cheapest = min(names, key=lambda h: cost(g, h) + (lists if needs_neighbours(h, g) else 0.0))
         chosen = [cheapest]
     return chosen
+
+
+def _distinct(g: InterferenceGraph, names: list[str]) -> list[str]:
+    """``names`` without each of ``STABLE_FIRST_FITS`` whose order is that of its
+    counterpart (the same name without ``-stable``) listed before it: the same order gives
+    the same offsets, and ties go to the earlier name."""
+    kept: list[str] = []
+    for name in names:
+        twin = name.replace("-stable/", "/")
+        if name in STABLE_FIRST_FITS and twin in kept:
+            mine = ordering_of(name.split("/")[0])(g)
+            if np.array_equal(mine, ordering_of(twin.split("/")[0])(g)):
+                continue
+        kept.append(name)
+    return kept
 
 
 def portfolio(
@@ -453,7 +540,7 @@ def portfolio(
             )
         names = listless
     if heuristics is None:
-        names = affordable(g, names, seconds)
+        names = _distinct(g, affordable(g, names, seconds))
     best: tuple[int, str, I64] | None = None
     tried: list[tuple[str, int]] = []
     workers = _workers(g, len(names))

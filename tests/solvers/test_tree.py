@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 
 import numpy as np
@@ -77,7 +78,8 @@ def test_portfolio_past_the_edge_limit_keeps_the_sweep_and_improves_on_it(
     assert greedy.uses_tree(g)
     result = greedy.portfolio(g)
     names = [name for name, _ in result.tried]
-    assert names == list(greedy.TREE_PORTFOLIO)
+    assert names == greedy._distinct(g, list(greedy.TREE_PORTFOLIO))
+    assert "size-stable/first-fit" in names  # its order differs from size's here
     sweep = dict(result.tried)["start/first-fit"]
     assert result.arena_bytes <= sweep
     assert result.arena_bytes == min(arena for _, arena in result.tried)
@@ -107,7 +109,9 @@ def test_dense_graphs_run_every_first_fit_first_on_the_tree() -> None:
     assert greedy.dense(g)  # weights and nested activations: ~1600 conflicts a buffer
     names = greedy.default_heuristics(g)
     assert names[: len(greedy.DENSE_FIRST)] == list(greedy.DENSE_FIRST)
-    assert sorted(names) == sorted({*greedy.HEURISTICS, greedy.MODEL_HEURISTIC})
+    assert sorted(names) == sorted(
+        {*greedy.HEURISTICS, greedy.MODEL_HEURISTIC, *greedy.STABLE_FIRST_FITS}
+    )
     assert greedy.uses_tree(g, "size/first-fit")
     assert not greedy.uses_tree(g, "size/best-fit")
     sparse = build_graph(random_request(5000, seed=0))
@@ -119,3 +123,79 @@ def test_dense_graphs_run_every_first_fit_first_on_the_tree() -> None:
     assert (offsets == tree).all()
     assert (tree == lists).all()
     assert_valid_offsets(request, g, offsets)
+
+
+def test_stable_orders_keep_ties_in_request_order() -> None:
+    g = build_graph(model_request(2500, seed=3))
+    for name in ("size-stable", "length-stable", "area-stable", "degree-stable"):
+        order = greedy.ordering_of(name)(g)
+        assert sorted(order.tolist()) == list(range(g.n))
+    order = greedy.ordering_of("size-stable")(g)
+    sizes = g.size[order]
+    assert (np.diff(sizes) <= 0).all()
+    for size in np.unique(sizes):
+        tied = order[sizes == size]
+        assert (np.diff(tied) > 0).all()  # equal sizes: the request's order
+    big = np.iinfo(np.int64).max
+    product = greedy._product(np.asarray([3, big // 2, 0]), np.asarray([4, 3, big]))
+    assert product.tolist() == [12, big, 0]
+
+
+def test_dense_graphs_give_best_fits_only_what_the_first_fits_leave() -> None:
+    g = build_graph(model_request(5000, seed=0))
+    assert greedy.dense(g)
+    names = greedy.default_heuristics(g)
+    first_fits = [n for n in names if n.endswith("/first-fit")]
+    total = sum(greedy.cost(g, n) for n in first_fits)
+    short = greedy.affordable(g, names, total)
+    assert short == first_fits  # every first fit, no best fit
+    long = greedy.affordable(g, names, 100 * total)
+    assert set(first_fits) < set(long)  # a longer limit buys best fits too
+    assert any(n.endswith("/best-fit") for n in long)
+
+
+def _tied_model(seed: int) -> PlanRequest:
+    """A model-like request with sizes rounded up to powers of two (many ties) in a shuffled
+    order, so orders that break ties differently place differently."""
+    request = model_request(5000, seed=seed)
+    rng = random.Random(seed)
+    buffers = [
+        b.model_copy(update={"size": 1 << (int(b.size) - 1).bit_length()}) for b in request.buffers
+    ]
+    rng.shuffle(buffers)
+    return request.model_copy(update={"buffers": buffers})
+
+
+# Each of OmniMalloc's greedy_by_* orders and ours that places as it does.
+OMNI_ORDERS = {
+    "size-stable": "greedy_by_size",
+    "length-stable": "greedy_by_duration",
+    "area-stable": "greedy_by_area",
+    "degree-stable": "greedy_by_conflict",
+    "degree-size-stable": "greedy_by_conflict_size",
+    "input": "greedy",
+}
+
+
+def test_dense_portfolio_is_never_above_omnimallocs_omni() -> None:
+    omnimalloc = pytest.importorskip("omnimalloc")
+    request = _tied_model(1)
+    g = build_graph(request)
+    assert greedy.dense(g)
+    allocations = [
+        omnimalloc.Allocation(i, int(g.size[i]), int(g.start[i]), int(g.occupied_end[i]))
+        for i in range(g.n)
+    ]
+
+    def theirs(name: str) -> int:
+        allocator = type(omnimalloc.allocators.BaseAllocator.resolve(name))()
+        placed = omnimalloc.allocate(allocations, allocator=allocator)
+        return max(int(a.offset) + int(a.size) for a in placed)
+
+    for ours, name in OMNI_ORDERS.items():
+        offsets = greedy.run(g, f"{ours}/first-fit")
+        assert_valid_offsets(request, g, offsets)
+        assert greedy.arena_of(g, offsets) == theirs(name), ours
+    result = greedy.portfolio(g, seconds=5.0)
+    assert_valid_offsets(request, g, result.offsets)
+    assert result.arena_bytes <= theirs("omni")
