@@ -182,9 +182,11 @@ def solve(
     """
     names = solver.exact
     seconds = GREEDY_SHARE * time_limit if greedy_seconds is None else greedy_seconds
-    # Kernel-sized, with exact methods to follow: the search decides the bound sooner than
-    # hundreds of random skyline runs, which run only where it leaves the plan unproved.
-    later = (RANDOM_SKYLINE,) if heuristics is None and names and g.n <= SMALL_PART else ()
+    # Kernel-sized or within a capacity, with exact methods to follow: the search decides the
+    # bound (or the capacity) sooner than hundreds of random skyline runs, which run only
+    # where it leaves the plan unproved.
+    defer = g.n <= SMALL_PART or capacity is not None
+    later = (RANDOM_SKYLINE,) if heuristics is None and names and defer else ()
     result = _solve(
         g, names, heuristics, capacity, time_limit, stop_at, seconds, later, gap_tolerance
     )

@@ -14,6 +14,7 @@ import planner.solvers.auto as auto
 from planner.core.errors import RequestError
 from planner.core.graph import build_graph
 from planner.core.models import PlanRequest
+from planner.families import CAPACITY, TRAINING_SEED, family_instance
 from planner.generate import random_kernel, random_request
 from planner.solvers import registry
 from planner.solvers.greedy import portfolio
@@ -261,3 +262,23 @@ def test_kernel_sized_requests_leave_the_random_runs_until_the_search_has_failed
     assert [name for name, _ in short.tried][-1] == "greedy:random/skyline"
     assert short.arena_bytes <= portfolio(g).arena_bytes
     assert_valid_offsets(request, g, short.offsets)
+
+
+def test_within_a_capacity_the_random_runs_wait_for_the_search() -> None:
+    # A challenging-shape instance at its capacity (the peak of live bytes): the search
+    # decides it, so the random skyline runs never start; without a capacity they run in the
+    # portfolio, before the exact methods.
+    inst = family_instance("random-wide", 200, TRAINING_SEED)
+    g = build_graph(inst.request, "none")
+    decided = auto.solve(
+        g, solver=registry.lookup("auto"), heuristics=None, capacity=CAPACITY, time_limit=10.0
+    )
+    assert decided.arena_bytes <= CAPACITY
+    assert decided.proved_optimal
+    assert "greedy:random/skyline" not in [name for name, _ in decided.tried]
+    assert_valid_offsets(inst.request, g, decided.offsets)
+    free = auto.solve(
+        g, solver=registry.lookup("auto"), heuristics=None, capacity=None, time_limit=10.0
+    )
+    assert "greedy:random/skyline" in [name for name, _ in free.tried]
+    assert_valid_offsets(inst.request, g, free.offsets)
