@@ -62,3 +62,28 @@ def test_the_node_budget_is_proportional_to_the_time_limit() -> None:
     one = node_budget(g, 1.0)
     assert abs(node_budget(g, 10.0) - 10 * one) <= 10
     assert abs(node_budget(g, 60.0) - 60 * one) <= 60
+
+
+@pytest.mark.parametrize("family", ["random-wide", "random-narrow"])
+def test_some_capacities_are_decided_only_with_a_longer_time_limit(family: str) -> None:
+    # The nodes a time limit buys (``node_budget``): a tenth of the limit leaves the
+    # capacity undecided where the whole limit decides it, and ten times more keeps it so.
+    request = family_instance(family, 160, CHECK_SEED + 1).request
+    g = build_graph(request, "none")
+    short, long, longer = (node_budget(g, seconds) for seconds in (0.005, 0.05, 0.5))
+    verdicts = []
+    for nodes in (short, long, longer):
+        result = solve_search(
+            g,
+            capacity=CAPACITY,
+            lower_bound=g.lower_bound.bytes,
+            hint=None,
+            time_limit=60.0,
+            nodes=nodes,
+        )
+        if result.offsets is not None:
+            assert_valid_offsets(request, g, result.offsets)
+            assert result.arena_bytes is not None
+            assert result.arena_bytes <= CAPACITY
+        verdicts.append(result.offsets is not None or result.infeasible)
+    assert verdicts == [False, True, True], (short, long, longer, verdicts)
