@@ -1,0 +1,119 @@
+"""The canonical search kernel split into named steps searches exactly as the single loop it
+replaced: per order, capacity and node budget the same status, node count, offsets and
+padding checks as recorded from that loop (tests/solvers/data/search_nodes.json, written by
+``record`` on the kernel before the split), alone, under a limit another member lowered,
+keeping pace with other members, and over the whole portfolio taking turns."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+
+from planner.core.graph import InterferenceGraph, build_graph
+from planner.core.models import PlanRequest
+from planner.families import family_instance
+from planner.solvers._pace_kernel import member_cap
+from planner.solvers._search_kernel import FOUND
+from planner.solvers.greedy import portfolio
+from planner.solvers.search import STOPPED, _decide, _decide_all, _Instance, _members
+from tests.support.bruteforce import assert_valid_offsets
+from tests.support.paths import TESTS
+
+RECORDED = TESTS / "solvers" / "data" / "search_nodes.json"
+# (family, buffers, seed, node budget); "+pins" pins every seventh buffer where a greedy plan
+# puts it.
+CASES = [
+    ("guillotine", 60, 21, 3000),
+    ("guillotine", 200, 22, 2000),
+    ("mixed", 80, 23, 3000),
+    ("mixed", 240, 24, 2000),
+    ("sparse", 120, 25, 2000),
+    ("random-wide", 160, 26, 2000),
+    ("random-wide", 400, 27, 1000),
+    ("random-narrow", 100, 28, 3000),
+    ("random-narrow", 300, 29, 1500),
+    ("pinwheel", 90, 30, 3000),
+    ("random-narrow", 80, 31, 3000),
+    ("mixed", 100, 32, 3000),
+]
+PINNED = {("random-narrow", 80, 31), ("mixed", 100, 32)}
+PIN_EVERY = 7
+
+
+def _request(family: str, n: int, seed: int) -> tuple[PlanRequest, InterferenceGraph]:
+    """The case as the kernel sees it: lifetimes only, the caller synchronizing, no capacity
+    but the one each run is given; pinned where the case says so."""
+    request = family_instance(family, n, seed).request
+    request = request.model_copy(
+        update={
+            "capacity": None,
+            "target": None,
+            "options": request.options.model_copy(update={"sync": "none"}),
+        }
+    )
+    if (family, n, seed) in PINNED:
+        offsets = portfolio(build_graph(request, "none")).offsets
+        buffers = [
+            b.model_copy(update={"offset": int(offsets[i])}) if i % PIN_EVERY == 0 else b
+            for i, b in enumerate(request.buffers)
+        ]
+        request = request.model_copy(update={"buffers": buffers})
+    return request, build_graph(request, "none")
+
+
+def _entry(
+    request: PlanRequest, g: InterferenceGraph, capacity: int, result: tuple[int, object, int]
+) -> list[int | str]:
+    """(status, nodes used, the offsets' digest); a plan is checked: valid, within capacity."""
+    status, offsets, used = result
+    offsets = np.asarray(offsets, dtype=np.int64)
+    if status == FOUND:
+        assert int((offsets + g.size).max()) <= capacity
+        assert_valid_offsets(request, g, offsets)
+    digest = hashlib.sha256(offsets.tobytes()).hexdigest()
+    return [int(status), int(used), digest[:16]]
+
+
+def record() -> dict[str, list[int | str]]:
+    """Per case, at the bound, 1% and 4% above: each canonical order alone (with its padding
+    checks), each under a limit lowered to two thirds, each keeping pace with a member that
+    has stopped, and the whole portfolio taking turns."""
+    out: dict[str, list[int | str]] = {}
+    for family, n, seed, nodes in CASES:
+        request, g = _request(family, n, seed)
+        bound = g.aligned_bound.bytes
+        members = _members(g)
+        canonical = [m for m in members if isinstance(m, _Instance)]
+        for capacity in (bound, bound + bound // 100, bound + bound // 25):
+            case = f"{family}-{n}-{seed}/{capacity}"
+            for k, m in enumerate(canonical):
+                stats = np.zeros(3, dtype=np.int64)
+                alone = _decide(m, capacity, nodes, stats=stats)
+                out[f"{case}/{k}"] = [*_entry(request, g, capacity, alone), *stats.tolist()]
+                lowered = member_cap(2 * nodes // 3)
+                capped = _decide(m, capacity, nodes, lowered)
+                out[f"{case}/{k}/capped"] = _entry(request, g, capacity, capped)
+                efforts = np.array([0, STOPPED], dtype=np.int64)
+                pace = member_cap(nodes, 0, 1, 64, 1)
+                paced = _decide(m, capacity, nodes, pace, efforts=efforts)
+                out[f"{case}/{k}/paced"] = _entry(request, g, capacity, paced)
+            turns = _decide_all(members, capacity, len(canonical) * nodes, parallel=False)
+            out[f"{case}/turns"] = _entry(request, g, capacity, turns)
+    return out
+
+
+def test_the_split_kernel_searches_as_the_loop_it_replaced() -> None:
+    expected = json.loads(RECORDED.read_text())
+    found = record()
+    assert len(found) == len(expected) >= 500
+    statuses = {v[0] for v in expected.values()}
+    assert statuses >= {1, 0, -1}  # plans, proofs and budgets
+    assert any(v[3] > 0 for v in expected.values() if len(v) > 3)  # padding checks ran
+    differing = {k: (found[k], v) for k, v in expected.items() if found.get(k) != v}
+    assert not differing
+
+
+if __name__ == "__main__":
+    RECORDED.write_text(json.dumps(record(), indent=1, sort_keys=True) + "\n")
