@@ -50,69 +50,26 @@ __all__ = [
 
 I64 = npt.NDArray[np.int64]
 
-# Throughput of one core: a node costs about (buffers + sections) steps, and one core does
-# 6e7-1.3e8 such steps per second in either kernel on graphs of 16-500 buffers (random
-# kernels, the MiniMalloc sets, every family); 4e7 leaves a margin so that the budget, not
-# the clock, stops a search. It sets how many nodes a second of time limit buys, never which
-# plan a given budget finds.
-NODE_WORK_PER_SECOND = 4.0e7
-MIN_NODES = 1_000  # even the smallest time limit gets this many nodes
-# Branching priorities (see ``_rank_keys``). No order is best on every instance: each finds
-# some plans fast and misses others, so every decision runs them all, each on the same share
-# of nodes (``_decide_all``), and the one that decides with the fewest wins. Nothing ranks one
-# order over another, so the portfolio favours no instance set: MiniMalloc's published
-# defaults (WAT, TAW, TWA, its letters as its solver defines them), then orders led by the
-# latest end or the earliest start (EL, BL: filling the lowest free bytes from one side, which
-# zero-slack tilings need), the longest interval (TLS), the largest buffer (SCT) and the
-# largest area (ATC). Which orders are in it
-# was decided on the training families (``planner.families``, ``TRAINING_SEED``); the order of
-# the tuple only breaks ties between orders that decide with the same effort.
+NODE_WORK_PER_SECOND = 4.0e7  # kernel steps a second of time limit buys (a node: n + sections)
+MIN_NODES = 1_000  # nodes even the smallest time limit gets
+# Branching priorities of the canonical kernel (``_rank_keys``), each on an equal share of nodes:
 ORDERS = ("WAT", "TAW", "TWA", "EL", "BL", "TLS", "SCT", "ATC")
-MINIMALLOC_ORDERS = ("WAT", "TAW", "TWA")  # its published defaults, its ties
-# The skyline kernel (``solvers._skyline_kernel``) joins the portfolio with these priorities
-# on graphs of more than ``SKYLINE_MIN`` buffers without pinned buffers: it covers the lowest
-# free cell of a valley exactly, so it decides zero-slack tilings that no order of the
-# canonical kernel does within its share (and misses others those decide).
-# Each priority runs with two valley rules, forwards and with time reversed: like the
-# orders, no variant is best everywhere, and which one decides fast varies by instance.
-SKYLINE_ORDERS = ("S", "C")
-SKYLINE_VALLEYS = (FEWEST, LEFTMOST)
-SKYLINE_MIN = 64  # buffers; up to this many (kernel-sized), the canonical orders decide fast
-# A skyline step (a tight scan over sections) costs about a sixteenth of a canonical kernel
-# step (1-2 ns against 20-35 ns, both measured on graphs of 150-450 buffers), so that many
-# skyline steps are charged as one: a node costs about the same time in either kernel.
-SKYLINE_DISCOUNT = 16
-SKYLINE_SHARE = 1  # share exponent of each skyline member (``_weights``): half a share
-PARALLEL_MIN = 16  # buffers; below, starting threads costs more than racing saves
-# Minimizing below a capacity on graphs of more than ``DESCEND_MIN`` buffers, once a plan
-# within it is found, the bound is decided on a ``1 / BOUND_PART`` share of the nodes (it is
-# mostly out of reach there), and each next capacity lies ``1 / DESCEND_PART`` of the way down
-# from the best arena to the lowest capacity not yet ruled out, instead of halfway: each plan
-# found is a step down. Without a capacity the bound gets half the nodes first: tilings
-# reach it, and need that many.
-DESCEND_MIN = 64
-BOUND_PART = 8
-DESCEND_PART = 4
-# Racing members on graphs of more than ``PACED_MIN`` buffers are paced
-# (``solvers._pace_kernel``): the cores go to the members that have spent the least effort,
-# so when one decides, the others have not run far past it. A member counts as behind another
-# when its effort is lower by more than a sixteenth of a share (``PACE_SHIFT``), and at least
-# ``PACE_SLACK`` nodes: a smaller slack stops members sooner after the winner but makes them
-# wait and wake more often. On MiniMalloc's B, where one order decides after 49 000 nodes, the
-# others had run to 61 000-74 000 (their nodes cost less) and the skyline members 10-28 % past
-# their half; paced, all stop within the slack. Kernel-sized parts are not paced: their
-# first search mostly decides in a few thousand nodes or runs every member to its limit,
-# where pacing saves nothing and its waits cost (random 64-buffer kernels, seeds 1000-1299:
-# 7 % more time in all, paced).
-PACED_MIN = 64
-PACE_SHIFT = 4
-PACE_SLACK = 64
+MINIMALLOC_ORDERS = ("WAT", "TAW", "TWA")  # MiniMalloc's defaults: ties go to request order
+SKYLINE_ORDERS = ("S", "C")  # priorities of the skyline kernel's members
+SKYLINE_VALLEYS = (FEWEST, LEFTMOST)  # valley rules of the skyline kernel's members
+SKYLINE_MIN = 64  # buffers above which the skyline members join (graphs without pins)
+SKYLINE_DISCOUNT = 16  # skyline kernel steps charged as one canonical step
+SKYLINE_SHARE = 1  # share exponent of each skyline member: half a share (``_weights``)
+PARALLEL_MIN = 16  # buffers from which members race on threads
+DESCEND_MIN = 64  # buffers above which minimizing below a capacity descends in steps
+BOUND_PART = 8  # descending, the bound is decided on this part of the nodes left
+DESCEND_PART = 4  # descending, the next capacity lies this part of the way down
+PACED_MIN = 64  # buffers above which racing members keep pace (``solvers._pace_kernel``)
+PACE_SHIFT = 4  # a member is behind by more than this power-of-two part of a share
+PACE_SLACK = 64  # nodes: and by at least this many
 STOPPED = np.iinfo(np.int64).max // 2  # the effort of a member that has stopped
 _ALONE = np.zeros(0, dtype=np.int64)  # no other member to keep pace with
-# Racing threads share the cores evenly unless told otherwise, so a member on half a share of
-# nodes would take a full share of CPU time until it decides or stops. Linux weighs each
-# nice level about 1.25 times less than the one before: three levels halve a thread's share.
-NICE_PER_HALVING = 3
+NICE_PER_HALVING = 3  # nice levels that halve a racing thread's CPU share (Linux)
 
 
 @dataclass(frozen=True)
