@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -16,6 +16,7 @@ from planner.core.graph import InterferenceGraph
 __all__ = [
     "DEFAULT_GAP_PARTS",
     "SMALL_GAP_SECONDS",
+    "ExactMethod",
     "ExactResult",
     "GapTolerance",
     "Progress",
@@ -73,6 +74,34 @@ class Stop:
             hooks = list(self._hooks)
         for hook in hooks:
             hook()
+
+
+class ExactMethod(Protocol):
+    """How every exact method (``search``, ``cpsat``, ``windows``) is called.
+
+    The smallest arena (bytes) for ``g`` within ``capacity``, or a proof that none fits, in
+    about ``time_limit`` seconds. ``lower_bound`` is valid (no plan uses fewer bytes);
+    ``hint`` is a plan (bytes, request order) to start from; ``upper`` an arena the caller
+    already has (bytes): only smaller ones are searched. ``on_progress`` sees each
+    improvement (for benchmarks; it never changes the result). ``stop`` may end the method
+    early from another thread, and what it returns then means nothing. ``tolerance``: bytes;
+    it stops once its plan is within them of the bound it has proved. A method may take
+    options of its own beyond these, each with a default.
+    """
+
+    def __call__(
+        self,
+        g: InterferenceGraph,
+        *,
+        capacity: int | None,
+        lower_bound: int,
+        hint: I64 | None,
+        time_limit: float,
+        upper: int | None = None,
+        on_progress: Progress | None = None,
+        stop: Stop | None = None,
+        tolerance: int = 0,
+    ) -> ExactResult: ...
 
 
 def granularity(g: InterferenceGraph) -> int:

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from planner.core.solver_names import EXACT_METHODS, HEURISTICS, METHODS, SOLVER_NAMES
-from planner.solvers.exact import ExactResult
+from planner.solvers.exact import ExactMethod
 
 __all__ = [
     "ExactMethod",
@@ -24,7 +23,6 @@ __all__ = [
     "unavailable",
 ]
 
-ExactMethod = Callable[..., ExactResult]
 # method -> (module, function, the optional distribution it needs); "windows" is no solver
 # name: the search's window bound, which ``auto`` runs on kernel-sized parts.
 _MODULES = {

@@ -36,7 +36,7 @@ from planner.solvers._pace_kernel import member_cap
 from planner.solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES, decide
 from planner.solvers._skyline_kernel import FEWEST, LEFTMOST, SkylineArrays, decide_skyline
 from planner.solvers._stack_kernel import MAX_BUFFERS as STACK_MAX_BUFFERS
-from planner.solvers.exact import ExactResult, Progress, granularity, round_up
+from planner.solvers.exact import ExactResult, Progress, Stop, granularity, round_up
 from planner.solvers.greedy import arena_of
 
 __all__ = [
@@ -369,6 +369,7 @@ def _decide_all(
     nodes: int,
     deadline: float = float("inf"),
     parallel: bool | None = None,
+    stop: Stop | None = None,
 ) -> tuple[int, I64, int]:
     """(status, offsets, nodes charged) at ``capacity`` bytes over the branching orders.
 
@@ -381,7 +382,7 @@ def _decide_all(
     is the same whether the orders race on threads (``parallel``; by default when there are
     cores and the graph is large) or take turns on a doubling limit, MiniMalloc's remedy for
     heavy-tailed searches. The clock (``deadline``, a ``time.perf_counter`` value) is only a
-    hard cap.
+    hard cap; ``stop`` ends the decision early (its answer then means nothing).
     """
     k = len(insts)
     weights = _weights(insts)
@@ -397,7 +398,8 @@ def _decide_all(
     # ties go to the earlier: it only runs in name, charged as if it ran.
     repeats = _repeats(insts)
     alone = [i for i in range(k) if repeats[i] < 0]
-    ran = iter(run([insts[i] for i in alone], capacity, per, [weights[i] for i in alone], deadline))
+    members = [insts[i] for i in alone]
+    ran = iter(run(members, capacity, per, [weights[i] for i in alone], deadline, stop))
     results: list[tuple[int, I64, int]] = []
     for earlier in repeats:  # a repeat names an earlier member: its result is already here
         results.append(next(ran) if earlier < 0 else results[earlier])
@@ -439,20 +441,28 @@ def _limit_others(caps: list[I64], weights: list[int], i: int, used: int) -> Non
 
 
 def _rounds(
-    insts: Sequence[_Member], capacity: int, per: int, weights: list[int], deadline: float
+    insts: Sequence[_Member],
+    capacity: int,
+    per: int,
+    weights: list[int],
+    deadline: float,
+    stop: Stop | None = None,
 ) -> list[tuple[int, I64, int]]:
     """The orders one after another, on a limit doubling up to ``per`` nodes (each order's
-    share of it)."""
+    share of it); ``stop`` ends the member running and the rounds."""
     caps = [np.array([per >> w], dtype=np.int64) for w in weights]
+    _stop_on(stop, caps)
     limit = min(per, 2 * max(1, int(insts[0].size.size)))
     while True:
         results = []
         for i, inst in enumerate(insts):
-            result = _decide(inst, capacity, min(limit >> weights[i], int(caps[i][0])))
+            result = _decide(inst, capacity, min(limit >> weights[i], int(caps[i][0])), caps[i])
             if result[0] != OUT_OF_NODES:
                 _limit_others(caps, weights, i, result[2])
             results.append(result)
         if any(r[0] != OUT_OF_NODES for r in results) or limit >= per:
+            return results
+        if stop is not None and stop.stopped:
             return results
         if time.perf_counter() > deadline:
             note_cut()
@@ -461,16 +471,22 @@ def _rounds(
 
 
 def _race(
-    insts: Sequence[_Member], capacity: int, per: int, weights: list[int], deadline: float
+    insts: Sequence[_Member],
+    capacity: int,
+    per: int,
+    weights: list[int],
+    deadline: float,
+    stop: Stop | None = None,
 ) -> list[tuple[int, I64, int]]:
     """The orders side by side on threads (the kernel releases the GIL); the first to
-    decide lowers the others' limits, and the deadline stops them all. Each member's thread
-    takes its share of the CPU (``_take_share``), so while more members than cores run, the
-    CPU time each gets follows the nodes it may spend; on graphs of more than ``PACED_MIN``
-    buffers the members are paced too (``solvers._pace_kernel``)."""
+    decide lowers the others' limits, and the deadline or ``stop`` stops them all. Each
+    member's thread takes its share of the CPU (``_take_share``), so while more members than
+    cores run, the CPU time each gets follows the nodes it may spend; on graphs of more than
+    ``PACED_MIN`` buffers the members are paced too (``solvers._pace_kernel``)."""
     slack = max(PACE_SLACK, per >> PACE_SHIFT)  # effort by which a member counts as behind
     cores = usable_cores()
     caps = [member_cap(per >> w, i, w, slack, cores) for i, w in enumerate(weights)]
+    _stop_on(stop, caps)
     # Each member's effort so far (``STOPPED`` once it has), for pacing; empty: not paced.
     paced = int(insts[0].size.size) > PACED_MIN and NATIVE_PAUSE
     efforts = np.zeros(len(insts) if paced else 0, dtype=np.int64)
@@ -510,6 +526,17 @@ def _race(
     if errors:
         raise errors[0]
     return [r for r in results if r is not None]
+
+
+def _stop_on(stop: Stop | None, caps: list[I64]) -> None:
+    """Have ``stop`` lower every member's limit to 0 (at once if it is stopped already)."""
+
+    def halt() -> None:
+        for cap in caps:
+            cap[0] = 0
+
+    if stop is not None and not stop.attach(halt):
+        halt()
 
 
 def _take_share(weight: int) -> None:
@@ -668,9 +695,10 @@ def solve_search(
     upper: int | None = None,
     nodes: int | None = None,
     on_progress: Progress | None = None,
+    stop: Stop | None = None,
+    tolerance: int = 0,
     bound_only: bool = False,
     above_bound: bool = False,
-    tolerance: int = 0,
 ) -> ExactResult:
     """Smallest arena (bytes) within ``capacity``, or a proof that none fits.
 
@@ -681,7 +709,8 @@ def solve_search(
     plan is optimal) with every node, and stop there: no bisection above it.
     ``above_bound``: the bound was left undecided by a run before; bisect above it at once.
     ``tolerance``: bytes; the search stops once its best plan is within them of the bound it
-    has proved (``options.gap_tolerance``).
+    has proved (``options.gap_tolerance``). ``stop`` may end the search early from another
+    thread (then the result means nothing). Satisfies ``solvers.exact.ExactMethod``.
     """
     if g.n == 0:
         return ExactResult("search", np.zeros(0, np.int64), 0, 0, True, False)
@@ -722,7 +751,7 @@ def solve_search(
         """
         nonlocal best, best_arena, bound, left
         share = left if last else max(1, left // part)
-        status, offsets, used = _decide_all(insts, target, share, clock + wall)
+        status, offsets, used = _decide_all(insts, target, share, clock + wall, stop=stop)
         left -= used
         if status == FOUND:
             best, best_arena = offsets, arena_of(g, offsets)
@@ -734,6 +763,8 @@ def solve_search(
 
     def time_left() -> bool:
         if left <= 0 or (best_arena is not None and best_arena - bound <= tolerance):
+            return False
+        if stop is not None and stop.stopped:
             return False
         if time.perf_counter() - clock < wall:
             return True
