@@ -1,4 +1,5 @@
-"""What an exact method returns: the best plan it found and what it proved."""
+"""How an exact method is called (``ExactMethod``) and what it returns: the best plan it found and
+what it proved."""
 
 from __future__ import annotations
 
