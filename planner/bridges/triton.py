@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -159,13 +160,23 @@ def _barrier_passes(pm: Any, capability: int, ptx: int) -> None:
     nvidia.passes.ttgpuir.add_membar(pm, capability, ptx)
 
 
+_CONTEXT_USES = 64  # modules one MLIR context parses before a fresh one (it keeps their types)
+_CONTEXTS = threading.local()
+
+
 def _context() -> Any:
+    """An MLIR context with Triton's dialects, one per thread, renewed every
+    ``_CONTEXT_USES`` calls."""
     from triton._C.libtriton import ir, nvidia
 
-    ctx = ir.context()
-    ir.load_dialects(ctx)
-    nvidia.load_dialects(ctx)
-    return ctx
+    held = getattr(_CONTEXTS, "held", None)
+    if held is None or held[1] >= _CONTEXT_USES:
+        ctx = ir.context()
+        ir.load_dialects(ctx)
+        nvidia.load_dialects(ctx)
+        held = _CONTEXTS.held = [ctx, 0]
+    held[1] += 1
+    return held[0]
 
 
 def allocate(ttgir: str, capability: int) -> Allocated:
@@ -186,6 +197,8 @@ def allocate(ttgir: str, capability: int) -> Allocated:
     _barrier_passes(pm, capability, ptx)
     pm.run(module, "planner")
     after = str(module.str_nodebug())
+    if "scf." not in before:  # no structured control flow: scf_to_cf changes nothing
+        return Allocated(before, after, _OFFSETS.findall(before))
     module = _parse(ttgir, ctx)
     pm = ir.pass_manager(ctx)
     _allocation(pm, capability, ptx, cfg=True)
@@ -266,6 +279,11 @@ def check_ttgir(
         report.notes.append(
             "asynchronous accesses with the wait that covers them: "
             + ", ".join(f"{n} {agent}" for agent, n in sorted(after.exact_async.items()))
+        )
+    for reason in after.unsplit:
+        report.notes.append(
+            f"{reason}: its mbarriers are one buffer, and the TMA loads that arrive on it are "
+            "approximated (which mbarrier each one arrives on is not known statically)"
         )
     if after.approximated:
         report.notes.append(
