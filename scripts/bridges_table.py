@@ -6,12 +6,12 @@ of the tests, compiled here, with the compiler's bytes and barriers beside ours.
     python scripts/bridges_table.py --triton   # Triton only (with --autotune: every config)
 
 "bridge s" is the time the bridge adds (read, plan, rewrite or check with the static validator,
-verify, read back; for Triton, its own allocation and barrier passes too), the median of three
-runs in a process that has loaded the planner and the compiler's bindings (that one-off load is
-timed apart and printed under the table); "compile s" the compiler's own time for the kernel:
-``iree-compile`` to a ``.vmfb``, or a cold ``triton.compile`` (an empty cache); "emulator s" what
-the emulator's check of the same plans adds (the bridges' default, optional), the median of three
-too. Needs the ``mlir`` and ``triton`` extras.
+verify, read back; for Triton, its own allocation and barrier passes too, also shown apart),
+the median of three runs in a process that has loaded the planner and the compiler's bindings
+(that one-off load is timed apart and printed under the table); "compile s" the compiler's own
+time for the kernel: ``iree-compile`` to a ``.vmfb``, or a cold ``triton.compile`` (an empty
+cache); "emulator s" what the emulator's check of the same plans adds (the bridges' default,
+optional), the median of three too. Needs the ``mlir`` and ``triton`` extras.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT))
 
 _HEAD = (
     "| compiler | target | kernel | buffers | compiler bytes | compiler barriers | ours bytes "
-    "| ours barriers (+inserted) | lower bound | bridge s | compile s | bridge / compile "
-    "| emulator s |"
+    "| ours barriers (+inserted) | lower bound | bridge s | of which Triton's passes s "
+    "| compile s | bridge / compile | emulator s |"
 )
 
 
@@ -100,21 +100,23 @@ def iree_rows(loads: list[str]) -> list[str]:
         (k,) = result.kernels
         valid = all(c.verdict is not None and c.verdict.valid for c in checks)
         if k.status != "rewritten":
-            rows.append(f"| IREE | {chips[target]} | {name} | - | - | - | {k.reason} | | | | | | |")
+            rows.append(
+                f"| IREE | {chips[target]} | {name} | - | - | - | {k.reason} | | | | | | | |"
+            )
             continue
         iree = f"{exported}" if exported is not None else f"{k.compiler_bytes} (allocs)"
         ours = f"{k.arena_bytes}" + ("" if valid else " INVALID")
         barriers = f"{k.barriers_existing + k.barriers_inserted} (+{k.barriers_inserted})"
         rows.append(
             f"| IREE | {chips[target]} | {name} | {k.buffers} | {iree} | {k.barriers_existing} "
-            f"| {ours} | {barriers} | {k.lower_bound} | {bridge:.2f} | {compile_s:.2f} "
+            f"| {ours} | {barriers} | {k.lower_bound} | {bridge:.2f} | - | {compile_s:.2f} "
             f"| {_share(bridge, compile_s)} | {emulator_s:.2f} |"
         )
     return rows
 
 
 def _triton_row(label: str, cap: int, compile_s: float, kernel: Any, loads: list[str]) -> str:
-    from planner.bridges.triton import check_compiled
+    from planner.bridges.triton import allocate, check_compiled
 
     if not loads:
         loads.append(f"Triton {_first_call(lambda: check_compiled(kernel, emulation=False)):.2f} s")
@@ -122,10 +124,11 @@ def _triton_row(label: str, cap: int, compile_s: float, kernel: Any, loads: list
     emulated = check_compiled(kernel, time_limit=2.0)  # the same, with the emulator
     bridge = _median(lambda: check_compiled(kernel, time_limit=2.0, emulation=False))
     emulator_s = max(0.0, _median(lambda: check_compiled(kernel, time_limit=2.0)) - bridge)
+    passes = _median(lambda: allocate(kernel.asm["ttgir"], cap))
     if not report.modeled:
         return (
             f"| Triton | sm_{cap} | {label} | - | {kernel.metadata.shared} | - "
-            f"| not modelled: {report.reason} | | | | {compile_s:.2f} | | |"
+            f"| not modelled: {report.reason} | | | | | {compile_s:.2f} | | |"
         )
     verdict = emulated.triton_verdict
     judged = "valid" if verdict is not None and verdict.valid else "INVALID"
@@ -134,7 +137,7 @@ def _triton_row(label: str, cap: int, compile_s: float, kernel: Any, loads: list
         f"| {report.triton_barriers} | {report.ours_bytes} "
         f"| {report.triton_barriers + (report.ours_inserted or 0)} (+{report.ours_inserted}); "
         f"alone {report.alone_bytes} B, {report.alone_barriers} | {report.lower_bound} "
-        f"| {bridge:.2f} | {compile_s:.2f} | {_share(bridge, compile_s)} "
+        f"| {bridge:.2f} | {passes:.2f} | {compile_s:.2f} | {_share(bridge, compile_s)} "
         f"| {emulator_s:.2f} |"
     )
 
@@ -176,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     both = not args.iree and not args.triton
     print(_HEAD)
-    print("|" + "---|" * 13)
+    print("|" + "---|" * 14)
     iree_load: list[str] = []
     triton_load: list[str] = []
     if args.iree or both:
