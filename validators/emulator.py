@@ -20,8 +20,9 @@ runs what the plan places in the shared arena.
 
 from __future__ import annotations
 
+import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -188,8 +189,10 @@ def _emulate(
         return _not_run(request, Violation(code="bad_footprint", message=str(exc)))
     if len(programs) == 1:
         return run_program(programs[0], max_blocks=max_blocks, max_violations=max_violations)
+    known: dict[tuple[AffineAccess, int, int, tuple[int, int, int]], _Shape] = {}  # all paths
     reports = [
-        run_program(p, max_blocks=max_blocks, max_violations=max_violations) for p in programs
+        run_program(p, max_blocks=max_blocks, max_violations=max_violations, known=known)
+        for p in programs
     ]
     return _merged(reports, max_violations)
 
@@ -237,8 +240,10 @@ def run_program(
     *,
     max_blocks: int = DEFAULT_MAX_BLOCKS,
     max_violations: int = 1000,
+    known: dict[tuple[AffineAccess, int, int, tuple[int, int, int]], _Shape] | None = None,
 ) -> EmulationReport:
-    """Emulate ``program``: every thread of each chosen block, every step, exactly."""
+    """Emulate ``program``: every thread of each chosen block, every step, exactly.
+    ``known``: accesses already enumerated, shared by the paths of one request."""
     if max_blocks < 1:
         raise ValueError(f"max_blocks must be >= 1, got {max_blocks!r}")
     if max_violations < 0:
@@ -246,7 +251,8 @@ def run_program(
     from planner.core.models import Violation
 
     blocks, total = _choose_blocks(program, max_blocks)
-    shapes = [_Shape.of(a, program) for s in program.steps for a in s.accesses]
+    known = {} if known is None else known
+    shapes = [_shape_of(a, program, known) for s in program.steps for a in s.accesses]
     found = _Found(max_violations, Violation, several_blocks=len(blocks) > 1)
     misaligned: set[str] = set()  # once per buffer, not per range or iteration
     for buf in program.buffers:
@@ -322,6 +328,19 @@ class _Found:
         return f" in block {block}" if self.several_blocks else ""
 
 
+def _shape_of(
+    a: AffineAccess,
+    program: KernelProgram,
+    known: dict[tuple[AffineAccess, int, int, tuple[int, int, int]], _Shape],
+) -> _Shape:
+    """``_Shape.of``, once per access, buffer size, thread count and block shape."""
+    key = (a, program.buffers[a.buffer].size, program.threads, program.block)
+    shape = known.get(key)
+    if shape is None:
+        shape = known[key] = _Shape.of(a, program)
+    return shape
+
+
 @dataclass(frozen=True)
 class _Shape:
     """An access enumerated once: its elements in block (0, 0, 0) and the threads on them.
@@ -336,6 +355,10 @@ class _Shape:
     block_coeffs: tuple[int, int, int]  # elements per unit of blockIdx.x, .y, .z
     n: int  # elements in the buffer: the access keeps [0, n)
     accesses: int  # (thread, byte) pairs the access makes, before the bounds filter
+    # block -> bytes_in(block), read-only arrays
+    memo: dict[tuple[int, int, int], tuple[I64, I32, I64]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @staticmethod
     def of(a: AffineAccess, program: KernelProgram) -> _Shape:
@@ -347,7 +370,7 @@ class _Shape:
             # the largest thread per byte, so two threads stand for all of them.
             # An asynchronous agent is no thread: it stands as one past the last, beside the
             # first, so it differs from every thread and from another agent's stand-ins.
-            edge = np.unique(np.array([0, count if a.agent else count - 1], np.int32))
+            edge = np.array(sorted({0, count if a.agent else count - 1}), np.int32)
             elements = np.tile(np.arange(n, dtype=np.int64), edge.size)
             return _Shape(a, elements, np.repeat(edge, n), (0, 0, 0), n, count * n * a.width)
         coeffs = dict(a.coeffs)
@@ -376,7 +399,16 @@ class _Shape:
 
     def bytes_in(self, block: tuple[int, int, int]) -> tuple[I64, I32, I64]:
         """Buffer bytes and their threads in ``block``, and the elements outside the buffer,
-        which are dropped (skipped by a guarded access, out of bounds for any other)."""
+        which are dropped (skipped by a guarded access, out of bounds for any other); computed
+        once per block, as read-only arrays."""
+        found = self.memo.get(block)
+        if found is None:
+            found = self.memo[block] = self._bytes_in(block)
+            for array in found:
+                array.flags.writeable = False
+        return found
+
+    def _bytes_in(self, block: tuple[int, int, int]) -> tuple[I64, I32, I64]:
         shift = sum(c * b for c, b in zip(self.block_coeffs, block, strict=True))
         elements = self.elements + shift if shift else self.elements
         threads = self.threads
@@ -570,15 +602,22 @@ def _check_races(
     touched = sorted({t.access.buffer for t in epoch})
     if len(touched) < 2:
         return
-    # Only bytes inside the ranges of two or more buffers touched here can race: a
-    # difference array over those ranges filters the rest out cheaply.
-    cover = np.zeros(arena.bytes + 1, np.int32)
+    # Only bytes inside the ranges of two or more buffers touched here can race: a sweep
+    # over those ranges' ends finds them, and a mask of them filters the rest out cheaply.
+    ends: list[tuple[int, int]] = []
     for b in touched:
         lo = buffers[b].offset - arena.base
-        cover[lo] += 1
-        cover[lo + buffers[b].size] -= 1
-    crowded = np.cumsum(cover) >= 2
-    if not crowded.any():
+        ends += [(lo, 1), (lo + buffers[b].size, -1)]
+    ends.sort()
+    crowded = np.zeros(arena.bytes, np.bool_)
+    depth = 0
+    any_crowded = False
+    for (at, step), (stop, _) in itertools.pairwise(ends):
+        depth += step
+        if depth >= 2 and stop > at:
+            crowded[at:stop] = True
+            any_crowded = True
+    if not any_crowded:
         return
     parts: list[tuple[I64, I32, I32, Bool, I64]] = []
     for t in epoch:

@@ -43,6 +43,7 @@ class BufferShape:
     accesses: list[int] = field(default_factory=list)  # program points
     offset: int | None = None  # bytes, when the IR already places it
     dtype: str | None = None
+    kind: str = "data"  # "mbarrier": an 8-byte mbarrier, accessed through the syncs naming it
 
 
 @dataclass
@@ -174,7 +175,9 @@ class KernelShape:
                 "end": life[1],
                 "alignment": b.alignment,
             }
-            if b.id in self.listed:
+            if b.kind == "mbarrier":
+                entry["kind"] = "mbarrier"
+            elif b.id in self.listed:
                 entry["accesses"] = self.listed[b.id]
             buffers.append(entry)
         loops = []

@@ -22,6 +22,7 @@ Needs the ``mlir`` extra (``iree-base-compiler``, which ships MLIR's Python bind
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -104,13 +105,23 @@ class KernelCheck:
     buffers: int = 0
 
 
+_CONTEXT_USES = 64  # modules one MLIR context parses before a fresh one (it keeps their types)
+_CONTEXTS = threading.local()
+
+
 def _context() -> Any:
+    """An MLIR context, one per thread, renewed every ``_CONTEXT_USES`` calls (a module keeps
+    its own context alive)."""
     need("mlir", _FEATURE)
     from iree.compiler import ir
 
-    ctx = ir.Context()
-    ctx.allow_unregistered_dialects = False
-    return ctx
+    held = getattr(_CONTEXTS, "held", None)
+    if held is None or held[1] >= _CONTEXT_USES:
+        ctx = ir.Context()
+        ctx.allow_unregistered_dialects = False
+        held = _CONTEXTS.held = [ctx, 0]
+    held[1] += 1
+    return held[0]
 
 
 def parse_module(source: str | bytes, ctx: Any | None = None) -> Any:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,7 +35,14 @@ from planner.core.models import Plan, PlanRequest
 from planner.core.targets import TARGETS
 from planner.pipeline import plan as plan_request
 
-__all__ = ["TritonReport", "allocated_ttgir", "check_compiled", "check_ttgir"]
+__all__ = [
+    "Allocated",
+    "TritonReport",
+    "allocate",
+    "allocated_ttgir",
+    "check_compiled",
+    "check_ttgir",
+]
 
 _FEATURE = "planner triton"
 
@@ -101,17 +109,23 @@ def _ptx_version(capability: int) -> int:
     return int(ptx_get_version(get_ptxas(capability).version))
 
 
-def allocated_ttgir(ttgir: str, capability: int, *, membar: bool, cfg: bool = False) -> str:
-    """The TTGIR after Triton's own allocation (and its barrier pass when ``membar``), as
-    Triton's NVIDIA backend runs them; ``cfg``: with ``scf_to_cf`` first, as the backend
-    does, for comparison."""
-    need("triton", _FEATURE)
-    from triton._C.libtriton import ir, nvidia, passes
+_OFFSETS = re.compile(r"allocation\.offset\s*=\s*(\d+)")
 
-    ptx = _ptx_version(capability)
-    ctx = ir.context()
-    ir.load_dialects(ctx)
-    nvidia.load_dialects(ctx)
+
+@dataclass(frozen=True)
+class Allocated:
+    """A TTGIR module through Triton's own passes, parsed once: the structured form after
+    allocation (``before``) and after the barrier passes (``after``), and the offsets Triton's
+    allocation gives on its CFG form (``cfg_offsets``, for the comparison)."""
+
+    before: str
+    after: str
+    cfg_offsets: list[str]
+
+
+def _parse(ttgir: str, ctx: Any) -> Any:
+    from triton._C.libtriton import ir
+
     with tempfile.NamedTemporaryFile("w", suffix=".ttgir", delete=False) as f:
         f.write(ttgir)
         path = f.name
@@ -124,22 +138,94 @@ def allocated_ttgir(ttgir: str, capability: int, *, membar: bool, cfg: bool = Fa
     finally:
         os.unlink(path)
     module.context = ctx
-    pm = ir.pass_manager(ctx)
+    return module
+
+
+def _allocation(pm: Any, capability: int, ptx: int, *, cfg: bool) -> None:
+    from triton._C.libtriton import nvidia, passes
+
     passes.ttgpuir.add_combine_tensor_select_and_if(pm)
     passes.ttgpuir.add_allocate_warp_groups(pm, False)
     if cfg:
         passes.convert.add_scf_to_cf(pm)
     nvidia.passes.ttgpuir.add_allocate_shared_memory_nv(pm, capability, ptx)
     nvidia.passes.ttnvgpuir.add_allocate_tensor_memory(pm)
+
+
+def _barrier_passes(pm: Any, capability: int, ptx: int) -> None:
+    from triton._C.libtriton import nvidia
+
+    nvidia.passes.ttnvgpuir.add_proxy_fence_insertion(pm, capability)
+    nvidia.passes.ttnvgpuir.add_tmem_barrier_insertion(pm)
+    nvidia.passes.ttgpuir.add_membar(pm, capability, ptx)
+
+
+_CONTEXT_USES = 64  # modules one MLIR context parses before a fresh one (it keeps their types)
+_CONTEXTS = threading.local()
+
+
+def _context() -> Any:
+    """An MLIR context with Triton's dialects, one per thread, renewed every
+    ``_CONTEXT_USES`` calls."""
+    from triton._C.libtriton import ir, nvidia
+
+    held = getattr(_CONTEXTS, "held", None)
+    if held is None or held[1] >= _CONTEXT_USES:
+        ctx = ir.context()
+        ir.load_dialects(ctx)
+        nvidia.load_dialects(ctx)
+        held = _CONTEXTS.held = [ctx, 0]
+    held[1] += 1
+    return held[0]
+
+
+def allocate(ttgir: str, capability: int) -> Allocated:
+    """Triton's allocation and barrier passes, as its NVIDIA backend runs them before lowering
+    to LLVM, each once: on the structured form (printed before and after the barrier passes),
+    and the allocation alone on the CFG form (``scf_to_cf`` first, as the backend does)."""
+    need("triton", _FEATURE)
+    from triton._C.libtriton import ir
+
+    ptx = _ptx_version(capability)
+    ctx = _context()
+    module = _parse(ttgir, ctx)
+    pm = ir.pass_manager(ctx)
+    _allocation(pm, capability, ptx, cfg=False)
+    pm.run(module, "planner")
+    before = str(module.str_nodebug())
+    if _OFFSETS.search(before) is None and "tmem" not in before:
+        # No shared (or tensor) memory allocated: the barrier passes order accesses to it
+        # and find none.
+        return Allocated(before, before, [])
+    pm = ir.pass_manager(ctx)
+    _barrier_passes(pm, capability, ptx)
+    pm.run(module, "planner")
+    after = str(module.str_nodebug())
+    if "scf." not in before:  # no structured control flow: scf_to_cf changes nothing
+        return Allocated(before, after, _OFFSETS.findall(before))
+    module = _parse(ttgir, ctx)
+    pm = ir.pass_manager(ctx)
+    _allocation(pm, capability, ptx, cfg=True)
+    pm.run(module, "planner")
+    return Allocated(before, after, _OFFSETS.findall(str(module.str_nodebug())))
+
+
+def allocated_ttgir(ttgir: str, capability: int, *, membar: bool, cfg: bool = False) -> str:
+    """The TTGIR after Triton's own allocation (and its barrier passes when ``membar``), as
+    Triton's NVIDIA backend runs them; ``cfg``: with ``scf_to_cf`` first, as the backend
+    does, for comparison."""
+    need("triton", _FEATURE)
+    from triton._C.libtriton import ir
+
+    ptx = _ptx_version(capability)
+    ctx = _context()
+    module = _parse(ttgir, ctx)
+    pm = ir.pass_manager(ctx)
+    _allocation(pm, capability, ptx, cfg=cfg)
     if membar:
-        nvidia.passes.ttnvgpuir.add_proxy_fence_insertion(pm, capability)
-        nvidia.passes.ttnvgpuir.add_tmem_barrier_insertion(pm)
-        nvidia.passes.ttgpuir.add_membar(pm, capability, ptx)
+        _barrier_passes(pm, capability, ptx)
     pm.run(module, "planner")
     return str(module.str_nodebug())
-
-
-_OFFSETS = re.compile(r"allocation\.offset\s*=\s*(\d+)")
 
 
 def check_compiled(
@@ -167,17 +253,19 @@ def check_ttgir(
     began = time.perf_counter()
     capability = _capability(target)
     profile = f"sm_{capability}" if f"sm_{capability}" in TARGETS else None
-    structured = allocated_ttgir(ttgir, capability, membar=True)
-    name = re.search(r"tt\.func\s+(?:public\s+|private\s+)?@([\w$.]+)", structured)
+    passes = allocate(ttgir, capability)
+    name = re.search(r"tt\.func\s+(?:public\s+|private\s+)?@([\w$.]+)", passes.after)
     report = TritonReport(name=name.group(1) if name else "kernel", target=target, modeled=False)
     try:
-        cfg = allocated_ttgir(ttgir, capability, membar=False, cfg=True)
-        if _OFFSETS.findall(cfg) != _OFFSETS.findall(structured):
+        if passes.cfg_offsets != _OFFSETS.findall(passes.after):
             raise Unsupported(
                 "Triton's allocation differs between its CFG form and the structured form read here"
             )
-        before = read_ttgir(allocated_ttgir(ttgir, capability, membar=False))
-        after = read_ttgir(structured)
+        after = read_ttgir(passes.after)
+        # This planner adds barriers but no proxy fence where none stands before a barrier of
+        # the request: without Triton's barriers, its fences would order nothing, so the
+        # asynchronous accesses are taken as Triton's allocation takes them.
+        before = read_ttgir(passes.before, exact=not after.exact_async)
     except Unsupported as exc:
         report.reason = str(exc)
         report.seconds = time.perf_counter() - began
@@ -195,6 +283,11 @@ def check_ttgir(
         report.notes.append(
             "asynchronous accesses with the wait that covers them: "
             + ", ".join(f"{n} {agent}" for agent, n in sorted(after.exact_async.items()))
+        )
+    for reason in after.unsplit:
+        report.notes.append(
+            f"{reason}: its mbarriers are one buffer, and the TMA loads that arrive on it are "
+            "approximated (which mbarrier each one arrives on is not known statically)"
         )
     if after.approximated:
         report.notes.append(
@@ -220,10 +313,6 @@ def check_ttgir(
     report.ours_inserted = len(ours.barriers.inserted)
     report.lower_bound = ours.lower_bound
     if after.exact_async:
-        # This planner adds barriers but no proxy fence where none stands before a barrier of
-        # the request: without Triton's barriers, its fences would order nothing, so the
-        # asynchronous accesses are taken as Triton's allocation takes them.
-        before = read_ttgir(allocated_ttgir(ttgir, capability, membar=False), exact=False)
         report.notes.append(
             "without Triton's barriers the asynchronous accesses are taken as the threads' "
             "until the wait that drains them"

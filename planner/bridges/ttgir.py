@@ -16,13 +16,16 @@ asynchronous wgmma (``ttng.warp_group_dot``) an ``mma`` read of its operands and
 ``wait_group`` at the wait that retires it (``ttg.async_wait {num = N}``,
 ``ttng.warp_group_dot_wait {pendings = N}``, ``ttng.async_tma_store_wait``) where that wait
 follows it in its own region and the request's group counting agrees with Triton's
-(``_Reader._cover``); ``ttng.fence_async_shared`` is then a ``fence_proxy_async``. Otherwise
-(a wait in a later iteration, a TMA load completing on an mbarrier phase) the operation is
-taken, as Triton's allocation assumes, as the threads' access up to the first such wait with
-nothing pending after the last of them on its buffer, else to the end of the kernel; TMA loads
-(``ttng.async_tma_copy_global_to_local``), which arrive on their mbarrier, up to the buffer's
-``ttg.local_dealloc``. Mbarriers are buffers their operations (``ttng.init_barrier``,
-``barrier_expect``, ``wait_barrier``, ``inval_barrier``) access. Barriers Triton's lowering
+(``_Reader._cover``); ``ttng.fence_async_shared`` is then a ``fence_proxy_async``. An
+mbarrier array indexed only by constants is one 8-byte ``"mbarrier"`` buffer per element,
+whose operations are syncs (``barrier_expect`` an ``expect_tx``, ``wait_barrier`` an
+``mbarrier_wait``, ...), and a TMA load (``ttng.async_tma_copy_global_to_local``) arriving on
+one is a ``tma`` write completed by the element's ``wait_barrier`` where the TTGIR states it
+(``_Reader._tma_cover``). Otherwise (a wait in a later iteration, a stage computed in a loop)
+the operation is taken, as Triton's allocation assumes, as the threads' access up to the first
+such wait with nothing pending after the last of them on its buffer, else to the end of the
+kernel; TMA loads up to the buffer's ``ttg.local_dealloc``, and an mbarrier array kept whole
+is a buffer its operations access. Barriers Triton's lowering
 adds without printing them stand at their operation: before a scalar atomic, after a TMA
 descriptor's acquire fence. Anything else
 that touches shared memory asynchronously or from another partition (warp specialization, an
@@ -119,6 +122,16 @@ _MEMDESC = re.compile(r"!ttg\.memdesc<((?:\d+x)+)(\w+)((?:,\s*#[\w]+)*)")
 _OFFSET = re.compile(r"allocation\.offset\s*=\s*(\d+)")
 _SIZE = re.compile(r"allocation\.size\s*=\s*(\d+)")
 _CONSTANT = re.compile(r"^arith\.constant\s+(-?\d+)\s*:\s*i\d+")
+_TRUE = re.compile(r"^arith\.constant\s+true\b")
+# mbarrier operations on one element of a split mbarrier array, and the sync each one is.
+_MBARRIER_SYNCS = {
+    "ttng.init_barrier": None,  # the mbarrier's start
+    "ttng.barrier_expect": "expect_tx",
+    "ttng.wait_barrier": "mbarrier_wait",
+    "ttng.arrive_barrier": "mbarrier_arrive",
+    "ttng.inval_barrier": "mbarrier_inval",
+}
+_TMA_LOAD = "ttng.async_tma_copy_global_to_local"
 
 
 @dataclass
@@ -144,6 +157,7 @@ class TtgirRead:
     exact_async: dict[str, int] = field(default_factory=dict)  # agent -> accesses modelled
     approximated: dict[str, int] = field(default_factory=dict)  # agent -> accesses taken as
     # threads' until the wait that drains them (or the buffer's dealloc)
+    unsplit: list[str] = field(default_factory=list)  # mbarrier arrays kept whole, and why
 
 
 @dataclass
@@ -155,6 +169,7 @@ class _Issue:
     buffers: list[str]
     region: list[_Op]
     index: int
+    mbarrier: str | None = None  # the mbarrier element a TMA load arrives on, when split
 
 
 _TOKEN = re.compile(r"%[\w]+")
@@ -327,12 +342,83 @@ class _Reader:
         self.exact = True
         self.exact_async: dict[str, int] = {}
         self.approximated: dict[str, int] = {}
+        # Mbarrier arrays split into 8-byte mbarriers: array -> elements; a memdesc_index
+        # result -> its element; the syncs their operations are; why an array is not split.
+        self.split: dict[str, int] = {}
+        self.element_of: dict[str, str] = {}
+        self.mbarrier_syncs: list[dict[str, object]] = []
+        self.unsplit: list[str] = []
+        self.exact_tma = False  # a TMA load completed by its mbarrier_wait
+        self.true: set[str] = set()  # values that are the constant true
+        self.constants_all: dict[str, int] = {}  # every integer constant of the kernel
 
     def declare(self, ops: list[_Op]) -> None:
-        """Aliases through views and scf values, to a fixpoint."""
+        """Mbarrier arrays to split, then aliases through views and scf values, to a
+        fixpoint."""
+        self._split_mbarriers(ops)
         changed = True
         while changed:
             changed = self._propagate(ops, None)
+
+    def _split_mbarriers(self, ops: list[_Op]) -> None:
+        """An array of mbarriers (``memdesc<Nx1xi64>`` that ``ttng.init_barrier`` initializes
+        through ``ttg.memdesc_index``) is N 8-byte mbarriers when every use of it is a
+        ``ttg.memdesc_index`` by a constant (or its ``ttg.local_dealloc``): each element is then
+        a buffer of kind "mbarrier" of its own. Otherwise it stays one buffer, and a TMA load
+        that arrives on it stays approximated (the reason goes to ``unsplit``)."""
+        flat = _flat(ops)
+        constants = self.constants_all
+        for op in flat:
+            rest = op.text.split("=", 1)[-1].strip()
+            if op.name == "arith.constant" and op.results:
+                found = _CONSTANT.match(rest)
+                if found:
+                    constants[op.results[0]] = int(found.group(1))
+                elif _TRUE.match(rest):
+                    self.true.add(op.results[0])
+        arrays: dict[str, int] = {}
+        for op in flat:
+            if op.name != "ttg.local_alloc" or not op.results or self._uses(op):
+                continue
+            types = _MEMDESC.findall(op.text)
+            if not types or types[-1][1] != "i64":
+                continue
+            dims = [int(d) for d in types[-1][0].rstrip("x").split("x")]
+            if len(dims) == 2 and dims[1] == 1:
+                arrays[op.results[0]] = dims[0]
+        indexed: dict[str, list[tuple[str, int]]] = {a: [] for a in arrays}
+        initialized: set[str] = set()
+        views: dict[str, str] = {}
+        for op in flat:
+            uses = self._uses(op)
+            if op.name == "ttng.init_barrier" and uses and uses[0] in views:
+                initialized.add(views[uses[0]])
+            for k, v in enumerate(uses):
+                if v not in arrays:
+                    continue
+                if op.name == "ttg.local_dealloc":
+                    continue
+                index = constants.get(uses[1]) if len(uses) > 1 else None
+                if op.name == "ttg.memdesc_index" and k == 0 and op.results:
+                    views[op.results[0]] = v
+                    if index is not None and 0 <= index < arrays[v]:
+                        indexed[v].append((op.results[0], index))
+                        continue
+                if arrays[v]:
+                    self.unsplit.append(
+                        f"mbarrier array {v}: line {op.line}, {op.name} with an index that is "
+                        "not a constant"
+                        if op.name == "ttg.memdesc_index"
+                        else f"mbarrier array {v}: line {op.line}, used by {op.name}"
+                    )
+                arrays[v] = 0
+        for array, count in arrays.items():
+            if not count or array not in initialized:
+                continue
+            self.split[array] = count
+            for view, index in indexed[array]:
+                self.element_of[view] = f"{array}[{index}]"
+        self.unsplit = [u for u in self.unsplit if u.split()[2].rstrip(":") in initialized]
 
     def _add(self, name: str, ids: set[str]) -> bool:
         have = self.alias.setdefault(name, set())
@@ -348,10 +434,12 @@ class _Reader:
     def _propagate(self, ops: list[_Op], parent: _Op | None) -> bool:
         changed = False
         for op in ops:
-            if op.name == "ttg.local_alloc" and op.results:
+            if op.name == "ttg.local_alloc" and op.results and op.results[0] not in self.split:
                 changed |= self._add(op.results[0], {f"{op.results[0]}"})
             uses = self._uses(op)
-            if op.name in _VIEWS and uses and uses[0] in self.alias and op.results:
+            if op.results and op.results[0] in self.element_of:
+                changed |= self._add(op.results[0], {self.element_of[op.results[0]]})
+            elif op.name in _VIEWS and uses and uses[0] in self.alias and op.results:
                 changed |= self._add(op.results[0], self.alias[uses[0]])
             elif op.name == "scf.for":
                 pairs = re.findall(r"(%[\w]+)\s*=\s*(%[\w]+(?:#\d+)?)", op.text.split("{", 1)[0])
@@ -396,8 +484,14 @@ class _Reader:
             if offset is None:
                 raise Unsupported(f"line {op.line}: ttg.local_alloc has no allocation.offset")
             bid = op.results[0]
-            shape.allocate(BufferShape(bid, size, alignment, shape.scope()))
-            self.offsets[bid] = int(offset.group(1))
+            if bid in self.split:
+                for k in range(self.split[bid]):
+                    element = f"{bid}[{k}]"
+                    shape.allocate(BufferShape(element, 8, 8, shape.scope(), kind="mbarrier"))
+                    self.offsets[element] = int(offset.group(1)) + 8 * k
+            else:
+                shape.allocate(BufferShape(bid, size, alignment, shape.scope()))
+                self.offsets[bid] = int(offset.group(1))
         elif (scratch := _OFFSET.search(op.text)) is not None:
             size_found = _SIZE.search(op.text)
             if size_found is None:
@@ -433,6 +527,24 @@ class _Reader:
                 self.deallocs.setdefault(bid, []).append(p)
         if op.name == "ttg.local_alloc" and len(self._uses(op)) > 0:
             touched |= {op.results[0]}  # an initial value is written at the allocation
+        elements = {b for b in touched if shape.buffers[b].kind == "mbarrier"}
+        mbarrier = None
+        if elements:
+            if op.name in _MBARRIER_SYNCS and len(elements) == 1:
+                (element,) = elements
+                shape.access(element, p)
+                kind = _MBARRIER_SYNCS[op.name]
+                if kind is not None:
+                    self.mbarrier_syncs.append({"kind": kind, "at": p, "mbarrier": element})
+                return
+            if op.name != _TMA_LOAD or len(elements) != 1:
+                raise Unsupported(
+                    f"line {op.line}: {op.name} uses mbarrier {', '.join(sorted(elements))} "
+                    "in a way this bridge does not model"
+                )
+            (mbarrier,) = elements
+            shape.access(mbarrier, p)  # it arrives on the mbarrier
+            touched -= elements
         if (
             touched
             and op.name not in _VIEWS
@@ -445,7 +557,7 @@ class _Reader:
             if issued:
                 self.async_ops += 1
                 region, index = self.here
-                self.issues.append(_Issue(op, p, sorted(touched), region, index))
+                self.issues.append(_Issue(op, p, sorted(touched), region, index, mbarrier))
             elif op.name == "ttng.warp_group_dot":
                 pass  # a synchronous wgmma: its reads are done when it returns
             elif op.name not in _ACCESSES:
@@ -505,7 +617,7 @@ class _Reader:
         """Each asynchronous operation ends at the wait that covers it where the request can
         say so exactly (below); else, as Triton's allocation assumes, by the first wait with
         nothing pending (``async_wait {num = 0}``, ...) after the last of them on its buffer,
-        else by the end of the kernel; TMA loads, whose completion is an mbarrier phase, by the
+        else by the end of the kernel; TMA loads whose mbarrier wait is not stated so, by the
         buffer's ``ttg.local_dealloc``."""
         covers = self._covers()
         last = self.shape.points - 1
@@ -513,20 +625,32 @@ class _Reader:
         for issue in self.issues:
             agent, op, _ = _AGENT[issue.op.name]
             cover = covers.get(id(issue))
+            done = self._tma_cover(issue) if issue.op.name == _TMA_LOAD else None
+            if cover is not None:
+                done = cover[0]
             for bid in issue.buffers:
-                if cover is None:
+                if done is None:
                     drained.setdefault((bid, _ASYNC[issue.op.name][0]), []).append(issue.at)
                     self.threads.setdefault(bid, []).append((issue.at, op))
                     continue
-                self.listed.setdefault(bid, []).append(
-                    {"op": op, "at": issue.at, "bytes": 1, "threads": "all", "agent": agent}
-                )
-                self.shape.access(bid, cover[0])  # live until the covering wait
-            key = "exact_async" if cover is not None else "approximated"
+                access: dict[str, object] = {
+                    "op": op,
+                    "at": issue.at,
+                    "bytes": 1,
+                    "threads": "all",
+                    "agent": agent,
+                }
+                if issue.mbarrier is not None:
+                    access["mbarrier"] = issue.mbarrier
+                self.listed.setdefault(bid, []).append(access)
+                self.shape.access(bid, done)  # live until the covering wait
+            key = "exact_async" if done is not None else "approximated"
             counts = getattr(self, key)
             counts[agent] = counts.get(agent, 0) + 1
             if cover is not None:
                 self.syncs.add(cover)
+            elif done is not None:
+                self.exact_tma = True
         for (bid, wait), copies in drained.items():
             after = [w for w in self.final_waits.get(wait, []) if w > max(copies)]
             freed = [d for d in self.deallocs.get(bid, []) if d > max(copies)]
@@ -535,6 +659,43 @@ class _Reader:
             end = after[0] if after else freed[0] if freed else last
             self.shape.access(bid, end)
             self.threads.setdefault(bid, []).append((end, "write"))
+
+    def _tma_cover(self, issue: _Issue) -> int | None:
+        """The point of the ``ttng.wait_barrier`` that completes a TMA load, where the request
+        states it exactly: the load arrives on one element of a split mbarrier array, unless
+        predicated off (its predicate is the constant true); in its own region, the last of
+        that element's ``barrier_expect`` (predicated true) and ``wait_barrier`` before the
+        load is the expect, and a wait on the element follows it there, whose phase is the
+        constant that counts the element's earlier waits (mod 2); no nested region in between
+        touches the element, and every operation on the element stands in that region."""
+        element = issue.mbarrier
+        if not self.exact or element is None or self._uses(issue.op)[-1] not in self.true:
+            return None
+        on: list[tuple[int, _Op]] = []  # (index in the region, op) of the element's ops
+        for k, op in enumerate(issue.region):
+            touches = any(self.element_of.get(v) == element for v in self._uses(op))
+            if op.regions:
+                inner = [o for region in op.regions for o in _flat(region)]
+                if any(self.element_of.get(v) == element for o in inner for v in self._uses(o)):
+                    return None  # the element is used in a nested region
+            elif touches and op.name != "ttg.memdesc_index":
+                on.append((k, op))
+        earlier = [op for k, op in on if k < issue.index and op.name != _TMA_LOAD]
+        marks = [op for op in earlier if op.name in ("ttng.barrier_expect", "ttng.wait_barrier")]
+        if not marks or marks[-1].name != "ttng.barrier_expect":
+            return None
+        if self._uses(marks[-1])[-1] not in self.true:
+            return None
+        waits_before = sum(op.name == "ttng.wait_barrier" for op in earlier)
+        wait = next(
+            (op for k, op in on if k > issue.index and op.name == "ttng.wait_barrier"), None
+        )
+        if wait is None:
+            return None
+        phase = self._uses(wait)[1:2]
+        if not phase or self.constants_all.get(phase[0]) != waits_before % 2:
+            return None
+        return self.points_of[id(wait)]
 
     def _covers(self) -> dict[int, tuple[int, str, int, bool]]:
         """id(issue) -> (point, group, pending, read) of the wait that covers it, for those
@@ -602,8 +763,9 @@ class _Reader:
         """The covering waits and, where there are any, the proxy fences: what orders the
         threads' writes before an access through the async proxy."""
         out: list[dict[str, object]] = []
-        if self.syncs:
+        if self.syncs or self.exact_tma:
             out += [{"kind": "fence_proxy_async", "at": p} for p in sorted(set(self.fences))]
+        out += self.mbarrier_syncs
         for at, group, pending, read in sorted(self.syncs):
             sync: dict[str, object] = {"kind": "wait_group", "at": at, "group": group}
             if pending:
@@ -652,4 +814,5 @@ def read_ttgir(text: str, *, exact: bool = True) -> TtgirRead:
         async_ops=reader.async_ops,
         exact_async=reader.exact_async,
         approximated=reader.approximated,
+        unsplit=reader.unsplit,
     )
