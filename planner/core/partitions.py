@@ -33,6 +33,9 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from planner.core.models import Buffer, PlanRequest
 from planner.core.models.sync import ASYNC_PROXY_AGENTS
 
@@ -152,6 +155,8 @@ class Order:
                 for _, _, q, m, members in group:
                     if ordered[q] <= point:
                         carried.setdefault(m, []).append((point, members[0]))
+            if INF not in ordered:
+                break  # every partition ordered: later events land later, and lower nothing
         self._memo[key] = ordered
         return ordered
 
@@ -195,9 +200,10 @@ class Events:
     proxy: list[Target]  # issues of async-proxy accesses
 
 
-def events(req: PlanRequest, i: int) -> Events:
+def events(req: PlanRequest, i: int, covers: Covers | None = None) -> Events:
     """The events of buffer ``i`` (docs/design.md, Warp-specialised partitions)."""
     b = req.buffers[i]
+    covers = Covers(req) if covers is None else covers
     index = {p.id: k for k, p in enumerate(req.partitions)}
     everyone = range(len(req.partitions))
     if not b.accesses:
@@ -220,7 +226,7 @@ def events(req: PlanRequest, i: int) -> Events:
         if a.agent == "threads":
             finished: Source = ((q, a.at + 1),)
         else:
-            finished = completion(req, b, a.agent, a.op, a.at, q, a.mbarrier)
+            finished = covers.completion(b, a.agent, a.op, a.at, q, a.mbarrier)
         done.append(finished)
         # An mbarrier wait observes the complete-tx itself: its threads see the bytes.
         seen.append(finished if a.agent == "tma" and a.op == "write" else ())
@@ -231,37 +237,45 @@ def events(req: PlanRequest, i: int) -> Events:
     return Events(done=done, seen=seen, targets=targets, generic=generic, proxy=proxy)
 
 
-def completion(
-    req: PlanRequest, b: Buffer, agent: str, op: str, at: int, q: int, mbarrier: str | None
-) -> Source:
-    """Where an asynchronous access is done: (partition, point) of each sync that returns
-    only once it is; empty when none does within the buffer's lifetime."""
-    names = [p.id for p in req.partitions]
-    if agent == "tma" and op == "write":
-        return tuple(
-            (names.index(s.partition or ""), s.at)
-            for s in req.syncs
-            if s.kind == "mbarrier_wait" and s.mbarrier == mbarrier and at < s.at <= b.end
-        )
-    group = _GROUP.get((agent, op))
-    own = names[q]
-    commits = sorted(
-        {
-            a.at
-            for c in req.buffers
-            for a in c.accesses
-            if a.partition == own and _GROUP.get((a.agent, a.op)) == group
-        }
-    )
-    for s in sorted(req.syncs, key=lambda s: s.at):
-        if not (at < s.at <= b.end and s.kind == "wait_group" and s.group == group):
-            continue
-        if s.partition != own:
-            continue
-        later = bisect.bisect_left(commits, s.at) - bisect.bisect_right(commits, at)
-        if later >= s.pending:
-            return ((q, s.at),)
-    return ()
+class Covers:
+    """The syncs that complete a request's asynchronous accesses, indexed once."""
+
+    def __init__(self, req: PlanRequest) -> None:
+        index = {p.id: k for k, p in enumerate(req.partitions)}
+        self.waits: dict[str | None, list[tuple[int, int]]] = {}  # mbarrier -> (partition, at)
+        # (partition, group) -> (at, pending), by point (the request's order within one)
+        self.groups: dict[tuple[int, str | None], list[tuple[int, int]]] = {}
+        for s in req.syncs:
+            if s.kind == "mbarrier_wait" and s.partition in index:
+                self.waits.setdefault(s.mbarrier, []).append((index[s.partition], s.at))
+            elif s.kind == "wait_group" and s.partition in index:
+                self.groups.setdefault((index[s.partition], s.group), []).append((s.at, s.pending))
+        for waits in self.groups.values():
+            waits.sort(key=lambda w: w[0])
+        commits: dict[tuple[int, str], set[int]] = {}  # (partition, group) -> issue points
+        for c in req.buffers:
+            for a in c.accesses:
+                group = _GROUP.get((a.agent, a.op))
+                if group is not None and a.partition in index:
+                    commits.setdefault((index[a.partition], group), set()).add(a.at)
+        self.commits = {key: sorted(v) for key, v in commits.items()}
+
+    def completion(self, b: Buffer, agent: str, op: str, at: int, q: int, m: str | None) -> Source:
+        """Where an asynchronous access is done: (partition, point) of each sync that returns
+        only once it is; empty when none does within the buffer's lifetime."""
+        if agent == "tma" and op == "write":
+            return tuple((p, w) for p, w in self.waits.get(m, []) if at < w <= b.end)
+        group = _GROUP.get((agent, op))
+        if group is None:
+            return ()
+        commits = self.commits.get((q, group), [])
+        for w, pending in self.groups.get((q, group), []):
+            if not at < w <= b.end:
+                continue
+            later = bisect.bisect_left(commits, w) - bisect.bisect_right(commits, at)
+            if later >= pending:
+                return ((q, w),)
+        return ()
 
 
 def fences_of(req: PlanRequest) -> dict[int, list[int]]:
@@ -368,25 +382,46 @@ def pair_orders(req: PlanRequest, allow_new: bool) -> list[PairOrder]:
     """Every pair's verdict; ``allow_new``: look for a window for a new block barrier too."""
     order = order_of(req)
     fences = fences_of(req)
-    sums = [summary(order, fences, events(req, i)) for i in range(len(req.buffers))]
+    covers = Covers(req)
+    sums = [summary(order, fences, events(req, i, covers)) for i in range(len(req.buffers))]
     n = len(req.buffers)
-    mbar = [b.kind == "mbarrier" for b in req.buffers]
-    spans = [(b.start, b.end) for b in req.buffers]  # one lifetime each (no ranges here)
+    mbar = np.fromiter((b.kind == "mbarrier" for b in req.buffers), dtype=bool, count=n)
+    start = np.fromiter((b.start for b in req.buffers), dtype=np.int64, count=n)
+    end = np.fromiter((b.end for b in req.buffers), dtype=np.int64, count=n)
+    # One lifetime each (no ranges here): live together, or an mbarrier, keeps a pair apart.
+    overlap = (start[:, None] < end[None, :]) & (start[None, :] < end[:, None])
+    overlap |= mbar[:, None] | mbar[None, :]
+    orders = _ordered_matrix(sums).tolist()
+    live = overlap.tolist()
+    ends = end.tolist()
+    starts = start.tolist()
     out: list[PairOrder] = []
     for i in range(n):
-        si, ei = spans[i]
         for j in range(i + 1, n):
-            sj, ej = spans[j]
-            if mbar[i] or mbar[j] or (si < ej and sj < ei):
+            if live[i][j]:
                 out.append(PairOrder(i, j, True, None, None))
                 continue
-            x, y = (i, j) if ei <= sj else (j, i)
-            if ordered(sums[x], sums[y]):
+            x, y = (i, j) if ends[i] <= starts[j] else (j, i)
+            if orders[x][y]:
                 out.append(PairOrder(i, j, False, (x, y), None))
                 continue
             w = barrier_window(sums[x], sums[y]) if allow_new else None
             out.append(PairOrder(i, j, False, None, None if w is None else (x, y, *w)))
     return out
+
+
+def _ordered_matrix(sums: list[Summary]) -> npt.NDArray[np.bool_]:
+    """``[x][y]``: whether ``ordered(sums[x], sums[y])``, for every pair at once."""
+    ready = np.asarray([s.ready for s in sums], dtype=np.int64)
+    first = np.asarray([s.first for s in sums], dtype=np.int64)
+    fenced = np.asarray(
+        [[0] * len(s.first) if s.fenced is None else s.fenced for s in sums], dtype=np.int64
+    )
+    proxy = np.asarray([s.proxy_first for s in sums], dtype=np.int64)
+    return np.logical_and(
+        (ready[:, None, :] <= first[None, :, :]).all(axis=2),
+        (fenced[:, None, :] <= proxy[None, :, :]).all(axis=2),
+    )
 
 
 def weight_clique(n: int, weights: Sequence[int], edges: set[tuple[int, int]]) -> list[int]:

@@ -63,9 +63,12 @@ def plan_partitioned(req: PlanRequest) -> Plan:
     cap = req.options.max_new_barriers
     if chosen:
         # The plan on no new barrier: taken when it needs no more bytes, or past the cap.
-        kept = _place(req, sizes, hard | set(windows), bound, exact=False)
-        if kept[1] <= placed[1] or (sync == "insert" and cap is not None and len(chosen) > cap):
-            placed, chosen = kept, []
+        over_cap = sync == "insert" and cap is not None and len(chosen) > cap
+        apart = hard | set(windows)
+        if over_cap or _clique_weight(sizes, apart) <= placed[1]:
+            kept = _place(req, sizes, apart, bound, exact=False)
+            if kept[1] <= placed[1] or over_cap:
+                placed, chosen = kept, []
     return _assemble(req, sync, verdicts, placed, chosen, (bound, clique))
 
 
@@ -96,6 +99,14 @@ def _bound(req: PlanRequest, sizes: list[int], hard: set[tuple[int, int]]) -> tu
     return best
 
 
+def _clique_weight(sizes: list[int], edges: set[tuple[int, int]]) -> int:
+    """The heaviest clique's weight on ``edges``: a bound every placement on them meets (past
+    ``CLIQUE_MAX_BUFFERS``, 0: no bound)."""
+    if len(sizes) > CLIQUE_MAX_BUFFERS:
+        return 0
+    return sum(sizes[k] for k in weight_clique(len(sizes), sizes, edges))
+
+
 Placed = tuple[np.ndarray, int, str, list[tuple[str, int]], bool]
 
 
@@ -122,14 +133,12 @@ def _place(
 
 
 def _sharing(sizes: list[int], offsets: np.ndarray) -> set[tuple[int, int]]:
-    n = len(sizes)
-    lo = [int(x) for x in offsets.tolist()]
-    return {
-        (i, j)
-        for i in range(n)
-        for j in range(i + 1, n)
-        if lo[i] < lo[j] + sizes[j] and lo[j] < lo[i] + sizes[i]
-    }
+    """Pairs ``(i, j)``, ``i < j``, placed on common bytes."""
+    lo = np.asarray(offsets, dtype=np.int64)
+    hi = lo + np.asarray(sizes, dtype=np.int64)
+    common = np.triu((lo[:, None] < hi[None, :]) & (lo[None, :] < hi[:, None]), k=1)
+    rows, cols = np.nonzero(common)
+    return set(zip(rows.tolist(), cols.tolist(), strict=True))
 
 
 def _stab(windows: dict[tuple[int, int], list[int]], shared: set[tuple[int, int]]) -> list[int]:
@@ -251,11 +260,15 @@ def _free(verdicts: list[PairOrder], chosen: list[int]) -> set[tuple[int, int]]:
     for v in verdicts:
         if v.overlap:
             continue
-        if v.ordered is not None or (
-            v.window is not None and any(v.window[2] <= p <= v.window[3] for p in chosen)
-        ):
+        if v.ordered is not None or (v.window is not None and _stabbed(v.window, chosen)):
             out.add((v.i, v.j))
     return out
+
+
+def _stabbed(window: tuple[int, int, int, int], chosen: list[int]) -> bool:
+    """Whether a point of ``chosen`` (sorted) lies in the window's ``[lo, hi]``."""
+    k = bisect.bisect_left(chosen, window[2])
+    return k < len(chosen) and chosen[k] <= window[3]
 
 
 def _components(n: int, verdicts: list[PairOrder], free: set[tuple[int, int]]) -> int:
