@@ -31,7 +31,8 @@ the arena, Reuse hazard), and only when the break is real:
   request's), so a peer CTA may still touch the earlier buffer's bytes (straight-line
   requests with a cluster).
 - ``drop_partition_sync``: in a request with partitions, drop a sync that orders a reuse across
-  (or within) partitions: a barrier the plan inserts or requires, or (changing the request) a
+  (or within) partitions: a barrier, named barrier or proxy fence the plan inserts or
+  requires, or (changing the request) a
   named barrier, an mbarrier arrive or a proxy fence of the request, such that two buffers on
   common bytes are left unordered (cross-partition reuse without its arrive/wait edge).
 
@@ -947,6 +948,36 @@ def _drop_partition_sync(
                 pair,
                 f"dropped the barrier at {p} that orders {pair[0]!r} before {pair[1]!r}",
                 p,
+            )
+    # The named barriers and fences the plan adds (or requires) for a reuse.
+    added: list[tuple[str, int, Plan]] = [
+        (
+            f"named barrier {nb.id} at {nb.at}",
+            nb.at,
+            plan.model_copy(update={"named_barriers": [x for x in plan.named_barriers if x != nb]}),
+        )
+        for nb in plan.named_barriers
+    ]
+    added += [
+        (
+            f"fence by {f.partition!r} at {f.at}",
+            f.at,
+            plan.model_copy(update={"fences": [x for x in plan.fences if x != f]}),
+        )
+        for f in plan.fences
+        if f.partition is not None
+    ]
+    for k in _shuffled(rng, list(range(len(added)))):
+        what, at, changed_plan = added[k]
+        pair = broken(request, changed_plan)
+        if pair:
+            return Fault(
+                "drop_partition_sync",
+                request,
+                changed_plan,
+                pair,
+                f"dropped the {what} that orders {pair[0]!r} before {pair[1]!r}",
+                at,
             )
     if plan_only:
         return None

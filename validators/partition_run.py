@@ -55,6 +55,9 @@ def run_partitions(
     request: PlanRequest, plan: Plan, barriers: list[int]
 ) -> list[tuple[str, str, list[str], int]]:
     """(code, message, buffers, point) for each race, clobbered read and missing fence."""
+    from planner.validators.program import with_plan_syncs
+
+    request = with_plan_syncs(request, plan)
     parts = {p.id: k for k, p in enumerate(request.partitions)}
     n = len(request.partitions)
     agents: dict[tuple[int, int], int] = {}

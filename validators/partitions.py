@@ -222,6 +222,9 @@ def check_partitions(
     bytes), ``missing_barrier`` (an access of the earlier not ordered before one of the
     later), ``missing_fence`` (no proxy fence between a generic write and an async-proxy
     access)."""
+    from planner.validators.program import with_plan_syncs
+
+    request = with_plan_syncs(request, plan)
     where = {p.id: (p.offset, p.offset + p.size) for p in plan.placements if p.memory == "shared"}
     graph = _Graph(request, barriers)
     fences: dict[int, list[int]] = {}

@@ -352,13 +352,14 @@ def ordered(x: Summary, y: Summary) -> bool:
     return x.fenced is None or all(r <= f for r, f in zip(x.fenced, y.proxy_first, strict=True))
 
 
-def barrier_window(x: Summary, y: Summary) -> tuple[int, int] | None:
+def barrier_window(x: Summary, y: Summary, fence_new: bool = False) -> tuple[int, int] | None:
     """The points ``[lo, hi]`` where one new block barrier orders ``x``'s buffer before
-    ``y``'s (with the request's own fences), or None."""
+    ``y``'s (with the request's own fences; ``fence_new``: with a new fence right after each
+    generic write instead), or None."""
     if x.lo is None:
         return None
     lo = x.lo
-    if x.fenced is not None and min(y.proxy_first) < INF:
+    if x.fenced is not None and min(y.proxy_first) < INF and not fence_new:
         if x.fence_lo is None:
             return None
         lo = max(lo, x.fence_lo)
@@ -373,17 +374,27 @@ class PairOrder:
     i: int
     j: int
     overlap: bool  # lifetimes intersect: never
-    ordered: tuple[int, int] | None  # (earlier, later) ordered by the request's syncs
+    ordered: tuple[int, int] | None  # (earlier, later) ordered by the request's syncs (and
+    # the ``fences``, when it lists any)
     window: tuple[int, int, int, int] | None  # (earlier, later, lo, hi): a new block barrier
-    # at any point in [lo, hi] would order them
+    # at any point in [lo, hi] would order them (with the ``fences``)
+    # (partition, point) of each proxy fence to add with the order: right after a generic
+    # write, before the partition's releases there (only with ``allow_new``)
+    fences: tuple[tuple[int, int], ...] = ()
+    # (partitions, lo): a named barrier of just these partitions at any point in [lo, hi] of
+    # the window orders them too (None: every partition takes part, a block barrier)
+    named: tuple[tuple[int, ...], int] | None = None
 
 
 def pair_orders(req: PlanRequest, allow_new: bool) -> list[PairOrder]:
-    """Every pair's verdict; ``allow_new``: look for a window for a new block barrier too."""
+    """Every pair's verdict; ``allow_new``: look for what new syncs would order it too (a
+    block barrier, or a named barrier of the partitions involved, with the proxy fences
+    missing)."""
     order = order_of(req)
     fences = fences_of(req)
     covers = Covers(req)
-    sums = [summary(order, fences, events(req, i, covers)) for i in range(len(req.buffers))]
+    evs = [events(req, i, covers) for i in range(len(req.buffers))]
+    sums = [summary(order, fences, ev) for ev in evs]
     n = len(req.buffers)
     mbar = np.fromiter((b.kind == "mbarrier" for b in req.buffers), dtype=bool, count=n)
     start = np.fromiter((b.start for b in req.buffers), dtype=np.int64, count=n)
@@ -391,10 +402,11 @@ def pair_orders(req: PlanRequest, allow_new: bool) -> list[PairOrder]:
     # One lifetime each (no ranges here): live together, or an mbarrier, keeps a pair apart.
     overlap = (start[:, None] < end[None, :]) & (start[None, :] < end[:, None])
     overlap |= mbar[:, None] | mbar[None, :]
-    orders = _ordered_matrix(sums).tolist()
+    ready, orders = (m.tolist() for m in _ordered_matrix(sums))
     live = overlap.tolist()
     ends = end.tolist()
     starts = start.tolist()
+    parts = len(req.partitions)
     out: list[PairOrder] = []
     for i in range(n):
         for j in range(i + 1, n):
@@ -405,23 +417,84 @@ def pair_orders(req: PlanRequest, allow_new: bool) -> list[PairOrder]:
             if orders[x][y]:
                 out.append(PairOrder(i, j, False, (x, y), None))
                 continue
-            w = barrier_window(sums[x], sums[y]) if allow_new else None
-            out.append(PairOrder(i, j, False, None, None if w is None else (x, y, *w)))
+            if not allow_new:
+                out.append(PairOrder(i, j, False, None, None))
+                continue
+            if ready[x][y]:
+                # Ordered but for the proxy fence: the missing fences alone order it.
+                missing = _missing_fences(order, fences, evs[x], sums[y])
+                out.append(PairOrder(i, j, False, (x, y), None, missing))
+                continue
+            w = barrier_window(sums[x], sums[y])
+            added: tuple[tuple[int, int], ...] = ()
+            if w is None:
+                w = barrier_window(sums[x], sums[y], fence_new=True)
+                added = _fence_points(evs[x]) if w is not None else ()
+            if w is None:
+                out.append(PairOrder(i, j, False, None, None))
+                continue
+            named = _named_window(evs[x], evs[y], w, parts)
+            out.append(PairOrder(i, j, False, None, (x, y, *w), added, named))
     return out
 
 
-def _ordered_matrix(sums: list[Summary]) -> npt.NDArray[np.bool_]:
-    """``[x][y]``: whether ``ordered(sums[x], sums[y])``, for every pair at once."""
+def _missing_fences(
+    order: Order, fences: dict[int, list[int]], x: Events, y: Summary
+) -> tuple[tuple[int, int], ...]:
+    """A fence right after each generic write of ``x`` whose own fences do not reach every
+    async-proxy access of ``y``'s buffer (``x`` ordered before ``y`` otherwise)."""
+    out: set[tuple[int, int]] = set()
+    for src in x.generic:
+        reached = False
+        for p, avail in src:
+            pts = fences.get(p, [])
+            k = bisect.bisect_left(pts, avail)
+            if k < len(pts) and all(
+                r <= f for r, f in zip(order.reach(p, pts[k]), y.proxy_first, strict=True)
+            ):
+                reached = True
+        if not reached:
+            out.add(min(src, key=lambda s: (s[1], s[0])))
+    return tuple(sorted(out))
+
+
+def _fence_points(x: Events) -> tuple[tuple[int, int], ...]:
+    """A fence right after each generic write of ``x``: at the earliest point it is done,
+    by the partition that knows it."""
+    return tuple(sorted({min(src, key=lambda s: (s[1], s[0])) for src in x.generic if src}))
+
+
+def _named_window(
+    x: Events, y: Events, window: tuple[int, int], parts: int
+) -> tuple[tuple[int, ...], int] | None:
+    """(partitions, lo) of a named barrier that orders ``x``'s buffer before ``y``'s at any
+    point of ``[lo, window's hi]`` on its own: every partition that touches ``y``'s buffer
+    takes part, and for each access of ``x``'s one that knows it done (the earliest); None
+    when that is every partition."""
+    members = {q for q, _ in y.targets}
+    for src in x.done:
+        if not src:
+            return None
+        if not any(p in members for p, _ in src):
+            members.add(min(src, key=lambda s: (s[1], s[0]))[0])
+    if len(members) >= parts:
+        return None
+    lo = max([window[0], *(min(avail for p, avail in src if p in members) for src in x.done)])
+    return (tuple(sorted(members)), lo) if lo <= window[1] else None
+
+
+def _ordered_matrix(sums: list[Summary]) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """``[x][y]``: whether every access of ``x``'s buffer is done and ordered before every
+    access of ``y``'s, for every pair at once; and whether it is with the proxy fences too
+    (``ordered(sums[x], sums[y])``)."""
     ready = np.asarray([s.ready for s in sums], dtype=np.int64)
     first = np.asarray([s.first for s in sums], dtype=np.int64)
     fenced = np.asarray(
         [[0] * len(s.first) if s.fenced is None else s.fenced for s in sums], dtype=np.int64
     )
     proxy = np.asarray([s.proxy_first for s in sums], dtype=np.int64)
-    return np.logical_and(
-        (ready[:, None, :] <= first[None, :, :]).all(axis=2),
-        (fenced[:, None, :] <= proxy[None, :, :]).all(axis=2),
-    )
+    done: npt.NDArray[np.bool_] = np.all(ready[:, None, :] <= first[None, :, :], axis=2)
+    return done, np.logical_and(done, (fenced[:, None, :] <= proxy[None, :, :]).all(axis=2))
 
 
 def weight_clique(n: int, weights: Sequence[int], edges: set[tuple[int, int]]) -> list[int]:

@@ -3,16 +3,19 @@ partitions), on the happens-before order of ``planner.core.partitions``.
 
 Two buffers conflict when their lifetimes intersect or when no synchronisation orders one's
 accesses before the other's: under "existing" the request's syncs only; under "insert" and
-"none" also a new block barrier at an allowed point of the pair's window. The fits of the
-explicit conflict graph place them (CP-SAT on the pairs closes a gap), then the fewest new
-barriers are chosen for the pairs that share bytes (interval stabbing, each at the latest
-allowed point of its window: exact). The lower bound is the heaviest clique of the conflict
-graph: buffers pairwise kept apart in every plan, whose sizes every arena holds at once.
+"none" also the proxy fences missing, and a new barrier at an allowed point of the pair's
+window. The fits of the explicit conflict graph place them (CP-SAT on the pairs closes a gap),
+then the fewest new barrier points are chosen for the pairs that share bytes (interval
+stabbing, each at the latest allowed point of its window: exact), each a named barrier of
+just the warp groups it orders where that suffices (``planner.pipeline.partition_syncs``).
+The lower bound is the heaviest clique of the conflict graph: buffers pairwise kept apart in
+every plan, whose sizes every arena holds at once.
 """
 
 from __future__ import annotations
 
 import bisect
+from typing import Literal
 
 import numpy as np
 
@@ -21,8 +24,10 @@ from planner.core.models import (
     Barriers,
     Certificate,
     Diagnostic,
+    Fence,
     GraphStats,
     Launch,
+    NamedBarrier,
     Plan,
     PlanRequest,
 )
@@ -30,6 +35,7 @@ from planner.core.models.plan import shared_placements
 from planner.core.partitions import PairOrder, pair_orders, weight_clique
 from planner.core.targets import launch_figures
 from planner.pipeline.assembly import naive_bytes, plan_status, solver_info
+from planner.pipeline.partition_syncs import NewSyncs, choose_syncs
 from planner.pipeline.unrolled import place_on_pairs
 from planner.solvers.edges import ExplicitGraph
 
@@ -47,10 +53,14 @@ def plan_partitioned(req: PlanRequest) -> Plan:
     allowed = _allowed(req)
     hard: set[tuple[int, int]] = set()
     windows: dict[tuple[int, int], list[int]] = {}
+    fenced: set[tuple[int, int]] = set()  # ordered once their missing fences are added
     for v in verdicts:
         if v.overlap:
             hard.add((v.i, v.j))
-        elif v.ordered is None:
+        elif v.ordered is not None:
+            if v.fences:
+                fenced.add((v.i, v.j))
+        else:
             points = _window_points(v, allowed)
             if points:
                 windows[v.i, v.j] = points
@@ -59,17 +69,33 @@ def plan_partitioned(req: PlanRequest) -> Plan:
     sizes = [b.size for b in req.buffers]
     bound, clique = _bound(req, sizes, hard)
     placed = _place(req, sizes, hard, bound)
-    chosen = _stab(windows, _sharing(sizes, placed[0]))
+    shared = _sharing(sizes, placed[0])
+    chosen = _stab(windows, shared)
     cap = req.options.max_new_barriers
-    if chosen:
-        # The plan on no new barrier: taken when it needs no more bytes, or past the cap.
+    if chosen or fenced & shared:
+        # The plan on no new sync: taken when it needs no more bytes, or past the cap.
         over_cap = sync == "insert" and cap is not None and len(chosen) > cap
-        apart = hard | set(windows)
+        apart = hard | set(windows) | fenced
         if over_cap or _clique_weight(sizes, apart) <= placed[1]:
             kept = _place(req, sizes, apart, bound, exact=False)
             if kept[1] <= placed[1] or over_cap:
                 placed, chosen = kept, []
-    return _assemble(req, sync, verdicts, placed, chosen, (bound, clique))
+                shared = _sharing(sizes, placed[0])
+    added = choose_syncs(req, verdicts, shared, chosen)
+    if added.fences:
+        # The plan on no new fence (the pairs that need one kept apart): taken when it needs
+        # no more bytes and no more barriers.
+        need = {(v.i, v.j) for v in verdicts if v.fences}
+        apart = hard | need
+        if _clique_weight(sizes, apart) <= placed[1]:
+            alt = _place(req, sizes, apart, bound, exact=False)
+            alt_shared = _sharing(sizes, alt[0])
+            alt_chosen = _stab({k: w for k, w in windows.items() if k not in need}, alt_shared)
+            alt_added = choose_syncs(req, verdicts, alt_shared, alt_chosen)
+            within = sync != "insert" or cap is None or len(alt_chosen) <= cap
+            if within and (alt[1], alt_added.barriers) <= (placed[1], added.barriers):
+                placed, added = alt, alt_added
+    return _assemble(req, sync, verdicts, placed, added, (bound, clique))
 
 
 def _allowed(req: PlanRequest) -> list[int]:
@@ -156,7 +182,7 @@ def _assemble(
     sync: str,
     verdicts: list[PairOrder],
     placed: Placed,
-    chosen: list[int],
+    added: NewSyncs,
     peak: tuple[int, list[int]],
 ) -> Plan:
     offsets, arena, name, tried, optimal = placed
@@ -177,30 +203,21 @@ def _assemble(
                 req.buffers[k].id for k in (clique if bound > capacity else range(len(sizes)))
             ],
         )
+    origin: Literal["inserted", "required"] = "inserted" if sync == "insert" else "required"
     existing = sorted(set(req.barriers))
-    inserted = chosen if sync == "insert" else []
-    required = chosen if sync == "none" else inserted
+    inserted = added.blocks if sync == "insert" else []
+    required = added.blocks if sync == "none" else inserted
     runtime = sorted({*existing, *inserted})
     shared = _sharing(sizes, offsets)
+    names = [p.id for p in req.partitions]
     notes: list[Diagnostic] = []
     for v in verdicts:
         if (v.i, v.j) not in shared or v.overlap:
             continue
-        if v.ordered is not None:
-            x, y = v.ordered
-            how = "the request's syncs (barriers, named barriers, mbarrier arrive/wait, fences)"
-        else:
-            at = (
-                None
-                if v.window is None
-                else next((p for p in chosen if v.window[2] <= p <= v.window[3]), None)
-            )
-            if v.window is None or at is None:
-                continue  # pinned apart from any order: the static check refuses the plan
-            x, y = v.window[0], v.window[1]
-            how = (
-                f"a block barrier at point {at} ({'inserted' if sync == 'insert' else 'required'})"
-            )
+        how = _how(v, added, names, origin)
+        if how is None:
+            continue  # pinned apart from any order: the static check refuses the plan
+        x, y = v.ordered if v.ordered is not None else (v.window or (v.i, v.j))[:2]
         notes.append(
             Diagnostic(
                 level="info",
@@ -221,8 +238,9 @@ def _assemble(
     )
     naive = naive_bytes(req)
     live = sum(1 for v in verdicts if v.overlap)
-    free = _free(verdicts, chosen)
+    free = _free(verdicts, added)
     apart = sum(1 for v in verdicts if not v.overlap and (v.i, v.j) not in free)
+    threads = [p.size for p in req.partitions]
     return Plan(
         name=req.name,
         status=status,
@@ -251,16 +269,46 @@ def _assemble(
         diagnostics=notes,
         certificate=certificate,
         request_sha256=request_sha256(req),
+        fences=[Fence(at=at, origin=origin, partition=names[q]) for q, at in added.fences],
+        named_barriers=[
+            NamedBarrier(
+                at=at,
+                id=ident,
+                partitions=[names[q] for q in members],
+                threads=sum(threads[q] for q in members),
+                origin=origin,
+            )
+            for at, ident, members in added.named
+        ],
     )
 
 
-def _free(verdicts: list[PairOrder], chosen: list[int]) -> set[tuple[int, int]]:
-    """Pairs free to share: ordered by the request, or by a chosen barrier."""
+def _how(v: PairOrder, added: NewSyncs, names: list[str], origin: str) -> str | None:
+    """What orders a pair on common bytes, in words; None: nothing does."""
+    mine = "the request's syncs (barriers, named barriers, mbarrier arrive/wait, fences)"
+    if v.ordered is not None and not v.fences:
+        return mine
+    got = added.orders(v)
+    if got is None:
+        return None
+    kind, at, ident = got
+    fences = "".join(
+        f", with a proxy fence by {names[q]} at point {p} ({origin})" for q, p in v.fences
+    )
+    if kind == "fence":
+        return mine + fences
+    if kind == "block":
+        return f"a block barrier at point {at} ({origin}){fences}"
+    return f"a named barrier (id {ident}) at point {at} ({origin}){fences}"
+
+
+def _free(verdicts: list[PairOrder], added: NewSyncs) -> set[tuple[int, int]]:
+    """Pairs free to share: ordered by the request, or by the new syncs."""
     out: set[tuple[int, int]] = set()
     for v in verdicts:
         if v.overlap:
             continue
-        if v.ordered is not None or (v.window is not None and _stabbed(v.window, chosen)):
+        if (v.ordered is not None and not v.fences) or added.orders(v) is not None:
             out.add((v.i, v.j))
     return out
 

@@ -26,6 +26,7 @@ from planner.validators.emulator import emulate
 from planner.validators.faults import plant_fault
 from planner.validators.partition_run import run_partitions
 from planner.validators.partitions import check_partitions
+from planner.validators.program import with_plan_syncs
 from tests.support.interleavings import ordered_pairs
 from tests.support.paths import ROOT
 
@@ -161,7 +162,16 @@ def test_planted_missing_proxy_fence_is_caught_by_both() -> None:
     bad = req(False)
     assert "missing_fence" in {v.code for v in planner.validate(bad, plan).violations}
     assert "missing_fence" in {v.code for v in emulate(bad, plan).violations}
-    assert _checked(bad).arena_bytes == 1024  # planned on its own: kept apart
+    existing = bad.model_copy(
+        update={"options": bad.options.model_copy(update={"sync": "existing"})}
+    )
+    assert _checked(existing).arena_bytes == 1024  # only the request's syncs: kept apart
+    fixed = _checked(bad)  # sync "insert": the missing fence alone orders the reuse
+    assert fixed.arena_bytes == 512
+    assert [(f.at, f.partition, f.origin) for f in fixed.fences] == [(2, "consumer", "inserted")]
+    assert fixed.barriers.inserted == plan.barriers.inserted == [2]  # the consumer's own
+    assert emulate(bad, fixed).valid
+    assert not planner.validate(bad, plan).valid  # the same placement without the fence
 
 
 @pytest.mark.parametrize(
@@ -296,6 +306,48 @@ def test_planner_and_both_validators_agree_with_every_interleaving(req: PlanRequ
         assert (not emulated) == expect, (x, y, emulated)
 
 
+def _on_common_bytes(plan: Plan) -> list[tuple[int, int]]:
+    where = [(p.offset, p.offset + p.size) for p in plan.placements]
+    return [
+        (i, j)
+        for i, j in itertools.combinations(range(len(where)), 2)
+        if where[i][0] < where[j][1] and where[j][0] < where[i][1]
+    ]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs(), st.sampled_from(["insert", "none"]))
+def test_inserted_syncs_order_every_shared_pair_in_every_interleaving(
+    req: PlanRequest, sync: str
+) -> None:
+    req = req.model_copy(update={"options": req.options.model_copy(update={"sync": sync})})
+    note(req.model_dump_json(exclude_defaults=True))
+    plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    assert emulate(req, plan).valid
+    # The kernel as it runs: the request's syncs and barriers, and those the plan adds.
+    kernel = with_plan_syncs(req, plan).model_copy(
+        update={"barriers": sorted({*req.barriers, *plan.barriers.required})}
+    )
+    truth = ordered_pairs(kernel)
+    bufs = req.buffers
+    for i, j in _on_common_bytes(plan):
+        x, y = (i, j) if bufs[i].end <= bufs[j].start else (j, i)
+        assert (x, y) in truth, (bufs[x].id, bufs[y].id)
+    new = plan.barriers.required or plan.named_barriers or plan.fences
+    if not new:
+        return
+    # Without what the plan adds, some pair on common bytes is unordered: both say so.
+    bare = plan.model_copy(
+        update={
+            "barriers": plan.barriers.model_copy(update={"inserted": [], "required": []}),
+            "named_barriers": [],
+            "fences": [],
+        }
+    )
+    assert not planner.validate(req, bare).valid
+    assert not emulate(req, bare).valid
+
+
 def _optimum(req: PlanRequest, apart: set[tuple[int, int]]) -> int:
     """The smallest arena over every placement at offsets that are sums of sizes."""
     sizes = [b.size for b in req.buffers]
@@ -357,11 +409,25 @@ def test_fa3_plans_within_the_hand_layout_on_its_own_syncs() -> None:
     ]
 
 
-def test_fa3_hostile_variant_is_fixed_by_one_barrier_or_kept_apart() -> None:
+def test_fa3_hostile_variant_is_fixed_by_a_named_barrier_or_kept_apart() -> None:
     req = parse_request(FA3_HOSTILE.read_text())
     plan = _checked(req)  # sync "insert": the scheduler and epilogue barriers are gone
     assert plan.arena_bytes == HAND_LAYOUT
-    assert len(plan.barriers.inserted) == 1
+    # O's writes by both consumers after Q's wgmma reads by both: a named barrier of the two
+    # consumer warp groups (bar.sync 1, 256), not a block barrier that stalls the producer.
+    assert plan.barriers.inserted == []
+    assert [(b.at, b.id, b.partitions, b.threads) for b in plan.named_barriers] == [
+        (26, 1, ["consumer0", "consumer1"], 256)
+    ]
+    assert emulate(req, plan).valid
+    dropped = plan.model_copy(update={"named_barriers": []})
+    assert [v.code for v in planner.validate(req, dropped).violations] == ["missing_barrier"]
+    assert {v.code for v in emulate(req, dropped).violations} == {"race"}
+    fault = plant_fault(req, plan, "drop_partition_sync", np.random.default_rng(0))
+    assert fault is not None
+    assert "named barrier 1 at 26" in fault.description
+    assert not planner.validate(fault.request, fault.plan).valid
+    assert not emulate(fault.request, fault.plan).valid
     existing = req.model_copy(
         update={"options": req.options.model_copy(update={"sync": "existing"})}
     )
