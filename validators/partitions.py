@@ -20,6 +20,8 @@ import bisect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 if TYPE_CHECKING:
     from planner.core.models import Buffer, Plan, PlanRequest
 
@@ -237,6 +239,7 @@ def check_partitions(
     bufs = [b for b in request.buffers if b.id in where]
     spans = [where[b.id] for b in bufs]
     lives = [b.lifetimes for b in bufs]
+    clear = _clear(reuses, bufs)
     for x, a in enumerate(bufs):
         lo_a, hi_a = spans[x]
         for y in range(x + 1, len(bufs)):
@@ -258,7 +261,37 @@ def check_partitions(
                 out.append(("overlap", f"{a.id!r} and {b.id!r} are live together", [a.id, b.id]))
                 continue
             first, then = (a, b) if a.end <= b.start else (b, a)
-            out += _judge(reuses, first, then)
+            if not (clear[x][y] if first is a else clear[y][x]):
+                out += _judge(reuses, first, then)
+    return out
+
+
+def _clear(reuses: _Reuses, bufs: list[Buffer]) -> list[list[bool]]:
+    """``[x][y]``: whether every touch of ``bufs[x]`` is ordered (and fenced where it must
+    be) before every touch of ``bufs[y]``, for all pairs at once; mbarriers are never
+    clear."""
+    n = reuses.n
+    never = [_INF] * n
+    need, fence_need, anyone, proxy = [], [], [], []
+    for b in bufs:
+        if b.kind == "mbarrier":
+            need.append(never)
+            fence_need.append(never)
+            anyone.append([-1] * n)
+            proxy.append([-1] * n)
+            continue
+        latest, fenced = reuses.latest(b)
+        first, first_proxy = reuses.firsts(b)
+        need.append(latest)
+        fence_need.append(fenced)
+        anyone.append(first)
+        proxy.append(first_proxy)
+    a, f = np.asarray(need, dtype=np.int64), np.asarray(fence_need, dtype=np.int64)
+    t, pt = np.asarray(anyone, dtype=np.int64), np.asarray(proxy, dtype=np.int64)
+    ok = np.all(a[:, None, :] <= t[None, :, :], axis=2) & np.all(
+        f[:, None, :] <= pt[None, :, :], axis=2
+    )
+    out: list[list[bool]] = ok.tolist()
     return out
 
 

@@ -218,8 +218,9 @@ def _assemble(
         if how is None:
             continue  # pinned apart from any order: the static check refuses the plan
         x, y = v.ordered if v.ordered is not None else (v.window or (v.i, v.j))[:2]
+        # Built unchecked: one per shared pair, its fields literal (the Plan takes it as is).
         notes.append(
-            Diagnostic(
+            Diagnostic.model_construct(
                 level="info",
                 code="reuse_across_partitions",
                 message=(
