@@ -215,11 +215,11 @@ def test_rejects_a_partition_in_a_request_without_partitions() -> None:
 
 # Random small programs: two partitions, three buffers, and random syncs.
 
-NAMES = ["producer", "consumer"]
+THREE = ("producer", "consumer0", "consumer1")  # named barriers of two of three
 
 
 @st.composite
-def programs(draw: st.DrawFn) -> PlanRequest:
+def programs(draw: st.DrawFn, names: tuple[str, ...] = ("producer", "consumer")) -> PlanRequest:
     horizon = 9
     buffers: list[dict[str, Any]] = []
     syncs: list[dict[str, Any]] = []
@@ -231,14 +231,14 @@ def programs(draw: st.DrawFn) -> PlanRequest:
         accesses = []
         for _ in range(draw(st.integers(1, 2))):
             at = draw(st.integers(s, e - 1))
-            part = draw(st.sampled_from(NAMES))
+            part = draw(st.sampled_from(names))
             kind = draw(st.sampled_from(["write", "read", "tma"]))
             if kind == "tma" and at + 1 < e:
                 m = f"m{n}"
                 wait = draw(st.integers(at + 1, e))
                 accesses.append(_access("write", at, part, agent="tma", mbarrier=m))
                 syncs.append({"kind": "expect_tx", "at": at, "mbarrier": m, "partition": part})
-                who = draw(st.sampled_from(NAMES))
+                who = draw(st.sampled_from(names))
                 syncs.append({"kind": "mbarrier_wait", "at": wait, "mbarrier": m, "partition": who})
             else:
                 accesses.append(_access("read" if kind == "tma" else kind, at, part))
@@ -250,15 +250,17 @@ def programs(draw: st.DrawFn) -> PlanRequest:
         at = draw(st.integers(1, horizon))
         if kind == "edge":
             wait = draw(st.integers(at + 1, horizon + 1))
-            by, to = draw(st.sampled_from(NAMES)), draw(st.sampled_from(NAMES))
+            by, to = draw(st.sampled_from(names)), draw(st.sampled_from(names))
             syncs += _edge(f"e{at}{wait}", at, by, min(wait, horizon), to)
         elif kind == "named":
-            members = draw(st.sampled_from([["producer"], ["consumer"], NAMES]))
+            members = draw(st.lists(st.sampled_from(names), min_size=1, unique=True))
             syncs.append({"kind": "named_barrier", "at": at, "id": 1, "partitions": members})
     barriers = sorted(set(draw(st.lists(st.integers(1, horizon), max_size=1))))
     return PlanRequest.model_validate(
         {
-            "partitions": PARTS,
+            "partitions": [
+                {"id": x, "threads": [128 * k, 128 * k + 128]} for k, x in enumerate(names)
+            ],
             "barriers": barriers,
             "buffers": buffers,
             "syncs": [s for s in syncs if s["at"] <= horizon],
@@ -316,7 +318,7 @@ def _on_common_bytes(plan: Plan) -> list[tuple[int, int]]:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(programs(), st.sampled_from(["insert", "none"]))
+@given(programs() | programs(THREE), st.sampled_from(["insert", "none"]))
 def test_inserted_syncs_order_every_shared_pair_in_every_interleaving(
     req: PlanRequest, sync: str
 ) -> None:
