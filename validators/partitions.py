@@ -420,3 +420,54 @@ def _judge(reuses: _Reuses, first: Buffer, then: Buffer) -> list[tuple[str, str,
             )
         ]
     return []
+
+
+def check_cluster_rule(request: PlanRequest, plan: Plan) -> list[tuple[str, str, list[str]]]:
+    """``missing_cluster_barrier`` for each pair of different buffers on common bytes, one
+    cluster-scoped, with no running cluster barrier after every access of the earlier is
+    done (its covering sync, for an asynchronous one) and at or before the later's first
+    touch (docs/design.md, Clusters): a peer CTA may be anywhere between two of them."""
+    from planner.validators.clusters import running_cluster_barriers
+    from planner.validators.program import with_plan_syncs
+
+    request = with_plan_syncs(request, plan)
+    points = running_cluster_barriers(request, plan)
+    covers = _Covers(request)
+    where = {p.id: (p.offset, p.offset + p.size) for p in plan.placements if p.memory == "shared"}
+    bufs = [b for b in request.buffers if b.id in where and b.kind != "mbarrier"]
+
+    def done(b: Buffer) -> int:
+        """The first point a cluster barrier runs after every access of ``b`` is done."""
+        latest = 0
+        for _, at, _, _, k in _touches(request, b):
+            ends = [(at, 9)] if k < 0 else [key for _, key in covers.completions(b, k)]
+            if not ends:
+                return _INF
+            # After a thread's access at p: from p + 1; after a wait at w: w (waits first).
+            latest = max(latest, min(p + 1 if rank == 9 else p for p, rank in ends))
+        return latest
+
+    out: list[tuple[str, str, list[str]]] = []
+    for x, a in enumerate(bufs):
+        for b in bufs[x + 1 :]:
+            (lo_a, hi_a), (lo_b, hi_b) = where[a.id], where[b.id]
+            if not (lo_a < hi_b and lo_b < hi_a) or "cluster" not in (a.scope, b.scope):
+                continue
+            if a.start < b.end and b.start < a.end:
+                continue  # live together: an overlap, reported as such
+            first, then = (a, b) if a.end <= b.start else (b, a)
+            after = done(first)
+            until = min(at for _, at, _, _, _ in _touches(request, then))
+            k = bisect.bisect_left(points, after)
+            if k < len(points) and points[k] <= until:
+                continue
+            out.append(
+                (
+                    "missing_cluster_barrier",
+                    f"{then.id!r} (from point {until}) reuses bytes of {first.id!r} (done at "
+                    f"point {after}) with no cluster barrier between them: a peer CTA touches "
+                    "the bytes of a cluster-scoped buffer",
+                    [first.id, then.id],
+                )
+            )
+    return out

@@ -161,6 +161,13 @@ class Order:
         return ordered
 
 
+def cluster_points(req: PlanRequest) -> list[int]:
+    """The request's cluster barrier points; none without a cluster (taken as absent)."""
+    if req.cluster is None:
+        return []
+    return sorted({s.at for s in req.syncs if s.kind == "cluster_barrier"})
+
+
 def order_of(req: PlanRequest, extra_blocks: Sequence[int] = ()) -> Order:
     """The request's sync edges (and block barriers at ``extra_blocks``)."""
     index = {p.id: k for k, p in enumerate(req.partitions)}
@@ -182,7 +189,8 @@ def order_of(req: PlanRequest, extra_blocks: Sequence[int] = ()) -> Order:
     return Order(
         issues=issues,
         n=len(req.partitions),
-        blocks=sorted({*req.barriers, *extra_blocks}),
+        # A cluster barrier orders the CTA's own threads too (counted only with a cluster).
+        blocks=sorted({*req.barriers, *extra_blocks, *cluster_points(req)}),
         named=sorted(named, key=lambda x: (x[0], sorted(x[1]))),
         arrives=arrives,
         waits={m: sorted(w) for m, w in waits.items()},
@@ -384,6 +392,10 @@ class PairOrder:
     # (partitions, lo): a named barrier of just these partitions at any point in [lo, hi] of
     # the window orders them too (None: every partition takes part, a block barrier)
     named: tuple[tuple[int, ...], int] | None = None
+    # One of the pair cluster-scoped (a peer CTA touches it) and no cluster barrier of the
+    # request between them: a new one at any point in [lo, hi] orders them (with the
+    # ``fences``), every partition of every CTA taking part; the pair needs nothing else.
+    cluster: tuple[int, int] | None = None
 
 
 def pair_orders(req: PlanRequest, allow_new: bool) -> list[PairOrder]:
@@ -407,6 +419,8 @@ def pair_orders(req: PlanRequest, allow_new: bool) -> list[PairOrder]:
     ends = end.tolist()
     starts = start.tolist()
     parts = len(req.partitions)
+    scoped = [b.scope == "cluster" for b in req.buffers] if req.cluster is not None else [False] * n
+    own = cluster_points(req)
     out: list[PairOrder] = []
     for i in range(n):
         for j in range(i + 1, n):
@@ -414,6 +428,11 @@ def pair_orders(req: PlanRequest, allow_new: bool) -> list[PairOrder]:
                 out.append(PairOrder(i, j, True, None, None))
                 continue
             x, y = (i, j) if ends[i] <= starts[j] else (j, i)
+            if scoped[i] or scoped[j]:
+                verdict = _cluster_pair(i, j, x, y, sums, evs, own, (orders, ready), allow_new)
+                if verdict is not None:
+                    out.append(verdict)
+                    continue
             if orders[x][y]:
                 out.append(PairOrder(i, j, False, (x, y), None))
                 continue
@@ -436,6 +455,49 @@ def pair_orders(req: PlanRequest, allow_new: bool) -> list[PairOrder]:
             named = _named_window(evs[x], evs[y], w, parts)
             out.append(PairOrder(i, j, False, None, (x, y, *w), added, named))
     return out
+
+
+def _cluster_pair(
+    i: int,
+    j: int,
+    x: int,
+    y: int,
+    sums: list[Summary],
+    evs: list[Events],
+    own: list[int],
+    done: tuple[list[list[bool]], list[list[bool]]],
+    allow_new: bool,
+) -> PairOrder | None:
+    """The verdict of a pair with a cluster-scoped buffer: a cluster barrier must run after
+    every access of ``x``'s buffer is done and no later than ``y``'s first access (docs/
+    design.md, Clusters); being one, it also orders the CTA's threads as a block barrier.
+    None when one of the request's does: the pair then needs what any pair needs."""
+    sx, sy = sums[x], sums[y]
+    if sx.lo is None:
+        return PairOrder(i, j, False, None, None)
+    lo, hi = max(sx.lo, 1), sy.hi
+    k = bisect.bisect_left(own, lo)
+    if k < len(own) and own[k] <= hi:
+        return None
+    if not allow_new:
+        return PairOrder(i, j, False, None, None)
+    orders, ready = done  # ordered by the request's syncs; and but for the proxy fences
+    if ready[x][y]:
+        # The CTA's own order stands but for its fences; any point after the completions.
+        fences = () if orders[x][y] else _fence_points(evs[x])
+        return (
+            PairOrder(i, j, False, None, None, fences, None, (lo, hi))
+            if lo <= hi
+            else (PairOrder(i, j, False, None, None))
+        )
+    w = barrier_window(sx, sy)
+    added: tuple[tuple[int, int], ...] = ()
+    if w is None:
+        w = barrier_window(sx, sy, fence_new=True)
+        added = _fence_points(evs[x]) if w is not None else ()
+    if w is None:
+        return PairOrder(i, j, False, None, None)
+    return PairOrder(i, j, False, None, None, added, None, w)
 
 
 def _missing_fences(

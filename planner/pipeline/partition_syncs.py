@@ -38,31 +38,46 @@ class NewSyncs:
     named: list[tuple[int, int, tuple[int, ...]]] = field(default_factory=list)
     # (point, id, partitions), by point
     fences: list[tuple[int, int]] = field(default_factory=list)  # (partition, point), sorted
+    clusters: list[int] = field(default_factory=list)  # cluster barrier points, sorted
 
     @property
-    def barriers(self) -> int:
-        """Barriers added: block and named, one execution each."""
-        return len(self.blocks) + len(self.named)
+    def cost(self) -> tuple[int, int]:
+        """Cluster barriers added (each waits for every CTA of the cluster), then barriers
+        added in all: one execution each."""
+        return len(self.clusters), len(self.clusters) + len(self.blocks) + len(self.named)
 
     def orders(self, v: PairOrder) -> tuple[str, int, int] | None:
-        """How the new syncs order a pair that the request's alone do not: ("block", point,
-        0), ("named", point, id), ("fence", 0, 0); None when they do not."""
+        """How the new syncs order a pair that the request's alone do not: ("cluster", point,
+        0), ("block", point, 0), ("named", point, id), ("fence", 0, 0); None when they do
+        not."""
         if v.fences and not set(v.fences) <= set(self.fences):
             return None
         if v.ordered is not None:
             return ("fence", 0, 0) if v.fences else None
+        if v.cluster is not None:
+            at = _first_in(self.clusters, *v.cluster)
+            return None if at is None else ("cluster", at, 0)
         if v.window is None:
             return None
         lo, hi = v.window[2], v.window[3]
-        k = bisect.bisect_left(self.blocks, lo)
-        if k < len(self.blocks) and self.blocks[k] <= hi:
-            return "block", self.blocks[k], 0
+        at = _first_in(self.clusters, lo, hi)  # a cluster barrier is a block barrier too
+        if at is not None:
+            return "cluster", at, 0
+        at = _first_in(self.blocks, lo, hi)
+        if at is not None:
+            return "block", at, 0
         if v.named is not None:
             need, named_lo = set(v.named[0]), max(lo, v.named[1])
             for at, ident, members in self.named:
                 if named_lo <= at <= hi and need <= set(members):
                     return "named", at, ident
         return None
+
+
+def _first_in(points: list[int], lo: int, hi: int) -> int | None:
+    """The first of ``points`` (sorted) in ``[lo, hi]``, or None."""
+    k = bisect.bisect_left(points, lo)
+    return points[k] if k < len(points) and points[k] <= hi else None
 
 
 def choose_syncs(

@@ -19,10 +19,12 @@ from typing import Literal
 
 import numpy as np
 
+from planner.core.clusters import PORTABLE_CLUSTER, cluster_size
 from planner.core.io import request_sha256
 from planner.core.models import (
     Barriers,
     Certificate,
+    ClusterBarriers,
     Diagnostic,
     Fence,
     GraphStats,
@@ -32,7 +34,7 @@ from planner.core.models import (
     PlanRequest,
 )
 from planner.core.models.plan import shared_placements
-from planner.core.partitions import PairOrder, pair_orders, weight_clique
+from planner.core.partitions import PairOrder, cluster_points, pair_orders, weight_clique
 from planner.core.targets import launch_figures
 from planner.pipeline.assembly import naive_bytes, plan_status, solver_info
 from planner.pipeline.partition_syncs import NewSyncs, choose_syncs
@@ -52,7 +54,8 @@ def plan_partitioned(req: PlanRequest) -> Plan:
     verdicts = pair_orders(req, allow_new=sync != "existing")
     allowed = _allowed(req)
     hard: set[tuple[int, int]] = set()
-    windows: dict[tuple[int, int], list[int]] = {}
+    windows: dict[tuple[int, int], list[int]] = {}  # a new block (or named) barrier's
+    clusters: dict[tuple[int, int], list[int]] = {}  # a new cluster barrier's
     fenced: set[tuple[int, int]] = set()  # ordered once their missing fences are added
     for v in verdicts:
         if v.overlap:
@@ -61,27 +64,24 @@ def plan_partitioned(req: PlanRequest) -> Plan:
             if v.fences:
                 fenced.add((v.i, v.j))
         else:
-            points = _window_points(v, allowed)
+            points = _points(v.cluster or (v.window or (0, 0, 1, 0))[2:], allowed)
             if points:
-                windows[v.i, v.j] = points
+                (windows if v.cluster is None else clusters)[v.i, v.j] = points
             else:
                 hard.add((v.i, v.j))
     sizes = [b.size for b in req.buffers]
     bound, clique = _bound(req, sizes, hard)
     placed = _place(req, sizes, hard, bound)
-    shared = _sharing(sizes, placed[0])
-    chosen = _stab(windows, shared)
+    added, stabs = _syncs(req, verdicts, _sharing(sizes, placed[0]), windows, clusters)
     cap = req.options.max_new_barriers
-    if chosen or fenced & shared:
+    if stabs or added.fences:
         # The plan on no new sync: taken when it needs no more bytes, or past the cap.
-        over_cap = sync == "insert" and cap is not None and len(chosen) > cap
-        apart = hard | set(windows) | fenced
+        over_cap = sync == "insert" and cap is not None and stabs > cap
+        apart = hard | set(windows) | set(clusters) | fenced
         if over_cap or _clique_weight(sizes, apart) <= placed[1]:
             kept = _place(req, sizes, apart, bound, exact=False)
             if kept[1] <= placed[1] or over_cap:
-                placed, chosen = kept, []
-                shared = _sharing(sizes, placed[0])
-    added = choose_syncs(req, verdicts, shared, chosen)
+                placed, added, stabs = kept, NewSyncs(), 0
     if added.fences:
         # The plan on no new fence (the pairs that need one kept apart): taken when it needs
         # no more bytes and no more barriers.
@@ -89,26 +89,53 @@ def plan_partitioned(req: PlanRequest) -> Plan:
         apart = hard | need
         if _clique_weight(sizes, apart) <= placed[1]:
             alt = _place(req, sizes, apart, bound, exact=False)
-            alt_shared = _sharing(sizes, alt[0])
-            alt_chosen = _stab({k: w for k, w in windows.items() if k not in need}, alt_shared)
-            alt_added = choose_syncs(req, verdicts, alt_shared, alt_chosen)
-            within = sync != "insert" or cap is None or len(alt_chosen) <= cap
-            if within and (alt[1], alt_added.barriers) <= (placed[1], added.barriers):
+            alt_added, alt_stabs = _syncs(
+                req,
+                verdicts,
+                _sharing(sizes, alt[0]),
+                {k: w for k, w in windows.items() if k not in need},
+                {k: w for k, w in clusters.items() if k not in need},
+            )
+            within = sync != "insert" or cap is None or alt_stabs <= cap
+            if within and (alt[1], alt_added.cost) <= (placed[1], added.cost):
                 placed, added = alt, alt_added
     return _assemble(req, sync, verdicts, placed, added, (bound, clique))
 
 
+def _syncs(
+    req: PlanRequest,
+    verdicts: list[PairOrder],
+    shared: set[tuple[int, int]],
+    windows: dict[tuple[int, int], list[int]],
+    clusters: dict[tuple[int, int], list[int]],
+) -> tuple[NewSyncs, int]:
+    """The new syncs for the pairs on common bytes, and the barrier points stabbed: the
+    fewest cluster barriers first (each also a block barrier), then the fewest barriers for
+    the pairs they leave."""
+    on_cluster = _stab(clusters, shared)
+    left = {k for k in shared if not any(p in on_cluster for p in windows.get(k, ()))}
+    chosen = _stab(windows, left)
+    added = choose_syncs(req, verdicts, left, chosen)
+    added.clusters = on_cluster
+    # The pairs a cluster barrier orders keep their fences.
+    covered = shared - left
+    added.fences = sorted(
+        {*added.fences, *(f for v in verdicts if (v.i, v.j) in covered for f in v.fences)}
+    )
+    return added, len(on_cluster) + len(chosen)
+
+
 def _allowed(req: PlanRequest) -> list[int]:
     pool = req.options.barrier_candidates
+    own = set(cluster_points(req))
     if pool is not None:
-        return sorted(set(pool) - set(req.barriers))
-    return list(range(1, req.horizon + 1))
+        return sorted(set(pool) - set(req.barriers) - own)
+    return sorted(set(range(1, req.horizon + 1)) - own)
 
 
-def _window_points(v: PairOrder, allowed: list[int]) -> list[int]:
-    if v.window is None:
-        return []
-    _, _, lo, hi = v.window
+def _points(window: tuple[int, int], allowed: list[int]) -> list[int]:
+    """The allowed points in ``[lo, hi]``."""
+    lo, hi = window
     return allowed[bisect.bisect_left(allowed, lo) : bisect.bisect_right(allowed, hi)]
 
 
@@ -259,7 +286,7 @@ def _assemble(
             required_executions=len(required),
         ),
         footprints=[],
-        launch=Launch(**launch_figures(req.profile, arena, naive, req.stated_base_alignment)),
+        launch=_launch(req, arena, naive),
         solver=solver_info(req, status, name, arena, best_bound, proved, tried),
         graph=GraphStats(
             buffers=len(req.buffers),
@@ -271,6 +298,7 @@ def _assemble(
         certificate=certificate,
         request_sha256=request_sha256(req),
         fences=[Fence(at=at, origin=origin, partition=names[q]) for q, at in added.fences],
+        cluster_barriers=_cluster_barriers(req, sync, added),
         named_barriers=[
             NamedBarrier(
                 at=at,
@@ -281,6 +309,32 @@ def _assemble(
             )
             for at, ident, members in added.named
         ],
+    )
+
+
+def _launch(req: PlanRequest, arena: int, naive: int) -> Launch:
+    launch = Launch(**launch_figures(req.profile, arena, naive, req.stated_base_alignment))
+    if req.cluster is None:
+        return launch
+    dims = list(req.cluster)
+    return launch.model_copy(
+        update={"cluster": dims, "cluster_non_portable": cluster_size(dims) > PORTABLE_CLUSTER}
+    )
+
+
+def _cluster_barriers(req: PlanRequest, sync: str, added: NewSyncs) -> ClusterBarriers | None:
+    """The request's cluster barriers and the new ones (apart from block barriers); for
+    requests with a cluster only. The plan relies on all of them."""
+    if req.cluster is None:
+        return None
+    own = cluster_points(req)
+    inserted = added.clusters if sync == "insert" else []
+    running = sorted({*own, *added.clusters})
+    return ClusterBarriers(
+        existing=own,
+        inserted=inserted,
+        required=running,
+        executions=len(running),
     )
 
 
@@ -298,6 +352,8 @@ def _how(v: PairOrder, added: NewSyncs, names: list[str], origin: str) -> str | 
     )
     if kind == "fence":
         return mine + fences
+    if kind == "cluster":
+        return f"a cluster barrier at point {at} ({origin}){fences}"
     if kind == "block":
         return f"a block barrier at point {at} ({origin}){fences}"
     return f"a named barrier (id {ident}) at point {at} ({origin}){fences}"
