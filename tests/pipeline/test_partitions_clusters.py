@@ -13,10 +13,12 @@ from hypothesis import strategies as st
 
 import planner
 from planner.core.errors import RequestError
+from planner.core.io import parse_request
 from planner.core.models import Plan, PlanRequest
 from planner.validators.emulator import emulate
 from planner.validators.faults import plant_fault
 from tests.pipeline.test_partitions import THREE, programs
+from tests.support.paths import ROOT
 
 
 def _access(op: str, at: int, part: str, **more: Any) -> dict[str, Any]:
@@ -160,3 +162,42 @@ def test_both_validators_hold_every_clustered_partitioned_plan(req: PlanRequest)
     bad = _without_new_cluster_barriers(plan)
     assert "missing_cluster_barrier" in {v.code for v in planner.validate(req, bad).violations}
     assert "missing_cluster_barrier" in {v.code for v in emulate(req, bad).violations}
+
+
+WS_CLUSTER = ROOT / "examples" / "ws_cluster_multicast_gemm.json"
+
+
+@pytest.mark.parametrize(
+    ("sync", "arena", "inserted", "required"),
+    [
+        ("insert", 131104, [13], [1, 13]),
+        ("existing", 163872, [], [1]),
+        ("none", 131104, [], [1, 13]),
+    ],
+)
+def test_warp_specialised_cluster_gemm_example(
+    sync: str, arena: int, inserted: list[int], required: list[int]
+) -> None:
+    request = parse_request(WS_CLUSTER.read_text())
+    request = request.model_copy(
+        update={"options": request.options.model_copy(update={"sync": sync})}
+    )
+    plan = _checked(request)
+    assert plan.arena_bytes == arena
+    assert plan.naive_bytes == 163872
+    assert plan.cluster_barriers is not None
+    assert plan.cluster_barriers.inserted == inserted
+    assert plan.cluster_barriers.required == required
+    assert plan.barriers.inserted == []
+    assert plan.named_barriers == []
+    if sync != "insert":
+        return
+    fault = plant_fault(request, plan, "drop_cluster_barrier", np.random.default_rng(0))
+    assert fault is not None
+    assert fault.buffers == ("A0_s", "C_s")
+    assert "missing_cluster_barrier" in {
+        v.code for v in planner.validate(fault.request, fault.plan).violations
+    }
+    assert "missing_cluster_barrier" in {
+        v.code for v in emulate(fault.request, fault.plan).violations
+    }
