@@ -39,6 +39,9 @@ class NewSyncs:
     # (point, id, partitions), by point
     fences: list[tuple[int, int]] = field(default_factory=list)  # (partition, point), sorted
     clusters: list[int] = field(default_factory=list)  # cluster barrier points, sorted
+    _orders: dict[tuple[int, int], tuple[str, int, int] | None] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @property
     def cost(self) -> tuple[int, int]:
@@ -49,7 +52,13 @@ class NewSyncs:
     def orders(self, v: PairOrder) -> tuple[str, int, int] | None:
         """How the new syncs order a pair that the request's alone do not: ("cluster", point,
         0), ("block", point, 0), ("named", point, id), ("fence", 0, 0); None when they do
-        not."""
+        not. Taken once per pair (the syncs are not changed after they are chosen)."""
+        key = (v.i, v.j)
+        if key not in self._orders:
+            self._orders[key] = self._order(v)
+        return self._orders[key]
+
+    def _order(self, v: PairOrder) -> tuple[str, int, int] | None:
         if v.fences and not set(v.fences) <= set(self.fences):
             return None
         if v.ordered is not None:
