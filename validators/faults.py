@@ -29,9 +29,10 @@ the arena, Reuse hazard), and only when the break is real:
 - ``drop_cluster_barrier``: drop the cluster barrier that orders a reuse of cluster-scoped bytes
   by another buffer (one the plan inserts or requires, or, changing the request, the
   request's), so a peer CTA may still touch the earlier buffer's bytes (straight-line
-  requests with a cluster).
+  requests with a cluster, with partitions or without).
 - ``drop_partition_sync``: in a request with partitions, drop a sync that orders a reuse across
-  (or within) partitions: a barrier the plan inserts or requires, or (changing the request) a
+  (or within) partitions: a barrier, named barrier or proxy fence the plan inserts or
+  requires, or (changing the request) a
   named barrier, an mbarrier arrive or a proxy fence of the request, such that two buffers on
   common bytes are left unordered (cross-partition reuse without its arrive/wait edge).
 
@@ -105,7 +106,13 @@ def plant_fault(request: PlanRequest, plan: Plan, kind: FaultKind, rng: Rng) -> 
     return _plant(request, plan, kind, rng, plan_only=False)
 
 
-_PARTITION_KINDS = ("overlap", "misalign", "misalign_tile", "drop_partition_sync")
+_PARTITION_KINDS = (
+    "overlap",
+    "misalign",
+    "misalign_tile",
+    "drop_partition_sync",
+    "drop_cluster_barrier",
+)
 
 
 def _plant(
@@ -839,6 +846,28 @@ def _cluster_points(request: PlanRequest, plan: Plan) -> set[int]:
     return set(running_cluster_barriers(request, plan))
 
 
+def _partitioned_cluster_break(
+    request: PlanRequest, plan: Plan, p: int, own: bool
+) -> tuple[str, str] | None:
+    """The pair a partitioned request's static check finds unordered by cluster barriers
+    once the one at ``p`` is gone, or None."""
+    from planner.validators.partitions import check_cluster_rule
+
+    listed = plan.cluster_barriers
+    assert listed is not None
+    if own:
+        syncs = [s for s in request.syncs if not (s.kind == "cluster_barrier" and s.at == p)]
+        request = request.model_copy(update={"syncs": syncs})
+    kept = listed.model_copy(
+        update={
+            "inserted": [q for q in listed.inserted if q != p],
+            "required": [q for q in listed.required if q != p],
+        }
+    )
+    found = check_cluster_rule(request, plan.model_copy(update={"cluster_barriers": kept}))
+    return (found[0][2][0], found[0][2][1]) if found else None
+
+
 def _drop_cluster_barrier(
     request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool
 ) -> Fault | None:
@@ -856,7 +885,9 @@ def _drop_cluster_barrier(
             continue
         rest = [q for q in running if q != p]
         broken = None
-        for a in request.buffers:
+        if request.partitions:
+            broken = _partitioned_cluster_break(request, plan, p, p in own)
+        for a in [] if request.partitions else request.buffers:
             for b in request.buffers:
                 if a is b or "cluster" not in (a.scope, b.scope) or b.start < a.end:
                     continue
@@ -947,6 +978,36 @@ def _drop_partition_sync(
                 pair,
                 f"dropped the barrier at {p} that orders {pair[0]!r} before {pair[1]!r}",
                 p,
+            )
+    # The named barriers and fences the plan adds (or requires) for a reuse.
+    added: list[tuple[str, int, Plan]] = [
+        (
+            f"named barrier {nb.id} at {nb.at}",
+            nb.at,
+            plan.model_copy(update={"named_barriers": [x for x in plan.named_barriers if x != nb]}),
+        )
+        for nb in plan.named_barriers
+    ]
+    added += [
+        (
+            f"fence by {f.partition!r} at {f.at}",
+            f.at,
+            plan.model_copy(update={"fences": [x for x in plan.fences if x != f]}),
+        )
+        for f in plan.fences
+        if f.partition is not None
+    ]
+    for k in _shuffled(rng, list(range(len(added)))):
+        what, at, changed_plan = added[k]
+        pair = broken(request, changed_plan)
+        if pair:
+            return Fault(
+                "drop_partition_sync",
+                request,
+                changed_plan,
+                pair,
+                f"dropped the {what} that orders {pair[0]!r} before {pair[1]!r}",
+                at,
             )
     if plan_only:
         return None

@@ -55,6 +55,9 @@ def run_partitions(
     request: PlanRequest, plan: Plan, barriers: list[int]
 ) -> list[tuple[str, str, list[str], int]]:
     """(code, message, buffers, point) for each race, clobbered read and missing fence."""
+    from planner.validators.program import with_plan_syncs
+
+    request = with_plan_syncs(request, plan)
     parts = {p.id: k for k, p in enumerate(request.partitions)}
     n = len(request.partitions)
     agents: dict[tuple[int, int], int] = {}
@@ -62,7 +65,17 @@ def run_partitions(
         for k, a in enumerate(b.accesses):
             if a.agent != "threads":
                 agents[i, k] = n + len(agents)
-    width = n + len(agents)
+    # With a cluster, one more entry: a peer CTA, which runs the same program at its own pace
+    # and so is known to be past a point only through the cluster barriers after it.
+    from planner.validators.clusters import running_cluster_barriers
+
+    on_cluster = set(running_cluster_barriers(request, plan)) if request.cluster else set()
+    scoped = {i for i, b in enumerate(request.buffers) if b.scope == "cluster"}
+    peer = n + len(agents)
+    width = peer + (1 if request.cluster else 0)
+    peer_made = 0  # cluster barriers run so far
+    peer_seen = [0] * width  # what a peer had published at the latest cluster barrier
+    peer_touches: list[tuple[int, int, int, str, bool, tuple[int, ...]]] = []
     clock = [[0] * width for _ in range(n)]
     pending = [[0] * width for _ in range(n)]  # completions taken by a wait, not yet published
     # mbarrier -> (point, clock, the last point a completion counts at, or -1 for an arrive)
@@ -91,7 +104,7 @@ def run_partitions(
 
     everyone = tuple(range(n))
     for p in sorted(set(barriers)):
-        at(p, _Step(2, "barrier", everyone))
+        at(p, _Step(2, "cluster" if p in on_cluster else "barrier", everyone))
     for s in request.syncs:
         who = (parts[s.partition],) if s.partition in parts else ()
         if s.kind == "named_barrier":
@@ -130,6 +143,17 @@ def run_partitions(
                     for snap in snaps:
                         acquire(q, snap)
                 continue
+            if step.what == "cluster":
+                # Every thread of every CTA: the CTA's partitions and the peer meet here.
+                merged = [0] * width
+                for snap in [release(q) for q in step.who]:
+                    merged = [max(x, y) for x, y in zip(merged, snap, strict=True)]
+                peer_made += 1
+                merged[peer] = peer_made
+                for q in step.who:
+                    acquire(q, merged)
+                peer_seen = merged
+                continue
             if not step.who:
                 continue
             q = step.who[0]
@@ -158,6 +182,10 @@ def run_partitions(
                 i, k, op = step.buffer, step.access, step.op
                 b = request.buffers[i]
                 access = None if k < 0 else b.accesses[k]
+                if i in scoped:
+                    agent = -1 if access is None or access.agent == "threads" else agents[i, k]
+                    proxy = access is not None and access.agent in ("tma", "mma")
+                    peer_touches.append((i, point, agent, op, proxy, tuple(peer_seen)))
                 if access is None or access.agent == "threads":
                     touches.append(_Touch(i, q, made[q], tuple(clock[q]), point, op, False))
                     continue
@@ -172,7 +200,44 @@ def run_partitions(
                 else:
                     group = group_of[access.agent, access.op]
                     flight.setdefault((q, group), []).append((point, g, b.end))
-    return _judge(request, plan, touches, fences, n, agent_done)
+    if peer_touches:
+        touches += _peer_touches(request, peer_touches, agents, agent_done, on_cluster, peer)
+    return _judge(request, plan, touches, fences, n, agent_done, peer)
+
+
+def _peer_touches(
+    request: PlanRequest,
+    found: list[tuple[int, int, int, str, bool, tuple[int, ...]]],
+    agents: dict[tuple[int, int], int],
+    agent_done: dict[int, tuple[int, int]],
+    on_cluster: set[int],
+    peer: int,
+) -> list[_Touch]:
+    """The peer CTA's copies of the touches of cluster-scoped buffers: each made after the
+    cluster barriers before its completion (a thread's access at its point, an asynchronous
+    one at its covering sync, which runs before a barrier there), having seen what was
+    published at the latest cluster barrier before it began."""
+    index = {g: key for key, g in agents.items()}
+    out: list[_Touch] = []
+    for i, point, agent, op, proxy, seen in found:
+        done = point + 1
+        if agent >= 0:
+            b_i, k = index[agent]
+            a = request.buffers[b_i].accesses[k]
+            if a.agent == "tma" and a.op == "write":
+                waits = [
+                    s.at
+                    for s in request.syncs
+                    if s.kind == "mbarrier_wait"
+                    and s.mbarrier == a.mbarrier
+                    and point < s.at <= request.buffers[b_i].end
+                ]
+                done = min(waits, default=1 << 62)
+            else:
+                done = agent_done.get(agent, (0, 1 << 62))[1]
+        tick = sum(1 for c in on_cluster if c < done)
+        out.append(_Touch(i, peer, tick, seen, point, op, proxy))
+    return out
 
 
 def _judge(
@@ -182,6 +247,7 @@ def _judge(
     fences: dict[int, list[tuple[int, int]]],
     n: int,
     agent_done: dict[int, tuple[int, int]],
+    peer: int,
 ) -> list[tuple[str, str, list[str], int]]:
     where = {p.id: (p.offset, p.offset + p.size) for p in plan.placements if p.memory == "shared"}
     bufs = request.buffers
@@ -216,18 +282,23 @@ def _judge(
                 continue
             if x is y or x.buffer == y.buffer or not shares(x.buffer, y.buffer):
                 continue
-            key = ("race", min(x.buffer, y.buffer), max(x.buffer, y.buffer))
+            far = peer in (x.who, y.who)  # a peer CTA's touch: only a cluster barrier orders it
+            code = "missing_cluster_barrier" if far else "race"
+            key = (code, min(x.buffer, y.buffer), max(x.buffer, y.buffer))
             if not ordered(x, y) and key not in seen:
                 seen.add(key)
                 out.append(
                     (
-                        "race",
+                        code,
                         f"{bufs[x.buffer].id!r} (point {x.point}) and {bufs[y.buffer].id!r} "
-                        f"(point {y.point}) touch common bytes, unordered",
+                        f"(point {y.point}) touch common bytes, unordered"
+                        + (" (a peer CTA's touch: no cluster barrier between)" if far else ""),
                         [bufs[x.buffer].id, bufs[y.buffer].id],
                         y.point,
                     )
                 )
+            if far:
+                continue
             if y.proxy and x.op == "write" and not x.proxy:
                 # The writer's fences after the write (a cp.async write: after its wait).
                 owner, since = (
@@ -249,6 +320,8 @@ def _judge(
                     )
     last_write: dict[int, int] = {}  # buffer -> point of its latest write so far
     for y in sorted(touches, key=lambda t: t.point):
+        if y.who == peer:
+            continue
         if y.op == "write":
             last_write[y.buffer] = max(last_write.get(y.buffer, -1), y.point)
             continue
@@ -257,7 +330,8 @@ def _judge(
         since = last_write[y.buffer]
         for x in touches:
             if (
-                x.op == "write"
+                x.who != peer
+                and x.op == "write"
                 and x.buffer != y.buffer
                 and since <= x.point < y.point
                 and shares(x.buffer, y.buffer)

@@ -20,6 +20,8 @@ import bisect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 if TYPE_CHECKING:
     from planner.core.models import Buffer, Plan, PlanRequest
 
@@ -88,29 +90,24 @@ class _Graph:
             suffixes.append(suffix[::-1])
         return keys, suffixes
 
-    def observed(self, partition: int, key: tuple[int, int]) -> dict[int, int]:
-        """What an acquire of ``partition`` at ``key`` reaches: its own threads from there,
-        and every release of the partition at or after it."""
+    def observed(self, partition: int, key: tuple[int, int]) -> list[int]:
+        """What an acquire of ``partition`` at ``key`` reaches, per partition (``_INF``:
+        nothing): its own threads from there, and every release of the partition at or
+        after it."""
         keys = self.keys_all[partition]
         k = bisect.bisect_left(keys, key)
-        out = {partition: key[0]}
-        if k < len(keys):
-            for q, p in enumerate(self.suffix_all[partition][k]):
-                if p < out.get(q, _INF):
-                    out[q] = p
+        out = list(self.suffix_all[partition][k]) if k < len(keys) else [_INF] * self.n
+        out[partition] = min(out[partition], key[0])
         return out
 
-    def _successors(self, k: int) -> list[int]:
-        """The waits an arrive or a TMA issue reaches directly."""
+    def _successors(self, k: int, waits: dict[str | None, list[int]]) -> list[int]:
+        """The waits an arrive or a TMA issue reaches directly (``waits``: the wait nodes
+        per mbarrier, in node order)."""
         a = self.nodes[k]
         if a.kind not in ("arrive", "issue"):
             return []
         until = self.ends.get(k, _INF)
-        return [
-            j
-            for j, w in enumerate(self.nodes)
-            if w.kind == "wait" and w.mbarrier == a.mbarrier and a.point < w.point <= until
-        ]
+        return [j for j in waits.get(a.mbarrier, []) if a.point < self.nodes[j].point <= until]
 
     def _reach_all(self) -> list[list[int]]:
         """Per node, per partition, the earliest acquire reachable from it (itself included):
@@ -121,7 +118,11 @@ class _Graph:
         best = [[_INF] * n for _ in nodes]
         suffix = [[_INF] * n for _ in range(n)]  # per partition: min over its releases so far
         order = sorted(range(len(nodes)), key=lambda k: nodes[k].key, reverse=True)
-        succ = [self._successors(k) for k in range(len(nodes))]
+        waits: dict[str | None, list[int]] = {}
+        for k, node in enumerate(nodes):
+            if node.kind == "wait":
+                waits.setdefault(node.mbarrier, []).append(k)
+        succ = [self._successors(k, waits) for k in range(len(nodes))]
         i = 0
         while i < len(order):
             j = i
@@ -155,46 +156,52 @@ class _Graph:
             i = j
         return best
 
-    def acquired(self, partition: int, after: tuple[int, int]) -> dict[int, int]:
+    def acquired(self, partition: int, after: tuple[int, int]) -> list[int]:
         """Per partition, the earliest point of an acquire reached from the releases of
-        ``partition`` later than ``after`` ((point, rank))."""
+        ``partition`` later than ``after`` ((point, rank)); ``_INF``: none."""
         keys = self.keys[partition]
         k = bisect.bisect_right(keys, after)
-        if k >= len(keys):
-            return {}
-        return {q: p for q, p in enumerate(self.suffix[partition][k]) if p < _INF}
+        return self.suffix[partition][k] if k < len(keys) else [_INF] * self.n
 
 
-def _completions(request: PlanRequest, b: Buffer, k: int) -> list[tuple[int, tuple[int, int]]]:
-    """(partition, (point, rank)) after which the access ``k`` of ``b`` is done for that
-    partition's releases."""
-    ids = {p.id: n for n, p in enumerate(request.partitions)}
-    a = b.accesses[k]
-    me = ids[a.partition or ""]
-    if a.agent == "threads":
-        return [(me, (a.at, 9))]
-    if a.agent == "tma" and a.op == "write":
-        return [
-            (ids[s.partition or ""], (s.at, 0))
-            for s in request.syncs
-            if s.kind == "mbarrier_wait" and s.mbarrier == a.mbarrier and a.at < s.at <= b.end
-        ]
-    group = {"cp.async": "cp.async", "tma": "bulk", "mma": "wgmma"}[a.agent]
-    issued = sorted(
-        {
-            c.at
-            for buf in request.buffers
-            for c in buf.accesses
-            if c.partition == a.partition and c.agent == a.agent and c.op == a.op
-        }
-    )
-    for s in sorted(request.syncs, key=lambda s: s.at):
-        mine = s.kind == "wait_group" and s.group == group and s.partition == a.partition
-        if mine and a.at < s.at <= b.end:
-            newer = sum(1 for p in issued if a.at < p < s.at)
-            if newer >= s.pending:
-                return [(me, (s.at, 0))]
-    return []
+class _Covers:
+    """The syncs that complete asynchronous accesses, indexed once per check."""
+
+    def __init__(self, request: PlanRequest) -> None:
+        ids = {p.id: n for n, p in enumerate(request.partitions)}
+        self.ids = ids
+        self.waits: dict[str | None, list[tuple[int, int]]] = {}  # mbarrier -> (partition, at)
+        self.groups: dict[tuple[str | None, str | None], list[tuple[int, int]]] = {}
+        for s in request.syncs:
+            if s.kind == "mbarrier_wait":
+                self.waits.setdefault(s.mbarrier, []).append((ids[s.partition or ""], s.at))
+            elif s.kind == "wait_group":
+                self.groups.setdefault((s.partition, s.group), []).append((s.at, s.pending))
+        for waits in self.groups.values():
+            waits.sort(key=lambda w: w[0])  # stable: the request's order within a point
+        issued: dict[tuple[str | None, str, str], set[int]] = {}
+        for buf in request.buffers:
+            for c in buf.accesses:
+                issued.setdefault((c.partition, c.agent, c.op), set()).add(c.at)
+        self.issued = {key: sorted(v) for key, v in issued.items()}
+
+    def completions(self, b: Buffer, k: int) -> list[tuple[int, tuple[int, int]]]:
+        """(partition, (point, rank)) after which the access ``k`` of ``b`` is done for that
+        partition's releases."""
+        a = b.accesses[k]
+        me = self.ids[a.partition or ""]
+        if a.agent == "threads":
+            return [(me, (a.at, 9))]
+        if a.agent == "tma" and a.op == "write":
+            return [(q, (at, 0)) for q, at in self.waits.get(a.mbarrier, []) if a.at < at <= b.end]
+        group = {"cp.async": "cp.async", "tma": "bulk", "mma": "wgmma"}[a.agent]
+        issued = self.issued.get((a.partition, a.agent, a.op), [])
+        for at, pending in self.groups.get((a.partition, group), []):
+            if a.at < at <= b.end:
+                newer = sum(1 for p in issued if a.at < p < at)
+                if newer >= pending:
+                    return [(me, (at, 0))]
+        return []
 
 
 def _touches(request: PlanRequest, b: Buffer) -> list[tuple[int, int, str, str, int]]:
@@ -217,6 +224,9 @@ def check_partitions(
     bytes), ``missing_barrier`` (an access of the earlier not ordered before one of the
     later), ``missing_fence`` (no proxy fence between a generic write and an async-proxy
     access)."""
+    from planner.validators.program import with_plan_syncs
+
+    request = with_plan_syncs(request, plan)
     where = {p.id: (p.offset, p.offset + p.size) for p in plan.placements if p.memory == "shared"}
     graph = _Graph(request, barriers)
     fences: dict[int, list[int]] = {}
@@ -225,15 +235,18 @@ def check_partitions(
         if s.kind == "fence_proxy_async" and s.partition in ids:
             fences.setdefault(ids[s.partition], []).append(s.at)
     out: list[tuple[str, str, list[str]]] = []
-    memo: dict[tuple[str, int], _Done] = {}  # (buffer, access) -> where it is done
-    touches: dict[str, list[tuple[int, int, str, str, int]]] = {}  # buffer -> its touches
-    seen: dict[tuple[str, int], list[dict[int, int]]] = {}  # (buffer, touch) -> reached
+    reuses = _Reuses(request, graph, fences)
     bufs = [b for b in request.buffers if b.id in where]
+    spans = [where[b.id] for b in bufs]
+    lives = [b.lifetimes for b in bufs]
+    clear = _clear(reuses, bufs)
     for x, a in enumerate(bufs):
-        for b in bufs[x + 1 :]:
-            (lo_a, hi_a), (lo_b, hi_b) = where[a.id], where[b.id]
+        lo_a, hi_a = spans[x]
+        for y in range(x + 1, len(bufs)):
+            lo_b, hi_b = spans[y]
             if not (lo_a < hi_b and lo_b < hi_a):
                 continue
+            b = bufs[y]
             if a.kind == "mbarrier" or b.kind == "mbarrier":
                 out.append(
                     (
@@ -244,76 +257,217 @@ def check_partitions(
                     )
                 )
                 continue
-            if any(s < e2 and s2 < e for s, e in a.lifetimes for s2, e2 in b.lifetimes):
+            if any(s < e2 and s2 < e for s, e in lives[x] for s2, e2 in lives[y]):
                 out.append(("overlap", f"{a.id!r} and {b.id!r} are live together", [a.id, b.id]))
                 continue
             first, then = (a, b) if a.end <= b.start else (b, a)
-            out += _judge(request, graph, fences, first, then, memo, touches, seen)
+            if not (clear[x][y] if first is a else clear[y][x]):
+                out += _judge(reuses, first, then)
+    return out
+
+
+def _clear(reuses: _Reuses, bufs: list[Buffer]) -> list[list[bool]]:
+    """``[x][y]``: whether every touch of ``bufs[x]`` is ordered (and fenced where it must
+    be) before every touch of ``bufs[y]``, for all pairs at once; mbarriers are never
+    clear."""
+    n = reuses.n
+    never = [_INF] * n
+    need, fence_need, anyone, proxy = [], [], [], []
+    for b in bufs:
+        if b.kind == "mbarrier":
+            need.append(never)
+            fence_need.append(never)
+            anyone.append([-1] * n)
+            proxy.append([-1] * n)
+            continue
+        latest, fenced = reuses.latest(b)
+        first, first_proxy = reuses.firsts(b)
+        need.append(latest)
+        fence_need.append(fenced)
+        anyone.append(first)
+        proxy.append(first_proxy)
+    a, f = np.asarray(need, dtype=np.int64), np.asarray(fence_need, dtype=np.int64)
+    t, pt = np.asarray(anyone, dtype=np.int64), np.asarray(proxy, dtype=np.int64)
+    ok = np.all(a[:, None, :] <= t[None, :, :], axis=2) & np.all(
+        f[:, None, :] <= pt[None, :, :], axis=2
+    )
+    out: list[list[bool]] = ok.tolist()
     return out
 
 
 _Done = list[tuple[int, tuple[int, int]]]
 
 
-def _judge(
-    request: PlanRequest,
-    graph: _Graph,
-    fences: dict[int, list[int]],
-    first: Buffer,
-    then: Buffer,
-    memo: dict[tuple[str, int], _Done],
-    touches: dict[str, list[tuple[int, int, str, str, int]]],
-    seen: dict[tuple[str, int], list[dict[int, int]]],
-) -> list[tuple[str, str, list[str]]]:
-    names = [p.id for p in request.partitions]
-    later = touches.get(then.id)
-    if later is None:
-        later = touches[then.id] = _touches(request, then)
-    mine = touches.get(first.id)
-    if mine is None:
-        mine = touches[first.id] = _touches(request, first)
-    for n, (q, at, agent, op, k) in enumerate(mine):
-        if k < 0:
-            done: _Done = [(q, (first.end - 1, 9))]
-        else:
-            cached = memo.get((first.id, k))
-            if cached is None:
-                cached = memo[first.id, k] = _completions(request, first, k)
-            done = cached
-        reached = seen.get((first.id, n))
-        if reached is None:
+class _Reuses:
+    """Per buffer, what its touches reach and where its touches begin, each taken once for
+    every pair the buffer is in."""
+
+    def __init__(self, request: PlanRequest, graph: _Graph, fences: dict[int, list[int]]):
+        self.request = request
+        self.covers = _Covers(request)
+        self.graph = graph
+        self.fences = fences
+        self.n = len(request.partitions)
+        self._touches: dict[str, list[tuple[int, int, str, str, int]]] = {}
+        self._reached: dict[str, list[list[int]]] = {}  # per touch: per partition, earliest
+        self._fenced: dict[str, list[list[int] | None]] = {}  # the same through a fence
+        self._firsts: dict[str, tuple[list[int], list[int]]] = {}  # (any, async proxy)
+        self._latest: dict[str, tuple[list[int], list[int]]] = {}  # (reached, fenced)
+
+    def touches(self, b: Buffer) -> list[tuple[int, int, str, str, int]]:
+        got = self._touches.get(b.id)
+        if got is None:
+            got = self._touches[b.id] = _touches(self.request, b)
+        return got
+
+    def firsts(self, b: Buffer) -> tuple[list[int], list[int]]:
+        """Per partition, the earliest touch of ``b`` and its earliest async-proxy touch."""
+        got = self._firsts.get(b.id)
+        if got is None:
+            anyone, proxy = [_INF] * self.n, [_INF] * self.n
+            for r, r_at, agent, _, _ in self.touches(b):
+                anyone[r] = min(anyone[r], r_at)
+                if agent in ("tma", "mma"):
+                    proxy[r] = min(proxy[r], r_at)
+            got = self._firsts[b.id] = (anyone, proxy)
+        return got
+
+    def latest(self, b: Buffer) -> tuple[list[int], list[int]]:
+        """Per partition, the latest of ``reached`` over the touches of ``b``, and of the
+        fenced ones: what every later touch must come at or after."""
+        got = self._latest.get(b.id)
+        if got is None:
+            reached, fenced = self.reached(b)
+            need, fence_need = [0] * self.n, [0] * self.n
+            for vec in reached:
+                need = [max(x, y) for x, y in zip(need, vec, strict=True)]
+            for fvec in fenced:
+                if fvec is not None:
+                    fence_need = [max(x, y) for x, y in zip(fence_need, fvec, strict=True)]
+            got = self._latest[b.id] = (need, fence_need)
+        return got
+
+    def reached(self, b: Buffer) -> tuple[list[list[int]], list[list[int] | None]]:
+        """Per touch of ``b``: per partition, the earliest point its completion is ordered
+        before; and the same through a proxy fence of the completing partition (None: no
+        generic write)."""
+        got = self._reached.get(b.id)
+        if got is not None:
+            return got, self._fenced[b.id]
+        reached: list[list[int]] = []
+        fenced: list[list[int] | None] = []
+        graph, fences = self.graph, self.fences
+        for q, _, agent, op, k in self.touches(b):
+            done = [(q, (b.end - 1, 9))] if k < 0 else self.covers.completions(b, k)
             # A TMA write's mbarrier wait observes the bytes itself, for its own partition.
             look = graph.observed if agent == "tma" and op == "write" else graph.acquired
-            reached = seen[first.id, n] = [look(p, key) for p, key in done]
-        for r, r_at, _, _, _ in later:
-            if not any(got.get(r, _INF) <= r_at for got in reached):
-                return [
-                    (
-                        "missing_barrier",
-                        f"{then.id!r} ({names[r]}, point {r_at}) reuses bytes of {first.id!r} "
-                        f"({agent} {op} by {names[q]} at point {at}) and no synchronisation "
-                        "orders them",
-                        [first.id, then.id],
-                    )
-                ]
-        if op != "write" or agent in ("tma", "mma"):
-            continue
-        for r, r_at, r_agent, _, _ in later:
-            if r_agent not in ("tma", "mma"):
+            vec = [_INF] * self.n
+            for p, key in done:
+                vec = [min(x, y) for x, y in zip(vec, look(p, key), strict=True)]
+            reached.append(vec)
+            if op != "write" or agent in ("tma", "mma"):
+                fenced.append(None)
                 continue
-            ok = False
+            fvec = [_INF] * self.n
             for p, (point, rank) in done:
                 after = [f for f in fences.get(p, []) if (f, 1) > (point, rank)]
-                if after and graph.acquired(p, (min(after), 1)).get(r, 1 << 62) <= r_at:
-                    ok = True
-            if not ok:
-                return [
-                    (
-                        "missing_fence",
-                        f"{then.id!r} reaches through the async proxy ({r_agent} by {names[r]} "
-                        f"at point {r_at}) bytes {first.id!r} wrote through the generic proxy at "
-                        f"point {at}, with no fence_proxy_async by {names[q]} ordered between",
-                        [first.id, then.id],
-                    )
-                ]
+                if after:
+                    fence_reach = graph.acquired(p, (min(after), 1))
+                    fvec = [min(x, y) for x, y in zip(fvec, fence_reach, strict=True)]
+            fenced.append(fvec)
+        self._reached[b.id], self._fenced[b.id] = reached, fenced
+        return reached, fenced
+
+
+def _judge(reuses: _Reuses, first: Buffer, then: Buffer) -> list[tuple[str, str, list[str]]]:
+    anyone, proxy = reuses.firsts(then)
+    need, fence_need = reuses.latest(first)
+    if all(v <= f for v, f in zip(need, anyone, strict=True)) and all(
+        v <= f for v, f in zip(fence_need, proxy, strict=True)
+    ):
+        return []  # every touch ordered before every later touch: no touch to name
+    names = [p.id for p in reuses.request.partitions]
+    reached, fenced = reuses.reached(first)
+    later = reuses.touches(then)
+    for n, (q, at, agent, op, _) in enumerate(reuses.touches(first)):
+        vec = reached[n]
+        if any(v > f for v, f in zip(vec, anyone, strict=True)):
+            r, r_at = next((r, r_at) for r, r_at, _, _, _ in later if vec[r] > r_at)
+            return [
+                (
+                    "missing_barrier",
+                    f"{then.id!r} ({names[r]}, point {r_at}) reuses bytes of {first.id!r} "
+                    f"({agent} {op} by {names[q]} at point {at}) and no synchronisation "
+                    "orders them",
+                    [first.id, then.id],
+                )
+            ]
+        fvec = fenced[n]
+        if fvec is None or all(v <= f for v, f in zip(fvec, proxy, strict=True)):
+            continue
+        r, r_at, r_agent = next(
+            (r, r_at, r_agent)
+            for r, r_at, r_agent, _, _ in later
+            if r_agent in ("tma", "mma") and fvec[r] > r_at
+        )
+        return [
+            (
+                "missing_fence",
+                f"{then.id!r} reaches through the async proxy ({r_agent} by {names[r]} "
+                f"at point {r_at}) bytes {first.id!r} wrote through the generic proxy at "
+                f"point {at}, with no fence_proxy_async by {names[q]} ordered between",
+                [first.id, then.id],
+            )
+        ]
     return []
+
+
+def check_cluster_rule(request: PlanRequest, plan: Plan) -> list[tuple[str, str, list[str]]]:
+    """``missing_cluster_barrier`` for each pair of different buffers on common bytes, one
+    cluster-scoped, with no running cluster barrier after every access of the earlier is
+    done (its covering sync, for an asynchronous one) and at or before the later's first
+    touch (docs/design.md, Clusters): a peer CTA may be anywhere between two of them."""
+    from planner.validators.clusters import running_cluster_barriers
+    from planner.validators.program import with_plan_syncs
+
+    request = with_plan_syncs(request, plan)
+    points = running_cluster_barriers(request, plan)
+    covers = _Covers(request)
+    where = {p.id: (p.offset, p.offset + p.size) for p in plan.placements if p.memory == "shared"}
+    bufs = [b for b in request.buffers if b.id in where and b.kind != "mbarrier"]
+
+    def done(b: Buffer) -> int:
+        """The first point a cluster barrier runs after every access of ``b`` is done."""
+        latest = 0
+        for _, at, _, _, k in _touches(request, b):
+            ends = [(at, 9)] if k < 0 else [key for _, key in covers.completions(b, k)]
+            if not ends:
+                return _INF
+            # After a thread's access at p: from p + 1; after a wait at w: w (waits first).
+            latest = max(latest, min(p + 1 if rank == 9 else p for p, rank in ends))
+        return latest
+
+    out: list[tuple[str, str, list[str]]] = []
+    for x, a in enumerate(bufs):
+        for b in bufs[x + 1 :]:
+            (lo_a, hi_a), (lo_b, hi_b) = where[a.id], where[b.id]
+            if not (lo_a < hi_b and lo_b < hi_a) or "cluster" not in (a.scope, b.scope):
+                continue
+            if a.start < b.end and b.start < a.end:
+                continue  # live together: an overlap, reported as such
+            first, then = (a, b) if a.end <= b.start else (b, a)
+            after = done(first)
+            until = min(at for _, at, _, _, _ in _touches(request, then))
+            k = bisect.bisect_left(points, after)
+            if k < len(points) and points[k] <= until:
+                continue
+            out.append(
+                (
+                    "missing_cluster_barrier",
+                    f"{then.id!r} (from point {until}) reuses bytes of {first.id!r} (done at "
+                    f"point {after}) with no cluster barrier between them: a peer CTA touches "
+                    "the bytes of a cluster-scoped buffer",
+                    [first.id, then.id],
+                )
+            )
+    return out

@@ -32,6 +32,7 @@ __all__ = [
     "rebased",
     "runtime_barriers",
     "synthetic_accesses",
+    "with_plan_syncs",
 ]
 
 Op = Literal["read", "write"]
@@ -132,6 +133,25 @@ def runtime_barriers(request: PlanRequest, plan: Plan) -> list[int]:
         # A cluster barrier orders the CTA's own threads too.
         points |= set(running_cluster_barriers(request, plan))
     return sorted(points)
+
+
+def with_plan_syncs(request: PlanRequest, plan: Plan) -> PlanRequest:
+    """A partitioned request with the named barriers and proxy fences its plan adds or
+    requires among its syncs: the kernel as it runs (the caller's under sync "none")."""
+    if not plan.named_barriers and not any(f.partition for f in plan.fences):
+        return request
+    from planner.core.models import Sync
+
+    added = [
+        Sync(kind="named_barrier", at=nb.at, id=nb.id, partitions=nb.partitions)
+        for nb in plan.named_barriers
+    ]
+    added += [
+        Sync(kind="fence_proxy_async", at=f.at, partition=f.partition)
+        for f in plan.fences
+        if f.partition is not None
+    ]
+    return request.model_copy(update={"syncs": [*request.syncs, *added]})
 
 
 def build_program(request: PlanRequest, plan: Plan) -> KernelProgram:

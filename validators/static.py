@@ -682,6 +682,13 @@ def _check_clusters(request: PlanRequest, plan: Plan, out: Collector) -> None:
                 f"required cluster barrier at point {p} is neither existing nor inserted",
                 point=p,
             )
+    if request.partitions:
+        # On the partitions' own reading: completions by their covering syncs.
+        from planner.validators.partitions import check_cluster_rule
+
+        for code, message, buffers in check_cluster_rule(request, plan):
+            out.add(code, message, buffers)  # type: ignore[arg-type]
+        return
     view, seen = cluster_view(request, plan)
     found = validate_plan(view, seen, max_violations=out.limit).violations
     for v in scoped_violations(request, found, ("missing_barrier",)):

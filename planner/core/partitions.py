@@ -33,6 +33,9 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from planner.core.models import Buffer, PlanRequest
 from planner.core.models.sync import ASYNC_PROXY_AGENTS
 
@@ -152,8 +155,17 @@ class Order:
                 for _, _, q, m, members in group:
                     if ordered[q] <= point:
                         carried.setdefault(m, []).append((point, members[0]))
+            if INF not in ordered:
+                break  # every partition ordered: later events land later, and lower nothing
         self._memo[key] = ordered
         return ordered
+
+
+def cluster_points(req: PlanRequest) -> list[int]:
+    """The request's cluster barrier points; none without a cluster (taken as absent)."""
+    if req.cluster is None:
+        return []
+    return sorted({s.at for s in req.syncs if s.kind == "cluster_barrier"})
 
 
 def order_of(req: PlanRequest, extra_blocks: Sequence[int] = ()) -> Order:
@@ -177,7 +189,8 @@ def order_of(req: PlanRequest, extra_blocks: Sequence[int] = ()) -> Order:
     return Order(
         issues=issues,
         n=len(req.partitions),
-        blocks=sorted({*req.barriers, *extra_blocks}),
+        # A cluster barrier orders the CTA's own threads too (counted only with a cluster).
+        blocks=sorted({*req.barriers, *extra_blocks, *cluster_points(req)}),
         named=sorted(named, key=lambda x: (x[0], sorted(x[1]))),
         arrives=arrives,
         waits={m: sorted(w) for m, w in waits.items()},
@@ -195,9 +208,10 @@ class Events:
     proxy: list[Target]  # issues of async-proxy accesses
 
 
-def events(req: PlanRequest, i: int) -> Events:
+def events(req: PlanRequest, i: int, covers: Covers | None = None) -> Events:
     """The events of buffer ``i`` (docs/design.md, Warp-specialised partitions)."""
     b = req.buffers[i]
+    covers = Covers(req) if covers is None else covers
     index = {p.id: k for k, p in enumerate(req.partitions)}
     everyone = range(len(req.partitions))
     if not b.accesses:
@@ -220,7 +234,7 @@ def events(req: PlanRequest, i: int) -> Events:
         if a.agent == "threads":
             finished: Source = ((q, a.at + 1),)
         else:
-            finished = completion(req, b, a.agent, a.op, a.at, q, a.mbarrier)
+            finished = covers.completion(b, a.agent, a.op, a.at, q, a.mbarrier)
         done.append(finished)
         # An mbarrier wait observes the complete-tx itself: its threads see the bytes.
         seen.append(finished if a.agent == "tma" and a.op == "write" else ())
@@ -231,37 +245,45 @@ def events(req: PlanRequest, i: int) -> Events:
     return Events(done=done, seen=seen, targets=targets, generic=generic, proxy=proxy)
 
 
-def completion(
-    req: PlanRequest, b: Buffer, agent: str, op: str, at: int, q: int, mbarrier: str | None
-) -> Source:
-    """Where an asynchronous access is done: (partition, point) of each sync that returns
-    only once it is; empty when none does within the buffer's lifetime."""
-    names = [p.id for p in req.partitions]
-    if agent == "tma" and op == "write":
-        return tuple(
-            (names.index(s.partition or ""), s.at)
-            for s in req.syncs
-            if s.kind == "mbarrier_wait" and s.mbarrier == mbarrier and at < s.at <= b.end
-        )
-    group = _GROUP.get((agent, op))
-    own = names[q]
-    commits = sorted(
-        {
-            a.at
-            for c in req.buffers
-            for a in c.accesses
-            if a.partition == own and _GROUP.get((a.agent, a.op)) == group
-        }
-    )
-    for s in sorted(req.syncs, key=lambda s: s.at):
-        if not (at < s.at <= b.end and s.kind == "wait_group" and s.group == group):
-            continue
-        if s.partition != own:
-            continue
-        later = bisect.bisect_left(commits, s.at) - bisect.bisect_right(commits, at)
-        if later >= s.pending:
-            return ((q, s.at),)
-    return ()
+class Covers:
+    """The syncs that complete a request's asynchronous accesses, indexed once."""
+
+    def __init__(self, req: PlanRequest) -> None:
+        index = {p.id: k for k, p in enumerate(req.partitions)}
+        self.waits: dict[str | None, list[tuple[int, int]]] = {}  # mbarrier -> (partition, at)
+        # (partition, group) -> (at, pending), by point (the request's order within one)
+        self.groups: dict[tuple[int, str | None], list[tuple[int, int]]] = {}
+        for s in req.syncs:
+            if s.kind == "mbarrier_wait" and s.partition in index:
+                self.waits.setdefault(s.mbarrier, []).append((index[s.partition], s.at))
+            elif s.kind == "wait_group" and s.partition in index:
+                self.groups.setdefault((index[s.partition], s.group), []).append((s.at, s.pending))
+        for waits in self.groups.values():
+            waits.sort(key=lambda w: w[0])
+        commits: dict[tuple[int, str], set[int]] = {}  # (partition, group) -> issue points
+        for c in req.buffers:
+            for a in c.accesses:
+                group = _GROUP.get((a.agent, a.op))
+                if group is not None and a.partition in index:
+                    commits.setdefault((index[a.partition], group), set()).add(a.at)
+        self.commits = {key: sorted(v) for key, v in commits.items()}
+
+    def completion(self, b: Buffer, agent: str, op: str, at: int, q: int, m: str | None) -> Source:
+        """Where an asynchronous access is done: (partition, point) of each sync that returns
+        only once it is; empty when none does within the buffer's lifetime."""
+        if agent == "tma" and op == "write":
+            return tuple((p, w) for p, w in self.waits.get(m, []) if at < w <= b.end)
+        group = _GROUP.get((agent, op))
+        if group is None:
+            return ()
+        commits = self.commits.get((q, group), [])
+        for w, pending in self.groups.get((q, group), []):
+            if not at < w <= b.end:
+                continue
+            later = bisect.bisect_left(commits, w) - bisect.bisect_right(commits, at)
+            if later >= pending:
+                return ((q, w),)
+        return ()
 
 
 def fences_of(req: PlanRequest) -> dict[int, list[int]]:
@@ -338,13 +360,14 @@ def ordered(x: Summary, y: Summary) -> bool:
     return x.fenced is None or all(r <= f for r, f in zip(x.fenced, y.proxy_first, strict=True))
 
 
-def barrier_window(x: Summary, y: Summary) -> tuple[int, int] | None:
+def barrier_window(x: Summary, y: Summary, fence_new: bool = False) -> tuple[int, int] | None:
     """The points ``[lo, hi]`` where one new block barrier orders ``x``'s buffer before
-    ``y``'s (with the request's own fences), or None."""
+    ``y``'s (with the request's own fences; ``fence_new``: with a new fence right after each
+    generic write instead), or None."""
     if x.lo is None:
         return None
     lo = x.lo
-    if x.fenced is not None and min(y.proxy_first) < INF:
+    if x.fenced is not None and min(y.proxy_first) < INF and not fence_new:
         if x.fence_lo is None:
             return None
         lo = max(lo, x.fence_lo)
@@ -359,34 +382,181 @@ class PairOrder:
     i: int
     j: int
     overlap: bool  # lifetimes intersect: never
-    ordered: tuple[int, int] | None  # (earlier, later) ordered by the request's syncs
+    ordered: tuple[int, int] | None  # (earlier, later) ordered by the request's syncs (and
+    # the ``fences``, when it lists any)
     window: tuple[int, int, int, int] | None  # (earlier, later, lo, hi): a new block barrier
-    # at any point in [lo, hi] would order them
+    # at any point in [lo, hi] would order them (with the ``fences``)
+    # (partition, point) of each proxy fence to add with the order: right after a generic
+    # write, before the partition's releases there (only with ``allow_new``)
+    fences: tuple[tuple[int, int], ...] = ()
+    # (partitions, lo): a named barrier of just these partitions at any point in [lo, hi] of
+    # the window orders them too (None: every partition takes part, a block barrier)
+    named: tuple[tuple[int, ...], int] | None = None
+    # One of the pair cluster-scoped (a peer CTA touches it) and no cluster barrier of the
+    # request between them: a new one at any point in [lo, hi] orders them (with the
+    # ``fences``), every partition of every CTA taking part; the pair needs nothing else.
+    cluster: tuple[int, int] | None = None
 
 
 def pair_orders(req: PlanRequest, allow_new: bool) -> list[PairOrder]:
-    """Every pair's verdict; ``allow_new``: look for a window for a new block barrier too."""
+    """Every pair's verdict; ``allow_new``: look for what new syncs would order it too (a
+    block barrier, or a named barrier of the partitions involved, with the proxy fences
+    missing)."""
     order = order_of(req)
     fences = fences_of(req)
-    sums = [summary(order, fences, events(req, i)) for i in range(len(req.buffers))]
+    covers = Covers(req)
+    evs = [events(req, i, covers) for i in range(len(req.buffers))]
+    sums = [summary(order, fences, ev) for ev in evs]
     n = len(req.buffers)
-    mbar = [b.kind == "mbarrier" for b in req.buffers]
-    spans = [(b.start, b.end) for b in req.buffers]  # one lifetime each (no ranges here)
+    mbar = np.fromiter((b.kind == "mbarrier" for b in req.buffers), dtype=bool, count=n)
+    start = np.fromiter((b.start for b in req.buffers), dtype=np.int64, count=n)
+    end = np.fromiter((b.end for b in req.buffers), dtype=np.int64, count=n)
+    # One lifetime each (no ranges here): live together, or an mbarrier, keeps a pair apart.
+    overlap = (start[:, None] < end[None, :]) & (start[None, :] < end[:, None])
+    overlap |= mbar[:, None] | mbar[None, :]
+    ready, orders = (m.tolist() for m in _ordered_matrix(sums))
+    live = overlap.tolist()
+    ends = end.tolist()
+    starts = start.tolist()
+    parts = len(req.partitions)
+    scoped = [b.scope == "cluster" for b in req.buffers] if req.cluster is not None else [False] * n
+    own = cluster_points(req)
     out: list[PairOrder] = []
     for i in range(n):
-        si, ei = spans[i]
         for j in range(i + 1, n):
-            sj, ej = spans[j]
-            if mbar[i] or mbar[j] or (si < ej and sj < ei):
+            if live[i][j]:
                 out.append(PairOrder(i, j, True, None, None))
                 continue
-            x, y = (i, j) if ei <= sj else (j, i)
-            if ordered(sums[x], sums[y]):
+            x, y = (i, j) if ends[i] <= starts[j] else (j, i)
+            if scoped[i] or scoped[j]:
+                verdict = _cluster_pair(i, j, x, y, sums, evs, own, (orders, ready), allow_new)
+                if verdict is not None:
+                    out.append(verdict)
+                    continue
+            if orders[x][y]:
                 out.append(PairOrder(i, j, False, (x, y), None))
                 continue
-            w = barrier_window(sums[x], sums[y]) if allow_new else None
-            out.append(PairOrder(i, j, False, None, None if w is None else (x, y, *w)))
+            if not allow_new:
+                out.append(PairOrder(i, j, False, None, None))
+                continue
+            if ready[x][y]:
+                # Ordered but for the proxy fence: the missing fences alone order it.
+                missing = _missing_fences(order, fences, evs[x], sums[y])
+                out.append(PairOrder(i, j, False, (x, y), None, missing))
+                continue
+            w = barrier_window(sums[x], sums[y])
+            added: tuple[tuple[int, int], ...] = ()
+            if w is None:
+                w = barrier_window(sums[x], sums[y], fence_new=True)
+                added = _fence_points(evs[x]) if w is not None else ()
+            if w is None:
+                out.append(PairOrder(i, j, False, None, None))
+                continue
+            named = _named_window(evs[x], evs[y], w, parts)
+            out.append(PairOrder(i, j, False, None, (x, y, *w), added, named))
     return out
+
+
+def _cluster_pair(
+    i: int,
+    j: int,
+    x: int,
+    y: int,
+    sums: list[Summary],
+    evs: list[Events],
+    own: list[int],
+    done: tuple[list[list[bool]], list[list[bool]]],
+    allow_new: bool,
+) -> PairOrder | None:
+    """The verdict of a pair with a cluster-scoped buffer: a cluster barrier must run after
+    every access of ``x``'s buffer is done and no later than ``y``'s first access (docs/
+    design.md, Clusters); being one, it also orders the CTA's threads as a block barrier.
+    None when one of the request's does: the pair then needs what any pair needs."""
+    sx, sy = sums[x], sums[y]
+    if sx.lo is None:
+        return PairOrder(i, j, False, None, None)
+    lo, hi = max(sx.lo, 1), sy.hi
+    k = bisect.bisect_left(own, lo)
+    if k < len(own) and own[k] <= hi:
+        return None
+    if not allow_new:
+        return PairOrder(i, j, False, None, None)
+    orders, ready = done  # ordered by the request's syncs; and but for the proxy fences
+    if ready[x][y]:
+        # The CTA's own order stands but for its fences; any point after the completions.
+        fences = () if orders[x][y] else _fence_points(evs[x])
+        return (
+            PairOrder(i, j, False, None, None, fences, None, (lo, hi))
+            if lo <= hi
+            else (PairOrder(i, j, False, None, None))
+        )
+    w = barrier_window(sx, sy)
+    added: tuple[tuple[int, int], ...] = ()
+    if w is None:
+        w = barrier_window(sx, sy, fence_new=True)
+        added = _fence_points(evs[x]) if w is not None else ()
+    if w is None:
+        return PairOrder(i, j, False, None, None)
+    return PairOrder(i, j, False, None, None, added, None, w)
+
+
+def _missing_fences(
+    order: Order, fences: dict[int, list[int]], x: Events, y: Summary
+) -> tuple[tuple[int, int], ...]:
+    """A fence right after each generic write of ``x`` whose own fences do not reach every
+    async-proxy access of ``y``'s buffer (``x`` ordered before ``y`` otherwise)."""
+    out: set[tuple[int, int]] = set()
+    for src in x.generic:
+        reached = False
+        for p, avail in src:
+            pts = fences.get(p, [])
+            k = bisect.bisect_left(pts, avail)
+            if k < len(pts) and all(
+                r <= f for r, f in zip(order.reach(p, pts[k]), y.proxy_first, strict=True)
+            ):
+                reached = True
+        if not reached:
+            out.add(min(src, key=lambda s: (s[1], s[0])))
+    return tuple(sorted(out))
+
+
+def _fence_points(x: Events) -> tuple[tuple[int, int], ...]:
+    """A fence right after each generic write of ``x``: at the earliest point it is done,
+    by the partition that knows it."""
+    return tuple(sorted({min(src, key=lambda s: (s[1], s[0])) for src in x.generic if src}))
+
+
+def _named_window(
+    x: Events, y: Events, window: tuple[int, int], parts: int
+) -> tuple[tuple[int, ...], int] | None:
+    """(partitions, lo) of a named barrier that orders ``x``'s buffer before ``y``'s at any
+    point of ``[lo, window's hi]`` on its own: every partition that touches ``y``'s buffer
+    takes part, and for each access of ``x``'s one that knows it done (the earliest); None
+    when that is every partition."""
+    members = {q for q, _ in y.targets}
+    for src in x.done:
+        if not src:
+            return None
+        if not any(p in members for p, _ in src):
+            members.add(min(src, key=lambda s: (s[1], s[0]))[0])
+    if len(members) >= parts:
+        return None
+    lo = max([window[0], *(min(avail for p, avail in src if p in members) for src in x.done)])
+    return (tuple(sorted(members)), lo) if lo <= window[1] else None
+
+
+def _ordered_matrix(sums: list[Summary]) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """``[x][y]``: whether every access of ``x``'s buffer is done and ordered before every
+    access of ``y``'s, for every pair at once; and whether it is with the proxy fences too
+    (``ordered(sums[x], sums[y])``)."""
+    ready = np.asarray([s.ready for s in sums], dtype=np.int64)
+    first = np.asarray([s.first for s in sums], dtype=np.int64)
+    fenced = np.asarray(
+        [[0] * len(s.first) if s.fenced is None else s.fenced for s in sums], dtype=np.int64
+    )
+    proxy = np.asarray([s.proxy_first for s in sums], dtype=np.int64)
+    done: npt.NDArray[np.bool_] = np.all(ready[:, None, :] <= first[None, :, :], axis=2)
+    return done, np.logical_and(done, (fenced[:, None, :] <= proxy[None, :, :]).all(axis=2))
 
 
 def weight_clique(n: int, weights: Sequence[int], edges: set[tuple[int, int]]) -> list[int]:

@@ -189,7 +189,11 @@ def sync_notes(request: PlanRequest, plan: Plan, buffers: list[Placed]) -> list[
         notes.append((sync.at, text))
     words = {"inserted": "inserted by the plan: add it", "required": "required: add it"}
     for fence in plan.fences:
-        notes.append((fence.at, f"fence.proxy.async.shared::cta  // {words[fence.origin]}"))
+        by = "" if fence.partition is None else f" (partition {quoted(fence.partition)})"
+        notes.append((fence.at, f"fence.proxy.async.shared::cta  // {words[fence.origin]}{by}"))
+    for nb in plan.named_barriers:
+        who = ", ".join(quoted(p) for p in nb.partitions)
+        notes.append((nb.at, f"bar.sync {nb.id}, {nb.threads}  // {words[nb.origin]} ({who})"))
     for inval in plan.invals:
         if inval.origin != "existing":
             notes.append(
@@ -279,7 +283,19 @@ def sync_calls(request: PlanRequest, plan: Plan, buffers: list[Placed]) -> list[
             own = ident in names
             calls.append(SyncCall(s.at, s.kind, names.get(ident, quoted(ident)), own, note=by))
     for fence in plan.fences:
-        calls.append(SyncCall(fence.at, "fence_proxy_async", note=words[fence.origin]))
+        by = "" if fence.partition is None else f", partition {quoted(fence.partition)}"
+        calls.append(SyncCall(fence.at, "fence_proxy_async", note=words[fence.origin] + by))
+    for nb in plan.named_barriers:
+        who = ", ".join(quoted(p) for p in nb.partitions)
+        calls.append(
+            SyncCall(
+                nb.at,
+                "named_barrier",
+                barrier_id=nb.id,
+                threads=nb.threads,
+                note=f"partitions {who}, {words[nb.origin]}",
+            )
+        )
     for inval in plan.invals:
         if inval.origin != "existing":
             ident = inval.mbarrier

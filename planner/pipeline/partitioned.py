@@ -3,33 +3,41 @@ partitions), on the happens-before order of ``planner.core.partitions``.
 
 Two buffers conflict when their lifetimes intersect or when no synchronisation orders one's
 accesses before the other's: under "existing" the request's syncs only; under "insert" and
-"none" also a new block barrier at an allowed point of the pair's window. The fits of the
-explicit conflict graph place them (CP-SAT on the pairs closes a gap), then the fewest new
-barriers are chosen for the pairs that share bytes (interval stabbing, each at the latest
-allowed point of its window: exact). The lower bound is the heaviest clique of the conflict
-graph: buffers pairwise kept apart in every plan, whose sizes every arena holds at once.
+"none" also the proxy fences missing, and a new barrier at an allowed point of the pair's
+window. The fits of the explicit conflict graph place them (CP-SAT on the pairs closes a gap),
+then the fewest new barrier points are chosen for the pairs that share bytes (interval
+stabbing, each at the latest allowed point of its window: exact), each a named barrier of
+just the warp groups it orders where that suffices (``planner.pipeline.partition_syncs``).
+The lower bound is the heaviest clique of the conflict graph: buffers pairwise kept apart in
+every plan, whose sizes every arena holds at once.
 """
 
 from __future__ import annotations
 
 import bisect
+from typing import Literal
 
 import numpy as np
 
+from planner.core.clusters import PORTABLE_CLUSTER, cluster_size
 from planner.core.io import request_sha256
 from planner.core.models import (
     Barriers,
     Certificate,
+    ClusterBarriers,
     Diagnostic,
+    Fence,
     GraphStats,
     Launch,
+    NamedBarrier,
     Plan,
     PlanRequest,
 )
 from planner.core.models.plan import shared_placements
-from planner.core.partitions import PairOrder, pair_orders, weight_clique
+from planner.core.partitions import PairOrder, cluster_points, pair_orders, weight_clique
 from planner.core.targets import launch_figures
 from planner.pipeline.assembly import naive_bytes, plan_status, solver_info
+from planner.pipeline.partition_syncs import NewSyncs, choose_syncs
 from planner.pipeline.unrolled import place_on_pairs
 from planner.solvers.edges import ExplicitGraph
 
@@ -46,40 +54,88 @@ def plan_partitioned(req: PlanRequest) -> Plan:
     verdicts = pair_orders(req, allow_new=sync != "existing")
     allowed = _allowed(req)
     hard: set[tuple[int, int]] = set()
-    windows: dict[tuple[int, int], list[int]] = {}
+    windows: dict[tuple[int, int], list[int]] = {}  # a new block (or named) barrier's
+    clusters: dict[tuple[int, int], list[int]] = {}  # a new cluster barrier's
+    fenced: set[tuple[int, int]] = set()  # ordered once their missing fences are added
     for v in verdicts:
         if v.overlap:
             hard.add((v.i, v.j))
-        elif v.ordered is None:
-            points = _window_points(v, allowed)
+        elif v.ordered is not None:
+            if v.fences:
+                fenced.add((v.i, v.j))
+        else:
+            points = _points(v.cluster or (v.window or (0, 0, 1, 0))[2:], allowed)
             if points:
-                windows[v.i, v.j] = points
+                (windows if v.cluster is None else clusters)[v.i, v.j] = points
             else:
                 hard.add((v.i, v.j))
     sizes = [b.size for b in req.buffers]
     bound, clique = _bound(req, sizes, hard)
     placed = _place(req, sizes, hard, bound)
-    chosen = _stab(windows, _sharing(sizes, placed[0]))
+    added, stabs = _syncs(req, verdicts, _sharing(sizes, placed[0]), windows, clusters)
     cap = req.options.max_new_barriers
-    if chosen:
-        # The plan on no new barrier: taken when it needs no more bytes, or past the cap.
-        kept = _place(req, sizes, hard | set(windows), bound, exact=False)
-        if kept[1] <= placed[1] or (sync == "insert" and cap is not None and len(chosen) > cap):
-            placed, chosen = kept, []
-    return _assemble(req, sync, verdicts, placed, chosen, (bound, clique))
+    if stabs or added.fences:
+        # The plan on no new sync: taken when it needs no more bytes, or past the cap.
+        over_cap = sync == "insert" and cap is not None and stabs > cap
+        apart = hard | set(windows) | set(clusters) | fenced
+        if over_cap or _clique_weight(sizes, apart) <= placed[1]:
+            kept = _place(req, sizes, apart, bound, exact=False)
+            if kept[1] <= placed[1] or over_cap:
+                placed, added, stabs = kept, NewSyncs(), 0
+    if added.fences:
+        # The plan on no new fence (the pairs that need one kept apart): taken when it needs
+        # no more bytes and no more barriers.
+        need = {(v.i, v.j) for v in verdicts if v.fences}
+        apart = hard | need
+        if _clique_weight(sizes, apart) <= placed[1]:
+            alt = _place(req, sizes, apart, bound, exact=False)
+            alt_added, alt_stabs = _syncs(
+                req,
+                verdicts,
+                _sharing(sizes, alt[0]),
+                {k: w for k, w in windows.items() if k not in need},
+                {k: w for k, w in clusters.items() if k not in need},
+            )
+            within = sync != "insert" or cap is None or alt_stabs <= cap
+            if within and (alt[1], alt_added.cost) <= (placed[1], added.cost):
+                placed, added = alt, alt_added
+    return _assemble(req, sync, verdicts, placed, added, (bound, clique))
+
+
+def _syncs(
+    req: PlanRequest,
+    verdicts: list[PairOrder],
+    shared: set[tuple[int, int]],
+    windows: dict[tuple[int, int], list[int]],
+    clusters: dict[tuple[int, int], list[int]],
+) -> tuple[NewSyncs, int]:
+    """The new syncs for the pairs on common bytes, and the barrier points stabbed: the
+    fewest cluster barriers first (each also a block barrier), then the fewest barriers for
+    the pairs they leave."""
+    on_cluster = _stab(clusters, shared)
+    left = {k for k in shared if not any(p in on_cluster for p in windows.get(k, ()))}
+    chosen = _stab(windows, left)
+    added = choose_syncs(req, verdicts, left, chosen)
+    added.clusters = on_cluster
+    # The pairs a cluster barrier orders keep their fences.
+    covered = shared - left
+    added.fences = sorted(
+        {*added.fences, *(f for v in verdicts if (v.i, v.j) in covered for f in v.fences)}
+    )
+    return added, len(on_cluster) + len(chosen)
 
 
 def _allowed(req: PlanRequest) -> list[int]:
     pool = req.options.barrier_candidates
+    own = set(cluster_points(req))
     if pool is not None:
-        return sorted(set(pool) - set(req.barriers))
-    return list(range(1, req.horizon + 1))
+        return sorted(set(pool) - set(req.barriers) - own)
+    return sorted(set(range(1, req.horizon + 1)) - own)
 
 
-def _window_points(v: PairOrder, allowed: list[int]) -> list[int]:
-    if v.window is None:
-        return []
-    _, _, lo, hi = v.window
+def _points(window: tuple[int, int], allowed: list[int]) -> list[int]:
+    """The allowed points in ``[lo, hi]``."""
+    lo, hi = window
     return allowed[bisect.bisect_left(allowed, lo) : bisect.bisect_right(allowed, hi)]
 
 
@@ -94,6 +150,14 @@ def _bound(req: PlanRequest, sizes: list[int], hard: set[tuple[int, int]]) -> tu
         live = [k for k, b in enumerate(req.buffers) if any(s <= p < e for s, e in b.lifetimes)]
         best = max(best, (sum(sizes[k] for k in live), live))
     return best
+
+
+def _clique_weight(sizes: list[int], edges: set[tuple[int, int]]) -> int:
+    """The heaviest clique's weight on ``edges``: a bound every placement on them meets (past
+    ``CLIQUE_MAX_BUFFERS``, 0: no bound)."""
+    if len(sizes) > CLIQUE_MAX_BUFFERS:
+        return 0
+    return sum(sizes[k] for k in weight_clique(len(sizes), sizes, edges))
 
 
 Placed = tuple[np.ndarray, int, str, list[tuple[str, int]], bool]
@@ -122,14 +186,12 @@ def _place(
 
 
 def _sharing(sizes: list[int], offsets: np.ndarray) -> set[tuple[int, int]]:
-    n = len(sizes)
-    lo = [int(x) for x in offsets.tolist()]
-    return {
-        (i, j)
-        for i in range(n)
-        for j in range(i + 1, n)
-        if lo[i] < lo[j] + sizes[j] and lo[j] < lo[i] + sizes[i]
-    }
+    """Pairs ``(i, j)``, ``i < j``, placed on common bytes."""
+    lo = np.asarray(offsets, dtype=np.int64)
+    hi = lo + np.asarray(sizes, dtype=np.int64)
+    common = np.triu((lo[:, None] < hi[None, :]) & (lo[None, :] < hi[:, None]), k=1)
+    rows, cols = np.nonzero(common)
+    return set(zip(rows.tolist(), cols.tolist(), strict=True))
 
 
 def _stab(windows: dict[tuple[int, int], list[int]], shared: set[tuple[int, int]]) -> list[int]:
@@ -147,7 +209,7 @@ def _assemble(
     sync: str,
     verdicts: list[PairOrder],
     placed: Placed,
-    chosen: list[int],
+    added: NewSyncs,
     peak: tuple[int, list[int]],
 ) -> Plan:
     offsets, arena, name, tried, optimal = placed
@@ -168,32 +230,24 @@ def _assemble(
                 req.buffers[k].id for k in (clique if bound > capacity else range(len(sizes)))
             ],
         )
+    origin: Literal["inserted", "required"] = "inserted" if sync == "insert" else "required"
     existing = sorted(set(req.barriers))
-    inserted = chosen if sync == "insert" else []
-    required = chosen if sync == "none" else inserted
+    inserted = added.blocks if sync == "insert" else []
+    required = added.blocks if sync == "none" else inserted
     runtime = sorted({*existing, *inserted})
     shared = _sharing(sizes, offsets)
+    names = [p.id for p in req.partitions]
     notes: list[Diagnostic] = []
     for v in verdicts:
         if (v.i, v.j) not in shared or v.overlap:
             continue
-        if v.ordered is not None:
-            x, y = v.ordered
-            how = "the request's syncs (barriers, named barriers, mbarrier arrive/wait, fences)"
-        else:
-            at = (
-                None
-                if v.window is None
-                else next((p for p in chosen if v.window[2] <= p <= v.window[3]), None)
-            )
-            if v.window is None or at is None:
-                continue  # pinned apart from any order: the static check refuses the plan
-            x, y = v.window[0], v.window[1]
-            how = (
-                f"a block barrier at point {at} ({'inserted' if sync == 'insert' else 'required'})"
-            )
+        how = _how(v, added, names, origin)
+        if how is None:
+            continue  # pinned apart from any order: the static check refuses the plan
+        x, y = v.ordered if v.ordered is not None else (v.window or (v.i, v.j))[:2]
+        # Built unchecked: one per shared pair, its fields literal (the Plan takes it as is).
         notes.append(
-            Diagnostic(
+            Diagnostic.model_construct(
                 level="info",
                 code="reuse_across_partitions",
                 message=(
@@ -212,8 +266,9 @@ def _assemble(
     )
     naive = naive_bytes(req)
     live = sum(1 for v in verdicts if v.overlap)
-    free = _free(verdicts, chosen)
+    free = _free(verdicts, added)
     apart = sum(1 for v in verdicts if not v.overlap and (v.i, v.j) not in free)
+    threads = [p.size for p in req.partitions]
     return Plan(
         name=req.name,
         status=status,
@@ -231,7 +286,7 @@ def _assemble(
             required_executions=len(required),
         ),
         footprints=[],
-        launch=Launch(**launch_figures(req.profile, arena, naive, req.stated_base_alignment)),
+        launch=_launch(req, arena, naive),
         solver=solver_info(req, status, name, arena, best_bound, proved, tried),
         graph=GraphStats(
             buffers=len(req.buffers),
@@ -242,20 +297,83 @@ def _assemble(
         diagnostics=notes,
         certificate=certificate,
         request_sha256=request_sha256(req),
+        fences=[Fence(at=at, origin=origin, partition=names[q]) for q, at in added.fences],
+        cluster_barriers=_cluster_barriers(req, sync, added),
+        named_barriers=[
+            NamedBarrier(
+                at=at,
+                id=ident,
+                partitions=[names[q] for q in members],
+                threads=sum(threads[q] for q in members),
+                origin=origin,
+            )
+            for at, ident, members in added.named
+        ],
     )
 
 
-def _free(verdicts: list[PairOrder], chosen: list[int]) -> set[tuple[int, int]]:
-    """Pairs free to share: ordered by the request, or by a chosen barrier."""
+def _launch(req: PlanRequest, arena: int, naive: int) -> Launch:
+    launch = Launch(**launch_figures(req.profile, arena, naive, req.stated_base_alignment))
+    if req.cluster is None:
+        return launch
+    dims = list(req.cluster)
+    return launch.model_copy(
+        update={"cluster": dims, "cluster_non_portable": cluster_size(dims) > PORTABLE_CLUSTER}
+    )
+
+
+def _cluster_barriers(req: PlanRequest, sync: str, added: NewSyncs) -> ClusterBarriers | None:
+    """The request's cluster barriers and the new ones (apart from block barriers); for
+    requests with a cluster only. The plan relies on all of them."""
+    if req.cluster is None:
+        return None
+    own = cluster_points(req)
+    inserted = added.clusters if sync == "insert" else []
+    running = sorted({*own, *added.clusters})
+    return ClusterBarriers(
+        existing=own,
+        inserted=inserted,
+        required=running,
+        executions=len(running),
+    )
+
+
+def _how(v: PairOrder, added: NewSyncs, names: list[str], origin: str) -> str | None:
+    """What orders a pair on common bytes, in words; None: nothing does."""
+    mine = "the request's syncs (barriers, named barriers, mbarrier arrive/wait, fences)"
+    if v.ordered is not None and not v.fences:
+        return mine
+    got = added.orders(v)
+    if got is None:
+        return None
+    kind, at, ident = got
+    fences = "".join(
+        f", with a proxy fence by {names[q]} at point {p} ({origin})" for q, p in v.fences
+    )
+    if kind == "fence":
+        return mine + fences
+    if kind == "cluster":
+        return f"a cluster barrier at point {at} ({origin}){fences}"
+    if kind == "block":
+        return f"a block barrier at point {at} ({origin}){fences}"
+    return f"a named barrier (id {ident}) at point {at} ({origin}){fences}"
+
+
+def _free(verdicts: list[PairOrder], added: NewSyncs) -> set[tuple[int, int]]:
+    """Pairs free to share: ordered by the request, or by the new syncs."""
     out: set[tuple[int, int]] = set()
     for v in verdicts:
         if v.overlap:
             continue
-        if v.ordered is not None or (
-            v.window is not None and any(v.window[2] <= p <= v.window[3] for p in chosen)
-        ):
+        if (v.ordered is not None and not v.fences) or added.orders(v) is not None:
             out.add((v.i, v.j))
     return out
+
+
+def _stabbed(window: tuple[int, int, int, int], chosen: list[int]) -> bool:
+    """Whether a point of ``chosen`` (sorted) lies in the window's ``[lo, hi]``."""
+    k = bisect.bisect_left(chosen, window[2])
+    return k < len(chosen) and chosen[k] <= window[3]
 
 
 def _components(n: int, verdicts: list[PairOrder], free: set[tuple[int, int]]) -> int:

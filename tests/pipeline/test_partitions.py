@@ -26,6 +26,7 @@ from planner.validators.emulator import emulate
 from planner.validators.faults import plant_fault
 from planner.validators.partition_run import run_partitions
 from planner.validators.partitions import check_partitions
+from planner.validators.program import with_plan_syncs
 from tests.support.interleavings import ordered_pairs
 from tests.support.paths import ROOT
 
@@ -161,7 +162,16 @@ def test_planted_missing_proxy_fence_is_caught_by_both() -> None:
     bad = req(False)
     assert "missing_fence" in {v.code for v in planner.validate(bad, plan).violations}
     assert "missing_fence" in {v.code for v in emulate(bad, plan).violations}
-    assert _checked(bad).arena_bytes == 1024  # planned on its own: kept apart
+    existing = bad.model_copy(
+        update={"options": bad.options.model_copy(update={"sync": "existing"})}
+    )
+    assert _checked(existing).arena_bytes == 1024  # only the request's syncs: kept apart
+    fixed = _checked(bad)  # sync "insert": the missing fence alone orders the reuse
+    assert fixed.arena_bytes == 512
+    assert [(f.at, f.partition, f.origin) for f in fixed.fences] == [(2, "consumer", "inserted")]
+    assert fixed.barriers.inserted == plan.barriers.inserted == [2]  # the consumer's own
+    assert emulate(bad, fixed).valid
+    assert not planner.validate(bad, plan).valid  # the same placement without the fence
 
 
 @pytest.mark.parametrize(
@@ -205,11 +215,11 @@ def test_rejects_a_partition_in_a_request_without_partitions() -> None:
 
 # Random small programs: two partitions, three buffers, and random syncs.
 
-NAMES = ["producer", "consumer"]
+THREE = ("producer", "consumer0", "consumer1")  # named barriers of two of three
 
 
 @st.composite
-def programs(draw: st.DrawFn) -> PlanRequest:
+def programs(draw: st.DrawFn, names: tuple[str, ...] = ("producer", "consumer")) -> PlanRequest:
     horizon = 9
     buffers: list[dict[str, Any]] = []
     syncs: list[dict[str, Any]] = []
@@ -221,14 +231,14 @@ def programs(draw: st.DrawFn) -> PlanRequest:
         accesses = []
         for _ in range(draw(st.integers(1, 2))):
             at = draw(st.integers(s, e - 1))
-            part = draw(st.sampled_from(NAMES))
+            part = draw(st.sampled_from(names))
             kind = draw(st.sampled_from(["write", "read", "tma"]))
             if kind == "tma" and at + 1 < e:
                 m = f"m{n}"
                 wait = draw(st.integers(at + 1, e))
                 accesses.append(_access("write", at, part, agent="tma", mbarrier=m))
                 syncs.append({"kind": "expect_tx", "at": at, "mbarrier": m, "partition": part})
-                who = draw(st.sampled_from(NAMES))
+                who = draw(st.sampled_from(names))
                 syncs.append({"kind": "mbarrier_wait", "at": wait, "mbarrier": m, "partition": who})
             else:
                 accesses.append(_access("read" if kind == "tma" else kind, at, part))
@@ -240,15 +250,17 @@ def programs(draw: st.DrawFn) -> PlanRequest:
         at = draw(st.integers(1, horizon))
         if kind == "edge":
             wait = draw(st.integers(at + 1, horizon + 1))
-            by, to = draw(st.sampled_from(NAMES)), draw(st.sampled_from(NAMES))
+            by, to = draw(st.sampled_from(names)), draw(st.sampled_from(names))
             syncs += _edge(f"e{at}{wait}", at, by, min(wait, horizon), to)
         elif kind == "named":
-            members = draw(st.sampled_from([["producer"], ["consumer"], NAMES]))
+            members = draw(st.lists(st.sampled_from(names), min_size=1, unique=True))
             syncs.append({"kind": "named_barrier", "at": at, "id": 1, "partitions": members})
     barriers = sorted(set(draw(st.lists(st.integers(1, horizon), max_size=1))))
     return PlanRequest.model_validate(
         {
-            "partitions": PARTS,
+            "partitions": [
+                {"id": x, "threads": [128 * k, 128 * k + 128]} for k, x in enumerate(names)
+            ],
             "barriers": barriers,
             "buffers": buffers,
             "syncs": [s for s in syncs if s["at"] <= horizon],
@@ -294,6 +306,48 @@ def test_planner_and_both_validators_agree_with_every_interleaving(req: PlanRequ
         emulated = [c for c, _, _, _ in run_partitions(req, plan, sorted(set(req.barriers)))]
         assert (not static) == expect, (x, y, static)
         assert (not emulated) == expect, (x, y, emulated)
+
+
+def _on_common_bytes(plan: Plan) -> list[tuple[int, int]]:
+    where = [(p.offset, p.offset + p.size) for p in plan.placements]
+    return [
+        (i, j)
+        for i, j in itertools.combinations(range(len(where)), 2)
+        if where[i][0] < where[j][1] and where[j][0] < where[i][1]
+    ]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs() | programs(THREE), st.sampled_from(["insert", "none"]))
+def test_inserted_syncs_order_every_shared_pair_in_every_interleaving(
+    req: PlanRequest, sync: str
+) -> None:
+    req = req.model_copy(update={"options": req.options.model_copy(update={"sync": sync})})
+    note(req.model_dump_json(exclude_defaults=True))
+    plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    assert emulate(req, plan).valid
+    # The kernel as it runs: the request's syncs and barriers, and those the plan adds.
+    kernel = with_plan_syncs(req, plan).model_copy(
+        update={"barriers": sorted({*req.barriers, *plan.barriers.required})}
+    )
+    truth = ordered_pairs(kernel)
+    bufs = req.buffers
+    for i, j in _on_common_bytes(plan):
+        x, y = (i, j) if bufs[i].end <= bufs[j].start else (j, i)
+        assert (x, y) in truth, (bufs[x].id, bufs[y].id)
+    new = plan.barriers.required or plan.named_barriers or plan.fences
+    if not new:
+        return
+    # Without what the plan adds, some pair on common bytes is unordered: both say so.
+    bare = plan.model_copy(
+        update={
+            "barriers": plan.barriers.model_copy(update={"inserted": [], "required": []}),
+            "named_barriers": [],
+            "fences": [],
+        }
+    )
+    assert not planner.validate(req, bare).valid
+    assert not emulate(req, bare).valid
 
 
 def _optimum(req: PlanRequest, apart: set[tuple[int, int]]) -> int:
@@ -357,11 +411,25 @@ def test_fa3_plans_within_the_hand_layout_on_its_own_syncs() -> None:
     ]
 
 
-def test_fa3_hostile_variant_is_fixed_by_one_barrier_or_kept_apart() -> None:
+def test_fa3_hostile_variant_is_fixed_by_a_named_barrier_or_kept_apart() -> None:
     req = parse_request(FA3_HOSTILE.read_text())
     plan = _checked(req)  # sync "insert": the scheduler and epilogue barriers are gone
     assert plan.arena_bytes == HAND_LAYOUT
-    assert len(plan.barriers.inserted) == 1
+    # O's writes by both consumers after Q's wgmma reads by both: a named barrier of the two
+    # consumer warp groups (bar.sync 1, 256), not a block barrier that stalls the producer.
+    assert plan.barriers.inserted == []
+    assert [(b.at, b.id, b.partitions, b.threads) for b in plan.named_barriers] == [
+        (26, 1, ["consumer0", "consumer1"], 256)
+    ]
+    assert emulate(req, plan).valid
+    dropped = plan.model_copy(update={"named_barriers": []})
+    assert [v.code for v in planner.validate(req, dropped).violations] == ["missing_barrier"]
+    assert {v.code for v in emulate(req, dropped).violations} == {"race"}
+    fault = plant_fault(req, plan, "drop_partition_sync", np.random.default_rng(0))
+    assert fault is not None
+    assert "named barrier 1 at 26" in fault.description
+    assert not planner.validate(fault.request, fault.plan).valid
+    assert not emulate(fault.request, fault.plan).valid
     existing = req.model_copy(
         update={"options": req.options.model_copy(update={"sync": "existing"})}
     )

@@ -20,6 +20,7 @@ __all__ = [
     "GraphStats",
     "Inval",
     "Launch",
+    "NamedBarrier",
     "ParetoPoint",
     "Placement",
     "Plan",
@@ -199,6 +200,30 @@ class Fence(_Model):
     at: int = Field(
         description="Program point; it runs before the barrier there, which orders the reuse."
     )
+    origin: Literal["inserted", "required"] = Field(
+        description='"inserted": the plan adds it (sync "insert"); "required": the caller must '
+        '(sync "none").'
+    )
+    # Only in a request with partitions (absent otherwise, so older plans read as they did):
+    # the partition that runs the fence, right after its write.
+    partition: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description=(
+            "In a request with partitions: the partition that runs it, after its generic "
+            "writes and\nbefore its releases at that point."
+        ),
+    )
+
+
+class NamedBarrier(_Model):
+    """A named barrier (``bar.sync id, threads``) the plan adds for a reuse between the warp
+    groups taking part, in a request with partitions."""
+
+    at: int = Field(description="Program point; it runs with the barriers there.")
+    id: int = Field(description="The barrier id, 1 to 15: one the request does not use.")
+    partitions: list[str] = Field(description="The partitions taking part, in request order.")
+    threads: int = Field(description="Threads taking part: those of the partitions.")
     origin: Literal["inserted", "required"] = Field(
         description='"inserted": the plan adds it (sync "insert"); "required": the caller must '
         '(sync "none").'
@@ -472,6 +497,16 @@ class Plan(_Model):
             'The fence_proxy_asyncs the plan adds (sync "insert") or the caller must add (sync '
             '"none"),\neach at a barrier of the request, for reuses of thread-written bytes by '
             "TMA or wgmma."
+        ),
+    )
+    # Only for requests with partitions whose reuses need a barrier of just some warp groups
+    # (absent otherwise).
+    named_barriers: list[NamedBarrier] = Field(
+        default_factory=list,
+        exclude_if=_empty,
+        description=(
+            'The named barriers the plan adds (sync "insert") or the caller must add (sync '
+            '"none"), each\nfor the warp groups of the reuses it orders.'
         ),
     )
     # options.pareto: the non-dominated (arena, new barriers) plans, fewest new barriers first,

@@ -1039,14 +1039,6 @@ class PlanRequest(BaseModel):
         )
 
     def _check_cluster_options(self, errors: _Errors) -> None:
-        if self.partitions:
-            errors.add(
-                ("partitions",),
-                "partitions_with_cluster",
-                "a request with a cluster cannot have partitions yet: the cluster rule is checked "
-                "on the program's order, the partitions' on their happens-before order",
-                len(self.partitions),
-            )
         if self.options.shrink:
             errors.add(
                 ("options", "shrink"),

@@ -1,0 +1,130 @@
+"""The new syncs of a partitioned plan (docs/design.md, Warp-specialised partitions): after
+the placement, each reuse that needs ordering gets the cheapest sufficient synchronisation.
+
+The fewest barrier points come first (interval stabbing over the block-barrier windows of
+the pairs that share bytes, ``partitioned._stab``): each point is one barrier execution. Each
+pair is then served by a point of its window where a named barrier of just its partitions
+orders it, when there is one, and each point becomes a named barrier of the partitions its
+pairs need (``bar.sync id, n``, an id the request does not use, one per set of partitions)
+unless that is every partition, the threads are no whole number of warps, or the ids run
+out: then it is a block barrier. A point no pair is served by is dropped. A pair ordered by
+the request's syncs but for a proxy fence gets the fence only, right after the write.
+
+A named barrier inserted at a point cannot deadlock: every sync edge goes from a point to
+the same or a later one, and at one point waits, fences, barriers and arrives run in that
+order in every partition, so the point axis is an order every partition's program agrees
+with, and each partition taking part reaches the barrier once its earlier points are done.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+from planner.core.models import PlanRequest
+from planner.core.partitions import PairOrder
+
+__all__ = ["NAMED_BARRIER_IDS", "NewSyncs", "choose_syncs"]
+
+NAMED_BARRIER_IDS = range(1, 16)  # bar.sync ids; 0 is the block barrier (__syncthreads)
+WARP = 32  # bar.sync counts threads in whole warps
+
+
+@dataclass
+class NewSyncs:
+    """What a partitioned plan adds (or, under sync "none", relies on the caller for)."""
+
+    blocks: list[int] = field(default_factory=list)  # block barrier points, sorted
+    named: list[tuple[int, int, tuple[int, ...]]] = field(default_factory=list)
+    # (point, id, partitions), by point
+    fences: list[tuple[int, int]] = field(default_factory=list)  # (partition, point), sorted
+    clusters: list[int] = field(default_factory=list)  # cluster barrier points, sorted
+    _orders: dict[tuple[int, int], tuple[str, int, int] | None] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+
+    @property
+    def cost(self) -> tuple[int, int]:
+        """Cluster barriers added (each waits for every CTA of the cluster), then barriers
+        added in all: one execution each."""
+        return len(self.clusters), len(self.clusters) + len(self.blocks) + len(self.named)
+
+    def orders(self, v: PairOrder) -> tuple[str, int, int] | None:
+        """How the new syncs order a pair that the request's alone do not: ("cluster", point,
+        0), ("block", point, 0), ("named", point, id), ("fence", 0, 0); None when they do
+        not. Taken once per pair (the syncs are not changed after they are chosen)."""
+        key = (v.i, v.j)
+        if key not in self._orders:
+            self._orders[key] = self._order(v)
+        return self._orders[key]
+
+    def _order(self, v: PairOrder) -> tuple[str, int, int] | None:
+        if v.fences and not set(v.fences) <= set(self.fences):
+            return None
+        if v.ordered is not None:
+            return ("fence", 0, 0) if v.fences else None
+        if v.cluster is not None:
+            at = _first_in(self.clusters, *v.cluster)
+            return None if at is None else ("cluster", at, 0)
+        if v.window is None:
+            return None
+        lo, hi = v.window[2], v.window[3]
+        at = _first_in(self.clusters, lo, hi)  # a cluster barrier is a block barrier too
+        if at is not None:
+            return "cluster", at, 0
+        at = _first_in(self.blocks, lo, hi)
+        if at is not None:
+            return "block", at, 0
+        if v.named is not None:
+            need, named_lo = set(v.named[0]), max(lo, v.named[1])
+            for at, ident, members in self.named:
+                if named_lo <= at <= hi and need <= set(members):
+                    return "named", at, ident
+        return None
+
+
+def _first_in(points: list[int], lo: int, hi: int) -> int | None:
+    """The first of ``points`` (sorted) in ``[lo, hi]``, or None."""
+    k = bisect.bisect_left(points, lo)
+    return points[k] if k < len(points) and points[k] <= hi else None
+
+
+def choose_syncs(
+    req: PlanRequest, verdicts: list[PairOrder], shared: set[tuple[int, int]], chosen: list[int]
+) -> NewSyncs:
+    """The syncs that order every pair on common bytes the request's syncs leave unordered,
+    with barriers at (a subset of) the ``chosen`` points."""
+    everyone = tuple(range(len(req.partitions)))
+    served: dict[int, set[int]] = {}  # point -> partitions that must take part
+    fences: set[tuple[int, int]] = set()
+    for v in verdicts:
+        if v.overlap or (v.i, v.j) not in shared:
+            continue
+        fences.update(v.fences)
+        if v.ordered is not None or v.window is None:
+            continue
+        lo, hi = v.window[2], v.window[3]
+        points = chosen[bisect.bisect_left(chosen, lo) : bisect.bisect_right(chosen, hi)]
+        if not points:
+            continue  # pinned apart from any order: the static check refuses the plan
+        at, members = points[0], everyone
+        if v.named is not None:
+            named_at = next((p for p in points if p >= v.named[1]), None)
+            if named_at is not None:
+                at, members = named_at, v.named[0]
+        served.setdefault(at, set()).update(members)
+    threads = [p.size for p in req.partitions]
+    used = {s.id for s in req.syncs if s.kind == "named_barrier"}
+    free = [k for k in NAMED_BARRIER_IDS if k not in used]
+    ids: dict[tuple[int, ...], int] = {}
+    out = NewSyncs(fences=sorted(fences))
+    for at in sorted(served):
+        members = tuple(sorted(served[at]))
+        whole = sum(threads[q] for q in members) % WARP == 0
+        if members not in ids and whole and members != everyone and free:
+            ids[members] = free.pop(0)
+        if members == everyone or members not in ids or not whole:
+            out.blocks.append(at)
+        else:
+            out.named.append((at, ids[members], members))
+    return out
