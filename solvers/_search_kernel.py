@@ -190,7 +190,9 @@ def decide(
     (largest first), then by ``post_rank``; it starts from the lowest floor. A sub-problem
     starts where the buffer just placed was the last unplaced one across a boundary
     ``x`` at which some buffer ends (``end_at[x]`` not 0), as MiniMalloc's sections
-    end only there.
+    end only there. With ``end_at`` empty (the portfolio's other orders), a node splits only
+    where its buffers fall into several groups; the group holding the highest-priority buffer
+    goes first and each starts from the node's floor.
     """
     n = size.shape[0]
     nsec = sec_pin_ptr.shape[0] - 1
@@ -261,6 +263,8 @@ def decide(
     split_hi = np.zeros(free + 1, dtype=np.int64)
     comp_of = np.zeros(n, dtype=np.int64)
     comp_scope = np.zeros(n, dtype=np.int64)
+    comp_min = np.zeros(n, dtype=np.int64)  # each group's highest priority (``end_at`` empty)
+    published = end_at.size > 0  # MiniMalloc's decomposition, else the portfolio's
     hatless = np.zeros(free + 1, dtype=np.bool_)  # depth d's buffer had no unplaced neighbour
     # Undo log of the ranks each decomposition set: buffer, old rank; per depth its start.
     rk_at = np.empty(4 * n + 16, dtype=np.int64)
@@ -310,7 +314,7 @@ def decide(
         if whole:
             b = placed[depth]
             for x in range(first[b] + 1, last[b]):
-                if spanned[x] == 0 and end_at[x] != 0:
+                if spanned[x] == 0 and (not published or end_at[x] != 0):
                     whole = False
                     break
         if whole:
@@ -322,20 +326,26 @@ def decide(
                 if offset[c] >= 0 or lab[c] != sc:
                     continue
                 if first[c] >= reach:
+                    comp_min[groups] = rank[c]
                     groups += 1
+                elif rank[c] < comp_min[groups - 1]:
+                    comp_min[groups - 1] = rank[c]
                 comp_of[c] = groups - 1
                 reach = max(reach, last[c])
-        if groups > 1 or (groups == 1 and not whole and not handed):
+        if groups > 1 or (published and groups == 1 and not whole and not handed):
             # Sub-problems, earliest first in time, each ranked afresh from the lowest floor
-            # (MiniMalloc's dynamic decomposition): also where the cut leaves one.
+            # (MiniMalloc's dynamic decomposition): also where the cut leaves one. Without
+            # ``end_at``: the group holding the highest-priority buffer first, each from the
+            # node's floor.
+            order = np.argsort(comp_min[:groups], kind="mergesort")
             for t in range(groups):
                 g_id = n_scopes + t
-                comp_scope[t] = g_id
+                comp_scope[t if published else order[t]] = g_id
                 sc_parent[g_id] = sc
                 sc_next[g_id] = g_id + 1 if t + 1 < groups else -1
                 sc_split[g_id] = depth
-                sc_floor[g_id] = 0
-                sc_floor_rank[g_id] = -1
+                sc_floor[g_id] = 0 if published else lo
+                sc_floor_rank[g_id] = -1 if published else lo_rank
             for c in range(n):
                 if offset[c] < 0 and lab[c] == sc:
                     lab[c] = comp_scope[comp_of[c]]
@@ -369,8 +379,8 @@ def decide(
                         rk_top,
                     )
             sc = n_scopes
-            lo = 0
-            lo_rank = -1
+            lo = sc_floor[sc]
+            lo_rank = sc_floor_rank[sc]
             n_scopes += groups
             split_hi[depth] = n_scopes
         active[depth] = sc

@@ -97,7 +97,7 @@ class _Instance:
     sec_max_pad: I64
     pre_rank: I64  # a sub-problem's ranking: the keys before "T" (see ``_ranked``)
     post_rank: I64  # the keys after "T", then the ties; empty: the order has no "T"
-    end_at: I64  # per section boundary: 1 where some buffer ends there
+    end_at: I64  # per section boundary: 1 where some buffer ends; empty: not MiniMalloc's order
 
     @property
     def sections(self) -> int:
@@ -224,7 +224,6 @@ def _instances(g: InterferenceGraph, orders: tuple[str, ...]) -> list[_Instance]
     end_at = np.zeros(sections + 1, dtype=np.int64)
     end_at[last] = 1
     shared = {
-        "end_at": end_at,
         "size": g.size.astype(np.int64),
         "alignment": g.alignment.astype(np.int64),
         "pinned": g.pinned.astype(np.int64),
@@ -242,7 +241,14 @@ def _instances(g: InterferenceGraph, orders: tuple[str, ...]) -> list[_Instance]
         "sec_period": sec_period,
         "sec_max_pad": sec_max_pad,
     }
-    return [_Instance(**shared, **_ranked(g, keys, order)) for order in orders]
+    return [
+        _Instance(
+            **shared,
+            **_ranked(g, keys, order),
+            end_at=end_at if order in MINIMALLOC_ORDERS else np.zeros(0, dtype=np.int64),
+        )
+        for order in orders
+    ]
 
 
 def _rank_keys(g: InterferenceGraph, first: I64, last: I64, sections: int) -> dict[str, I64]:
@@ -275,10 +281,10 @@ def _ranked(g: InterferenceGraph, keys: dict[str, I64], order: str) -> dict[str,
     ``order``; ties go to request order in MiniMalloc's orders (``MINIMALLOC_ORDERS``), as
     its solver breaks them, and to the earliest start, then request order, in the others.
 
-    A sub-problem of a decomposition is ranked afresh, as MiniMalloc's solver does: "T" is
-    then taken on the unplaced bytes left. ``pre_rank`` ranks by the keys before "T" (equal
-    keys, equal rank) and ``post_rank`` by those after it, then the ties; an order without
-    "T" keeps its ranking (``post_rank`` empty)."""
+    In MiniMalloc's orders a sub-problem of a decomposition is ranked afresh, as its solver
+    does: "T" is then taken on the unplaced bytes left. ``pre_rank`` ranks by the keys before
+    "T" (equal keys, equal rank) and ``post_rank`` by those after it, then the ties; an order
+    without "T", or not MiniMalloc's, keeps its ranking (``post_rank`` empty)."""
     n = g.n
     ties = (np.arange(n),) if order in MINIMALLOC_ORDERS else (np.arange(n), g.start)
     by_rank = np.lexsort((*ties, *(keys[ch] for ch in reversed(order)))).astype(np.int64)
@@ -297,7 +303,7 @@ def _ranked(g: InterferenceGraph, keys: dict[str, I64], order: str) -> dict[str,
     pre_rank = _dense_rank([keys[ch] for ch in head], n)
     post_rank = (
         _dense_rank([*ties, *(keys[ch] for ch in reversed(tail))][::-1], n)
-        if "T" in order
+        if "T" in order and order in MINIMALLOC_ORDERS
         else np.zeros(0, dtype=np.int64)
     )
     return {
