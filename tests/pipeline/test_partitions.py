@@ -28,13 +28,10 @@ from planner.validators.partition_run import run_partitions
 from planner.validators.partitions import check_partitions
 from planner.validators.program import with_plan_syncs
 from tests.support.interleavings import ordered_pairs
+from tests.support.partition_programs import THREE, access, edge, programs
 from tests.support.paths import ROOT
 
 PARTS = [{"id": "producer", "threads": [0, 128]}, {"id": "consumer", "threads": [128, 256]}]
-
-
-def _access(op: str, at: int, part: str, **more: Any) -> dict[str, Any]:
-    return {"op": op, "at": at, "bytes": 4, "threads": "all", "partition": part, **more}
 
 
 def _two(syncs: list[dict[str, Any]], sync: str = "existing", **more: Any) -> PlanRequest:
@@ -49,14 +46,14 @@ def _two(syncs: list[dict[str, Any]], sync: str = "existing", **more: Any) -> Pl
                     "size": 1024,
                     "start": 0,
                     "end": 4,
-                    "accesses": [_access("write", 1, "producer"), _access("read", 3, "consumer")],
+                    "accesses": [access("write", 1, "producer"), access("read", 3, "consumer")],
                 },
                 {
                     "id": "B",
                     "size": 1024,
                     "start": 4,
                     "end": 8,
-                    "accesses": [_access("write", 5, "producer"), _access("read", 7, "consumer")],
+                    "accesses": [access("write", 5, "producer"), access("read", 7, "consumer")],
                 },
             ],
             "syncs": syncs,
@@ -66,15 +63,8 @@ def _two(syncs: list[dict[str, Any]], sync: str = "existing", **more: Any) -> Pl
     )
 
 
-def _edge(m: str, arrive: int, by: str, wait: int, to: str) -> list[dict[str, Any]]:
-    return [
-        {"kind": "mbarrier_arrive", "at": arrive, "mbarrier": m, "partition": by},
-        {"kind": "mbarrier_wait", "at": wait, "mbarrier": m, "partition": to},
-    ]
-
-
-FULL = _edge("full0", 2, "producer", 3, "consumer") + _edge("full1", 6, "producer", 7, "consumer")
-EMPTY = _edge("empty0", 4, "consumer", 5, "producer")
+FULL = edge("full0", 2, "producer", 3, "consumer") + edge("full1", 6, "producer", 7, "consumer")
+EMPTY = edge("empty0", 4, "consumer", 5, "producer")
 
 
 def _checked(req: PlanRequest) -> Plan:
@@ -140,7 +130,7 @@ def test_planted_missing_proxy_fence_is_caught_by_both() -> None:
                         "size": 512,
                         "start": 0,
                         "end": 2,
-                        "accesses": [_access("write", 1, "consumer")],
+                        "accesses": [access("write", 1, "consumer")],
                     },
                     {
                         "id": "O",
@@ -148,8 +138,8 @@ def test_planted_missing_proxy_fence_is_caught_by_both() -> None:
                         "start": 2,
                         "end": 6,
                         "accesses": [
-                            _access("write", 2, "consumer"),
-                            _access("read", 4, "producer", agent="tma"),
+                            access("write", 2, "consumer"),
+                            access("read", 4, "producer", agent="tma"),
                         ],
                     },
                 ],
@@ -211,62 +201,6 @@ def test_rejects_a_partition_in_a_request_without_partitions() -> None:
     del base["partitions"]
     with pytest.raises(ValidationError, match="unknown_partition"):
         PlanRequest.model_validate(base)
-
-
-# Random small programs: two partitions, three buffers, and random syncs.
-
-THREE = ("producer", "consumer0", "consumer1")  # named barriers of two of three
-
-
-@st.composite
-def programs(draw: st.DrawFn, names: tuple[str, ...] = ("producer", "consumer")) -> PlanRequest:
-    horizon = 9
-    buffers: list[dict[str, Any]] = []
-    syncs: list[dict[str, Any]] = []
-    cuts = sorted(draw(st.lists(st.integers(1, horizon - 1), min_size=2, max_size=2, unique=True)))
-    spans = [(0, cuts[0]), (cuts[0], cuts[1]), (cuts[1], horizon)]
-    if draw(st.booleans()):  # a pair live together
-        spans[1] = (max(0, cuts[0] - 1), cuts[1])
-    for n, (s, e) in enumerate(spans):
-        accesses = []
-        for _ in range(draw(st.integers(1, 2))):
-            at = draw(st.integers(s, e - 1))
-            part = draw(st.sampled_from(names))
-            kind = draw(st.sampled_from(["write", "read", "tma"]))
-            if kind == "tma" and at + 1 < e:
-                m = f"m{n}"
-                wait = draw(st.integers(at + 1, e))
-                accesses.append(_access("write", at, part, agent="tma", mbarrier=m))
-                syncs.append({"kind": "expect_tx", "at": at, "mbarrier": m, "partition": part})
-                who = draw(st.sampled_from(names))
-                syncs.append({"kind": "mbarrier_wait", "at": wait, "mbarrier": m, "partition": who})
-            else:
-                accesses.append(_access("read" if kind == "tma" else kind, at, part))
-        buffers.append(
-            {"id": f"b{n}", "size": 64 * (n + 1), "start": s, "end": e, "accesses": accesses}
-        )
-    for _ in range(draw(st.integers(0, 4))):
-        kind = draw(st.sampled_from(["edge", "named", "block"]))
-        at = draw(st.integers(1, horizon))
-        if kind == "edge":
-            wait = draw(st.integers(at + 1, horizon + 1))
-            by, to = draw(st.sampled_from(names)), draw(st.sampled_from(names))
-            syncs += _edge(f"e{at}{wait}", at, by, min(wait, horizon), to)
-        elif kind == "named":
-            members = draw(st.lists(st.sampled_from(names), min_size=1, unique=True))
-            syncs.append({"kind": "named_barrier", "at": at, "id": 1, "partitions": members})
-    barriers = sorted(set(draw(st.lists(st.integers(1, horizon), max_size=1))))
-    return PlanRequest.model_validate(
-        {
-            "partitions": [
-                {"id": x, "threads": [128 * k, 128 * k + 128]} for k, x in enumerate(names)
-            ],
-            "barriers": barriers,
-            "buffers": buffers,
-            "syncs": [s for s in syncs if s["at"] <= horizon],
-            "options": {"sync": "existing"},
-        }
-    )
 
 
 def _generic_writes(b: Buffer) -> bool:

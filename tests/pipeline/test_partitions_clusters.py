@@ -17,12 +17,8 @@ from planner.core.io import parse_request
 from planner.core.models import Plan, PlanRequest
 from planner.validators.emulator import emulate
 from planner.validators.faults import plant_fault
-from tests.pipeline.test_partitions import THREE, programs
+from tests.support.partition_programs import THREE, access, programs
 from tests.support.paths import ROOT
-
-
-def _access(op: str, at: int, part: str, **more: Any) -> dict[str, Any]:
-    return {"op": op, "at": at, "bytes": 4, "threads": "all", "partition": part, **more}
 
 
 def _request(sync: str, own: tuple[int, ...] = (), **more: Any) -> PlanRequest:
@@ -45,8 +41,8 @@ def _request(sync: str, own: tuple[int, ...] = (), **more: Any) -> PlanRequest:
                 "end": 4,
                 "scope": "cluster",
                 "accesses": [
-                    _access("write", 1, "producer", agent="tma", mbarrier="full"),
-                    _access("read", 2, "consumer", agent="mma"),
+                    access("write", 1, "producer", agent="tma", mbarrier="full"),
+                    access("read", 2, "consumer", agent="mma"),
                 ],
             },
             {
@@ -54,7 +50,7 @@ def _request(sync: str, own: tuple[int, ...] = (), **more: Any) -> PlanRequest:
                 "size": 1024,
                 "start": 4,
                 "end": 7,
-                "accesses": [_access("write", 5, "consumer"), _access("read", 6, "consumer")],
+                "accesses": [access("write", 5, "consumer"), access("read", 6, "consumer")],
             },
         ],
         "syncs": [

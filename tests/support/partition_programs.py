@@ -1,0 +1,80 @@
+"""Small warp-specialised programs for the partition tests: access and arrive/wait helpers,
+and a hypothesis strategy drawing random programs of three buffers over two or three
+partitions with random syncs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from planner.core.models import PlanRequest
+
+__all__ = ["THREE", "access", "edge", "programs"]
+
+
+def access(op: str, at: int, part: str, **more: Any) -> dict[str, Any]:
+    """One access of four bytes by every thread of partition ``part``."""
+    return {"op": op, "at": at, "bytes": 4, "threads": "all", "partition": part, **more}
+
+
+def edge(m: str, arrive: int, by: str, wait: int, to: str) -> list[dict[str, Any]]:
+    """An arrive by ``by`` at ``arrive`` on mbarrier ``m`` that ``to`` waits for at ``wait``."""
+    return [
+        {"kind": "mbarrier_arrive", "at": arrive, "mbarrier": m, "partition": by},
+        {"kind": "mbarrier_wait", "at": wait, "mbarrier": m, "partition": to},
+    ]
+
+
+THREE = ("producer", "consumer0", "consumer1")  # named barriers of two of three
+
+
+@st.composite
+def programs(draw: st.DrawFn, names: tuple[str, ...] = ("producer", "consumer")) -> PlanRequest:
+    horizon = 9
+    buffers: list[dict[str, Any]] = []
+    syncs: list[dict[str, Any]] = []
+    cuts = sorted(draw(st.lists(st.integers(1, horizon - 1), min_size=2, max_size=2, unique=True)))
+    spans = [(0, cuts[0]), (cuts[0], cuts[1]), (cuts[1], horizon)]
+    if draw(st.booleans()):  # a pair live together
+        spans[1] = (max(0, cuts[0] - 1), cuts[1])
+    for n, (s, e) in enumerate(spans):
+        accesses = []
+        for _ in range(draw(st.integers(1, 2))):
+            at = draw(st.integers(s, e - 1))
+            part = draw(st.sampled_from(names))
+            kind = draw(st.sampled_from(["write", "read", "tma"]))
+            if kind == "tma" and at + 1 < e:
+                m = f"m{n}"
+                wait = draw(st.integers(at + 1, e))
+                accesses.append(access("write", at, part, agent="tma", mbarrier=m))
+                syncs.append({"kind": "expect_tx", "at": at, "mbarrier": m, "partition": part})
+                who = draw(st.sampled_from(names))
+                syncs.append({"kind": "mbarrier_wait", "at": wait, "mbarrier": m, "partition": who})
+            else:
+                accesses.append(access("read" if kind == "tma" else kind, at, part))
+        buffers.append(
+            {"id": f"b{n}", "size": 64 * (n + 1), "start": s, "end": e, "accesses": accesses}
+        )
+    for _ in range(draw(st.integers(0, 4))):
+        kind = draw(st.sampled_from(["edge", "named", "block"]))
+        at = draw(st.integers(1, horizon))
+        if kind == "edge":
+            wait = draw(st.integers(at + 1, horizon + 1))
+            by, to = draw(st.sampled_from(names)), draw(st.sampled_from(names))
+            syncs += edge(f"e{at}{wait}", at, by, min(wait, horizon), to)
+        elif kind == "named":
+            members = draw(st.lists(st.sampled_from(names), min_size=1, unique=True))
+            syncs.append({"kind": "named_barrier", "at": at, "id": 1, "partitions": members})
+    barriers = sorted(set(draw(st.lists(st.integers(1, horizon), max_size=1))))
+    return PlanRequest.model_validate(
+        {
+            "partitions": [
+                {"id": x, "threads": [128 * k, 128 * k + 128]} for k, x in enumerate(names)
+            ],
+            "barriers": barriers,
+            "buffers": buffers,
+            "syncs": [s for s in syncs if s["at"] <= horizon],
+            "options": {"sync": "existing"},
+        }
+    )
