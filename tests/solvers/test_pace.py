@@ -111,7 +111,9 @@ def test_paced_members_stop_near_the_winners_effort(monkeypatch: pytest.MonkeyPa
     def recording(inst: Any, *args: Any, **kwargs: Any) -> Any:
         result = decide(inst, *args, **kwargs)
         cap = args[2] if len(args) > 2 else kwargs.get("cap")
-        seen[id(inst)] = (result[0], result[2], -1 if cap is None else int(cap[SLACK]))
+        # Taking turns, a member's cap holds its limit alone (no slack).
+        slack = -1 if cap is None or cap.size <= SLACK else int(cap[SLACK])
+        seen[id(inst)] = (result[0], result[2], slack)
         return result
 
     monkeypatch.setattr(search, "_decide", recording)
