@@ -960,25 +960,35 @@ def _drop_partition_sync(
         found = check_partitions(req, changed, runtime_barriers(req, changed))
         return tuple(found[0][2]) if found else None
 
-    listed = sorted({*plan.barriers.inserted, *plan.barriers.required})
-    for p in _shuffled(rng, listed):
+    def dropped(tried: list[tuple[str, int, Plan]]) -> Fault | None:
+        """The first of ``tried`` (what was dropped, where, the plan without it) that breaks
+        a reuse."""
+        for what, at, changed_plan in tried:
+            pair = broken(request, changed_plan)
+            if pair:
+                return Fault(
+                    "drop_partition_sync",
+                    request,
+                    changed_plan,
+                    pair,
+                    f"dropped the {what} that orders {pair[0]!r} before {pair[1]!r}",
+                    at,
+                )
+        return None
+
+    def without_barrier(p: int) -> Plan:
         barriers = plan.barriers.model_copy(
             update={
                 "inserted": [x for x in plan.barriers.inserted if x != p],
                 "required": [x for x in plan.barriers.required if x != p],
             }
         )
-        changed_plan = plan.model_copy(update={"barriers": barriers})
-        pair = broken(request, changed_plan)
-        if pair:
-            return Fault(
-                "drop_partition_sync",
-                request,
-                changed_plan,
-                pair,
-                f"dropped the barrier at {p} that orders {pair[0]!r} before {pair[1]!r}",
-                p,
-            )
+        return plan.model_copy(update={"barriers": barriers})
+
+    listed = sorted({*plan.barriers.inserted, *plan.barriers.required})
+    fault = dropped([(f"barrier at {p}", p, without_barrier(p)) for p in _shuffled(rng, listed)])
+    if fault is not None:
+        return fault
     # The named barriers and fences the plan adds (or requires) for a reuse.
     added: list[tuple[str, int, Plan]] = [
         (
@@ -997,18 +1007,9 @@ def _drop_partition_sync(
         for f in plan.fences
         if f.partition is not None
     ]
-    for k in _shuffled(rng, list(range(len(added)))):
-        what, at, changed_plan = added[k]
-        pair = broken(request, changed_plan)
-        if pair:
-            return Fault(
-                "drop_partition_sync",
-                request,
-                changed_plan,
-                pair,
-                f"dropped the {what} that orders {pair[0]!r} before {pair[1]!r}",
-                at,
-            )
+    fault = dropped([added[k] for k in _shuffled(rng, list(range(len(added))))])
+    if fault is not None:
+        return fault
     if plan_only:
         return None
     kinds = ("named_barrier", "mbarrier_arrive", "fence_proxy_async")
