@@ -5,7 +5,7 @@
 1. Per example in examples/ with loops, branches or ranges: the arena and the barriers of the
    plan (static: points; dynamic: executions, a point in a loop counting its trips, unknown
    trips 1000) against the same kernel written as a straight line
-   (``planner.core.program.straight_line``: each buffer live on the hull of its ranges grown
+   (``planner.pipeline.program.straight_line``: each buffer live on the hull of its ranges grown
    over every loop it touches, arms one after the other), and the bytes and barriers saved.
    The barriers counted are those the kernel runs: the request's and the inserted ones, and
    under sync "none" the required ones.
@@ -27,7 +27,7 @@ import planner
 from planner.batch import request_files
 from planner.core.io import parse_request
 from planner.core.models import Plan, PlanRequest
-from planner.core.program import straight_line
+from planner.pipeline.program import straight_line
 from planner.pipeline.unrolled import plan_unrolled
 from planner.pipeline.warm import ensure_warm
 

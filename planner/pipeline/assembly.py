@@ -1,15 +1,10 @@
-"""The plan of one attempt: placements, barriers, status, certificate and figures."""
+"""The plan of an outcome, for every route: placements, status, certificate and figures."""
 
 from __future__ import annotations
 
-import numpy as np
-
-from planner.core.graph import InterferenceGraph
+from planner.core.clusters import PORTABLE_CLUSTER, cluster_size
 from planner.core.io import request_sha256
 from planner.core.models import (
-    Barriers,
-    Certificate,
-    GraphStats,
     Launch,
     Plan,
     PlanRequest,
@@ -20,53 +15,58 @@ from planner.core.models import (
 )
 from planner.core.models.plan import shared_placements
 from planner.core.targets import launch_figures
-from planner.pipeline.attempt import Attempt
-from planner.pipeline.context import Context
-from planner.pipeline.diagnostics import diagnostics
-from planner.solvers.auto import Solution
+from planner.pipeline.outcome import Outcome
 from planner.solvers.exact import allowed_gap
 
 __all__ = ["assemble", "naive_bytes", "plan_status", "solver_info", "stop_reason"]
 
 
-def assemble(ctx: Context, attempt: Attempt, chosen: bool) -> Plan:
-    """The plan of one attempt; ``chosen``: the main plan (its diagnostics say why)."""
-    req, g = ctx.req, ctx.reference
-    result, choice = attempt.result, attempt.barriers
-    arena = result.arena_bytes
+def assemble(req: PlanRequest, outcome: Outcome) -> Plan:
+    """The plan of an outcome: its status, certificate, placements and figures."""
+    o = outcome
     capacity = req.effective_capacity
-    status = _status(result, capacity)
-    certificate = _certificate(g, result, capacity) if status == "infeasible" else None
+    status: Status = (
+        "infeasible"
+        if capacity is not None and o.infeasible
+        else plan_status(capacity, o.arena, o.bound, o.proved)
+    )
     naive = naive_bytes(req)
+    ids = [b.id for b in req.buffers]
     return Plan(
         name=req.name,
         status=status,
-        arena_bytes=arena,
-        lower_bound=ctx.bound.bytes,
+        arena_bytes=o.arena,
+        lower_bound=o.lower_bound,
         naive_bytes=naive,
         capacity=capacity,
         # Built from checked arrays; skipping re-validation matters at 100k buffers.
-        placements=shared_placements(g.ids, result.offsets.tolist(), g.size.tolist()),
-        barriers=Barriers(
-            existing=ctx.existing,
-            inserted=choice.inserted,
-            required=choice.required,
-        ),
-        footprints=ctx.footprints,
-        launch=Launch(**launch_figures(req.profile, arena, naive, req.stated_base_alignment)),
-        solver=solver_info(
-            req, status, result.name, arena, result.bound, result.proved_optimal, result.tried
-        ),
-        graph=GraphStats(
-            buffers=g.n,
-            live_edges=g.live_edges,
-            hazard_edges=g.hazard_edges,
-            components=g.components,
-        ),
-        diagnostics=diagnostics(ctx, attempt, status, chosen),
-        certificate=certificate,
+        placements=shared_placements(ids, o.offsets.tolist(), o.sizes),
+        barriers=o.barriers,
+        footprints=o.footprints,
+        launch=_launch(req, o.arena, naive),
+        solver=solver_info(req, status, o.method, o.arena, o.bound, o.proved, o.tried),
+        graph=o.graph,
+        diagnostics=o.explain(status),
+        certificate=o.certify(capacity)
+        if status == "infeasible" and capacity is not None
+        else None,
         request_sha256=request_sha256(req),
-        aliases=[[g.ids[a], g.ids[b]] for a, b in attempt.aliases],
+        aliases=[[ids[a], ids[b]] for a, b in o.aliases],
+        invals=o.invals,
+        fences=o.fences,
+        named_barriers=o.named_barriers,
+        cluster_barriers=o.cluster_barriers,
+    )
+
+
+def _launch(req: PlanRequest, arena: int, naive: int) -> Launch:
+    """What launching takes: shared bytes, occupancy, and a cluster's dims where it has one."""
+    launch = Launch(**launch_figures(req.profile, arena, naive, req.stated_base_alignment))
+    if req.cluster is None:
+        return launch
+    dims = list(req.cluster)
+    return launch.model_copy(
+        update={"cluster": dims, "cluster_non_portable": cluster_size(dims) > PORTABLE_CLUSTER}
     )
 
 
@@ -121,36 +121,3 @@ def plan_status(capacity: int | None, arena: int, bound: int, proved: bool) -> S
     if capacity is not None and arena > capacity:
         return "unknown"
     return "optimal" if proved else "feasible"
-
-
-def _status(result: Solution, capacity: int | None) -> Status:
-    if capacity is not None and result.infeasible is not None:
-        return "infeasible"
-    return plan_status(capacity, result.arena_bytes, result.bound, result.proved_optimal)
-
-
-def _certificate(g: InterferenceGraph, result: Solution, capacity: int | None) -> Certificate:
-    """Why nothing fits: the peak of live bytes, or a set of buffers proved not to fit."""
-    assert capacity is not None
-    for reason, bound in (("lower_bound", g.lower_bound), ("aligned_bound", g.aligned_bound)):
-        if bound.bytes > capacity:
-            return Certificate(
-                reason=reason,
-                capacity=capacity,
-                live_bytes=bound.bytes,
-                point=bound.point,
-                buffers=[g.ids[i] for i in bound.buffers],
-            )
-    # A bound over the capacity with no smaller witness (barrier hazards, or the granularity
-    # of offsets): all the buffers together are the set that cannot fit.
-    subset = (
-        np.arange(g.n, dtype=np.int64)
-        if result.infeasible is None
-        else np.asarray(result.infeasible, dtype=np.int64)
-    )
-    return Certificate(
-        reason="infeasible_subset",
-        capacity=capacity,
-        live_bytes=g.subgraph(subset).lower_bound.bytes,
-        buffers=[g.ids[i] for i in subset.tolist()],
-    )

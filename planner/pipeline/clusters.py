@@ -13,16 +13,17 @@ rule: that reuse is the kernel's pipeline protocol, as it is for rings.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from planner.core.asyncs import inval_points, lowered
-from planner.core.clusters import PORTABLE_CLUSTER, cluster_barrier_points, cluster_size
-from planner.core.io import request_sha256
-from planner.core.models import ClusterBarriers, Plan, PlanRequest
-from planner.core.program import Program, build_program
+from planner.core.clusters import cluster_barrier_points
+from planner.core.models import ClusterBarriers, PlanRequest
+from planner.pipeline.program import Program, build_program
+from planner.pipeline.outcome import Outcome
 from planner.pipeline.unrolled import barrier_events, plan_unrolled
 from planner.pipeline.unrolled_stab import choose, greedy
 
@@ -53,8 +54,8 @@ def _policy(req: PlanRequest) -> Policy:
     return opts.sync
 
 
-def plan_clustered(req: PlanRequest) -> Plan:
-    """The plan of a request with a ``cluster``: offsets, block barriers and cluster barriers."""
+def plan_clustered(req: PlanRequest) -> Outcome:
+    """The outcome of a request with a ``cluster``: offsets, block barriers and cluster barriers."""
     own = cluster_barrier_points(req.syncs)
     # A cluster barrier is a block barrier at its point: the block reasoning counts it.
     view = req.model_copy(update={"barriers": sorted({*req.barriers, *own})})
@@ -66,17 +67,13 @@ def plan_clustered(req: PlanRequest) -> Plan:
     allowed = sorted(set(events if candidates is None else candidates) - set(own))
     reach = {"existing": own, "insert": [*own, *allowed], "none": events}[policy]
     apart = _pairs(prog, scoped & ~prog.protected(sorted(set(reach))))
-    plan = plan_unrolled(view, apart)
-
-    where = {p.id: p for p in plan.placements if p.memory == "shared"}
-    offsets = np.array([where[b.id].offset if b.id in where else -1 for b in req.buffers])
-    ends = np.array(
-        [where[b.id].offset + where[b.id].size if b.id in where else -1 for b in req.buffers]
-    )
+    done = plan_unrolled(view, apart)
+    offsets = done.offsets
+    ends = offsets + np.asarray(done.sizes, dtype=np.int64)
     h = prog.hazards
-    sharing = (offsets[h.a] < ends[h.b]) & (offsets[h.b] < ends[h.a]) & (offsets[h.a] >= 0)
-    need: Mask = scoped & sharing & (offsets[h.b] >= 0)
-    block_new = [p for p in plan.barriers.inserted if p not in own]
+    sharing = (offsets[h.a] < ends[h.b]) & (offsets[h.b] < ends[h.a])
+    need: Mask = scoped & sharing
+    block_new = [p for p in done.barriers.inserted if p not in own]
     inserted: list[int] = []
     if policy == "existing":
         required = greedy(prog, need, own, [])
@@ -89,7 +86,7 @@ def plan_clustered(req: PlanRequest) -> Plan:
         new = choose(prog, need, sorted(set(events) - set(own)), own)
         required = choose(prog, need, sorted({*own, *new.points}), []).points
         running = sorted({*own, *required})
-    return _assemble(req, plan, own, inserted, required, running)
+    return _assemble(req, done, own, inserted, required, running)
 
 
 def _cheapest(
@@ -120,24 +117,25 @@ def _cheapest(
 
 def _assemble(
     req: PlanRequest,
-    plan: Plan,
+    done: Outcome,
     own: list[int],
     inserted: list[int],
     required: list[int],
     running: list[int],
-) -> Plan:
-    """``plan`` of the view with the request's own block barriers, block barriers that a
-    cluster barrier at their point stands for left out, and the cluster barriers apart."""
+) -> Outcome:
+    """``done``, the outcome of the view with the request's own block barriers, with block
+    barriers that a cluster barrier at their point stands for left out, and the cluster
+    barriers apart."""
     existing = sorted(set(req.barriers))
     held = set(running)
-    block_inserted = [p for p in plan.barriers.inserted if p not in held]
+    block_inserted = [p for p in done.barriers.inserted if p not in held]
     kept = set(existing) | set(block_inserted)
     if req.options.sync == "none":
-        block_required = [p for p in plan.barriers.required if p in kept or p not in held]
+        block_required = [p for p in done.barriers.required if p in kept or p not in held]
     else:
-        block_required = [p for p in plan.barriers.required if p in kept]
+        block_required = [p for p in done.barriers.required if p in kept]
     runtime = sorted(kept | (set(block_required) if req.options.sync == "none" else set()))
-    barriers = plan.barriers.model_copy(
+    barriers = done.barriers.model_copy(
         update={
             "existing": existing,
             "inserted": block_inserted,
@@ -147,24 +145,10 @@ def _assemble(
             "required_executions": sum(req.executions_at(p) for p in block_required),
         }
     )
-    dims = req.cluster or [1, 1, 1]
-    launch = plan.launch.model_copy(
-        update={
-            "cluster": list(dims),
-            "cluster_non_portable": cluster_size(dims) > PORTABLE_CLUSTER,
-        }
-    )
     cluster = ClusterBarriers(
         existing=own,
         inserted=sorted(inserted),
         required=sorted(required),
         executions=sum(req.executions_at(p) for p in running),
     )
-    return plan.model_copy(
-        update={
-            "barriers": barriers,
-            "launch": launch,
-            "cluster_barriers": cluster,
-            "request_sha256": request_sha256(req),
-        }
-    )
+    return replace(done, barriers=barriers, cluster_barriers=cluster)

@@ -30,7 +30,6 @@ fixed work's estimate cannot be kept at all: such a request is refused at once
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from typing import Any
 
 from planner.core._jit import interpreted
@@ -49,10 +48,10 @@ from planner.core.models import (
 from planner.pipeline.assembly import assemble
 from planner.pipeline.budget import FIXED_SECONDS_PER_BUFFER
 from planner.pipeline.checks import checked
-from planner.pipeline.choice import allowed, choose, frontier, with_best_bound
-from planner.pipeline.context import build_context
-from planner.pipeline.strategies import attempts
+from planner.pipeline.outcome import Outcome, Routed
+from planner.pipeline.straight import route_straight
 from planner.solvers import registry
+from planner.solvers.registry import SolverChoice
 from planner.validators import validate_plan
 
 __all__ = ["INTERPRETED_MAX_BUFFERS", "plan", "validate"]
@@ -155,53 +154,48 @@ def _plan(
     # then a small request's kernels run as the Python they are written in, with the same
     # results (planner.core._jit), so it needs no compiled code at all.
     small = len(req.buffers) <= INTERPRETED_MAX_BUFFERS
+    with deadline(max(0.0, limit - fixed), since=began), interpreted(small):
+        routed = _route(req, choice, max(0.0, 1.0 - fixed / limit))
+    result = assemble(req, routed.chosen)
+    if req.options.pareto:
+        front = [
+            ParetoPoint(
+                arena_bytes=o.arena,
+                new_barriers=o.new_barriers,
+                plan=result if o is routed.chosen else checked(req, assemble(req, o)),
+            )
+            for o in routed.front
+        ]
+        result = result.model_copy(update={"pareto": front})
+    if req.options.overflow == "spill" and result.status in ("infeasible", "unknown"):
+        result = _spilled(req, result)
+    return checked(req, result)
+
+
+def _route(req: PlanRequest, choice: SolverChoice, optional_share: float) -> Routed:
+    """The request's outcome, by the route its shape takes (docs/architecture.md): the
+    straight-line portfolio on intervals, or the program routes (their modules load with
+    the first such request)."""
     if req.partitions:
         # Warp-specialised partitions: planned on their happens-before order.
         from planner.pipeline.partitioned import plan_partitioned
 
-        with deadline(max(0.0, limit - fixed), since=began), interpreted(small):
-            return checked(req, plan_partitioned(req))
+        return _alone(plan_partitioned(req))
+    if req.cluster is not None:
+        from planner.pipeline.clusters import plan_clustered  # cluster barriers besides
+
+        return _alone(plan_clustered(req))
     if req.has_control_flow:
-        # Loops, branches or several live ranges: planned on the unrolled program (its
-        # modules load with the first such request).
+        # Loops, branches, ranges or asynchronous agents: planned on the unrolled program.
         from planner.pipeline.unrolled import plan_unrolled
 
-        route: Callable[[PlanRequest], Plan] = plan_unrolled
-        if req.cluster is not None:
-            from planner.pipeline.clusters import plan_clustered  # cluster barriers besides
+        return _alone(plan_unrolled(req))
+    return route_straight(req, choice, optional_share)
 
-            route = plan_clustered
-        with deadline(max(0.0, limit - fixed), since=began), interpreted(small):
-            unrolled = checked(req, route(req))
-        if req.options.overflow == "spill" and unrolled.status in ("infeasible", "unknown"):
-            unrolled = checked(req, _spilled(req, unrolled))
-        if not req.options.pareto:
-            return unrolled
-        # One plan: the unrolled route keeps no fewer-barrier attempts.
-        only = ParetoPoint(
-            arena_bytes=unrolled.arena_bytes,
-            new_barriers=len(unrolled.barriers.inserted),
-            plan=unrolled,
-        )
-        return unrolled.model_copy(update={"pareto": [only]})
-    with deadline(max(0.0, limit - fixed), since=began), interpreted(small):
-        ctx = build_context(req, choice, max(0.0, 1.0 - fixed / limit))
-        found = attempts(ctx)
-    chosen = choose(req, found)
-    best = with_best_bound(ctx, chosen, found)
-    pareto: list[ParetoPoint] = []
-    if req.options.pareto:
-        # Under "existing" and "none" no barrier is inserted: the front is the one plan.
-        front = frontier(allowed(req, found)) if req.options.sync == "insert" else [chosen]
-        for a in front:
-            point = checked(req, assemble(ctx, best if a is chosen else a, a is chosen))
-            pareto.append(ParetoPoint(arena_bytes=a.arena, new_barriers=a.new_barriers, plan=point))
-    result = assemble(ctx, best, True)
-    if pareto:
-        result = result.model_copy(update={"pareto": pareto})
-    if req.options.overflow == "spill" and result.status in ("infeasible", "unknown"):
-        result = _spilled(req, result)
-    return checked(req, result)
+
+def _alone(outcome: Outcome) -> Routed:
+    """A route that keeps one plan: the front is that plan."""
+    return Routed(outcome, [outcome])
 
 
 def _spilled(req: PlanRequest, base: Plan) -> Plan:

@@ -19,8 +19,6 @@ from typing import Literal
 
 import numpy as np
 
-from planner.core.clusters import PORTABLE_CLUSTER, cluster_size
-from planner.core.io import request_sha256
 from planner.core.models import (
     Barriers,
     Certificate,
@@ -28,15 +26,11 @@ from planner.core.models import (
     Diagnostic,
     Fence,
     GraphStats,
-    Launch,
     NamedBarrier,
-    Plan,
     PlanRequest,
 )
-from planner.core.models.plan import shared_placements
 from planner.core.partitions import PairOrder, cluster_points, pair_orders, weight_clique
-from planner.core.targets import launch_figures
-from planner.pipeline.assembly import naive_bytes, plan_status, solver_info
+from planner.pipeline.outcome import Outcome
 from planner.pipeline.partition_syncs import NewSyncs, choose_syncs
 from planner.pipeline.unrolled import place_on_pairs
 from planner.solvers.edges import ExplicitGraph
@@ -46,8 +40,8 @@ __all__ = ["plan_partitioned"]
 CLIQUE_MAX_BUFFERS = 96  # past it the bound is the heaviest point of live bytes
 
 
-def plan_partitioned(req: PlanRequest) -> Plan:
-    """The plan of a request with ``partitions``."""
+def plan_partitioned(req: PlanRequest) -> Outcome:
+    """The outcome of a request with ``partitions``."""
     sync = req.options.sync
     if sync == "insert" and req.options.max_new_barriers == 0:
         sync = "existing"
@@ -211,18 +205,14 @@ def _assemble(
     placed: Placed,
     added: NewSyncs,
     peak: tuple[int, list[int]],
-) -> Plan:
+) -> Outcome:
     offsets, arena, name, tried, optimal = placed
     bound, clique = peak
     sizes = [b.size for b in req.buffers]
-    capacity = req.effective_capacity
-    proved = optimal or arena <= bound
     best_bound = arena if optimal else bound
-    status = plan_status(capacity, arena, best_bound, proved)
-    certificate = None
-    if status == "infeasible":
-        assert capacity is not None
-        certificate = Certificate(
+
+    def certify(capacity: int) -> Certificate:
+        return Certificate(
             reason="infeasible_subset" if bound <= capacity else "lower_bound",
             capacity=capacity,
             live_bytes=best_bound,
@@ -230,6 +220,7 @@ def _assemble(
                 req.buffers[k].id for k in (clique if bound > capacity else range(len(sizes)))
             ],
         )
+
     origin: Literal["inserted", "required"] = "inserted" if sync == "insert" else "required"
     existing = sorted(set(req.barriers))
     inserted = added.blocks if sync == "insert" else []
@@ -264,19 +255,19 @@ def _assemble(
             f"({', '.join(req.buffers[k].id for k in clique)})",
         )
     )
-    naive = naive_bytes(req)
     live = sum(1 for v in verdicts if v.overlap)
     free = _free(verdicts, added)
     apart = sum(1 for v in verdicts if not v.overlap and (v.i, v.j) not in free)
     threads = [p.size for p in req.partitions]
-    return Plan(
-        name=req.name,
-        status=status,
-        arena_bytes=arena,
+    return Outcome(
+        method=name,
+        offsets=np.asarray(offsets, dtype=np.int64),
+        sizes=sizes,
+        arena=arena,
+        tried=tried,
         lower_bound=bound,
-        naive_bytes=naive,
-        capacity=capacity,
-        placements=shared_placements([b.id for b in req.buffers], offsets.tolist(), sizes),
+        bound=best_bound,
+        proved=optimal or arena <= bound,
         barriers=Barriers(
             existing=existing,
             inserted=inserted,
@@ -285,18 +276,14 @@ def _assemble(
             executions=len(runtime),
             required_executions=len(required),
         ),
-        footprints=[],
-        launch=_launch(req, arena, naive),
-        solver=solver_info(req, status, name, arena, best_bound, proved, tried),
         graph=GraphStats(
             buffers=len(req.buffers),
             live_edges=live,
             hazard_edges=apart,
             components=_components(len(sizes), verdicts, free),
         ),
-        diagnostics=notes,
-        certificate=certificate,
-        request_sha256=request_sha256(req),
+        certify=certify,
+        explain=lambda _status: notes,
         fences=[Fence(at=at, origin=origin, partition=names[q]) for q, at in added.fences],
         cluster_barriers=_cluster_barriers(req, sync, added),
         named_barriers=[
@@ -309,16 +296,6 @@ def _assemble(
             )
             for at, ident, members in added.named
         ],
-    )
-
-
-def _launch(req: PlanRequest, arena: int, naive: int) -> Launch:
-    launch = Launch(**launch_figures(req.profile, arena, naive, req.stated_base_alignment))
-    if req.cluster is None:
-        return launch
-    dims = list(req.cluster)
-    return launch.model_copy(
-        update={"cluster": dims, "cluster_non_portable": cluster_size(dims) > PORTABLE_CLUSTER}
     )
 
 

@@ -1,5 +1,5 @@
 """Plans for requests with loops, branches or several live ranges, on their unrolled program
-(``planner.core.program``).
+(``planner.pipeline.program``).
 
 The conflict graph is explicit: buffers whose pieces are live at one virtual point, and,
 where no barrier can be relied on, buffers whose pieces follow each other. The greedy fits
@@ -36,7 +36,6 @@ from planner.core.asyncs import (
     mbarrier_conflicts,
 )
 from planner.core.errors import RequestError
-from planner.core.io import request_sha256
 from planner.core.models import (
     Barriers,
     Certificate,
@@ -45,15 +44,11 @@ from planner.core.models import (
     Footprint,
     GraphStats,
     Inval,
-    Launch,
-    Plan,
     PlanRequest,
 )
-from planner.core.models.plan import shared_placements
-from planner.core.program import Program, build_program, held_peak
-from planner.core.targets import launch_figures
-from planner.pipeline.assembly import naive_bytes, plan_status, solver_info
+from planner.pipeline.program import Program, build_program, held_peak
 from planner.pipeline.context import CAP_SETS_MAX, planned_sizes
+from planner.pipeline.outcome import Outcome
 from planner.pipeline.unrolled_aliases import PieceAliases
 from planner.pipeline.unrolled_stab import SEARCH_NODES, Choice, choose, greedy
 from planner.solvers.edges import EDGE_HEURISTICS, EXACT_MAX_BUFFERS, ExplicitGraph, exact_pairs
@@ -194,64 +189,56 @@ def _own_race(
     )
 
 
-def plan_unrolled(req: PlanRequest, kept_apart: frozenset[tuple[int, int]] = frozenset()) -> Plan:
-    """The plan of a request with loops, branches or ranges (``req.has_control_flow``); one
-    with asynchronous accesses is planned on its lowered form (``planner.core.asyncs``),
-    whose fence conflicts are kept apart besides. ``kept_apart``: more buffer pairs
-    ``(i, j)``, ``i < j``, that may not share bytes (a cluster rule's)."""
+def plan_unrolled(
+    req: PlanRequest, kept_apart: frozenset[tuple[int, int]] = frozenset()
+) -> Outcome:
+    """The outcome of a request with loops, branches or ranges (``req.has_control_flow``);
+    one with asynchronous accesses is planned on its lowered form
+    (``planner.core.asyncs``), whose fence conflicts are kept apart besides. ``kept_apart``:
+    more buffer pairs ``(i, j)``, ``i < j``, that may not share bytes (a cluster rule's)."""
     if not req.has_async:
         return _plan_unrolled(req, set(kept_apart))
     invals = inval_points(req)
     windows: FenceWindows | None = {} if req.options.sync in ("insert", "none") else None
     apart = fence_conflicts(req, windows) | mbarrier_conflicts(req, invals) | kept_apart
-    plan = _plan_unrolled(lowered(req, invals), apart)
+    done = _plan_unrolled(lowered(req, invals), apart)
     origin: Literal["inserted", "required"] = (
         "inserted" if req.options.sync == "insert" else "required"
     )
+    spans = [(int(o), int(o) + s) for o, s in zip(done.offsets.tolist(), done.sizes, strict=True)]
     fences = [
-        Fence(at=p, origin=origin) for p in chosen_fences(windows or {}, _sharing_pairs(req, plan))
+        Fence(at=p, origin=origin) for p in chosen_fences(windows or {}, _sharing_pairs(spans))
     ]
-    return plan.model_copy(
-        update={
-            "request_sha256": request_sha256(req),
-            "invals": _invals(req, plan, invals),
-            "fences": fences,
-        }
-    )
+    return replace(done, invals=_invals(req, spans, invals), fences=fences)
 
 
-def _sharing_pairs(req: PlanRequest, plan: Plan) -> set[tuple[int, int]]:
-    """Buffer pairs ``(i, j)``, ``i < j``, placed on common bytes."""
-    where = [
-        next(((p.offset, p.offset + p.size) for p in plan.placements if p.id == b.id), (0, 0))
-        for b in req.buffers
-    ]
-    n = len(where)
+def _sharing_pairs(spans: list[tuple[int, int]]) -> set[tuple[int, int]]:
+    """Buffer pairs ``(i, j)``, ``i < j``, placed on common bytes (``spans``: per buffer)."""
+    n = len(spans)
     return {
         (i, j)
         for i in range(n)
         for j in range(i + 1, n)
-        if where[i][0] < where[j][1] and where[j][0] < where[i][1]
+        if spans[i][0] < spans[j][1] and spans[j][0] < spans[i][1]
     }
 
 
-def _invals(req: PlanRequest, plan: Plan, invals: Invals) -> list[Inval]:
-    """The invals of the mbarriers whose bytes a later buffer takes in ``plan``."""
-    where = {p.id: (p.offset, p.offset + p.size) for p in plan.placements if p.memory == "shared"}
+def _invals(req: PlanRequest, spans: list[tuple[int, int]], invals: Invals) -> list[Inval]:
+    """The invals of the mbarriers whose bytes a later buffer takes (``spans``: per buffer)."""
     out: list[Inval] = []
     for i, (at, origin) in sorted(invals.items()):
         m = req.buffers[i]
-        lo, hi = where[m.id]
+        lo, hi = spans[i]
         if any(
-            b.start >= m.end and where[b.id][0] < hi and lo < where[b.id][1]
-            for b in req.buffers
-            if b.id in where and b is not m
+            b.start >= m.end and spans[k][0] < hi and lo < spans[k][1]
+            for k, b in enumerate(req.buffers)
+            if k != i
         ):
             out.append(Inval(mbarrier=m.id, at=at, origin=origin))
     return out
 
 
-def _plan_unrolled(req: PlanRequest, apart: set[tuple[int, int]]) -> Plan:
+def _plan_unrolled(req: PlanRequest, apart: set[tuple[int, int]]) -> Outcome:
     prog = build_program(req)
     needed = SECONDS_PER_HAZARD * prog.hazards.n
     if needed > req.options.time_limit:
@@ -344,16 +331,16 @@ def _plan_unrolled(req: PlanRequest, apart: set[tuple[int, int]]) -> Plan:
         reach = (al, [*existing, *mandatory])
         placed = _place(req, prog, sizes, live | fewer, full.arena, quick, reach, exact=False)
         if capped or placed.arena <= full.arena:
-            lean = _protect(prog, sizes, placed, existing, allowed, mandatory, al)
-            if capped or _cost(req, lean) < _cost(req, full):
-                chosen = lean
+            fewest = _synchronised(prog, sizes, placed, existing, allowed, mandatory, al)
+            if capped or _cost(req, fewest) < _cost(req, full):
+                chosen = fewest
         if capped and least is not None and set(least[1]) - set(mandatory):
             # The set of new points that holds the fewest bytes, as the plan's barriers.
             kept = list(least[1])
             fewer, _ = _unprotected(prog, [*existing, *kept], al)
             reach = (al, [*existing, *kept])
             placed = _place(req, prog, sizes, live | fewer, bound, quick, reach, exact=False)
-            alt = _protect(prog, sizes, placed, existing, allowed, kept, al)
+            alt = _synchronised(prog, sizes, placed, existing, allowed, kept, al)
             if (alt.arena, *_cost(req, alt)) < (chosen.arena, *_cost(req, chosen)):
                 chosen = alt
     return _result(req, prog, sizes, footprints, chosen, (bound, *peak_at), notes)
@@ -397,7 +384,7 @@ def _result(
     chosen: _Placed,
     bound: Bound,
     notes: list[Diagnostic],
-) -> Plan:
+) -> Outcome:
     return _assemble(req, sizes, footprints, chosen, bound, notes, prog)
 
 
@@ -424,10 +411,10 @@ def _finish(
     needed (greedy stops there); ``exact``: CP-SAT may close the gap to it."""
     reach = (al, sorted({*existing, *allowed, *kept}))
     placed = _place(req, prog, sizes, edges, bound, heuristics, reach, exact)
-    return _protect(prog, sizes, placed, existing, allowed, kept, al)
+    return _synchronised(prog, sizes, placed, existing, allowed, kept, al)
 
 
-def _protect(
+def _synchronised(
     prog: Program,
     sizes: list[int],
     placed: _Placed,
@@ -640,37 +627,15 @@ def _assemble(
     peak: Bound,
     notes: list[Diagnostic],
     prog: Program,
-) -> Plan:
+) -> Outcome:
     bound, peak_point, peak_buffers = peak
-    capacity = req.effective_capacity
     arena = chosen.arena
-    proved = chosen.optimal or arena <= bound
-    best_bound = arena if chosen.optimal else bound
-    status = plan_status(capacity, arena, best_bound, proved)
-    certificate = None
-    if status == "infeasible":
-        assert capacity is not None
-        certificate = Certificate(
-            reason="lower_bound",
-            capacity=capacity,
-            live_bytes=bound,
-            point=peak_point,
-            buffers=[req.buffers[i].id for i in peak_buffers],
-        )
-        if bound <= capacity:  # proved by CP-SAT on the pairs: all buffers together
-            certificate = Certificate(
-                reason="infeasible_subset",
-                capacity=capacity,
-                live_bytes=best_bound,
-                buffers=[b.id for b in req.buffers],
-            )
     existing = sorted(set(req.barriers))
     points = sorted(set(existing) | set(chosen.inserted))
-    naive = naive_bytes(req)
     live_edges = len(prog.live_pairs)
-    notes = [*notes, *_unproved_notes(req, chosen)]
     notes = [
         *notes,
+        *_unproved_notes(req, chosen),
         Diagnostic(
             level="info",
             code="unrolled_program",
@@ -679,14 +644,33 @@ def _assemble(
             f"{len(points)} barrier points run {sum(req.executions_at(p) for p in points)} times",
         ),
     ]
-    return Plan(
-        name=req.name,
-        status=status,
-        arena_bytes=arena,
+    best_bound = arena if chosen.optimal else bound
+
+    def certify(capacity: int) -> Certificate:
+        if bound <= capacity:  # proved by CP-SAT on the pairs: all buffers together
+            return Certificate(
+                reason="infeasible_subset",
+                capacity=capacity,
+                live_bytes=best_bound,
+                buffers=[b.id for b in req.buffers],
+            )
+        return Certificate(
+            reason="lower_bound",
+            capacity=capacity,
+            live_bytes=bound,
+            point=peak_point,
+            buffers=[req.buffers[i].id for i in peak_buffers],
+        )
+
+    return Outcome(
+        method=chosen.name,
+        offsets=chosen.offsets,
+        sizes=sizes,
+        arena=arena,
+        tried=chosen.tried,
         lower_bound=bound,
-        naive_bytes=naive,
-        capacity=capacity,
-        placements=shared_placements([b.id for b in req.buffers], chosen.offsets.tolist(), sizes),
+        bound=best_bound,
+        proved=chosen.optimal or arena <= bound,
         barriers=Barriers(
             existing=existing,
             inserted=chosen.inserted,
@@ -695,17 +679,14 @@ def _assemble(
             executions=sum(req.executions_at(p) for p in points),
             required_executions=sum(req.executions_at(p) for p in chosen.required),
         ),
-        footprints=footprints,
-        launch=Launch(**launch_figures(req.profile, arena, naive, req.stated_base_alignment)),
-        solver=solver_info(req, status, chosen.name, arena, best_bound, proved, chosen.tried),
         graph=GraphStats(
             buffers=len(req.buffers),
             live_edges=live_edges,
             hazard_edges=len(chosen.edges) - live_edges,
             components=_components(len(req.buffers), chosen.edges),
         ),
-        aliases=[[req.buffers[a].id, req.buffers[b].id] for a, b in chosen.aliases],
-        diagnostics=notes,
-        certificate=certificate,
-        request_sha256=request_sha256(req),
+        certify=certify,
+        explain=lambda _status: notes,
+        footprints=footprints,
+        aliases=list(chosen.aliases),
     )

@@ -1,7 +1,7 @@
 """Thread-local aliasing (docs/design.md, Reuse hazard, rule (b)) on the unrolled program of a
 request with loops, branches or ranges: the rule applies per iteration.
 
-A hazard (a piece followed by a piece on the same bytes, ``planner.core.program.Hazards``)
+A hazard (a piece followed by a piece on the same bytes, ``planner.pipeline.program.Hazards``)
 needs no barrier when the owner maps of the two pieces' ranges agree on the bytes they share
 at the placement (``planner.core.aliasing.RangeOwners``). Each range's map is taken over all
 of its accesses, which run alike in every iteration, so the same test covers the pair inside
@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from planner.core.aliasing import ALIAS_MAX_BUFFERS, RangeOwners
 from planner.core.models import PlanRequest
-from planner.core.program import Program
+from planner.pipeline.program import Program
 
 __all__ = ["PieceAliases"]
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from planner.core.program import BarrierCopy, Program
+from planner.pipeline.program import BarrierCopy, Program
 
 __all__ = ["SEARCH_NODES", "Choice", "choose", "greedy"]
 

@@ -12,7 +12,7 @@ import planner
 from planner.core.errors import RequestError
 from planner.core.io import parse_request
 from planner.core.models.control import Loop, stretched
-from planner.core.program import build_program
+from planner.pipeline.program import build_program
 from tests.support.loops_brute import draw_request
 
 

@@ -2,7 +2,7 @@
 
 Outcomes are worked out by hand from the requests; every plan goes through the static
 validator and the brute force over every unrolled execution (tests/loops_brute.py), and is
-compared with the same kernel written as a straight line (``planner.core.program.straight_line``:
+compared with the same kernel written as a straight line (``planner.pipeline.program.straight_line``:
 hull lifetimes grown over the loops, arms one after the other).
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 import planner
 from planner.core.io import parse_request
 from planner.core.models import UNKNOWN_TRIPS, Plan, PlanRequest
-from planner.core.program import straight_line
+from planner.pipeline.program import straight_line
 from tests.support.loops_brute import check
 from tests.support.paths import ROOT
 

@@ -14,7 +14,7 @@ import planner
 from planner.core.errors import RequestError
 from planner.core.io import parse_request
 from planner.core.models import Plan, PlanRequest
-from planner.core.program import build_program
+from planner.pipeline.program import build_program
 from tests.support.control_flow import plan_at, planned_programs
 from tests.support.loops_brute import check
 from tests.support.loops_nested import random_nested
