@@ -22,8 +22,8 @@ import numpy.typing as npt
 from planner.core.asyncs import inval_points, lowered
 from planner.core.clusters import cluster_barrier_points
 from planner.core.models import ClusterBarriers, PlanRequest
-from planner.pipeline.program import Program, build_program
 from planner.pipeline.outcome import Outcome
+from planner.pipeline.program import Program, build_program
 from planner.pipeline.unrolled import barrier_events, plan_unrolled
 from planner.pipeline.unrolled_stab import choose, greedy
 

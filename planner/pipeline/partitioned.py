@@ -33,6 +33,7 @@ from planner.core.partitions import PairOrder, cluster_points, pair_orders, weig
 from planner.pipeline.outcome import Outcome
 from planner.pipeline.partition_syncs import NewSyncs, choose_syncs
 from planner.pipeline.unrolled import place_on_pairs
+from planner.solvers.auto import Solution
 from planner.solvers.edges import ExplicitGraph
 
 __all__ = ["plan_partitioned"]
@@ -66,32 +67,32 @@ def plan_partitioned(req: PlanRequest) -> Outcome:
     sizes = [b.size for b in req.buffers]
     bound, clique = _bound(req, sizes, hard)
     placed = _place(req, sizes, hard, bound)
-    added, stabs = _syncs(req, verdicts, _sharing(sizes, placed[0]), windows, clusters)
+    added, stabs = _syncs(req, verdicts, _sharing(sizes, placed.offsets), windows, clusters)
     cap = req.options.max_new_barriers
     if stabs or added.fences:
         # The plan on no new sync: taken when it needs no more bytes, or past the cap.
         over_cap = sync == "insert" and cap is not None and stabs > cap
         apart = hard | set(windows) | set(clusters) | fenced
-        if over_cap or _clique_weight(sizes, apart) <= placed[1]:
+        if over_cap or _clique_weight(sizes, apart) <= placed.arena_bytes:
             kept = _place(req, sizes, apart, bound, exact=False)
-            if kept[1] <= placed[1] or over_cap:
+            if kept.arena_bytes <= placed.arena_bytes or over_cap:
                 placed, added, stabs = kept, NewSyncs(), 0
     if added.fences:
         # The plan on no new fence (the pairs that need one kept apart): taken when it needs
         # no more bytes and no more barriers.
         need = {(v.i, v.j) for v in verdicts if v.fences}
         apart = hard | need
-        if _clique_weight(sizes, apart) <= placed[1]:
+        if _clique_weight(sizes, apart) <= placed.arena_bytes:
             alt = _place(req, sizes, apart, bound, exact=False)
             alt_added, alt_stabs = _syncs(
                 req,
                 verdicts,
-                _sharing(sizes, alt[0]),
+                _sharing(sizes, alt.offsets),
                 {k: w for k, w in windows.items() if k not in need},
                 {k: w for k, w in clusters.items() if k not in need},
             )
             within = sync != "insert" or cap is None or alt_stabs <= cap
-            if within and (alt[1], alt_added.cost) <= (placed[1], added.cost):
+            if within and (alt.arena_bytes, alt_added.cost) <= (placed.arena_bytes, added.cost):
                 placed, added = alt, alt_added
     return _assemble(req, sync, verdicts, placed, added, (bound, clique))
 
@@ -154,9 +155,6 @@ def _clique_weight(sizes: list[int], edges: set[tuple[int, int]]) -> int:
     return sum(sizes[k] for k in weight_clique(len(sizes), sizes, edges))
 
 
-Placed = tuple[np.ndarray, int, str, list[tuple[str, int]], bool]
-
-
 def _place(
     req: PlanRequest,
     sizes: list[int],
@@ -164,7 +162,7 @@ def _place(
     bound: int,
     *,
     exact: bool = True,
-) -> Placed:
+) -> Solution:
     n = len(req.buffers)
     g = ExplicitGraph(
         size=np.asarray(sizes, dtype=np.int64),
@@ -202,14 +200,14 @@ def _assemble(
     req: PlanRequest,
     sync: str,
     verdicts: list[PairOrder],
-    placed: Placed,
+    placed: Solution,
     added: NewSyncs,
     peak: tuple[int, list[int]],
 ) -> Outcome:
-    offsets, arena, name, tried, optimal = placed
+    offsets, arena = placed.offsets, placed.arena_bytes
     bound, clique = peak
     sizes = [b.size for b in req.buffers]
-    best_bound = arena if optimal else bound
+    best_bound = placed.bound
 
     def certify(capacity: int) -> Certificate:
         return Certificate(
@@ -260,14 +258,14 @@ def _assemble(
     apart = sum(1 for v in verdicts if not v.overlap and (v.i, v.j) not in free)
     threads = [p.size for p in req.partitions]
     return Outcome(
-        method=name,
-        offsets=np.asarray(offsets, dtype=np.int64),
+        method=placed.name,
+        offsets=offsets,
         sizes=sizes,
         arena=arena,
-        tried=tried,
+        tried=placed.tried,
         lower_bound=bound,
         bound=best_bound,
-        proved=optimal or arena <= bound,
+        proved=placed.proved_optimal,
         barriers=Barriers(
             existing=existing,
             inserted=inserted,

@@ -20,8 +20,8 @@ from planner.core.arrays import distinct
 from planner.core.errors import RequestError
 from planner.core.graph import build_graph
 from planner.core.models import Barriers, Diagnostic, Launch, Plan, PlanRequest
-from planner.pipeline.program import build_program
 from planner.core.targets import launch_figures
+from planner.pipeline.program import build_program
 
 __all__ = ["SpillChoice", "choose_spill", "plan_with_spill", "spill_costs"]
 

@@ -46,11 +46,12 @@ from planner.core.models import (
     Inval,
     PlanRequest,
 )
-from planner.pipeline.program import Program, build_program, held_peak
 from planner.pipeline.context import CAP_SETS_MAX, planned_sizes
 from planner.pipeline.outcome import Outcome
+from planner.pipeline.program import Program, build_program, held_peak
 from planner.pipeline.unrolled_aliases import PieceAliases
 from planner.pipeline.unrolled_stab import SEARCH_NODES, Choice, choose, greedy
+from planner.solvers.auto import Solution
 from planner.solvers.edges import EDGE_HEURISTICS, EXACT_MAX_BUFFERS, ExplicitGraph, exact_pairs
 from planner.solvers.edges import fits as greedy_fits
 from planner.solvers.exact import exact_budget
@@ -67,18 +68,22 @@ LEAN_HEURISTICS = ["size/best-fit", "length/best-fit"]  # the plan on fewer barr
 
 @dataclass(frozen=True)
 class _Placed:
-    """One placement and the barriers that make it safe."""
+    """One placement, what is proved of it, and the barriers that make it safe."""
 
-    name: str
-    offsets: I64
-    arena: int
-    tried: list[tuple[str, int]]
-    optimal: bool  # proved by CP-SAT
+    result: Solution
     inserted: list[int]
     required: list[int]
     edges: I64  # conflicting buffer pairs (i, j), i < j, it was placed on
     aliases: tuple[tuple[int, int], ...] = ()  # (earlier, later) reusing with no barrier
     unproved: tuple[Choice, ...] = ()  # barrier choices not proved the cheapest
+
+    @property
+    def offsets(self) -> I64:
+        return self.result.offsets
+
+    @property
+    def arena(self) -> int:
+        return self.result.arena_bytes
 
 
 Mask = npt.NDArray[np.bool_]
@@ -525,8 +530,7 @@ def _place_once(
     exact: bool = True,
 ) -> _Placed:
     g = _graph(req, prog, sizes, edges)
-    offsets, arena, name, tried, optimal = place_on_pairs(req, g, bound, heuristics, exact)
-    return _Placed(name, offsets, arena, tried, optimal, [], [], g.pairs)
+    return _Placed(place_on_pairs(req, g, bound, heuristics, exact), [], [], g.pairs)
 
 
 def place_on_pairs(
@@ -535,10 +539,11 @@ def place_on_pairs(
     bound: int,
     heuristics: list[str] | None,
     exact: bool = True,
-) -> tuple[I64, int, str, list[tuple[str, int]], bool]:
-    """(offsets, arena, method, every method's arena, proved optimal) of ``g``: the fits,
-    then CP-SAT on the pairs (``exact``, an exact solver or ``auto``) when the fits leave a
-    gap to ``bound`` over the tolerance, within ``EXACT_SHARE`` of the time limit."""
+) -> Solution:
+    """The placement of ``g`` and what is proved of it: the fits, then CP-SAT on the pairs
+    (``exact``, an exact solver or ``auto``) when the fits leave a gap to ``bound`` over the
+    tolerance, within ``EXACT_SHARE`` of the time limit. Its bound is ``bound``, or its arena
+    where CP-SAT proves it optimal."""
     found = greedy_fits(g, heuristics, bound)
     offsets, arena, name, tried, optimal = (
         found.offsets,
@@ -564,7 +569,14 @@ def place_on_pairs(
             if x_arena < arena:
                 offsets, arena, name = x_offsets, x_arena, "exact:cpsat-pairs"
             optimal = proved and x_arena <= arena
-    return offsets, arena, name, tried, optimal
+    return Solution(
+        name=name,
+        offsets=offsets,
+        arena_bytes=arena,
+        bound=arena if optimal else bound,
+        proved_optimal=optimal or arena <= bound,
+        tried=tried,
+    )
 
 
 def _heuristics(req: PlanRequest, notes: list[Diagnostic]) -> list[str] | None:
@@ -644,14 +656,14 @@ def _assemble(
             f"{len(points)} barrier points run {sum(req.executions_at(p) for p in points)} times",
         ),
     ]
-    best_bound = arena if chosen.optimal else bound
+    result = chosen.result
 
     def certify(capacity: int) -> Certificate:
         if bound <= capacity:  # proved by CP-SAT on the pairs: all buffers together
             return Certificate(
                 reason="infeasible_subset",
                 capacity=capacity,
-                live_bytes=best_bound,
+                live_bytes=result.bound,
                 buffers=[b.id for b in req.buffers],
             )
         return Certificate(
@@ -663,14 +675,14 @@ def _assemble(
         )
 
     return Outcome(
-        method=chosen.name,
+        method=result.name,
         offsets=chosen.offsets,
         sizes=sizes,
         arena=arena,
-        tried=chosen.tried,
+        tried=result.tried,
         lower_bound=bound,
-        bound=best_bound,
-        proved=chosen.optimal or arena <= bound,
+        bound=result.bound,
+        proved=result.proved_optimal,
         barriers=Barriers(
             existing=existing,
             inserted=chosen.inserted,
