@@ -26,6 +26,7 @@ from planner.pipeline.outcome import Outcome
 from planner.pipeline.program import Program, build_program
 from planner.pipeline.unrolled import barrier_events, plan_unrolled
 from planner.pipeline.unrolled_stab import choose, greedy
+from planner.solvers.registry import SolverChoice
 
 __all__ = ["cluster_hazards", "plan_clustered"]
 
@@ -54,7 +55,7 @@ def _policy(req: PlanRequest) -> Policy:
     return opts.sync
 
 
-def plan_clustered(req: PlanRequest) -> Outcome:
+def plan_clustered(req: PlanRequest, solver: SolverChoice) -> Outcome:
     """The outcome of a request with a ``cluster``: offsets, block barriers and cluster barriers."""
     own = cluster_barrier_points(req.syncs)
     # A cluster barrier is a block barrier at its point: the block reasoning counts it.
@@ -67,7 +68,7 @@ def plan_clustered(req: PlanRequest) -> Outcome:
     allowed = sorted(set(events if candidates is None else candidates) - set(own))
     reach = {"existing": own, "insert": [*own, *allowed], "none": events}[policy]
     apart = _pairs(prog, scoped & ~prog.protected(sorted(set(reach))))
-    done = plan_unrolled(view, apart)
+    done = plan_unrolled(view, solver, apart)
     offsets = done.offsets
     ends = offsets + np.asarray(done.sizes, dtype=np.int64)
     h = prog.hazards

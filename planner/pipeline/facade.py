@@ -180,16 +180,16 @@ def _route(req: PlanRequest, choice: SolverChoice, optional_share: float) -> Rou
         # Warp-specialised partitions: planned on their happens-before order.
         from planner.pipeline.partitioned import plan_partitioned
 
-        return _alone(plan_partitioned(req))
+        return _alone(plan_partitioned(req, choice))
     if req.cluster is not None:
         from planner.pipeline.clusters import plan_clustered  # cluster barriers besides
 
-        return _alone(plan_clustered(req))
+        return _alone(plan_clustered(req, choice))
     if req.has_control_flow:
         # Loops, branches, ranges or asynchronous agents: planned on the unrolled program.
         from planner.pipeline.unrolled import plan_unrolled
 
-        return _alone(plan_unrolled(req))
+        return _alone(plan_unrolled(req, choice))
     return route_straight(req, choice, optional_share)
 
 

@@ -35,13 +35,14 @@ from planner.pipeline.partition_syncs import NewSyncs, choose_syncs
 from planner.pipeline.unrolled import place_on_pairs
 from planner.solvers.auto import Solution
 from planner.solvers.edges import ExplicitGraph
+from planner.solvers.registry import SolverChoice
 
 __all__ = ["plan_partitioned"]
 
 CLIQUE_MAX_BUFFERS = 96  # past it the bound is the heaviest point of live bytes
 
 
-def plan_partitioned(req: PlanRequest) -> Outcome:
+def plan_partitioned(req: PlanRequest, solver: SolverChoice) -> Outcome:
     """The outcome of a request with ``partitions``."""
     sync = req.options.sync
     if sync == "insert" and req.options.max_new_barriers == 0:
@@ -66,7 +67,7 @@ def plan_partitioned(req: PlanRequest) -> Outcome:
                 hard.add((v.i, v.j))
     sizes = [b.size for b in req.buffers]
     bound, clique = _bound(req, sizes, hard)
-    placed = _place(req, sizes, hard, bound)
+    placed = _place(req, sizes, hard, bound, exact=solver.pair_model)
     added, stabs = _syncs(req, verdicts, _sharing(sizes, placed.offsets), windows, clusters)
     cap = req.options.max_new_barriers
     if stabs or added.fences:
@@ -161,7 +162,7 @@ def _place(
     edges: set[tuple[int, int]],
     bound: int,
     *,
-    exact: bool = True,
+    exact: bool,
 ) -> Solution:
     n = len(req.buffers)
     g = ExplicitGraph(

@@ -55,6 +55,7 @@ from planner.solvers.auto import Solution
 from planner.solvers.edges import EDGE_HEURISTICS, EXACT_MAX_BUFFERS, ExplicitGraph, exact_pairs
 from planner.solvers.edges import fits as greedy_fits
 from planner.solvers.exact import exact_budget
+from planner.solvers.registry import SolverChoice
 
 __all__ = ["barrier_events", "own_reuse_barriers", "place_on_pairs", "plan_unrolled"]
 
@@ -195,18 +196,18 @@ def _own_race(
 
 
 def plan_unrolled(
-    req: PlanRequest, kept_apart: frozenset[tuple[int, int]] = frozenset()
+    req: PlanRequest, solver: SolverChoice, kept_apart: frozenset[tuple[int, int]] = frozenset()
 ) -> Outcome:
     """The outcome of a request with loops, branches or ranges (``req.has_control_flow``);
     one with asynchronous accesses is planned on its lowered form
     (``planner.core.asyncs``), whose fence conflicts are kept apart besides. ``kept_apart``:
     more buffer pairs ``(i, j)``, ``i < j``, that may not share bytes (a cluster rule's)."""
     if not req.has_async:
-        return _plan_unrolled(req, set(kept_apart))
+        return _plan_unrolled(req, solver, set(kept_apart))
     invals = inval_points(req)
     windows: FenceWindows | None = {} if req.options.sync in ("insert", "none") else None
     apart = fence_conflicts(req, windows) | mbarrier_conflicts(req, invals) | kept_apart
-    done = _plan_unrolled(lowered(req, invals), apart)
+    done = _plan_unrolled(lowered(req, invals), solver, apart)
     origin: Literal["inserted", "required"] = (
         "inserted" if req.options.sync == "insert" else "required"
     )
@@ -243,7 +244,7 @@ def _invals(req: PlanRequest, spans: list[tuple[int, int]], invals: Invals) -> l
     return out
 
 
-def _plan_unrolled(req: PlanRequest, apart: set[tuple[int, int]]) -> Outcome:
+def _plan_unrolled(req: PlanRequest, solver: SolverChoice, apart: set[tuple[int, int]]) -> Outcome:
     prog = build_program(req)
     needed = SECONDS_PER_HAZARD * prog.hazards.n
     if needed > req.options.time_limit:
@@ -258,7 +259,8 @@ def _plan_unrolled(req: PlanRequest, apart: set[tuple[int, int]]) -> Outcome:
         )
     sizes, footprints = planned_sizes(req)
     notes: list[Diagnostic] = []
-    heuristics = _heuristics(req, notes)
+    heuristics = _heuristics(solver, notes)
+    exact = solver.pair_model  # CP-SAT on the pairs may close a gap the fits leave
     bound = (
         prog.peak
         if sizes == [b.size for b in req.buffers]
@@ -278,7 +280,7 @@ def _plan_unrolled(req: PlanRequest, apart: set[tuple[int, int]]) -> Outcome:
         never, own = _unprotected(prog, events, al)
         if own:
             raise _own_race(req, prog, own[0], None)
-        placed = _place(req, prog, sizes, live | never, bound, heuristics, (al, events))
+        placed = _place(req, prog, sizes, live | never, bound, heuristics, (al, events), exact)
         shared = _needs_barrier(prog, al, placed.offsets, sizes)
         new = choose(prog, shared, sorted(set(events) - set(existing)), existing)
         required = choose(prog, shared, sorted({*existing, *new.points}), [])
@@ -298,7 +300,9 @@ def _plan_unrolled(req: PlanRequest, apart: set[tuple[int, int]]) -> Outcome:
         held = prog.barrier_peak(sizes, existing)
         if held[0] > bound:
             bound, peak_at = held[0], (held[1], held[2])
-        chosen = _finish(req, prog, sizes, live | pairs, bound, heuristics, existing, [], [], al)
+        chosen = _finish(
+            req, prog, sizes, live | pairs, bound, heuristics, existing, [], [], al, exact=exact
+        )
     else:
         allowed = _allowed(req, events)
         # Reuses no allowed point protects (candidates; or a later buffer whose first point
@@ -323,7 +327,19 @@ def _plan_unrolled(req: PlanRequest, apart: set[tuple[int, int]]) -> Outcome:
             least = _capped_peak(prog, sizes, existing, allowed, own_reuse, cap)
             if least is not None and least[0][0] > bound:
                 bound, peak_at = least[0][0], (least[0][1], least[0][2])
-        full = _finish(req, prog, sizes, live | never, bound, heuristics, existing, allowed, [], al)
+        full = _finish(
+            req,
+            prog,
+            sizes,
+            live | never,
+            bound,
+            heuristics,
+            existing,
+            allowed,
+            [],
+            al,
+            exact=exact,
+        )
         chosen = full
         if set(full.inserted) <= set(mandatory):
             return _result(req, prog, sizes, footprints, full, (bound, *peak_at), notes)
@@ -552,7 +568,6 @@ def place_on_pairs(
         list(found.tried),
         found.arena_bytes <= bound,
     )
-    wants_exact = exact and req.options.solver in ("auto", "exact", "search", "cpsat")
     seconds, slack = exact_budget(
         req.options.gap_tolerance,
         arena - bound,
@@ -561,7 +576,7 @@ def place_on_pairs(
         EXACT_SHARE * req.options.time_limit,
     )
     tolerated = arena - bound <= slack
-    if not optimal and not tolerated and wants_exact and 0 < g.n <= EXACT_MAX_BUFFERS:
+    if not optimal and not tolerated and exact and 0 < g.n <= EXACT_MAX_BUFFERS:
         solved = exact_pairs(g, lower_bound=bound, hint=offsets, time_limit=seconds)
         if solved is not None:
             x_offsets, x_arena, proved = solved
@@ -579,10 +594,10 @@ def place_on_pairs(
     )
 
 
-def _heuristics(req: PlanRequest, notes: list[Diagnostic]) -> list[str] | None:
-    """The fits a solver name asks for; names this route cannot run get the default fits
-    and a diagnostic."""
-    name = req.options.solver.removeprefix("greedy:")
+def _heuristics(solver: SolverChoice, notes: list[Diagnostic]) -> list[str] | None:
+    """The fits a solver asks for; solvers this route cannot run get the default fits and a
+    diagnostic."""
+    name = solver.name.removeprefix("greedy:")
     if name in EDGE_HEURISTICS:
         return [name]
     if name in ("auto", "greedy", "exact", "cpsat"):
@@ -591,7 +606,7 @@ def _heuristics(req: PlanRequest, notes: list[Diagnostic]) -> list[str] | None:
         Diagnostic(
             level="warning",
             code="solver_not_applicable",
-            message=f"solver {req.options.solver!r} plans straight-line lifetimes; this "
+            message=f"solver {solver.name!r} plans straight-line lifetimes; this "
             "request's loops, branches or ranges were planned by the fits on the unrolled "
             "program's conflict graph" + (" and CP-SAT on its pairs" if name == "search" else ""),
         )

@@ -1,9 +1,10 @@
 """The loop, branch and live-range kernels in examples/ plan as docs/examples.md says.
 
 Outcomes are worked out by hand from the requests; every plan goes through the static
-validator and the brute force over every unrolled execution (tests/loops_brute.py), and is
-compared with the same kernel written as a straight line (``planner.pipeline.program.straight_line``:
-hull lifetimes grown over the loops, arms one after the other).
+validator and the brute force over every unrolled execution (tests/support/loops_brute.py),
+and is compared with the same kernel written as a straight line
+(``planner.pipeline.program.straight_line``: hull lifetimes grown over the loops, arms one
+after the other).
 """
 
 from __future__ import annotations
