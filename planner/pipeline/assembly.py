@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from planner.core.clusters import PORTABLE_CLUSTER, cluster_size
 from planner.core.io import request_sha256
 from planner.core.models import (
@@ -52,11 +54,19 @@ def assemble(req: PlanRequest, outcome: Outcome) -> Plan:
         else None,
         request_sha256=request_sha256(req),
         aliases=[[ids[a], ids[b]] for a, b in o.aliases],
-        invals=o.invals,
-        fences=o.fences,
-        named_barriers=o.named_barriers,
-        cluster_barriers=o.cluster_barriers,
+        # Fields most plans leave empty, passed only when set (each costs a validation).
+        **_set(
+            invals=o.invals,
+            fences=o.fences,
+            named_barriers=o.named_barriers,
+            cluster_barriers=o.cluster_barriers,
+        ),
     )
+
+
+def _set(**fields: object) -> dict[str, Any]:
+    """The fields that are not empty."""
+    return {k: v for k, v in fields.items() if v}
 
 
 def _launch(req: PlanRequest, arena: int, naive: int) -> Launch:

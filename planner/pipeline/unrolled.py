@@ -244,6 +244,21 @@ def _invals(req: PlanRequest, spans: list[tuple[int, int]], invals: Invals) -> l
     return out
 
 
+@dataclass(frozen=True)
+class _Setup:
+    """What every placement of one unrolled program shares."""
+
+    req: PlanRequest
+    prog: Program
+    sizes: list[int]  # bytes planned per buffer
+    heuristics: list[str] | None  # the fits the solver asks for; None: the default ones
+    exact: bool  # CP-SAT on the pairs may close a gap the fits leave
+    live: set[tuple[int, int]]  # pairs kept apart whatever the barriers
+    al: PieceAliases
+    existing: list[int]  # the request's barriers, sorted
+    events: list[int]  # points where a barrier can make a difference
+
+
 def _plan_unrolled(req: PlanRequest, solver: SolverChoice, apart: set[tuple[int, int]]) -> Outcome:
     prog = build_program(req)
     needed = SECONDS_PER_HAZARD * prog.hazards.n
@@ -259,112 +274,121 @@ def _plan_unrolled(req: PlanRequest, solver: SolverChoice, apart: set[tuple[int,
         )
     sizes, footprints = planned_sizes(req)
     notes: list[Diagnostic] = []
-    heuristics = _heuristics(solver, notes)
-    exact = solver.pair_model  # CP-SAT on the pairs may close a gap the fits leave
-    bound = (
+    s = _Setup(
+        req=req,
+        prog=prog,
+        sizes=sizes,
+        heuristics=_heuristics(solver, notes),
+        exact=solver.pair_model,
+        live=prog.live_pairs | apart,
+        al=PieceAliases(req, prog, sizes),
+        existing=sorted(set(req.barriers)),
+        events=barrier_events(req),
+    )
+    bytes_ = (
         prog.peak
         if sizes == [b.size for b in req.buffers]
         else held_peak(prog.pieces, [(p.start, p.end) for p in prog.pieces], sizes)[0]
     )
-    peak_at = (prog.peak_point, prog.peak_buffers)  # where ``bound`` is reached
-    existing = sorted(set(req.barriers))
-    opts = req.options
-    sync = opts.sync
-    if sync == "insert" and opts.max_new_barriers == 0:
+    peak: Bound = (bytes_, prog.peak_point, prog.peak_buffers)
+    sync = req.options.sync
+    if sync == "insert" and req.options.max_new_barriers == 0:
         sync = "existing"
-    events = barrier_events(req)
-    live = prog.live_pairs | apart
-    al = PieceAliases(req, prog, sizes)
     if sync == "none":
-        # The caller synchronizes: the request's barriers count, the rest are listed.
-        never, own = _unprotected(prog, events, al)
-        if own:
-            raise _own_race(req, prog, own[0], None)
-        placed = _place(req, prog, sizes, live | never, bound, heuristics, (al, events), exact)
-        shared = _needs_barrier(prog, al, placed.offsets, sizes)
-        new = choose(prog, shared, sorted(set(events) - set(existing)), existing)
-        required = choose(prog, shared, sorted({*existing, *new.points}), [])
-        chosen = replace(
-            placed,
-            required=required.points,
-            aliases=_aliased(
-                prog, al, placed.offsets, sizes, sorted({*existing, *required.points})
-            ),
-            unproved=tuple(c for c in (new, required) if not c.proved),
-        )
+        chosen = _under_none(s, peak[0])
     elif sync == "existing":
-        pairs, own = _unprotected(prog, existing, al)
-        if own:
-            raise _own_race(req, prog, own[0], ("barriers",))
-        # No barrier can be added: each piece holds its bytes until the next one.
-        held = prog.barrier_peak(sizes, existing)
-        if held[0] > bound:
-            bound, peak_at = held[0], (held[1], held[2])
-        chosen = _finish(
-            req, prog, sizes, live | pairs, bound, heuristics, existing, [], [], al, exact=exact
-        )
+        chosen, peak = _under_existing(s, peak)
     else:
-        allowed = _allowed(req, events)
-        # Reuses no allowed point protects (candidates; or a later buffer whose first point
-        # opens an arm it covers whole, so the barrier before it would be in that arm only).
-        never, own = _unprotected(prog, [*existing, *allowed], al)
-        if own:
-            where = None if opts.barrier_candidates is None else ("options", "barrier_candidates")
-            raise _own_race(req, prog, own[0], where)
-        own_reuse = _own_reuses(prog, al)
-        mandatory = _mandatory(prog, own_reuse, allowed, existing)
-        cap = opts.max_new_barriers
-        if cap is not None and len(mandatory) > cap:
-            raise RequestError.field(
-                ("options", "max_new_barriers"),
-                f"the program needs at least {len(mandatory)} new barriers for buffers that "
-                f"reuse their own bytes (at points {mandatory}); max_new_barriers is {cap}",
-                "too_few_barriers",
-                cap,
-            )
-        least: tuple[Bound, tuple[int, ...]] | None = None
-        if cap is not None and not al.active:
-            least = _capped_peak(prog, sizes, existing, allowed, own_reuse, cap)
-            if least is not None and least[0][0] > bound:
-                bound, peak_at = least[0][0], (least[0][1], least[0][2])
-        full = _finish(
-            req,
-            prog,
-            sizes,
-            live | never,
-            bound,
-            heuristics,
-            existing,
-            allowed,
-            [],
-            al,
-            exact=exact,
+        chosen, peak = _under_insert(s, peak)
+    return _assemble(req, sizes, footprints, chosen, peak, notes, prog)
+
+
+def _under_none(s: _Setup, bound: int) -> _Placed:
+    """Sync "none": the caller synchronizes; the request's barriers count, the rest are
+    listed as required."""
+    prog, existing = s.prog, s.existing
+    never, own = _unprotected(prog, s.events, s.al)
+    if own:
+        raise _own_race(s.req, prog, own[0], None)
+    placed = _place(s, s.live | never, bound, s.heuristics, s.events, s.exact)
+    shared = _needs_barrier(prog, s.al, placed.offsets, s.sizes)
+    new = choose(prog, shared, sorted(set(s.events) - set(existing)), existing)
+    required = choose(prog, shared, sorted({*existing, *new.points}), [])
+    runtime = sorted({*existing, *required.points})
+    return replace(
+        placed,
+        required=required.points,
+        aliases=_aliased(prog, s.al, placed.offsets, s.sizes, runtime),
+        unproved=tuple(c for c in (new, required) if not c.proved),
+    )
+
+
+def _under_existing(s: _Setup, peak: Bound) -> tuple[_Placed, Bound]:
+    """Sync "existing": no barrier can be added; each piece holds its bytes until the next
+    barrier, which may raise the bound."""
+    pairs, own = _unprotected(s.prog, s.existing, s.al)
+    if own:
+        raise _own_race(s.req, s.prog, own[0], ("barriers",))
+    held = s.prog.barrier_peak(s.sizes, s.existing)
+    if held[0] > peak[0]:
+        peak = held
+    return _finish(s, s.live | pairs, peak[0], [], []), peak
+
+
+def _under_insert(s: _Setup, peak: Bound) -> tuple[_Placed, Bound]:
+    """Sync "insert": the plan on every allowed point, or on fewer new barriers where that
+    costs no bytes (or the cap on new barriers demands it)."""
+    req, prog, al, existing = s.req, s.prog, s.al, s.existing
+    opts = req.options
+    allowed = _allowed(req, s.events)
+    # Reuses no allowed point protects (candidates; or a later buffer whose first point
+    # opens an arm it covers whole, so the barrier before it would be in that arm only).
+    never, own = _unprotected(prog, [*existing, *allowed], al)
+    if own:
+        where = None if opts.barrier_candidates is None else ("options", "barrier_candidates")
+        raise _own_race(req, prog, own[0], where)
+    own_reuse = _own_reuses(prog, al)
+    mandatory = _mandatory(prog, own_reuse, allowed, existing)
+    cap = opts.max_new_barriers
+    if cap is not None and len(mandatory) > cap:
+        raise RequestError.field(
+            ("options", "max_new_barriers"),
+            f"the program needs at least {len(mandatory)} new barriers for buffers that "
+            f"reuse their own bytes (at points {mandatory}); max_new_barriers is {cap}",
+            "too_few_barriers",
+            cap,
         )
-        chosen = full
-        if set(full.inserted) <= set(mandatory):
-            return _result(req, prog, sizes, footprints, full, (bound, *peak_at), notes)
-        # The plan on the existing and the mandatory barriers, the fewest new ones: chosen at
-        # the full plan's arena, and the fallback under the cap. Its barriers are chosen only
-        # when it is: usually it needs more bytes (quickly seen with two fits).
-        fewer, _ = _unprotected(prog, [*existing, *mandatory], al)
-        capped = cap is not None and len(full.inserted) > cap
-        quick = heuristics if heuristics is not None or capped else LEAN_HEURISTICS
-        reach = (al, [*existing, *mandatory])
-        placed = _place(req, prog, sizes, live | fewer, full.arena, quick, reach, exact=False)
-        if capped or placed.arena <= full.arena:
-            fewest = _synchronised(prog, sizes, placed, existing, allowed, mandatory, al)
-            if capped or _cost(req, fewest) < _cost(req, full):
-                chosen = fewest
-        if capped and least is not None and set(least[1]) - set(mandatory):
-            # The set of new points that holds the fewest bytes, as the plan's barriers.
-            kept = list(least[1])
-            fewer, _ = _unprotected(prog, [*existing, *kept], al)
-            reach = (al, [*existing, *kept])
-            placed = _place(req, prog, sizes, live | fewer, bound, quick, reach, exact=False)
-            alt = _synchronised(prog, sizes, placed, existing, allowed, kept, al)
-            if (alt.arena, *_cost(req, alt)) < (chosen.arena, *_cost(req, chosen)):
-                chosen = alt
-    return _result(req, prog, sizes, footprints, chosen, (bound, *peak_at), notes)
+    least: tuple[Bound, tuple[int, ...]] | None = None
+    if cap is not None and not al.active:
+        least = _capped_peak(prog, s.sizes, existing, allowed, own_reuse, cap)
+        if least is not None and least[0][0] > peak[0]:
+            peak = least[0]
+    bound = peak[0]
+    full = _finish(s, s.live | never, bound, allowed, [])
+    if set(full.inserted) <= set(mandatory):
+        return full, peak
+    chosen = full
+    # The plan on the existing and the mandatory barriers, the fewest new ones: chosen at
+    # the full plan's arena, and the fallback under the cap. Its barriers are chosen only
+    # when it is: usually it needs more bytes (quickly seen with two fits).
+    fewer, _ = _unprotected(prog, [*existing, *mandatory], al)
+    capped = cap is not None and len(full.inserted) > cap
+    quick = s.heuristics if s.heuristics is not None or capped else LEAN_HEURISTICS
+    reach = [*existing, *mandatory]
+    placed = _place(s, s.live | fewer, full.arena, quick, reach, False)
+    if capped or placed.arena <= full.arena:
+        fewest = _synchronised(s, placed, allowed, mandatory)
+        if capped or _cost(req, fewest) < _cost(req, full):
+            chosen = fewest
+    if capped and least is not None and set(least[1]) - set(mandatory):
+        # The set of new points that holds the fewest bytes, as the plan's barriers.
+        kept = list(least[1])
+        fewer, _ = _unprotected(prog, [*existing, *kept], al)
+        placed = _place(s, s.live | fewer, bound, quick, [*existing, *kept], False)
+        alt = _synchronised(s, placed, allowed, kept)
+        if (alt.arena, *_cost(req, alt)) < (chosen.arena, *_cost(req, chosen)):
+            chosen = alt
+    return chosen, peak
 
 
 Bound = tuple[int, int, list[int]]  # bytes, the point where they are held, the buffers there
@@ -397,55 +421,25 @@ def _capped_peak(
     return best
 
 
-def _result(
-    req: PlanRequest,
-    prog: Program,
-    sizes: list[int],
-    footprints: list[Footprint],
-    chosen: _Placed,
-    bound: Bound,
-    notes: list[Diagnostic],
-) -> Outcome:
-    return _assemble(req, sizes, footprints, chosen, bound, notes, prog)
-
-
 def _cost(req: PlanRequest, p: _Placed) -> tuple[int, int]:
     return sum(req.executions_at(x) for x in p.inserted), len(p.inserted)
 
 
 def _finish(
-    req: PlanRequest,
-    prog: Program,
-    sizes: list[int],
-    edges: set[tuple[int, int]],
-    bound: int,
-    heuristics: list[str] | None,
-    existing: list[int],
-    allowed: list[int],
-    kept: list[int],
-    al: PieceAliases,
-    *,
-    exact: bool = True,
+    s: _Setup, edges: set[tuple[int, int]], bound: int, allowed: list[int], kept: list[int]
 ) -> _Placed:
     """Place on ``edges``, then choose the new barriers (``kept``, and more from
     ``allowed``) and the ones the placement relies on. ``bound``: an arena nothing below is
-    needed (greedy stops there); ``exact``: CP-SAT may close the gap to it."""
-    reach = (al, sorted({*existing, *allowed, *kept}))
-    placed = _place(req, prog, sizes, edges, bound, heuristics, reach, exact)
-    return _synchronised(prog, sizes, placed, existing, allowed, kept, al)
+    needed (greedy stops there; CP-SAT, where it may run, closes the gap to it)."""
+    reach = sorted({*s.existing, *allowed, *kept})
+    placed = _place(s, edges, bound, s.heuristics, reach, s.exact)
+    return _synchronised(s, placed, allowed, kept)
 
 
-def _synchronised(
-    prog: Program,
-    sizes: list[int],
-    placed: _Placed,
-    existing: list[int],
-    allowed: list[int],
-    kept: list[int],
-    al: PieceAliases,
-) -> _Placed:
+def _synchronised(s: _Setup, placed: _Placed, allowed: list[int], kept: list[int]) -> _Placed:
     """The placement with its new barriers (``kept``, and more from ``allowed``), the
     barriers it relies on and the reuses rule (b) lets go without one."""
+    prog, sizes, existing, al = s.prog, s.sizes, s.existing, s.al
     shared = _needs_barrier(prog, al, placed.offsets, sizes)
     # The cheapest points for this placement, ``kept`` or not; past the cap on new points,
     # ``kept`` and the fewest more.
@@ -504,22 +498,19 @@ def _graph(
 
 
 def _place(
-    req: PlanRequest,
-    prog: Program,
-    sizes: list[int],
+    s: _Setup,
     edges: set[tuple[int, int]],
     bound: int,
     heuristics: list[str] | None,
-    reach: tuple[PieceAliases, list[int]],
-    exact: bool = True,
+    points: list[int],
+    exact: bool,
 ) -> _Placed:
-    """Place on ``edges``. Pairs left free only since rule (b) holds at one offset
-    (``reach``: the aliases and the barrier points that may run) are checked at the
-    placement: where their reuse shares bytes at another shift, breaks the rule and no
-    barrier at those points can protect it, they become conflicts and the buffers are placed
-    again."""
-    al, points = reach
-    placed = _place_once(req, prog, sizes, edges, bound, heuristics, exact)
+    """Place on ``edges``. Pairs left free only since rule (b) holds at one offset are
+    checked at the placement (``points``: the barrier points that may run): where their
+    reuse shares bytes at another shift, breaks the rule and no barrier at those points can
+    protect it, they become conflicts and the buffers are placed again."""
+    prog, sizes, al = s.prog, s.sizes, s.al
+    placed = _place_once(s, edges, bound, heuristics, exact)
     if not al.active:
         return placed
     h = prog.hazards
@@ -532,21 +523,19 @@ def _place(
         # Once with the pairs that broke the rule apart; then every pair left free by the
         # rule, which needs no check. The fits only: CP-SAT had its share.
         edges = edges | (_pairs_of(prog, open_) if last else bad)
-        placed = _place_once(req, prog, sizes, edges, bound, heuristics, exact=False)
+        placed = _place_once(s, edges, bound, heuristics, False)
     return placed
 
 
 def _place_once(
-    req: PlanRequest,
-    prog: Program,
-    sizes: list[int],
+    s: _Setup,
     edges: set[tuple[int, int]],
     bound: int,
     heuristics: list[str] | None,
-    exact: bool = True,
+    exact: bool,
 ) -> _Placed:
-    g = _graph(req, prog, sizes, edges)
-    return _Placed(place_on_pairs(req, g, bound, heuristics, exact), [], [], g.pairs)
+    g = _graph(s.req, s.prog, s.sizes, edges)
+    return _Placed(place_on_pairs(s.req, g, bound, heuristics, exact), [], [], g.pairs)
 
 
 def place_on_pairs(
