@@ -48,8 +48,8 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from planner.core.budget import FIXED_SECONDS_PER_BUFFER
 from planner.generate import random_request
-from planner.pipeline.budget import FIXED_SECONDS_PER_BUFFER
 
 HOST = "127.0.0.1"  # loopback only
 MAX_REQUESTS = 200_000

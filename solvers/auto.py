@@ -31,6 +31,19 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core._jit import announce, compiled
+from planner.core.budget import (
+    EXACT_SETUP_RATE,
+    EXACT_SETUP_SHARE,
+    GREEDY_SHARE,
+    LOAD_SECONDS,
+    SMALL_ABOVE_SEARCH,
+    SMALL_AT_BOUND,
+    SMALL_CPSAT,
+    SMALL_FIRST_SEARCH,
+    SMALL_WINDOWS,
+    TINY_CPSAT,
+    TINY_FIRST_SEARCH,
+)
 from planner.core.clock import deadline, expired, paused
 from planner.core.graph import InterferenceGraph, build_graph
 from planner.core.install import install_hint
@@ -62,21 +75,10 @@ Listener = Callable[[int, int], None]  # (arena bytes of the whole plan, bound b
 _LISTENER: ContextVar[Listener | None] = ContextVar("planner_progress", default=None)
 
 IIS_MAX_BUFFERS = 64  # the deletion filter for a certificate runs up to this many buffers
-LOAD_SECONDS = 60.0  # the once-per-process warm-up's own deadline
 SMALL_PART = 64  # buffers (kernel-sized): up to this many, CP-SAT runs between searches
 TINY_PART = 16  # buffers: below this many, one CP-SAT run between two searches
-TINY_FIRST_SEARCH = 0.02  # of a tiny part's time: the first, short search
-TINY_CPSAT = 0.78  # of a tiny part's time: CP-SAT, then the search again with the rest
-SMALL_FIRST_SEARCH = 0.03  # of a small part's time: the first search, at the bound only
-SMALL_WINDOWS = 0.01  # of a small part's time: the window bound (``solvers.windows``)
-SMALL_AT_BOUND = 0.05  # of a small part's time, per run: CP-SAT asked for a plan at the bound
 SMALL_AT_BOUND_TRIES = 3  # runs at the bound while each proves it too low (and raises it)
-SMALL_ABOVE_SEARCH = 0.01  # of a small part's time: the search above the bound
-SMALL_CPSAT = 0.72  # of a small part's time: CP-SAT minimizing, then the search with the rest
-GREEDY_SHARE = 0.5  # of the time limit: the greedy heuristics chosen by estimated cost
 EXACT_MAX_EDGES = 1 << 23  # conflicts: past this the exact methods' instances do not run
-EXACT_SETUP_RATE = 2.5e6  # buffers + conflicts per second building the exact instances
-EXACT_SETUP_SHARE = 0.25  # of the time limit: at most this estimated to build them
 
 # (size, start, end, alignment) of ten buffers greedy cannot place at the bound, so the
 # skyline heuristics, the clique bound, the search and CP-SAT all run: the instance the

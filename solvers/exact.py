@@ -11,12 +11,12 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from planner.core.budget import SMALL_GAP_SECONDS
 from planner.core.clock import note_cut
 from planner.core.graph import InterferenceGraph
 
 __all__ = [
     "DEFAULT_GAP_PARTS",
-    "SMALL_GAP_SECONDS",
     "ExactMethod",
     "ExactResult",
     "GapTolerance",
@@ -38,7 +38,6 @@ Progress = Callable[[int | None, int], None]
 # for the default rule (``allowed_gap``).
 GapTolerance = int | float | None
 DEFAULT_GAP_PARTS = 1_000_000  # the default tolerates a gap below this part of the bound
-SMALL_GAP_SECONDS = 0.25  # of exact methods at most, by default, on a gap below the alignment
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,15 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from planner.core.budget import (
+    DENSE_REST_SHARE,
+    GAP_FILL_RATE,
+    GREEDY_MIN_SECONDS,
+    LIST_RATE,
+    SKYLINE_RATE,
+    SWEEP_RATE,
+    TREE_FIRST_FIT_RATE,
+)
 from planner.core.clock import expired
 from planner.core.errors import RequestError
 from planner.core.graph import InterferenceGraph
@@ -221,19 +230,7 @@ LARGE_PORTFOLIO = (
 SKYLINE_RUNS = 256  # random/skyline: seeded runs, cycling rules and noise levels
 SKYLINE_NOISE = (0.05, 0.1, 0.2, 0.4)  # relative spread of the random weights
 SKYLINE_SEED = 20231
-# The cost model ``affordable`` chooses heuristics by, calibrated on one core of a shared
-# 2-core machine (random requests of 2 000 to 100 000 buffers), rounded down.
-GAP_FILL_RATE = 2e7  # buffers + 2 x conflicts visited per second by a gap-filling fit
-LIST_RATE = 5e7  # buffers + conflicts per second building the neighbour lists
-SKYLINE_RATE = 1.5e8  # buffer x time-slot steps per second of one skyline run
-SWEEP_RATE = 5e6  # buffers per second through the sweep (first fit, no lists)
-TREE_FIRST_FIT_RATE = 8e7  # buffers + 2 x conflicts per second: first fit on the tree
 DENSE_DEGREE = 1024  # mean conflicts a buffer from which first fit runs on the tree
-GREEDY_MIN_SECONDS = 0.05  # below this the whole small portfolio still runs
-# Of the portfolio's budget on ``dense`` graphs: what the first fits leave of it goes to the
-# dearer heuristics (best fit). OmniMalloc's ``omni`` is first fits alone; best fits join as
-# the time limit grows.
-DENSE_REST_SHARE = 0.2
 NEIGHBOUR_EDGES_MAX = 1 << 25  # conflicts: neighbour lists at 8 bytes each, 256 MiB
 TREE_MIN_EDGES = NEIGHBOUR_EDGES_MAX  # past this, gap filling runs on the segment tree
 # Past TREE_MIN_EDGES conflicts (model-like requests: long-lived weights and nested saved

@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core._jit import NATIVE_PAUSE
+from planner.core.budget import MIN_NODES, NODE_WORK_PER_SECOND
 from planner.core.clock import note_cut, wall_limit
 from planner.core.cores import usable_cores
 from planner.core.graph import InterferenceGraph
@@ -50,8 +51,6 @@ __all__ = [
 
 I64 = npt.NDArray[np.int64]
 
-NODE_WORK_PER_SECOND = 4.0e7  # kernel steps a second of time limit buys (a node: n + sections)
-MIN_NODES = 1_000  # nodes even the smallest time limit gets
 # Branching priorities of the canonical kernel (``_rank_keys``), each on an equal share of nodes:
 ORDERS = ("WAT", "TAW", "TWA", "EL", "BL", "TLS", "SCT", "ATC")
 MINIMALLOC_ORDERS = ("WAT", "TAW", "TWA")  # MiniMalloc's defaults: ties go to request order

@@ -26,8 +26,8 @@ from planner.core.barriers import hits
 from planner.core.graph import InterferenceGraph, sync_barriers
 from planner.core.install import available
 from planner.pipeline.attempt import Attempt, with_barriers
-from planner.pipeline.budget import Kind
 from planner.pipeline.context import Context
+from planner.pipeline.schedule import Kind
 from planner.solvers.auto import Solution
 
 if TYPE_CHECKING:

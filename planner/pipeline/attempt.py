@@ -6,9 +6,10 @@ from dataclasses import dataclass, replace
 
 from planner.core.aliasing import alias_chains, merge_chains, sharing_pairs
 from planner.core.barriers import BarrierChoice, choose_barriers, hits, reuses
-from planner.pipeline.budget import Kind
+from planner.core.budget import GREEDY_SHARE
 from planner.pipeline.context import Context
-from planner.solvers.auto import GREEDY_SHARE, Solution, solve
+from planner.pipeline.schedule import Kind
+from planner.solvers.auto import Solution, solve
 
 __all__ = ["Attempt", "attempt", "with_barriers"]
 

@@ -9,8 +9,8 @@ from planner.core.access import budget_diagnostics
 from planner.core.models import Diagnostic, Status
 from planner.core.patterns import block_slice
 from planner.pipeline.attempt import Attempt
-from planner.pipeline.budget import Kind
 from planner.pipeline.context import Context
+from planner.pipeline.schedule import Kind
 
 __all__ = ["MAX_DIAGNOSTICS", "diagnostics"]
 

@@ -33,6 +33,7 @@ import os
 from typing import Any
 
 from planner.core._jit import interpreted
+from planner.core.budget import FIXED_SECONDS_PER_BUFFER
 from planner.core.clock import deadline, now, watching
 from planner.core.csvio import load_request, with_overrides
 from planner.core.errors import InternalError, RequestError
@@ -46,7 +47,6 @@ from planner.core.models import (
     ValidationReport,
 )
 from planner.pipeline.assembly import assemble
-from planner.pipeline.budget import FIXED_SECONDS_PER_BUFFER
 from planner.pipeline.checks import checked
 from planner.pipeline.outcome import Outcome, Routed
 from planner.pipeline.straight import route_straight

@@ -14,15 +14,15 @@ from planner.core.clock import expired
 from planner.core.graph import sync_barriers
 from planner.pipeline.aliased import alias_model_applies, exact_aliases
 from planner.pipeline.attempt import Attempt, attempt, with_barriers
-from planner.pipeline.budget import Kind, Route, schedule, share
 from planner.pipeline.choice import choose
 from planner.pipeline.context import Context
 from planner.pipeline.few_barriers import few_barrier_points
+from planner.pipeline.schedule import Eligible, Kind, schedule, share
 from planner.solvers import registry
 from planner.solvers.auto import Solution
 from planner.solvers.exact import granularity, round_up
 
-__all__ = ["attempts", "route"]
+__all__ = ["attempts", "eligible"]
 
 CAPPED_POOL_MAX = 32  # new barriers the fewer-barrier search picks from
 BARRIER_MODEL_MAX_BUFFERS = 64  # the exact barrier model has a disjunction per pair
@@ -30,10 +30,10 @@ FEW_BARRIERS_MAX_BUFFERS = 128  # greedy barrier points: candidates x buffers wo
 PARETO_STEPS = 8  # intermediate plans per method on the Pareto front
 
 
-def route(ctx: Context, floor: int | None) -> Route:
+def eligible(ctx: Context, floor: int | None) -> Eligible:
     """Which attempts may run on this request (``floor``: its ``_few_barriers_floor``)."""
     opts = ctx.req.options
-    return Route(
+    return Eligible(
         inserts=opts.sync == "insert" and opts.max_new_barriers != 0,
         aliases=ctx.owners is not None,
         few_barriers_first=floor is not None,
@@ -49,7 +49,7 @@ def attempts(ctx: Context) -> list[Attempt]:
     req = ctx.req
     limit = req.options.time_limit
     floor = _few_barriers_floor(ctx)
-    shares = schedule(route(ctx, floor))
+    shares = schedule(eligible(ctx, floor))
     policy = sync_barriers(req)
     if Kind.EXISTING not in shares:  # no barrier may be inserted: the policy's plans only
         found = [attempt(ctx, policy, share(shares, Kind.POLICY, limit), Kind.POLICY)]

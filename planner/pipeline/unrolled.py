@@ -35,6 +35,7 @@ from planner.core.asyncs import (
     lowered,
     mbarrier_conflicts,
 )
+from planner.core.budget import PAIRS_EXACT_SHARE, SECONDS_PER_HAZARD
 from planner.core.errors import RequestError
 from planner.core.models import (
     Barriers,
@@ -60,11 +61,7 @@ from planner.solvers.registry import SolverChoice
 __all__ = ["barrier_events", "own_reuse_barriers", "place_on_pairs", "plan_unrolled"]
 
 I64 = npt.NDArray[np.int64]
-EXACT_SHARE = 0.5  # of the time limit: CP-SAT on the pairs, when greedy leaves a gap
-# Seconds per hazard (ordered pair of pieces in sequence) of the work every plan needs,
-# measured on a busy 2-core machine (1020 pieces, 500 000 hazards: 2-3 s), rounded up.
-SECONDS_PER_HAZARD = 6e-6
-LEAN_HEURISTICS = ["size/best-fit", "length/best-fit"]  # the plan on fewer barriers, uncapped
+FEWER_BARRIER_FITS = ["size/best-fit", "length/best-fit"]  # the plan on fewer barriers, uncapped
 
 
 @dataclass(frozen=True)
@@ -373,7 +370,7 @@ def _under_insert(s: _Setup, peak: Bound) -> tuple[_Placed, Bound]:
     # when it is: usually it needs more bytes (quickly seen with two fits).
     fewer, _ = _unprotected(prog, [*existing, *mandatory], al)
     capped = cap is not None and len(full.inserted) > cap
-    quick = s.heuristics if s.heuristics is not None or capped else LEAN_HEURISTICS
+    quick = s.heuristics if s.heuristics is not None or capped else FEWER_BARRIER_FITS
     reach = [*existing, *mandatory]
     placed = _place(s, s.live | fewer, full.arena, quick, reach, False)
     if capped or placed.arena <= full.arena:
@@ -547,7 +544,7 @@ def place_on_pairs(
 ) -> Solution:
     """The placement of ``g`` and what is proved of it: the fits, then CP-SAT on the pairs
     (``exact``, an exact solver or ``auto``) when the fits leave a gap to ``bound`` over the
-    tolerance, within ``EXACT_SHARE`` of the time limit. Its bound is ``bound``, or its arena
+    tolerance, within ``PAIRS_EXACT_SHARE`` of the time limit. Its bound is ``bound``, or its arena
     where CP-SAT proves it optimal."""
     found = greedy_fits(g, heuristics, bound)
     offsets, arena, name, tried, optimal = (
@@ -562,7 +559,7 @@ def place_on_pairs(
         arena - bound,
         bound,
         req.max_alignment,
-        EXACT_SHARE * req.options.time_limit,
+        PAIRS_EXACT_SHARE * req.options.time_limit,
     )
     tolerated = arena - bound <= slack
     if not optimal and not tolerated and exact and 0 < g.n <= EXACT_MAX_BUFFERS:

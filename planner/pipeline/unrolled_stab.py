@@ -17,8 +17,8 @@ proves it or improves on it:
 - else a branch and bound over the points: take the open hazard with the fewest candidates,
   try each (cheapest first; once tried, left out of the later branches), prune on the
   bound of what stays open. Exhaustive, hence exact, unless it judges more than
-  ``SEARCH_NODES`` sets of points or passes its work budget, ``SEARCH_WORK_PER_SECOND``
-  times ``SEARCH_SHARE`` of the time limit (work: the hazards and windows judged, per set
+  ``SEARCH_NODES`` sets of points or passes its work budget, ``STAB_WORK_PER_SECOND``
+  times ``STAB_SEARCH_SHARE`` of the time limit (work: the hazards and windows judged, per set
   the open ones, per new point or set of points inside arms the program's): then the best
   set found is kept, unproved. Both budgets are counts, never the clock, so the same
   request gets the same barriers.
@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from planner.core.budget import STAB_SEARCH_SHARE, STAB_WORK_PER_SECOND
 from planner.pipeline.program import BarrierCopy, Program
 
 __all__ = ["SEARCH_NODES", "Choice", "choose", "greedy"]
@@ -39,10 +40,6 @@ __all__ = ["SEARCH_NODES", "Choice", "choose", "greedy"]
 Mask = npt.NDArray[np.bool_]
 Cost = tuple[int, int]  # executions, points
 SEARCH_NODES = 500
-# Hazards and windows judged per second on a busy 2-core machine (measured: about 8 million
-# on programs of 250 buffers), rounded down; the search takes a share of the time limit.
-SEARCH_WORK_PER_SECOND = 5_000_000
-SEARCH_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -123,7 +120,7 @@ def choose(prog: Program, need: Mask, allowed: list[int], base: list[int]) -> Ch
     target = need & ~prog.protected(base) & prog.protected(sorted({*base, *allowed}))
     if not target.any():
         return Choice(found, True, (0, 0))
-    budget = int(SEARCH_WORK_PER_SECOND * SEARCH_SHARE * prog.req.options.time_limit)
+    budget = int(STAB_WORK_PER_SECOND * STAB_SEARCH_SHARE * prog.req.options.time_limit)
     return _Search(prog, target, allowed, base, budget).run(found)
 
 

@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from planner.pipeline.budget import FIXED_SECONDS_PER_BUFFER
+from planner.core.budget import FIXED_SECONDS_PER_BUFFER
 from tests.support.paths import ROOT
 
 SCRIPT = ROOT / "scripts" / "load.py"

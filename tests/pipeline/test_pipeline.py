@@ -329,8 +329,8 @@ def test_first_plan_in_a_process_is_the_plan_of_later_calls() -> None:
 
 
 def test_a_time_limit_below_the_fixed_work_is_refused_at_once() -> None:
+    from planner.core.budget import FIXED_SECONDS_PER_BUFFER
     from planner.generate import random_request
-    from planner.pipeline.budget import FIXED_SECONDS_PER_BUFFER
 
     n = 2000
     data = random_request(n).model_dump()

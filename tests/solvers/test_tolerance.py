@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 
 import planner
+from planner.core.budget import SMALL_GAP_SECONDS
 from planner.core.errors import RequestError
 from planner.core.io import request_sha256
 from planner.core.models import PlanRequest
-from planner.solvers.exact import SMALL_GAP_SECONDS, allowed_gap, exact_budget
+from planner.solvers.exact import allowed_gap, exact_budget
 
 pytest.importorskip("ortools")
 

@@ -1,11 +1,11 @@
-"""How one request's time limit is shared: the fixed work, and each attempt's share.
+"""Which attempts of the straight-line route run on a request, and each one's share of the
+time limit (the shares themselves are in ``planner.core.budget``).
 
-An attempt is one placement the pipeline may compute (``Kind``). Which attempts may run is
-decided from the request alone (``Route``); ``schedule`` gives each of them its share of the
-time limit, and an attempt not in the schedule never runs (``share`` refuses it). The shares
-of every route sum to at most 1 (tests/pipeline/test_budget.py enumerates them), so the attempts of
-one request never ask for more than its limit. See ``planner.pipeline.facade`` for why shares
-of the limit, and not the clock, decide what runs.
+An attempt is one placement the route may compute (``Kind``). Which attempts may run is
+decided from the request alone (``Eligible``); ``schedule`` gives each of them its share of
+the time limit, and an attempt not in the schedule never runs (``share`` refuses it). The
+shares of every schedule sum to at most 1 (tests/pipeline/test_schedule.py enumerates them),
+so the attempts of one request never ask for more than its limit.
 """
 
 from __future__ import annotations
@@ -14,11 +14,9 @@ from dataclasses import dataclass
 from enum import Enum
 from fractions import Fraction
 
-__all__ = ["FIXED_SECONDS_PER_BUFFER", "Kind", "Route", "schedule", "share"]
+from planner.core import budget
 
-# Seconds per buffer of the work every plan needs (graph, one greedy heuristic, barriers,
-# assembly, static check), measured on one core of a busy shared 2-core machine at 30 000 buffers.
-FIXED_SECONDS_PER_BUFFER = 1e-4
+__all__ = ["Eligible", "Kind", "schedule", "share"]
 
 
 class Kind(Enum):
@@ -40,8 +38,8 @@ class Kind(Enum):
 
 
 @dataclass(frozen=True)
-class Route:
-    """What the request asks for, as far as the attempts are concerned."""
+class Eligible:
+    """Which attempts the request allows, as far as its options and shape decide."""
 
     inserts: bool  # sync "insert" with room for a new barrier (max_new_barriers != 0)
     aliases: bool  # some buffers may alias (thread-access patterns)
@@ -52,30 +50,18 @@ class Route:
     alias_model: bool = False  # the exact alias model applies (aliases or a cap, few buffers)
 
 
-# Shares of the time limit. Planning on the policy's barriers alone takes all of it;
-# with aliases it splits with the merged attempt.
-_ALONE = {Kind.POLICY: Fraction(1)}
-_ALONE_ALIASES = {Kind.POLICY: Fraction(1, 2), Kind.ALIASES: Fraction(1, 2)}
-_ALONE_ALIAS_MODEL = {
-    Kind.POLICY: Fraction(3, 8),
-    Kind.ALIASES: Fraction(3, 8),
-    Kind.ALIAS_MODEL: Fraction(1, 4),
-}
-_INSERT = {
-    Kind.FEW_BARRIERS_FIRST: Fraction(1, 16),
-    Kind.POLICY: Fraction(3, 8),
-    Kind.ALIASES: Fraction(1, 16),
-    Kind.EXISTING: Fraction(1, 8),
-    Kind.EXISTING_ALIASES: Fraction(1, 16),
-    Kind.FEW_BARRIERS: Fraction(1, 16),
-    Kind.CAPPED_BARRIERS: Fraction(1, 8),  # split between the k asked for
-    Kind.EXACT: Fraction(3, 16),  # split between the caps asked for
-    Kind.ALIAS_MODEL: Fraction(1, 16),  # only with aliases or a cap: FEW_BARRIERS_FIRST's share
-}
+def _shares(table: dict[str, Fraction]) -> dict[Kind, Fraction]:
+    return {Kind(name): f for name, f in table.items()}
 
 
-def schedule(route: Route) -> dict[Kind, Fraction]:
-    """The attempts that may run on this route, each with its share of the time limit."""
+_ALONE = _shares(budget.ALONE)
+_ALONE_ALIASES = _shares(budget.ALONE_ALIASES)
+_ALONE_ALIAS_MODEL = _shares(budget.ALONE_ALIAS_MODEL)
+_INSERT = _shares(budget.INSERT)
+
+
+def schedule(route: Eligible) -> dict[Kind, Fraction]:
+    """The attempts that may run, each with its share of the time limit."""
     if not route.inserts:
         if route.aliases:
             return dict(_ALONE_ALIAS_MODEL if route.alias_model else _ALONE_ALIASES)

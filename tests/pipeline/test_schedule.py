@@ -9,16 +9,16 @@ from fractions import Fraction
 import pytest
 
 import planner
-from planner.pipeline.budget import Kind, Route, schedule, share
+from planner.pipeline.schedule import Eligible, Kind, schedule, share
 from tests.support.corpus import corpus
 
 
-def _routes() -> list[Route]:
-    return [Route(*flags) for flags in itertools.product([False, True], repeat=7)]
+def _routes() -> list[Eligible]:
+    return [Eligible(*flags) for flags in itertools.product([False, True], repeat=7)]
 
 
 @pytest.mark.parametrize("route", _routes())
-def test_every_route_shares_at_most_the_limit(route: Route) -> None:
+def test_every_route_shares_at_most_the_limit(route: Eligible) -> None:
     shares = schedule(route)
     assert sum(shares.values(), Fraction(0)) <= 1
     assert Kind.POLICY in shares  # the policy's plan always runs
@@ -26,14 +26,14 @@ def test_every_route_shares_at_most_the_limit(route: Route) -> None:
 
 
 def test_routes_without_insertion_run_the_policy_alone_or_with_aliases() -> None:
-    alone = schedule(Route(False, False, True, True, True, True))
+    alone = schedule(Eligible(False, False, True, True, True, True))
     assert alone == {Kind.POLICY: Fraction(1)}
-    paired = schedule(Route(False, True, False, False, False, False))
+    paired = schedule(Eligible(False, True, False, False, False, False))
     assert set(paired) == {Kind.POLICY, Kind.ALIASES}
 
 
 def test_an_unscheduled_attempt_is_refused() -> None:
-    shares = schedule(Route(True, False, False, False, False, False))
+    shares = schedule(Eligible(True, False, False, False, False, False))
     assert share(shares, Kind.POLICY, 8.0) == 3.0
     with pytest.raises(AssertionError, match="exact"):
         share(shares, Kind.EXACT, 8.0)
