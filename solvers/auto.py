@@ -297,6 +297,15 @@ def _greedy_after(
     )
 
 
+@dataclass
+class _Improving:
+    """The plan as the exact methods improve it, part by part."""
+
+    offsets: I64
+    name: str
+    tried: list[tuple[str, int]]
+
+
 def _improve(
     g: InterferenceGraph,
     best: Solution,
@@ -309,110 +318,119 @@ def _improve(
 ) -> Solution:
     """``best`` improved by the exact methods, part by part, until the plan is within
     ``slack`` bytes of the target (the bound, or ``stop_at``) or the budgets run out."""
-    offsets = best.offsets.copy()
+    plan = _Improving(best.offsets.copy(), best.name, list(best.tried))
     bound = best.bound
     # With ``stop_at`` the methods aim at it as if it were the bound; what they prove then
     # holds for that target, not for the request, and no bound is taken from them.
     target = bound if stop_at is None else max(bound, stop_at)
-    name = best.name
-    tried = list(best.tried)
     roof = _roof(target, slack, capacity)
-    parts = [m for m in g.members() if arena_of(g.subgraph(m), offsets[m]) > roof]
+    parts = [m for m in g.members() if arena_of(g.subgraph(m), plan.offsets[m]) > roof]
     if not _exact_affordable(g, parts, time_limit):
         return best
     per_part = time_limit / max(1, len(parts))  # seconds
-    for members in sorted(parts, key=lambda m: -arena_of(g.subgraph(m), offsets[m])):
+    for members in sorted(parts, key=lambda m: -arena_of(g.subgraph(m), plan.offsets[m])):
         sub = g.subgraph(members)
-        sub_arena = arena_of(sub, offsets[members])
-        if sub_arena <= roof:
+        if arena_of(sub, plan.offsets[members]) <= roof:
             continue  # the arena is the largest component's: lower gains nothing
-        # Below the whole request's bound nothing is gained either, so that is the target.
-        sub_bound = max(round_up(sub.aligned_bound.bytes, granularity(sub)), target)
-        others = np.ones(g.n, dtype=bool)
-        others[members] = False
-        rest = int((offsets + g.size)[others].max(initial=0))  # arena of the other parts
-        step = granularity(sub)
-        steps = _schedule(methods, sub.n)
-        speculative: SpeculativeRun | None = None  # the next step's first run, started early
-        try:
-            for k, run in enumerate(steps):
-                method_name, method = run.name, run.method
-                if expired():  # building an instance past the deadline would overrun it
-                    break
-                share = per_part * run.fraction
-                progress = _progress_of_part(rest, sub_arena, bound)
-                for _ in range(run.tries):
-                    before = sub_bound
-                    arguments = _arguments(
-                        run,
-                        capacity,
-                        sub_bound,
-                        offsets[members],
-                        share,
-                        sub_arena,
-                        progress,
-                        slack,
-                    )
-                    next_run = None  # the next step's first run, to start beside this one
-                    if run.next_speculative and k + 1 < len(steps):
-                        after = steps[k + 1]
-                        share_after = per_part * after.fraction
-                        later_progress = _progress_of_part(rest, sub_arena, bound)
-                        next_run = (
-                            after.method,
-                            _arguments(
-                                after,
-                                capacity,
-                                sub_bound,
-                                offsets[members],
-                                share_after,
-                                sub_arena,
-                                later_progress,
-                                slack,
-                            ),
-                        )
-                    result, speculative = _call(method, sub, arguments, speculative, next_run)
-                    # Every arena is a multiple of the granularity: so is the least one.
-                    sub_bound = max(sub_bound, round_up(result.bound, step))
-                    if result.proved_optimal and result.arena_bytes is not None:
-                        sub_bound = max(sub_bound, result.arena_bytes)  # its optimum, proved
-                    if result.infeasible:
-                        return Solution(
-                            name=f"exact:{method_name}",
-                            offsets=offsets,
-                            arena_bytes=arena_of(g, offsets),
-                            bound=bound if stop_at is not None else max(bound, sub_bound),
-                            proved_optimal=False,
-                            tried=[*tried, (f"exact:{method_name}", arena_of(g, offsets))],
-                            infeasible=_irreducible(g, members, method, capacity, per_part / 2),
-                            notes=notes,
-                        )
-                    found, arena = result.offsets, result.arena_bytes
-                    if found is not None and arena is not None and arena < sub_arena:
-                        offsets[members] = found
-                        sub_arena = arena
-                        name = f"exact:{method_name}"
-                    tried.append((f"exact:{method_name}", arena_of(g, offsets)))
-                    if sub_arena <= _roof(sub_bound, slack, capacity) or sub_bound == before:
-                        break  # optimal (or within the tolerance), or the bound stands
-                if sub_arena <= _roof(sub_bound, slack, capacity):
-                    break
-        finally:
-            if speculative is not None:
-                speculative.cancel()
+        part = _Part(g, members, sub, capacity, per_part, target, bound, slack)
+        sub_bound, refuted = _improve_part(part, plan, methods)
+        if refuted is not None:
+            arena = arena_of(g, plan.offsets)
+            return Solution(
+                name=f"exact:{refuted.name}",
+                offsets=plan.offsets,
+                arena_bytes=arena,
+                bound=bound if stop_at is not None else max(bound, sub_bound),
+                proved_optimal=False,
+                tried=[*plan.tried, (f"exact:{refuted.name}", arena)],
+                infeasible=_irreducible(g, members, refuted.method, capacity, per_part / 2),
+                notes=notes,
+            )
         if stop_at is None:
             bound = max(bound, sub_bound)
-    arena = arena_of(g, offsets)
+    arena = arena_of(g, plan.offsets)
     _tell(arena, bound)
     return Solution(
-        name=name,
-        offsets=offsets,
+        name=plan.name,
+        offsets=plan.offsets,
         arena_bytes=arena,
         bound=bound,
         proved_optimal=arena <= bound,
-        tried=tried,
+        tried=plan.tried,
         notes=notes,
     )
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One connected part of the graph as the exact methods work on it."""
+
+    g: InterferenceGraph
+    members: I64
+    sub: InterferenceGraph  # the part's own graph
+    capacity: int | None
+    seconds: float  # the part's share of the exact methods' time
+    target: int  # the whole request's target: nothing below it is gained
+    bound: int  # the whole request's bound so far
+    slack: int  # bytes over the target the plan may stay
+
+
+def _improve_part(
+    part: _Part, plan: _Improving, methods: list[tuple[str, ExactMethod]]
+) -> tuple[int, _Step | None]:
+    """The part's offsets in ``plan`` improved by the methods' steps in turn; the part's
+    bound, and the step that proved nothing fits the capacity (None: none did)."""
+    g, members, sub, capacity, slack = part.g, part.members, part.sub, part.capacity, part.slack
+    sub_arena = arena_of(sub, plan.offsets[members])
+    # Below the whole request's bound nothing is gained either, so that is the target.
+    sub_bound = max(round_up(sub.aligned_bound.bytes, granularity(sub)), part.target)
+    others = np.ones(g.n, dtype=bool)
+    others[members] = False
+    rest = int((plan.offsets + g.size)[others].max(initial=0))  # arena of the other parts
+    step = granularity(sub)
+    steps = _schedule(methods, sub.n)
+    speculative: SpeculativeRun | None = None  # the next step's first run, started early
+
+    def arguments(run: _Step, bound: int) -> dict[str, Any]:
+        progress = _progress_of_part(rest, sub_arena, part.bound)
+        share = part.seconds * run.fraction
+        return _arguments(
+            run, capacity, bound, plan.offsets[members], share, sub_arena, progress, slack
+        )
+
+    try:
+        for k, run in enumerate(steps):
+            if expired():  # building an instance past the deadline would overrun it
+                break
+            method_name = f"exact:{run.name}"
+            for _ in range(run.tries):
+                before = sub_bound
+                next_run = None  # the next step's first run, to start beside this one
+                if run.next_speculative and k + 1 < len(steps):
+                    next_run = (steps[k + 1].method, arguments(steps[k + 1], sub_bound))
+                result, speculative = _call(
+                    run.method, sub, arguments(run, sub_bound), speculative, next_run
+                )
+                # Every arena is a multiple of the granularity: so is the least one.
+                sub_bound = max(sub_bound, round_up(result.bound, step))
+                if result.proved_optimal and result.arena_bytes is not None:
+                    sub_bound = max(sub_bound, result.arena_bytes)  # its optimum, proved
+                if result.infeasible:
+                    return sub_bound, run
+                found, arena = result.offsets, result.arena_bytes
+                if found is not None and arena is not None and arena < sub_arena:
+                    plan.offsets[members] = found
+                    sub_arena = arena
+                    plan.name = method_name
+                plan.tried.append((method_name, arena_of(g, plan.offsets)))
+                if sub_arena <= _roof(sub_bound, slack, capacity) or sub_bound == before:
+                    break  # optimal (or within the tolerance), or the bound stands
+            if sub_arena <= _roof(sub_bound, slack, capacity):
+                break
+    finally:
+        if speculative is not None:
+            speculative.cancel()
+    return sub_bound, None
 
 
 def _call(
