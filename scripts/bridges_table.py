@@ -10,8 +10,9 @@ verify, read back; for Triton, ``compile_and_check``: what the capture adds insi
 timed there, and then putting Triton's plan back on the structured form, reading, judging and
 planning), the median of three runs in a process that has loaded the planner and the
 compiler's bindings (that one-off load is timed apart and printed under the table); "compile
-s" the compiler's own time for the kernel: ``iree-compile`` to a ``.vmfb``, or a cold
-``triton.compile`` (an empty cache) without the capture; "emulator s" what the emulator's
+s" the compiler's own time for the kernel: ``iree-compile`` to a ``.vmfb``, or
+``triton.compile`` without the capture and not from its cache (the median of three, taking
+turns with the three compiles with the capture); "emulator s" what the emulator's
 check of the same plans adds (the bridges' default, optional), the median of three too. For
 Triton, "of which in the compile s" is the capture's share of "bridge s", and "from the
 compiled kernel s" what ``check_compiled`` takes instead (Triton's passes run again on the
@@ -119,20 +120,27 @@ def iree_rows(loads: list[str]) -> list[str]:
     return rows
 
 
-def _captures(build: Callable[[], object], runs: int) -> list[Any]:
-    """What ``runs`` compiles of one kernel captured, each compiled (not from the cache)."""
+def _compiles(build: Callable[[], Any], runs: int) -> tuple[Any, float, list[Any]]:
+    """``runs`` compiles of one kernel without the capture and ``runs`` with it, taking turns,
+    none from Triton's cache: the kernel, the median time of those without, and what those
+    with it captured."""
     from triton import knobs
 
     from planner.bridges.triton import capturing
 
-    out: list[Any] = []
+    times: list[float] = []
+    captured: list[Any] = []
+    kernel = None
     with knobs.compilation.scope():
         knobs.compilation.always_compile = True
         for _ in range(runs):
-            with capturing() as captured:
+            began = time.perf_counter()
+            kernel = build()
+            times.append(time.perf_counter() - began)
+            with capturing() as one:
                 build()
-            out += captured
-    return out
+            captured += one
+    return kernel, statistics.median(times), captured
 
 
 def _bridge_seconds(captured: list[Any], *, emulation: bool) -> tuple[float, float]:
@@ -148,17 +156,10 @@ def _bridge_seconds(captured: list[Any], *, emulation: bool) -> tuple[float, flo
     return statistics.median(totals), statistics.median(c.seconds for c in captured)
 
 
-def _triton_row(
-    label: str,
-    cap: int,
-    compile_s: float,
-    kernel: Any,
-    build: Callable[[], object],
-    loads: list[str],
-) -> str:
+def _triton_row(label: str, cap: int, build: Callable[[], Any], loads: list[str]) -> str:
     from planner.bridges.triton import check_captured, check_compiled
 
-    captured = _captures(build, _RUNS)
+    kernel, compile_s, captured = _compiles(build, _RUNS)
     if not loads:
         loads.append(
             f"Triton {_first_call(lambda: check_captured(captured[0], emulation=False)):.2f} s"
@@ -187,7 +188,7 @@ def _triton_row(
 
 
 def triton_rows(autotune: bool, loads: list[str]) -> list[str]:
-    """One row per Triton kernel and target, each compiled cold; the first call's load time
+    """One row per Triton kernel and target, each compiled afresh; the first call's load time
     goes to ``loads``."""
     from tests.support.triton_kernels import AUTOTUNE, CASES, compile_autotuned, compile_kernel
 
@@ -208,10 +209,7 @@ def triton_rows(autotune: bool, loads: list[str]) -> list[str]:
     for label, cap, build in jobs:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            began = time.perf_counter()
-            kernel = build()
-            compile_s = time.perf_counter() - began
-            rows.append(_triton_row(label, cap, compile_s, kernel, build, loads))
+            rows.append(_triton_row(label, cap, build, loads))
     return rows
 
 
