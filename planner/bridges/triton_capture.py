@@ -121,14 +121,16 @@ class _Adds:
 
 
 class _Ir:
-    """Triton's ``ir`` bindings with ``pass_manager`` recording."""
+    """Triton's ``ir`` bindings with ``pass_manager`` recording, in the thread that runs the
+    wrapped stage only (another thread's compile gets Triton's own pass managers)."""
 
     def __init__(self, real: Any, sink: Callable[[dict[str, str], float], None]) -> None:
         self._real = real
         self._sink = sink
+        self._thread = threading.get_ident()
 
     def __getattr__(self, name: str) -> Any:
-        if name == "pass_manager":
+        if name == "pass_manager" and threading.get_ident() == self._thread:
             return lambda context: _Recorded(self._real, context, self._sink)
         return getattr(self._real, name)
 
