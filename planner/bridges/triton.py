@@ -1,12 +1,16 @@
 """``planner triton``: Triton's own shared-memory plan, checked and compared (docs/bridges.md,
 Triton).
 
-From a kernel Triton compiled (``triton.compile(ASTSource(...), target=GPUTarget(...))``, no
-GPU needed) or its TTGIR and a target, the bridge runs Triton's own passes as its NVIDIA
-backend does before lowering (``allocate_shared_memory_nv``, then its barrier analysis,
-``membar``) but on the structured form (without ``scf_to_cf``), and checks that the offsets
-and the total it gets there are the ones Triton's real pipeline gets on its CFG form. It
-then reads the kernel (``planner.bridges.ttgir``) twice:
+Triton's plan comes one of two ways. From inside Triton's compile (``compile_and_check``, or
+``capturing()`` around ``triton.compile`` and then ``check_captured``): the module its NVIDIA
+backend has after its allocation and after its barrier passes, on the CFG form it runs them
+on, put back on the structured form (``planner.bridges.ttgir_cfg``); no pass runs twice. From
+a kernel Triton compiled or its TTGIR and a target (``check_compiled``, ``check_ttgir``): the
+bridge runs Triton's own passes again as the backend does before lowering
+(``allocate_shared_memory_nv``, then its barrier analysis, ``membar``) but on the structured
+form (without ``scf_to_cf``), and checks that the offsets and the total it gets there are the
+ones Triton's real pipeline gets on its CFG form. Either way it then reads the kernel
+(``planner.bridges.ttgir``) twice:
 
 - after ``membar``: Triton's plan (its ``allocation.offset``s, its barriers) against the
   request, judged by the static validator and the emulator;
@@ -29,7 +33,9 @@ from typing import Any
 
 from planner.bridges._plans import Verdict, foreign_plan, judge, need
 from planner.bridges._program import Unsupported
+from planner.bridges.triton_capture import Captured, capturing
 from planner.bridges.ttgir import TtgirRead, read_ttgir
+from planner.bridges.ttgir_cfg import Unaligned, restructure
 from planner.core.errors import RequestError
 from planner.core.models import Plan, PlanRequest
 from planner.core.targets import TARGETS
@@ -37,11 +43,15 @@ from planner.pipeline import plan as plan_request
 
 __all__ = [
     "Allocated",
+    "Captured",
     "TritonReport",
     "allocate",
     "allocated_ttgir",
+    "capturing",
+    "check_captured",
     "check_compiled",
     "check_ttgir",
+    "compile_and_check",
 ]
 
 _FEATURE = "planner triton"
@@ -249,11 +259,76 @@ def check_ttgir(
     ttgir: str, target: str, *, time_limit: float = 5.0, emulation: bool = True
 ) -> TritonReport:
     """Check the shared-memory plan Triton makes for a TTGIR module (as Triton prints it
-    before lowering to LLVM) on a CUDA target such as ``sm_80``."""
+    before lowering to LLVM) on a CUDA target such as ``sm_80``: Triton's allocation and
+    barrier passes run here on it."""
     began = time.perf_counter()
     capability = _capability(target)
+    report = _check(allocate(ttgir, capability), target, time_limit, emulation)
+    report.seconds = time.perf_counter() - began
+    return report
+
+
+def check_captured(
+    captured: Captured, *, time_limit: float = 5.0, emulation: bool = True
+) -> TritonReport:
+    """Check the shared-memory plan Triton made inside its own compile (``capturing()``):
+    its allocation and barriers, made on the CFG form, put back on the structured form it
+    lowered. Where they cannot be put back, Triton's passes run here on the structured form
+    as ``check_ttgir`` runs them, and the notes say why."""
+    began = time.perf_counter()
+    target = f"sm_{captured.capability}"
+    try:
+        after, before = restructure(captured.structured, captured.synchronized, captured.allocated)
+    except Unaligned as exc:
+        report = _check(
+            allocate(captured.structured, captured.capability), target, time_limit, emulation
+        )
+        report.notes.append(f"Triton's passes run again on the structured form: {exc}")
+    else:
+        passes = Allocated(before, after, _OFFSETS.findall(after))
+        report = _check(passes, target, time_limit, emulation)
+    report.seconds = captured.seconds + time.perf_counter() - began
+    return report
+
+
+def compile_and_check(
+    src: Any,
+    target: str = "sm_80",
+    options: dict[str, Any] | None = None,
+    *,
+    time_limit: float = 5.0,
+    emulation: bool = True,
+) -> tuple[Any, TritonReport]:
+    """``triton.compile(src, target=GPUTarget("cuda", <capability>, 32), options=options)``
+    and the check of the shared-memory plan it made, taken from inside that compile
+    (``check_captured``). A kernel Triton's cache already holds is not compiled again, so
+    its passes run here instead (``check_compiled``), and the notes say so."""
+    need("triton", _FEATURE)
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    capability = _capability(target)
+    with capturing() as captured:
+        compiled = triton.compile(src, target=GPUTarget("cuda", capability, 32), options=options)
+    if not captured:
+        report = check_compiled(compiled, time_limit=time_limit, emulation=emulation)
+        report.notes.append(
+            "Triton's cache held the compiled kernel (nothing to capture): its passes run here"
+        )
+        return compiled, report
+    report = check_captured(captured[-1], time_limit=time_limit, emulation=emulation)
+    if report.modeled and report.triton_bytes != compiled.metadata.shared:
+        report.notes.append(
+            f"the compiled kernel has {compiled.metadata.shared} bytes of shared memory, the "
+            f"captured module {report.triton_bytes}"
+        )
+    return compiled, report
+
+
+def _check(passes: Allocated, target: str, time_limit: float, emulation: bool) -> TritonReport:
+    """Triton's plan of the allocated module, judged, and ours of the same request."""
+    capability = _capability(target)
     profile = f"sm_{capability}" if f"sm_{capability}" in TARGETS else None
-    passes = allocate(ttgir, capability)
     name = re.search(r"tt\.func\s+(?:public\s+|private\s+)?@([\w$.]+)", passes.after)
     report = TritonReport(name=name.group(1) if name else "kernel", target=target, modeled=False)
     try:
@@ -268,7 +343,6 @@ def check_ttgir(
         before = read_ttgir(passes.before, exact=not after.exact_async)
     except Unsupported as exc:
         report.reason = str(exc)
-        report.seconds = time.perf_counter() - began
         return report
     report.modeled = True
     report.buffers = len(after.shape.buffers)
@@ -297,7 +371,10 @@ def check_ttgir(
             "iteration or outside their region; an mbarrier phase): "
             + ", ".join(f"{n} {agent}" for agent, n in sorted(after.approximated.items()))
         )
-    request = PlanRequest.model_validate(_request(after, profile, time_limit, sync="existing"))
+    asked = _request(after, profile, time_limit)
+    request = PlanRequest.model_validate(
+        {**asked, "options": {"sync": "existing", "time_limit": time_limit}}
+    )
     report.request = request
     triton_plan = foreign_plan(request, after.offsets, "triton")
     report.triton_plan = triton_plan
@@ -307,7 +384,7 @@ def check_ttgir(
             f"ttg.shared {after.shared_bytes}"
         )
     report.triton_verdict = judge(request, triton_plan, emulation=emulation)
-    ours = plan_request(_request(after, profile, time_limit, sync="insert"))
+    ours = plan_request(asked)
     report.plan = ours
     report.ours_bytes = ours.arena_bytes
     report.ours_inserted = len(ours.barriers.inserted)
@@ -317,17 +394,12 @@ def check_ttgir(
             "without Triton's barriers the asynchronous accesses are taken as the threads' "
             "until the wait that drains them"
         )
-    alone = plan_request(_request(before, profile, time_limit, sync="insert"))
+    alone = plan_request(_request(before, profile, time_limit))
     report.alone_bytes = alone.arena_bytes
     report.alone_barriers = before.barrier_ops + len(alone.barriers.inserted)
-    report.seconds = time.perf_counter() - began
     return report
 
 
-def _request(
-    read: TtgirRead, target: str | None, time_limit: float, *, sync: str
-) -> dict[str, Any]:
-    request = read.shape.request(target=target, time_limit=time_limit)
-    if sync == "existing":
-        request["options"] = {"sync": "existing", "time_limit": time_limit}
-    return request
+def _request(read: TtgirRead, target: str | None, time_limit: float) -> dict[str, Any]:
+    """The kernel's request as the reader states it (sync "insert")."""
+    return read.shape.request(target=target, time_limit=time_limit)

@@ -351,6 +351,7 @@ class _Reader:
         self.exact_tma = False  # a TMA load completed by its mbarrier_wait
         self.true: set[str] = set()  # values that are the constant true
         self.constants_all: dict[str, int] = {}  # every integer constant of the kernel
+        self.used: dict[int, list[str]] = {}  # id(op) -> the values it uses
 
     def declare(self, ops: list[_Op]) -> None:
         """Mbarrier arrays to split, then aliases through views and scf values, to a
@@ -428,8 +429,13 @@ class _Reader:
         return True
 
     def _uses(self, op: _Op) -> list[str]:
-        head = op.text.split("{", 1)[0] if op.name == "scf.for" else op.text
-        return [v for v in _VALUE.findall(head) if v not in op.results]
+        """The values the operation uses, in order (found once per operation; not to be
+        changed by the caller)."""
+        found = self.used.get(id(op))
+        if found is None:
+            head = op.text.split("{", 1)[0] if op.name == "scf.for" else op.text
+            found = self.used[id(op)] = [v for v in _VALUE.findall(head) if v not in op.results]
+        return found
 
     def _propagate(self, ops: list[_Op], parent: _Op | None) -> bool:
         changed = False

@@ -402,10 +402,15 @@ def compile_autotuned(config: tuple[int, int, int, int, int], capability: int) -
     return triton.compile(source, target=GPUTarget("cuda", capability, 32), options=options)
 
 
-def compile_kernel(name: str, capability: int) -> Any:
-    """``triton.compile`` of one kernel for ``sm_<capability>``."""
+def source_of(name: str) -> tuple[ASTSource, dict[str, Any]]:
+    """One kernel as ``triton.compile`` takes it: its source and its options."""
     fn, signature, constexprs, options = KERNELS[name]
     names = list(signature)
     attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in _DIVISIBLE.get(name, ())}
-    source = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
+    return ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs), options
+
+
+def compile_kernel(name: str, capability: int) -> Any:
+    """``triton.compile`` of one kernel for ``sm_<capability>``."""
+    source, options = source_of(name)
     return triton.compile(source, target=GPUTarget("cuda", capability, 32), options=options)
