@@ -32,6 +32,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -46,6 +47,9 @@ _GROUP = {("cp.async", "write"): "cp.async", ("tma", "read"): "bulk", ("mma", "r
 
 Source = tuple[tuple[int, int], ...]  # any one of (partition, point from which it is done)
 Target = tuple[int, int]  # (partition, point)
+# A sync event: (point, rank, partition, mbarrier, members; for an issue, (its buffer's end,))
+Event = tuple[int, int, int, str, tuple[int, ...]]
+EventGroup = tuple[int, int, list[Event]]  # (point, rank, the events there)
 
 
 @dataclass
@@ -62,13 +66,15 @@ class Order:
     issues: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict)
     _memo: dict[tuple[int, int], list[int]] = field(default_factory=dict)
     _releases: list[list[int]] | None = None  # per partition: its releasing sync points
-    _events: list[tuple[int, int, int, str, tuple[int, ...]]] | None = None
+    _events: list[Event] | None = None
+    _groups: list[EventGroup] | None = None
+    _group_keys: list[tuple[int, int]] | None = None
 
-    def _sweep(self) -> list[tuple[int, int, int, str, tuple[int, ...]]]:
+    def _sweep(self) -> list[Event]:
         """The sync events by (point, rank): (point, rank, partition, mbarrier, members; for
         an issue, (its buffer's end,))."""
         if self._events is None:
-            ev: list[tuple[int, int, int, str, tuple[int, ...]]] = []
+            ev: list[Event] = []
             everyone = tuple(range(self.n))
             ev += [(b, 2, -1, "", everyone) for b in self.blocks]
             ev += [(at, 2, -1, "", tuple(sorted(members))) for at, members in self.named]
@@ -80,6 +86,19 @@ class Order:
                 ev += [(at, 4, q, m, (end,)) for at, q, end in issued]
             self._events = sorted(ev)
         return self._events
+
+    def _grouped(self) -> tuple[list[tuple[int, int]], list[EventGroup]]:
+        """The sync events grouped by (point, rank), and the groups' keys (for bisection)."""
+        if self._groups is None or self._group_keys is None:
+            groups: list[EventGroup] = []
+            for e in self._sweep():
+                if groups and groups[-1][0] == e[0] and groups[-1][1] == e[1]:
+                    groups[-1][2].append(e)
+                else:
+                    groups.append((e[0], e[1], [e]))
+            self._groups = groups
+            self._group_keys = [(point, rank) for point, rank, _ in groups]
+        return self._group_keys, self._groups
 
     def _next_release(self, partition: int, avail: int) -> int:
         """The point of the partition's first block barrier, named barrier or arrive at or
@@ -116,17 +135,10 @@ class Order:
         # Every edge lands at a point no earlier than its cause: one sweep in point order
         # (waits, barriers, arrives, issues at each point) reaches the fixed point; barriers
         # at one point are taken again until they settle.
-        events = self._sweep()
+        keys, groups = self._grouped()
         armed: dict[str, int] = {}  # mbarrier -> earliest arrive that carries the work
         carried: dict[str, list[tuple[int, int]]] = {}  # mbarrier -> (issue, end) that carry
-        k = bisect.bisect_left(events, (avail, -1))
-        while k < len(events):
-            point, rank = events[k][0], events[k][1]
-            j = k
-            while j < len(events) and events[j][0] == point and events[j][1] == rank:
-                j += 1
-            group = events[k:j]
-            k = j
+        for point, rank, group in groups[bisect.bisect_left(keys, (avail, -1)) :]:
             if rank == 0:  # waits
                 for _, _, q, m, _ in group:
                     hit = armed.get(m, INF) < point or any(
@@ -319,8 +331,8 @@ def summary(order: Order, fences: dict[int, list[int]], ev: Events) -> Summary:
             ready, lo = [INF] * n, None
             break
         reaches = [order.reach(p, avail, (p, avail) in seen) for p, avail in src]
-        for q in range(n):
-            ready[q] = max(ready[q], min(r[q] for r in reaches))
+        # Per partition: the earliest of the sources, then the latest over the accesses.
+        ready = list(map(max, ready, reaches[0] if len(reaches) == 1 else map(min, *reaches)))
         if lo is not None:
             lo = max(lo, min(avail for _, avail in src))
     fenced: list[int] | None = None
@@ -338,8 +350,7 @@ def summary(order: Order, fences: dict[int, list[int]], ev: Events) -> Summary:
                 fenced, fence_lo = [INF] * n, None
                 break
             reaches = [order.reach(p, f) for p, f in firsts]
-            for q in range(n):
-                fenced[q] = max(fenced[q], min(r[q] for r in reaches))
+            fenced = list(map(max, fenced, reaches[0] if len(reaches) == 1 else map(min, *reaches)))
             if fence_lo is not None:
                 fence_lo = max(fence_lo, min(f for _, f in firsts))
     first = [INF] * n
@@ -375,9 +386,8 @@ def barrier_window(x: Summary, y: Summary, fence_new: bool = False) -> tuple[int
     return (lo, y.hi) if lo <= y.hi else None
 
 
-@dataclass(frozen=True)
-class PairOrder:
-    """How a pair of buffers (i < j) may share bytes."""
+class PairOrder(NamedTuple):
+    """How a pair of buffers (i < j) may share bytes (a tuple: one per pair, built cheaply)."""
 
     i: int
     j: int
