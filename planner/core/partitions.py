@@ -406,6 +406,10 @@ class PairOrder(NamedTuple):
     # request between them: a new one at any point in [lo, hi] orders them (with the
     # ``fences``), every partition of every CTA taking part; the pair needs nothing else.
     cluster: tuple[int, int] | None = None
+    # One of the pair cluster-scoped: [lo, hi], where a cluster barrier (the request's or a
+    # new one) runs after every access of the earlier is done and no later than the later's
+    # first access (None: no pair with a cluster-scoped buffer, or no such point)
+    span: tuple[int, int] | None = None
 
 
 def pair_orders(req: PlanRequest, allow_new: bool) -> list[PairOrder]:
@@ -464,7 +468,20 @@ def pair_orders(req: PlanRequest, allow_new: bool) -> list[PairOrder]:
                 continue
             named = _named_window(evs[x], evs[y], w, parts)
             out.append(PairOrder(i, j, False, None, (x, y, *w), added, named))
+    if any(scoped):
+        out = [_with_span(v, sums, ends, starts) if scoped[v.i] or scoped[v.j] else v for v in out]
     return out
+
+
+def _with_span(v: PairOrder, sums: list[Summary], ends: list[int], starts: list[int]) -> PairOrder:
+    """``v`` with the points where a cluster barrier serves it (docs/design.md, Clusters)."""
+    if v.overlap:
+        return v
+    x, y = (v.i, v.j) if ends[v.i] <= starts[v.j] else (v.j, v.i)
+    lo, hi = sums[x].lo, sums[y].hi
+    if lo is None or max(lo, 1) > hi:
+        return v
+    return v._replace(span=(max(lo, 1), hi))
 
 
 def _cluster_pair(

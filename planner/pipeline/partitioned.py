@@ -291,7 +291,7 @@ def _assemble(
         certify=certify,
         explain=lambda _status: notes,
         fences=[Fence(at=at, origin=origin, partition=names[q]) for q, at in added.fences],
-        cluster_barriers=_cluster_barriers(req, sync, added),
+        cluster_barriers=_cluster_barriers(req, sync, added, verdicts, shared),
         named_barriers=[
             NamedBarrier(
                 at=at,
@@ -305,9 +305,16 @@ def _assemble(
     )
 
 
-def _cluster_barriers(req: PlanRequest, sync: str, added: NewSyncs) -> ClusterBarriers | None:
+def _cluster_barriers(
+    req: PlanRequest,
+    sync: str,
+    added: NewSyncs,
+    verdicts: list[PairOrder],
+    shared: set[tuple[int, int]],
+) -> ClusterBarriers | None:
     """The request's cluster barriers and the new ones (apart from block barriers); for
-    requests with a cluster only. The plan relies on all of them."""
+    requests with a cluster only. ``required`` is the fewest the plan relies on: the new ones,
+    and the request's that the pairs on common bytes the new ones leave need."""
     if req.cluster is None:
         return None
     own = cluster_points(req)
@@ -316,9 +323,33 @@ def _cluster_barriers(req: PlanRequest, sync: str, added: NewSyncs) -> ClusterBa
     return ClusterBarriers(
         existing=own,
         inserted=inserted,
-        required=running,
+        required=sorted({*added.clusters, *_fewest(own, added.clusters, verdicts, shared)}),
         executions=len(running),
     )
+
+
+def _fewest(
+    own: list[int], new: list[int], verdicts: list[PairOrder], shared: set[tuple[int, int]]
+) -> list[int]:
+    """The fewest of the request's cluster barriers ``own`` (sorted) that serve every pair on
+    common bytes with a cluster-scoped buffer that no point of ``new`` serves (greedy by the
+    span's end, each at the latest of ``own`` in it: exact for interval stabbing)."""
+    spans = sorted(
+        (
+            v.span
+            for v in verdicts
+            if v.span is not None and (v.i, v.j) in shared and not _stabbed((0, 0, *v.span), new)
+        ),
+        key=lambda s: s[1],
+    )
+    chosen: list[int] = []
+    for lo, hi in spans:
+        if chosen and chosen[-1] >= lo:
+            continue  # the last chosen lies in [lo, hi]: the spans come by their end
+        k = bisect.bisect_right(own, hi)
+        if k and own[k - 1] >= lo:
+            chosen.append(own[k - 1])
+    return chosen
 
 
 def _how(v: PairOrder, added: NewSyncs, names: list[str], origin: str) -> str | None:
