@@ -428,46 +428,54 @@ def pair_orders(req: PlanRequest, allow_new: bool) -> list[PairOrder]:
     # One lifetime each (no ranges here): live together, or an mbarrier, keeps a pair apart.
     overlap = (start[:, None] < end[None, :]) & (start[None, :] < end[:, None])
     overlap |= mbar[:, None] | mbar[None, :]
-    ready, orders = (m.tolist() for m in _ordered_matrix(sums))
-    live = overlap.tolist()
+    ready_m, orders_m = _ordered_matrix(sums)
+    ready, orders = ready_m.tolist(), orders_m.tolist()
     ends = end.tolist()
     starts = start.tolist()
     parts = len(req.partitions)
     scoped = [b.scope == "cluster" for b in req.buffers] if req.cluster is not None else [False] * n
     own = cluster_points(req)
+
+    def other(i: int, j: int, x: int, y: int) -> PairOrder:
+        """The verdict of a pair neither live together nor plainly ordered."""
+        if scoped[i] or scoped[j]:
+            verdict = _cluster_pair(i, j, x, y, sums, evs, own, (orders, ready), allow_new)
+            if verdict is not None:
+                return verdict
+        if orders[x][y]:
+            return PairOrder(i, j, False, (x, y), None)
+        if not allow_new:
+            return PairOrder(i, j, False, None, None)
+        if ready[x][y]:
+            # Ordered but for the proxy fence: the missing fences alone order it.
+            missing = _missing_fences(order, fences, evs[x], sums[y])
+            return PairOrder(i, j, False, (x, y), None, missing)
+        w = barrier_window(sums[x], sums[y])
+        added: tuple[tuple[int, int], ...] = ()
+        if w is None:
+            w = barrier_window(sums[x], sums[y], fence_new=True)
+            added = _fence_points(evs[x]) if w is not None else ()
+        if w is None:
+            return PairOrder(i, j, False, None, None)
+        named = _named_window(evs[x], evs[y], w, parts)
+        return PairOrder(i, j, False, None, (x, y, *w), added, named)
+
+    # Every pair (i < j) in order, sorted out at once: 0 live together, 1 ordered by the
+    # request's syncs (no cluster-scoped buffer), 2 the rest (``other``).
+    iu, ju = np.triu_indices(n, 1)
+    first = end[iu] <= start[ju]
+    xs, ys = np.where(first, iu, ju), np.where(first, ju, iu)
+    sc = np.asarray(scoped, dtype=bool)
+    kind = np.where(overlap[iu, ju], 0, np.where(~(sc[iu] | sc[ju]) & orders_m[xs, ys], 1, 2))
     out: list[PairOrder] = []
-    for i in range(n):
-        for j in range(i + 1, n):
-            if live[i][j]:
-                out.append(PairOrder(i, j, True, None, None))
-                continue
-            x, y = (i, j) if ends[i] <= starts[j] else (j, i)
-            if scoped[i] or scoped[j]:
-                verdict = _cluster_pair(i, j, x, y, sums, evs, own, (orders, ready), allow_new)
-                if verdict is not None:
-                    out.append(verdict)
-                    continue
-            if orders[x][y]:
-                out.append(PairOrder(i, j, False, (x, y), None))
-                continue
-            if not allow_new:
-                out.append(PairOrder(i, j, False, None, None))
-                continue
-            if ready[x][y]:
-                # Ordered but for the proxy fence: the missing fences alone order it.
-                missing = _missing_fences(order, fences, evs[x], sums[y])
-                out.append(PairOrder(i, j, False, (x, y), None, missing))
-                continue
-            w = barrier_window(sums[x], sums[y])
-            added: tuple[tuple[int, int], ...] = ()
-            if w is None:
-                w = barrier_window(sums[x], sums[y], fence_new=True)
-                added = _fence_points(evs[x]) if w is not None else ()
-            if w is None:
-                out.append(PairOrder(i, j, False, None, None))
-                continue
-            named = _named_window(evs[x], evs[y], w, parts)
-            out.append(PairOrder(i, j, False, None, (x, y, *w), added, named))
+    pairs = zip(iu.tolist(), ju.tolist(), xs.tolist(), ys.tolist(), kind.tolist(), strict=True)
+    for i, j, x, y, k in pairs:
+        if k == 0:
+            out.append(PairOrder(i, j, True, None, None))
+        elif k == 1:
+            out.append(PairOrder(i, j, False, (x, y), None))
+        else:
+            out.append(other(i, j, x, y))
     if any(scoped):
         out = [_with_span(v, sums, ends, starts) if scoped[v.i] or scoped[v.j] else v for v in out]
     return out
