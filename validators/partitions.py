@@ -117,7 +117,8 @@ class _Graph:
         nodes = self.nodes
         best = [[_INF] * n for _ in nodes]
         suffix = [[_INF] * n for _ in range(n)]  # per partition: min over its releases so far
-        order = sorted(range(len(nodes)), key=lambda k: nodes[k].key, reverse=True)
+        keys = [node.key for node in nodes]
+        order = sorted(range(len(nodes)), key=keys.__getitem__, reverse=True)
         waits: dict[str | None, list[int]] = {}
         for k, node in enumerate(nodes):
             if node.kind == "wait":
@@ -126,7 +127,7 @@ class _Graph:
         i = 0
         while i < len(order):
             j = i
-            while j < len(order) and nodes[order[j]].key == nodes[order[i]].key:
+            while j < len(order) and keys[order[j]] == keys[order[i]]:
                 j += 1
             group = order[i:j]
             changed = True
