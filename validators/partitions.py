@@ -84,7 +84,7 @@ class _Graph:
             acc = [_INF] * self.n
             suffix: list[list[int]] = []
             for _, k in reversed(mine):
-                acc = [min(x, y) for x, y in zip(acc, self.best[k], strict=True)]
+                acc = list(map(min, acc, self.best[k]))
                 suffix.append(acc)
             keys.append([key for key, _ in mine])
             suffixes.append(suffix[::-1])
@@ -117,7 +117,8 @@ class _Graph:
         nodes = self.nodes
         best = [[_INF] * n for _ in nodes]
         suffix = [[_INF] * n for _ in range(n)]  # per partition: min over its releases so far
-        order = sorted(range(len(nodes)), key=lambda k: nodes[k].key, reverse=True)
+        keys = [node.key for node in nodes]
+        order = sorted(range(len(nodes)), key=keys.__getitem__, reverse=True)
         waits: dict[str | None, list[int]] = {}
         for k, node in enumerate(nodes):
             if node.kind == "wait":
@@ -126,7 +127,7 @@ class _Graph:
         i = 0
         while i < len(order):
             j = i
-            while j < len(order) and nodes[order[j]].key == nodes[order[i]].key:
+            while j < len(order) and keys[order[j]] == keys[order[i]]:
                 j += 1
             group = order[i:j]
             changed = True
@@ -139,9 +140,9 @@ class _Graph:
                         for q in node.members:
                             new[q] = min(new[q], node.point)
                         for q in node.members:
-                            new = [min(x, y) for x, y in zip(new, suffix[q], strict=True)]
+                            new = list(map(min, new, suffix[q]))
                     for w in succ[k]:
-                        new = [min(x, y) for x, y in zip(new, best[w], strict=True)]
+                        new = list(map(min, new, best[w]))
                     if new != best[k]:
                         best[k] = new
                         changed = True
@@ -149,7 +150,7 @@ class _Graph:
                     node = nodes[k]
                     if node.kind in ("barrier", "arrive", "issue"):
                         for q in node.members:
-                            merged = [min(x, y) for x, y in zip(suffix[q], best[k], strict=True)]
+                            merged = list(map(min, suffix[q], best[k]))
                             if merged != suffix[q]:
                                 suffix[q] = merged
                                 changed = True
@@ -340,10 +341,10 @@ class _Reuses:
             reached, fenced = self.reached(b)
             need, fence_need = [0] * self.n, [0] * self.n
             for vec in reached:
-                need = [max(x, y) for x, y in zip(need, vec, strict=True)]
+                need = list(map(max, need, vec))
             for fvec in fenced:
                 if fvec is not None:
-                    fence_need = [max(x, y) for x, y in zip(fence_need, fvec, strict=True)]
+                    fence_need = list(map(max, fence_need, fvec))
             got = self._latest[b.id] = (need, fence_need)
         return got
 
@@ -363,7 +364,7 @@ class _Reuses:
             look = graph.observed if agent == "tma" and op == "write" else graph.acquired
             vec = [_INF] * self.n
             for p, key in done:
-                vec = [min(x, y) for x, y in zip(vec, look(p, key), strict=True)]
+                vec = list(map(min, vec, look(p, key)))
             reached.append(vec)
             if op != "write" or agent in ("tma", "mma"):
                 fenced.append(None)
@@ -373,7 +374,7 @@ class _Reuses:
                 after = [f for f in fences.get(p, []) if (f, 1) > (point, rank)]
                 if after:
                     fence_reach = graph.acquired(p, (min(after), 1))
-                    fvec = [min(x, y) for x, y in zip(fvec, fence_reach, strict=True)]
+                    fvec = list(map(min, fvec, fence_reach))
             fenced.append(fvec)
         self._reached[b.id], self._fenced[b.id] = reached, fenced
         return reached, fenced

@@ -32,6 +32,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -46,6 +47,9 @@ _GROUP = {("cp.async", "write"): "cp.async", ("tma", "read"): "bulk", ("mma", "r
 
 Source = tuple[tuple[int, int], ...]  # any one of (partition, point from which it is done)
 Target = tuple[int, int]  # (partition, point)
+# A sync event: (point, rank, partition, mbarrier, members; for an issue, (its buffer's end,))
+Event = tuple[int, int, int, str, tuple[int, ...]]
+EventGroup = tuple[int, int, list[Event]]  # (point, rank, the events there)
 
 
 @dataclass
@@ -62,13 +66,15 @@ class Order:
     issues: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict)
     _memo: dict[tuple[int, int], list[int]] = field(default_factory=dict)
     _releases: list[list[int]] | None = None  # per partition: its releasing sync points
-    _events: list[tuple[int, int, int, str, tuple[int, ...]]] | None = None
+    _events: list[Event] | None = None
+    _groups: list[EventGroup] | None = None
+    _group_keys: list[tuple[int, int]] | None = None
 
-    def _sweep(self) -> list[tuple[int, int, int, str, tuple[int, ...]]]:
+    def _sweep(self) -> list[Event]:
         """The sync events by (point, rank): (point, rank, partition, mbarrier, members; for
         an issue, (its buffer's end,))."""
         if self._events is None:
-            ev: list[tuple[int, int, int, str, tuple[int, ...]]] = []
+            ev: list[Event] = []
             everyone = tuple(range(self.n))
             ev += [(b, 2, -1, "", everyone) for b in self.blocks]
             ev += [(at, 2, -1, "", tuple(sorted(members))) for at, members in self.named]
@@ -80,6 +86,19 @@ class Order:
                 ev += [(at, 4, q, m, (end,)) for at, q, end in issued]
             self._events = sorted(ev)
         return self._events
+
+    def _grouped(self) -> tuple[list[tuple[int, int]], list[EventGroup]]:
+        """The sync events grouped by (point, rank), and the groups' keys (for bisection)."""
+        if self._groups is None or self._group_keys is None:
+            groups: list[EventGroup] = []
+            for e in self._sweep():
+                if groups and groups[-1][0] == e[0] and groups[-1][1] == e[1]:
+                    groups[-1][2].append(e)
+                else:
+                    groups.append((e[0], e[1], [e]))
+            self._groups = groups
+            self._group_keys = [(point, rank) for point, rank, _ in groups]
+        return self._group_keys, self._groups
 
     def _next_release(self, partition: int, avail: int) -> int:
         """The point of the partition's first block barrier, named barrier or arrive at or
@@ -116,17 +135,10 @@ class Order:
         # Every edge lands at a point no earlier than its cause: one sweep in point order
         # (waits, barriers, arrives, issues at each point) reaches the fixed point; barriers
         # at one point are taken again until they settle.
-        events = self._sweep()
+        keys, groups = self._grouped()
         armed: dict[str, int] = {}  # mbarrier -> earliest arrive that carries the work
         carried: dict[str, list[tuple[int, int]]] = {}  # mbarrier -> (issue, end) that carry
-        k = bisect.bisect_left(events, (avail, -1))
-        while k < len(events):
-            point, rank = events[k][0], events[k][1]
-            j = k
-            while j < len(events) and events[j][0] == point and events[j][1] == rank:
-                j += 1
-            group = events[k:j]
-            k = j
+        for point, rank, group in groups[bisect.bisect_left(keys, (avail, -1)) :]:
             if rank == 0:  # waits
                 for _, _, q, m, _ in group:
                     hit = armed.get(m, INF) < point or any(
@@ -319,8 +331,8 @@ def summary(order: Order, fences: dict[int, list[int]], ev: Events) -> Summary:
             ready, lo = [INF] * n, None
             break
         reaches = [order.reach(p, avail, (p, avail) in seen) for p, avail in src]
-        for q in range(n):
-            ready[q] = max(ready[q], min(r[q] for r in reaches))
+        # Per partition: the earliest of the sources, then the latest over the accesses.
+        ready = list(map(max, ready, reaches[0] if len(reaches) == 1 else map(min, *reaches)))
         if lo is not None:
             lo = max(lo, min(avail for _, avail in src))
     fenced: list[int] | None = None
@@ -338,8 +350,7 @@ def summary(order: Order, fences: dict[int, list[int]], ev: Events) -> Summary:
                 fenced, fence_lo = [INF] * n, None
                 break
             reaches = [order.reach(p, f) for p, f in firsts]
-            for q in range(n):
-                fenced[q] = max(fenced[q], min(r[q] for r in reaches))
+            fenced = list(map(max, fenced, reaches[0] if len(reaches) == 1 else map(min, *reaches)))
             if fence_lo is not None:
                 fence_lo = max(fence_lo, min(f for _, f in firsts))
     first = [INF] * n
@@ -375,9 +386,8 @@ def barrier_window(x: Summary, y: Summary, fence_new: bool = False) -> tuple[int
     return (lo, y.hi) if lo <= y.hi else None
 
 
-@dataclass(frozen=True)
-class PairOrder:
-    """How a pair of buffers (i < j) may share bytes."""
+class PairOrder(NamedTuple):
+    """How a pair of buffers (i < j) may share bytes (a tuple: one per pair, built cheaply)."""
 
     i: int
     j: int
@@ -396,6 +406,10 @@ class PairOrder:
     # request between them: a new one at any point in [lo, hi] orders them (with the
     # ``fences``), every partition of every CTA taking part; the pair needs nothing else.
     cluster: tuple[int, int] | None = None
+    # One of the pair cluster-scoped: [lo, hi], where a cluster barrier (the request's or a
+    # new one) runs after every access of the earlier is done and no later than the later's
+    # first access (None: no pair with a cluster-scoped buffer, or no such point)
+    span: tuple[int, int] | None = None
 
 
 def pair_orders(req: PlanRequest, allow_new: bool) -> list[PairOrder]:
@@ -414,47 +428,68 @@ def pair_orders(req: PlanRequest, allow_new: bool) -> list[PairOrder]:
     # One lifetime each (no ranges here): live together, or an mbarrier, keeps a pair apart.
     overlap = (start[:, None] < end[None, :]) & (start[None, :] < end[:, None])
     overlap |= mbar[:, None] | mbar[None, :]
-    ready, orders = (m.tolist() for m in _ordered_matrix(sums))
-    live = overlap.tolist()
+    ready_m, orders_m = _ordered_matrix(sums)
+    ready, orders = ready_m.tolist(), orders_m.tolist()
     ends = end.tolist()
     starts = start.tolist()
     parts = len(req.partitions)
     scoped = [b.scope == "cluster" for b in req.buffers] if req.cluster is not None else [False] * n
     own = cluster_points(req)
+
+    def other(i: int, j: int, x: int, y: int) -> PairOrder:
+        """The verdict of a pair neither live together nor plainly ordered."""
+        if scoped[i] or scoped[j]:
+            verdict = _cluster_pair(i, j, x, y, sums, evs, own, (orders, ready), allow_new)
+            if verdict is not None:
+                return verdict
+        if orders[x][y]:
+            return PairOrder(i, j, False, (x, y), None)
+        if not allow_new:
+            return PairOrder(i, j, False, None, None)
+        if ready[x][y]:
+            # Ordered but for the proxy fence: the missing fences alone order it.
+            missing = _missing_fences(order, fences, evs[x], sums[y])
+            return PairOrder(i, j, False, (x, y), None, missing)
+        w = barrier_window(sums[x], sums[y])
+        added: tuple[tuple[int, int], ...] = ()
+        if w is None:
+            w = barrier_window(sums[x], sums[y], fence_new=True)
+            added = _fence_points(evs[x]) if w is not None else ()
+        if w is None:
+            return PairOrder(i, j, False, None, None)
+        named = _named_window(evs[x], evs[y], w, parts)
+        return PairOrder(i, j, False, None, (x, y, *w), added, named)
+
+    # Every pair (i < j) in order, sorted out at once: 0 live together, 1 ordered by the
+    # request's syncs (no cluster-scoped buffer), 2 the rest (``other``).
+    iu, ju = np.triu_indices(n, 1)
+    first = end[iu] <= start[ju]
+    xs, ys = np.where(first, iu, ju), np.where(first, ju, iu)
+    sc = np.asarray(scoped, dtype=bool)
+    kind = np.where(overlap[iu, ju], 0, np.where(~(sc[iu] | sc[ju]) & orders_m[xs, ys], 1, 2))
     out: list[PairOrder] = []
-    for i in range(n):
-        for j in range(i + 1, n):
-            if live[i][j]:
-                out.append(PairOrder(i, j, True, None, None))
-                continue
-            x, y = (i, j) if ends[i] <= starts[j] else (j, i)
-            if scoped[i] or scoped[j]:
-                verdict = _cluster_pair(i, j, x, y, sums, evs, own, (orders, ready), allow_new)
-                if verdict is not None:
-                    out.append(verdict)
-                    continue
-            if orders[x][y]:
-                out.append(PairOrder(i, j, False, (x, y), None))
-                continue
-            if not allow_new:
-                out.append(PairOrder(i, j, False, None, None))
-                continue
-            if ready[x][y]:
-                # Ordered but for the proxy fence: the missing fences alone order it.
-                missing = _missing_fences(order, fences, evs[x], sums[y])
-                out.append(PairOrder(i, j, False, (x, y), None, missing))
-                continue
-            w = barrier_window(sums[x], sums[y])
-            added: tuple[tuple[int, int], ...] = ()
-            if w is None:
-                w = barrier_window(sums[x], sums[y], fence_new=True)
-                added = _fence_points(evs[x]) if w is not None else ()
-            if w is None:
-                out.append(PairOrder(i, j, False, None, None))
-                continue
-            named = _named_window(evs[x], evs[y], w, parts)
-            out.append(PairOrder(i, j, False, None, (x, y, *w), added, named))
+    pairs = zip(iu.tolist(), ju.tolist(), xs.tolist(), ys.tolist(), kind.tolist(), strict=True)
+    for i, j, x, y, k in pairs:
+        if k == 0:
+            out.append(PairOrder(i, j, True, None, None))
+        elif k == 1:
+            out.append(PairOrder(i, j, False, (x, y), None))
+        else:
+            out.append(other(i, j, x, y))
+    if any(scoped):
+        out = [_with_span(v, sums, ends, starts) if scoped[v.i] or scoped[v.j] else v for v in out]
     return out
+
+
+def _with_span(v: PairOrder, sums: list[Summary], ends: list[int], starts: list[int]) -> PairOrder:
+    """``v`` with the points where a cluster barrier serves it (docs/design.md, Clusters)."""
+    if v.overlap:
+        return v
+    x, y = (v.i, v.j) if ends[v.i] <= starts[v.j] else (v.j, v.i)
+    lo, hi = sums[x].lo, sums[y].hi
+    if lo is None or max(lo, 1) > hi:
+        return v
+    return v._replace(span=(max(lo, 1), hi))
 
 
 def _cluster_pair(

@@ -18,6 +18,7 @@ import bisect
 from typing import Literal
 
 import numpy as np
+from pydantic import TypeAdapter
 
 from planner.core.models import (
     Barriers,
@@ -40,6 +41,7 @@ from planner.solvers.registry import SolverChoice
 __all__ = ["plan_partitioned"]
 
 CLIQUE_MAX_BUFFERS = 96  # past it the bound is the heaviest point of live bytes
+_NOTES = TypeAdapter(list[Diagnostic])
 
 
 def plan_partitioned(req: PlanRequest, solver: SolverChoice) -> Outcome:
@@ -109,7 +111,11 @@ def _syncs(
     fewest cluster barriers first (each also a block barrier), then the fewest barriers for
     the pairs they leave."""
     on_cluster = _stab(clusters, shared)
-    left = {k for k in shared if not any(p in on_cluster for p in windows.get(k, ()))}
+    left = (
+        {k for k in shared if not any(p in on_cluster for p in windows.get(k, ()))}
+        if on_cluster
+        else set(shared)
+    )
     chosen = _stab(windows, left)
     added = choose_syncs(req, verdicts, left, chosen)
     added.clusters = on_cluster
@@ -227,33 +233,34 @@ def _assemble(
     runtime = sorted({*existing, *inserted})
     shared = _sharing(sizes, offsets)
     names = [p.id for p in req.partitions]
-    notes: list[Diagnostic] = []
+    reuses: list[dict[str, str]] = []
     for v in verdicts:
-        if (v.i, v.j) not in shared or v.overlap:
+        if v.overlap or (v.i, v.j) not in shared:
             continue
         how = _how(v, added, names, origin)
         if how is None:
             continue  # pinned apart from any order: the static check refuses the plan
         x, y = v.ordered if v.ordered is not None else (v.window or (v.i, v.j))[:2]
-        # Built unchecked: one per shared pair, its fields literal (the Plan takes it as is).
-        notes.append(
-            Diagnostic.model_construct(
-                level="info",
-                code="reuse_across_partitions",
-                message=(
+        reuses.append(
+            {
+                "level": "info",
+                "code": "reuse_across_partitions",
+                "message": (
                     f"{req.buffers[y].id} reuses bytes of {req.buffers[x].id}, ordered by {how}"
                 ),
-            )
+            }
         )
-    notes.append(
-        Diagnostic(
-            level="info",
-            code="partitioned_program",
-            message=f"planned on the happens-before order of {len(req.partitions)} partitions; "
-            f"lower bound: the heaviest clique of kept-apart buffers "
+    reuses.append(
+        {
+            "level": "info",
+            "code": "partitioned_program",
+            "message": f"planned on the happens-before order of {len(req.partitions)} "
+            f"partitions; lower bound: the heaviest clique of kept-apart buffers "
             f"({', '.join(req.buffers[k].id for k in clique)})",
-        )
+        }
     )
+    # One validation of the whole list: one per shared pair, in one call to the core.
+    notes = _NOTES.validate_python(reuses)
     live = sum(1 for v in verdicts if v.overlap)
     free = _free(verdicts, added)
     apart = sum(1 for v in verdicts if not v.overlap and (v.i, v.j) not in free)
@@ -284,7 +291,7 @@ def _assemble(
         certify=certify,
         explain=lambda _status: notes,
         fences=[Fence(at=at, origin=origin, partition=names[q]) for q, at in added.fences],
-        cluster_barriers=_cluster_barriers(req, sync, added),
+        cluster_barriers=_cluster_barriers(req, sync, added, verdicts, shared),
         named_barriers=[
             NamedBarrier(
                 at=at,
@@ -298,9 +305,16 @@ def _assemble(
     )
 
 
-def _cluster_barriers(req: PlanRequest, sync: str, added: NewSyncs) -> ClusterBarriers | None:
+def _cluster_barriers(
+    req: PlanRequest,
+    sync: str,
+    added: NewSyncs,
+    verdicts: list[PairOrder],
+    shared: set[tuple[int, int]],
+) -> ClusterBarriers | None:
     """The request's cluster barriers and the new ones (apart from block barriers); for
-    requests with a cluster only. The plan relies on all of them."""
+    requests with a cluster only. ``required`` is the fewest the plan relies on: the new ones,
+    and the request's that the pairs on common bytes the new ones leave need."""
     if req.cluster is None:
         return None
     own = cluster_points(req)
@@ -309,9 +323,33 @@ def _cluster_barriers(req: PlanRequest, sync: str, added: NewSyncs) -> ClusterBa
     return ClusterBarriers(
         existing=own,
         inserted=inserted,
-        required=running,
+        required=sorted({*added.clusters, *_fewest(own, added.clusters, verdicts, shared)}),
         executions=len(running),
     )
+
+
+def _fewest(
+    own: list[int], new: list[int], verdicts: list[PairOrder], shared: set[tuple[int, int]]
+) -> list[int]:
+    """The fewest of the request's cluster barriers ``own`` (sorted) that serve every pair on
+    common bytes with a cluster-scoped buffer that no point of ``new`` serves (greedy by the
+    span's end, each at the latest of ``own`` in it: exact for interval stabbing)."""
+    spans = sorted(
+        (
+            v.span
+            for v in verdicts
+            if v.span is not None and (v.i, v.j) in shared and not _stabbed((0, 0, *v.span), new)
+        ),
+        key=lambda s: s[1],
+    )
+    chosen: list[int] = []
+    for lo, hi in spans:
+        if chosen and chosen[-1] >= lo:
+            continue  # the last chosen lies in [lo, hi]: the spans come by their end
+        k = bisect.bisect_right(own, hi)
+        if k and own[k - 1] >= lo:
+            chosen.append(own[k - 1])
+    return chosen
 
 
 def _how(v: PairOrder, added: NewSyncs, names: list[str], origin: str) -> str | None:

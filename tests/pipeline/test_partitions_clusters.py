@@ -111,6 +111,26 @@ def test_none_lists_the_cluster_barrier_the_caller_adds() -> None:
     assert plan.cluster_barriers.required == [5]
 
 
+@pytest.mark.parametrize("sync", ["existing", "insert", "none"])
+def test_required_lists_the_fewest_cluster_barriers(sync: str) -> None:
+    plan = _checked(_request(sync, own=(2, 3, 4)))
+    listed = plan.cluster_barriers
+    assert listed is not None
+    assert listed.existing == [2, 3, 4]
+    assert listed.required == [4]  # A is done at 3 (its wait_group), C starts at 5
+    # The kernel with only the required cluster barrier keeps the plan valid for both...
+    fewer = _request(sync, own=(4,))
+    kept = plan.model_copy(update={"cluster_barriers": listed.model_copy(update={"existing": [4]})})
+    assert planner.validate(fewer, kept).valid
+    assert emulate(fewer, kept).valid
+    # ...and with none, neither holds it.
+    bare = _request(sync)
+    gone = listed.model_copy(update={"existing": [], "required": []})
+    dropped = plan.model_copy(update={"cluster_barriers": gone})
+    assert "missing_cluster_barrier" in {v.code for v in planner.validate(bare, dropped).violations}
+    assert "missing_cluster_barrier" in {v.code for v in emulate(bare, dropped).violations}
+
+
 def test_pinned_over_a_multicast_buffer_with_only_a_block_barrier_is_refused() -> None:
     body = _request("existing", barriers=[4]).model_dump(mode="json")
     for b in body["buffers"]:
@@ -166,9 +186,9 @@ WS_CLUSTER = ROOT / "examples" / "ws_cluster_multicast_gemm.json"
 @pytest.mark.parametrize(
     ("sync", "arena", "inserted", "required"),
     [
-        ("insert", 131104, [13], [1, 13]),
-        ("existing", 163872, [], [1]),
-        ("none", 131104, [], [1, 13]),
+        ("insert", 131104, [13], [13]),
+        ("existing", 163872, [], []),
+        ("none", 131104, [], [13]),
     ],
 )
 def test_warp_specialised_cluster_gemm_example(
