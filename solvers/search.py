@@ -33,7 +33,7 @@ from planner.core.clock import note_cut, wall_limit
 from planner.core.cores import usable_cores
 from planner.core.graph import InterferenceGraph
 from planner.solvers._pace_kernel import member_cap
-from planner.solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES, decide
+from planner.solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES, SearchArrays, decide
 from planner.solvers._skyline_kernel import FEWEST, LEFTMOST, SkylineArrays, decide_skyline
 from planner.solvers._stack_kernel import MAX_BUFFERS as STACK_MAX_BUFFERS
 from planner.solvers.exact import ExactResult, Progress, Stop, granularity, round_up
@@ -599,28 +599,30 @@ def _decide(
         )
         return int(status), offsets, int(used)
     status, offsets, used = decide(
-        inst.size,
-        inst.alignment,
-        inst.pinned,
-        inst.by_rank,
-        inst.rank,
-        inst.twin_prev,
-        inst.adj_ptr,
-        inst.adj,
-        inst.pin_ptr,
-        inst.pin_adj,
-        inst.first,
-        inst.last,
-        inst.sec_pin_ptr,
-        inst.sec_pin,
-        inst.sec_free_ptr,
-        inst.sec_free,
-        inst.cls,
-        inst.sec_period,
-        inst.sec_max_pad,
-        inst.pre_rank,
-        inst.post_rank,
-        inst.end_at,
+        SearchArrays(
+            inst.size,
+            inst.alignment,
+            inst.pinned,
+            inst.by_rank,
+            inst.rank,
+            inst.twin_prev,
+            inst.adj_ptr,
+            inst.adj,
+            inst.pin_ptr,
+            inst.pin_adj,
+            inst.first,
+            inst.last,
+            inst.sec_pin_ptr,
+            inst.sec_pin,
+            inst.sec_free_ptr,
+            inst.sec_free,
+            inst.cls,
+            inst.sec_period,
+            inst.sec_max_pad,
+            inst.pre_rank,
+            inst.post_rank,
+            inst.end_at,
+        ),
         capacity,
         nodes,
         limit,
