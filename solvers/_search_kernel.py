@@ -111,9 +111,9 @@ class SearchArrays(NamedTuple):
     cls: I64
     sec_period: I64
     sec_max_pad: I64
-    pre_rank: I64
-    post_rank: I64
-    end_at: I64
+    pre_rank: I64  # a sub-problem's ranking: the keys before "T"
+    post_rank: I64  # the keys after "T", then the ties; empty: the order has no "T"
+    end_at: I64  # per section boundary: 1 where some buffer ends; empty: not MiniMalloc's order
 
 
 @njit(borrows=True)
