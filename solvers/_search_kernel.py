@@ -587,21 +587,6 @@ def _sections_fit(
     return True, work
 
 
-@njit
-def _order_children(scratch: Rows, count: int, kid: Rows, start: int) -> Rows:
-    """Writes the ``count`` children in ``scratch`` (by rank) to the rows of ``kid`` from
-    ``start`` (buffer, candidate), by (candidate, rank); returns ``kid``, grown if it had
-    to be."""
-    kid = _grow_rows(kid, start + count)
-    if count > 0:
-        # Scanned in rank order, so a stable sort by candidate orders by (offset, rank).
-        order = np.argsort(scratch[1, :count], kind="mergesort")
-        for t in range(count):
-            kid[start + t, 0] = scratch[0, order[t]]
-            kid[start + t, 1] = scratch[1, order[t]]
-    return kid
-
-
 @njit(borrows=True)
 def _undo(
     b: int,
@@ -892,7 +877,15 @@ def decide(
         if pad_work >= node_work:
             nodes += pad_work // node_work  # charged as the nodes that work is worth
             pad_work %= node_work
-        kid = _order_children(scratch, count, kid, frames[depth, KID_BASE])
+        start = frames[depth, KID_BASE]
+        if start + count > kid.shape[0]:
+            kid = _grow_rows(kid, start + count)
+        if count > 0:
+            # Scanned in rank order, so a stable sort by candidate orders by (offset, rank).
+            order = np.argsort(scratch[1, :count], kind="mergesort")
+            for t in range(count):
+                kid[start + t, 0] = scratch[0, order[t]]
+                kid[start + t, 1] = scratch[1, order[t]]
         frames[depth, KID_COUNT] = count
         frames[depth, KID_NEXT] = 0
         # Backtrack past nodes with no child left. A node that fails fails the node that
