@@ -111,7 +111,7 @@ def _grow_rows(a: npt.NDArray[np.int64], need: int) -> npt.NDArray[np.int64]:
     return b
 
 
-@njit
+@njit(borrows=True)
 def _bottom_row(inst: SkylineArrays, st: SkylineState, a: int, b: int, h: int) -> int:
     """Whether the bottom row of the valley ``a .. b-1`` (sections, all at ``h`` bytes, both
     sides higher) can be covered: by unplaced buffers aligned at ``h`` whose lifetimes lie in
@@ -134,7 +134,7 @@ def _bottom_row(inst: SkylineArrays, st: SkylineState, a: int, b: int, h: int) -
     return steps
 
 
-@njit
+@njit(borrows=True)
 def _stacked_later(inst: SkylineArrays, offset: I64, c: int, h: int) -> bool:
     """Whether a placed buffer with the same lifetime as ``c`` and a later rank ends at
     ``h`` and could swap places with ``c`` (both stay aligned): the two would form a block
@@ -151,7 +151,7 @@ def _stacked_later(inst: SkylineArrays, offset: I64, c: int, h: int) -> bool:
     return False
 
 
-@njit
+@njit(borrows=True)
 def _children(
     inst: SkylineArrays,
     st: SkylineState,
@@ -201,7 +201,7 @@ def _children(
     return count, rise
 
 
-@njit
+@njit(borrows=True)
 def _active_group(inst: SkylineArrays, offset: I64, by_first: I64) -> tuple[int, int]:
     """The leftmost run of sections the unplaced buffers' lifetimes chain together (first,
     one past the last): no other unplaced buffer is live there, so a node looks only at it."""
@@ -220,7 +220,7 @@ def _active_group(inst: SkylineArrays, offset: I64, by_first: I64) -> tuple[int,
     return lo, hi
 
 
-@njit
+@njit(borrows=True)
 def _seat(inst: SkylineArrays, st: SkylineState, lo: int, hi: int) -> int:
     """Where each unplaced buffer of the group sits at the lowest (``st.sits``: aligned above
     the highest section of its lifetime), and per section the lowest of those
@@ -249,7 +249,7 @@ def _seat(inst: SkylineArrays, st: SkylineState, lo: int, hi: int) -> int:
     return work
 
 
-@njit
+@njit(borrows=True)
 def _within_slack(st: SkylineState, lo: int, hi: int, capacity: int) -> bool:
     """Whether every section of the group can hold its unplaced bytes above the cells no
     unplaced buffer can fill (the dead-cell pruning); sets each section's slack."""
@@ -262,7 +262,7 @@ def _within_slack(st: SkylineState, lo: int, hi: int, capacity: int) -> bool:
     return True
 
 
-@njit
+@njit(borrows=True)
 def _pick_valley(
     inst: SkylineArrays,
     st: SkylineState,
@@ -348,7 +348,7 @@ def _expand(
     return work, kid
 
 
-@njit
+@njit(borrows=True)
 def _backtrack(
     inst: SkylineArrays, st: SkylineState, frames: npt.NDArray[np.int64], depth: int
 ) -> tuple[int, int]:
@@ -409,7 +409,7 @@ def _descend(
     return depth, True, frames
 
 
-@njit
+@njit(borrows=True)
 def _start(inst: SkylineArrays, st: SkylineState, capacity: int) -> tuple[int, int]:
     """(status, or ``SEARCH`` to search on; buffers to place): buffers that occupy no byte,
     or are live nowhere, go at 0; a section whose live bytes exceed the capacity ends it."""

@@ -34,7 +34,7 @@ from planner.core.clock import note_cut, wall_limit
 from planner.core.cores import usable_cores
 from planner.core.graph import InterferenceGraph
 from planner.solvers._pace_kernel import member_cap
-from planner.solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES, decide
+from planner.solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES, SearchArrays, decide
 from planner.solvers._skyline_kernel import FEWEST, LEFTMOST, SkylineArrays, decide_skyline
 from planner.solvers._stack_kernel import MAX_BUFFERS as STACK_MAX_BUFFERS
 from planner.solvers.exact import ExactResult, Progress, Stop, granularity, round_up
@@ -71,32 +71,10 @@ _ALONE = np.zeros(0, dtype=np.int64)  # no other member to keep pace with
 NICE_PER_HALVING = 3  # nice levels that halve a racing thread's CPU share (Linux)
 
 
-@dataclass(frozen=True)
-class _Instance:
+class _Instance(SearchArrays):
     """The graph as the kernel's arrays (buffer indices in request order)."""
 
-    size: I64
-    alignment: I64
-    pinned: I64
-    by_rank: I64
-    rank: I64
-    twin_prev: I64
-    adj_ptr: I64
-    adj: I64
-    pin_ptr: I64
-    pin_adj: I64
-    first: I64
-    last: I64
-    sec_pin_ptr: I64
-    sec_pin: I64
-    sec_free_ptr: I64
-    sec_free: I64
-    cls: I64
-    sec_period: I64
-    sec_max_pad: I64
-    pre_rank: I64  # a sub-problem's ranking: the keys before "T" (see ``_ranked``)
-    post_rank: I64  # the keys after "T", then the ties; empty: the order has no "T"
-    end_at: I64  # per section boundary: 1 where some buffer ends; empty: not MiniMalloc's order
+    __slots__ = ()
 
     @property
     def sections(self) -> int:
@@ -598,28 +576,7 @@ def _decide(
         )
         return int(status), offsets, int(used)
     status, offsets, used = decide(
-        inst.size,
-        inst.alignment,
-        inst.pinned,
-        inst.by_rank,
-        inst.rank,
-        inst.twin_prev,
-        inst.adj_ptr,
-        inst.adj,
-        inst.pin_ptr,
-        inst.pin_adj,
-        inst.first,
-        inst.last,
-        inst.sec_pin_ptr,
-        inst.sec_pin,
-        inst.sec_free_ptr,
-        inst.sec_free,
-        inst.cls,
-        inst.sec_period,
-        inst.sec_max_pad,
-        inst.pre_rank,
-        inst.post_rank,
-        inst.end_at,
+        SearchArrays(*inst),
         capacity,
         nodes,
         limit,

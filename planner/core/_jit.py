@@ -102,9 +102,10 @@ class Kernel:
     randomness of its own), so which one runs changes the speed of a call, never its plan.
     """
 
-    def __init__(self, func: Callable[..., Any], *, small: bool) -> None:
+    def __init__(self, func: Callable[..., Any], *, small: bool, borrows: bool = False) -> None:
         self.py_func = func
         self.small = small
+        self.borrows = borrows  # compiled without reference counts (see ``njit``)
         self._compiled: Callable[..., Any] | None = None  # set once its callees are loaded
         self._loading: Callable[..., Any] | None = None  # its dispatcher while they load
         self._called = False  # a compiled call has run (and paid the loading)
@@ -149,7 +150,13 @@ class Kernel:
                 # numba compiles on the first call, reading the kernel's globals then: the
                 # kernels it calls must be numba's own dispatchers by that time, so another
                 # thread gets the dispatcher only once they are.
-                dispatcher = numba.njit(cache=CACHE_DIR is not None, nogil=True)(self.py_func)
+                compile_as: Any = numba.njit  # ``_nrt`` is not in numba's typed signature
+                dispatcher = compile_as(
+                    cache=CACHE_DIR is not None,
+                    nogil=True,
+                    _nrt=not self.borrows,
+                    forceinline=self.borrows,
+                )(self.py_func)
                 self._loading = dispatcher
                 scope = self.py_func.__globals__
                 scope[self.py_func.__name__] = dispatcher
@@ -219,15 +226,22 @@ def njit(func: F) -> F: ...
 
 
 @overload
-def njit(*, small: bool) -> Callable[[F], F]: ...
+def njit(*, small: bool = False, borrows: bool = False) -> Callable[[F], F]: ...
 
 
-def njit(func: F | None = None, *, small: bool = False) -> F | Callable[[F], F]:
+def njit(
+    func: F | None = None, *, small: bool = False, borrows: bool = False
+) -> F | Callable[[F], F]:
     """Decorate a kernel (typed as the Python function). ``small=True``: within
-    ``interpreted()`` it runs as Python until this process has loaded it."""
+    ``interpreted()`` it runs as Python until this process has loaded it. ``borrows=True``:
+    a step that another kernel calls on arrays it holds, compiled without reference counts
+    (it may not make an array; numba refuses to compile one that does). Counted, a step
+    takes a reference on every array it is given and drops it on return, two atomic
+    operations each, on every call; a step called once a node on fifteen arrays pays more
+    for that than for its own work on small graphs."""
 
     def wrap(f: F) -> F:
-        return cast(F, Kernel(f, small=small))
+        return cast(F, Kernel(f, small=small, borrows=borrows))
 
     return wrap if func is None else wrap(func)
 

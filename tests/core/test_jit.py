@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from planner.core import _jit
@@ -135,3 +136,41 @@ def test_only_the_latest_kernel_caches_are_kept(
     kept = sorted(p.name for p in tmp_path.glob("kernels-*"))
     assert kept == ["kernels-c", "kernels-d", "kernels-e"][-_jit.KEEP_VERSIONS :]
     assert _jit._version_dir(tmp_path) == made[-1]  # an existing one is used as it is
+
+
+def _borrowing(source: str) -> _jit.Kernel:
+    """``caller`` of ``source``, its ``step`` made a kernel that borrows its arrays."""
+    scope: dict[str, Any] = {"__name__": "tests.jit_borrows", "np": np}
+    exec(source, scope)
+    step = _jit.Kernel(scope["step"], small=False, borrows=True)
+    caller = _jit.Kernel(scope["caller"], small=False)
+    scope["step"], scope["caller"] = step, caller
+    return caller
+
+
+def test_a_step_that_borrows_its_arrays_computes_as_python(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_jit, "CACHE_DIR", None)
+    caller = _borrowing(
+        "def step(a, b, k):\n    for i in range(a.size):\n        b[i] += a[i] * k\n"
+        "    return b.sum()\n\n"
+        "def caller(n):\n    a = np.arange(n)\n    b = np.ones(n, dtype=np.int64)\n"
+        "    total = 0\n    for k in range(3):\n        total += step(a, b, k)\n"
+        "    return total + b[-1]\n"
+    )
+    assert caller(50) == caller.py_func(50)
+
+
+def test_a_step_that_borrows_its_arrays_may_not_make_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import numba
+
+    monkeypatch.setattr(_jit, "CACHE_DIR", None)
+    caller = _borrowing(
+        "def step(a):\n    return np.zeros(a.size).size\n\n"
+        "def caller(n):\n    return step(np.arange(n))\n"
+    )
+    with pytest.raises(numba.core.errors.NumbaError):
+        caller(5)
