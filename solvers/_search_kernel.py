@@ -40,7 +40,9 @@ sequences by (offset, rank) gives one of the whole. So the node solves them one 
 other, each in its own *scope* from the node's floor, and when a later group fails, no
 choice made for an earlier group can help: the search backjumps to the node that split and
 fails it, instead of retrying the earlier group's alternatives. Gap dominance, waiting and
-the section bound look only at the active scope.
+the section bound look only at the active scope, except at the node that splits in
+MiniMalloc's orders: as MiniMalloc checks a placement before it decomposes, the section
+bound there covers every new sub-problem, each of its buffers at or above that node's floor.
 """
 
 from __future__ import annotations
@@ -524,6 +526,51 @@ def _padding_fits(
 
 
 @njit(borrows=True)
+def _split_fits(
+    capacity: int,
+    split_lo: int,
+    split_floor: int,
+    offset: I64,
+    lab: I64,
+    base: I64,
+    alignment: I64,
+    first: I64,
+    last: I64,
+    height: I64,
+    rem: I64,
+    sec_pin_ptr: I64,
+    sec_pin: I64,
+    size: I64,
+    split_level: I64,
+) -> bool:
+    """At a node that splits in MiniMalloc's orders: whether every section still fits with
+    the buffers of every new sub-problem (scopes from ``split_lo``) at or above the node's
+    floor ``split_floor``, as MiniMalloc checks a placement before it decomposes."""
+    never = np.iinfo(np.int64).max // 4
+    nsec = height.shape[0]
+    for s in range(nsec):
+        split_level[s] = never
+    for c in range(offset.shape[0]):
+        if offset[c] < 0 and lab[c] >= split_lo:
+            o = max(_align_up(base[c], alignment[c]), split_floor)
+            for s in range(first[c], last[c]):
+                split_level[s] = min(split_level[s], o)
+    for s in range(nsec):
+        if split_level[s] == never:
+            continue
+        level = max(split_level[s], height[s])
+        need = level + rem[s]
+        for k in range(sec_pin_ptr[s], sec_pin_ptr[s + 1]):
+            p = sec_pin[k]
+            covered = min(offset[p] + size[p], capacity) - max(offset[p], level)
+            if covered > 0:
+                need += covered
+        if need > capacity:
+            return False
+    return True
+
+
+@njit(borrows=True)
 def _sections_fit(
     capacity: int,
     section_floor: I64,
@@ -757,6 +804,7 @@ def decide(
     base = np.zeros(n, dtype=np.int64)  # max top of placed free neighbours, bytes
     height = np.zeros(nsec, dtype=np.int64)  # max top of placed free buffers live there
     section_floor = np.zeros(nsec, dtype=np.int64)  # bytes
+    split_level = np.zeros(nsec, dtype=np.int64)  # bytes, at a node that splits
     lifts = np.zeros(n, dtype=np.int64)  # lowest top a placement can lift it to, bytes
     cand = np.zeros(n, dtype=np.int64)  # candidate of each unplaced buffer, bytes
     scratch = np.empty((2, n), dtype=np.int64)  # the node's children by rank, candidates
@@ -780,6 +828,7 @@ def decide(
     trail_top = 0
     rk_top = 0
     n_scopes = 1
+    split_floor = 0  # floor of the node that split, before its sub-problems start, bytes
     depth = 0
     nodes = 0
     paced = 0  # nodes when it last kept pace with the others
@@ -822,6 +871,7 @@ def decide(
                         rk_top,
                     )
             sc = n_scopes
+            split_floor = lo  # the floor of the node that splits
             lo = scopes[sc, SCOPE_FLOOR]
             lo_rank = scopes[sc, SCOPE_FLOOR_RANK]
             n_scopes += groups
@@ -849,6 +899,29 @@ def decide(
             section_floor,
             scratch,
         )
+        if (
+            count >= 0
+            and published
+            and frames[depth, SPLIT_HI] > frames[depth, SPLIT_LO]
+            and not _split_fits(
+                capacity,
+                frames[depth, SPLIT_LO],
+                split_floor,
+                offset,
+                lab,
+                base,
+                alignment,
+                first,
+                last,
+                height,
+                rem,
+                sec_pin_ptr,
+                sec_pin,
+                size,
+                split_level,
+            )
+        ):
+            count = -1
         if count >= 0:
             fits, work = _sections_fit(
                 capacity,
