@@ -126,11 +126,12 @@ def _align_up(value: int, alignment: int) -> int:
 
 
 @njit
-def _grow_rows(a: Rows, need: int) -> Rows:
-    """``a`` with room for at least ``need`` rows (twice its rows at least), the rows kept."""
+def grow_rows(a: Rows, need: int) -> Rows:
+    """``a`` with room for at least ``need`` rows (twice its rows at least), the rows kept
+    and the new ones 0."""
     if need <= a.shape[0]:
         return a
-    b = np.empty((max(2 * a.shape[0], need), a.shape[1]), dtype=np.int64)
+    b = np.zeros((max(2 * a.shape[0], need), a.shape[1]), dtype=np.int64)
     b[: a.shape[0]] = a
     return b
 
@@ -559,15 +560,31 @@ def _split_fits(
         if split_level[s] == never:
             continue
         level = max(split_level[s], height[s])
-        need = level + rem[s]
-        for k in range(sec_pin_ptr[s], sec_pin_ptr[s + 1]):
-            p = sec_pin[k]
-            covered = min(offset[p] + size[p], capacity) - max(offset[p], level)
-            if covered > 0:
-                need += covered
-        if need > capacity:
+        if _section_need(s, level, rem, sec_pin_ptr, sec_pin, offset, size, capacity) > capacity:
             return False
     return True
+
+
+@njit(borrows=True)
+def _section_need(
+    s: int,
+    level: int,
+    rem: I64,
+    sec_pin_ptr: I64,
+    sec_pin: I64,
+    offset: I64,
+    size: I64,
+    capacity: int,
+) -> int:
+    """Bytes section ``s`` needs: its unplaced buffers stacked from ``level`` up, and the
+    pinned buffers' bytes above ``level`` (within ``capacity``) they must clear."""
+    need = level + rem[s]
+    for k in range(sec_pin_ptr[s], sec_pin_ptr[s + 1]):
+        p = sec_pin[k]
+        covered = min(offset[p] + size[p], capacity) - max(offset[p], level)
+        if covered > 0:
+            need += covered
+    return int(need)
 
 
 @njit(borrows=True)
@@ -600,12 +617,7 @@ def _sections_fit(
         if rem[s] == 0 or level == NEVER:
             continue  # empty, or another scope's section
         level = max(level, height[s])  # they conflict with the placed ones there
-        need = level + rem[s]
-        for k in range(sec_pin_ptr[s], sec_pin_ptr[s + 1]):
-            p = sec_pin[k]
-            covered = min(offset[p] + size[p], capacity) - max(offset[p], level)
-            if covered > 0:
-                need += covered
+        need = _section_need(s, level, rem, sec_pin_ptr, sec_pin, offset, size, capacity)
         if need > capacity:
             return False, work
         if sec_period[s] == 0:
@@ -857,7 +869,7 @@ def decide(
             if post_rank.size > 0:
                 for g_id in range(n_scopes, n_scopes + groups):
                     m = _gather(offset, lab, g_id, members)
-                    log = _grow_rows(log, rk_top + m)
+                    log = grow_rows(log, rk_top + m)
                     rk_top = _rerank(
                         members[:m],
                         rank,
@@ -952,7 +964,7 @@ def decide(
             pad_work %= node_work
         start = frames[depth, KID_BASE]
         if start + count > kid.shape[0]:
-            kid = _grow_rows(kid, start + count)
+            kid = grow_rows(kid, start + count)
         if count > 0:
             # Scanned in rank order, so a stable sort by candidate orders by (offset, rank).
             order = np.argsort(scratch[1, :count], kind="mergesort")

@@ -37,7 +37,7 @@ import numpy.typing as npt
 
 from planner.core._jit import njit
 from planner.solvers._pace_kernel import EVERY, keep_pace
-from planner.solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES
+from planner.solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES, grow_rows
 
 I64 = npt.NDArray[np.int64]
 
@@ -97,16 +97,6 @@ def _grow(a: I64, need: int) -> I64:
     if need <= a.shape[0]:
         return a
     b = np.empty(max(2 * a.shape[0], need), dtype=np.int64)
-    b[: a.shape[0]] = a
-    return b
-
-
-@njit
-def _grow_rows(a: npt.NDArray[np.int64], need: int) -> npt.NDArray[np.int64]:
-    """``a`` with room for at least ``need`` rows, the first ``a.shape[0]`` kept."""
-    if need <= a.shape[0]:
-        return a
-    b = np.zeros((max(2 * a.shape[0], need), a.shape[1]), dtype=np.int64)
     b[: a.shape[0]] = a
     return b
 
@@ -394,7 +384,7 @@ def _descend(
     next_base = frames[depth, KID_BASE] + frames[depth, KID_COUNT]
     rise = frames[depth, KID_RISE]
     depth += 1
-    frames = _grow_rows(frames, depth + 2)
+    frames = grow_rows(frames, depth + 2)
     frames[depth, MOVE] = b
     frames[depth, MOVE_SEC] = s0
     frames[depth, MOVE_OLD] = h
