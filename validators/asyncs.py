@@ -8,7 +8,9 @@ point before the covering sync where an access or a barrier could meet it, so no
 between orders it, and one at or after the covering sync does. A buffer that the threads
 write and a later buffer then reads or writes through the async proxy (TMA, wgmma) on the same
 bytes needs a ``fence_proxy_async`` after the writes and a barrier after the fence, both before
-the async access (``missing_fence``).
+the async access (``missing_fence``). The waits the plan adds or requires run like the
+request's syncs; an access that neither completes is ``missing_wait`` and stays in flight to
+the end of its live range.
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ from typing import TYPE_CHECKING
 from planner.core.models.sync import MBARRIER_KINDS, Op, completions, scope_of
 
 if TYPE_CHECKING:
-    from planner.core.models import Buffer, Plan, PlanRequest
+    from planner.core.models import Buffer, Plan, PlanRequest, Sync
 
-__all__ = ["in_flight", "unfenced", "uninvalidated"]
+__all__ = ["in_flight", "running_syncs", "unfenced", "uninvalidated", "unwaited"]
 
 _PROXY = ("tma", "mma")
 
@@ -41,14 +43,45 @@ def _operations(request: PlanRequest, plan: Plan | None, m: Buffer) -> list[tupl
     return sorted(set(ops))
 
 
+def running_syncs(request: PlanRequest, plan: Plan | None) -> list[Sync]:
+    """The request's syncs and the wait_groups the plan adds or requires (the caller's under
+    sync "none"): the kernel as it runs."""
+    if plan is None or not plan.waits:
+        return list(request.syncs)
+    from planner.core.models import Sync
+
+    waits = [
+        Sync(kind="wait_group", at=w.at, group=w.kind, read=w.kind == "bulk") for w in plan.waits
+    ]
+    return [*request.syncs, *waits]
+
+
+def unwaited(request: PlanRequest, plan: Plan) -> list[tuple[str, int, str]]:
+    """(buffer, issue point, why) for each asynchronous access that no sync of the request and
+    no wait of the plan completes in its scope and live range."""
+    syncs = running_syncs(request, plan)
+    _, missing = completions(request.buffers, syncs, request.loops, request.branches)
+    out: list[tuple[str, int, str]] = []
+    for i, k, why in missing:
+        b = request.buffers[i]
+        a = b.accesses[k]
+        out.append((b.id, a.at, f"the {a.agent} {a.op} of {b.id!r} at point {a.at}: {why}"))
+    return out
+
+
 def in_flight(request: PlanRequest, barriers: list[int], plan: Plan | None = None) -> PlanRequest:
     """``request`` with each asynchronous access made by the stand-in at its issue point, at
     each barrier point after it and before its covering sync, and at the point before that
-    sync; each mbarrier's operations as accesses by every thread (an unchecked copy)."""
+    sync (the plan's waits among them; with none, the end of its live range); each mbarrier's
+    operations as accesses by every thread (an unchecked copy)."""
     from planner.core.models import Access
 
-    covered, _ = completions(request.buffers, request.syncs, request.loops, request.branches)
+    syncs = running_syncs(request, plan)
+    covered, missing = completions(request.buffers, syncs, request.loops, request.branches)
     until = {(c.buffer, c.access): c.done for c in covered}
+    for i, k, _ in missing:
+        at = request.buffers[i].accesses[k].at
+        until[i, k] = next(e for s, e in request.buffers[i].lifetimes if s <= at < e)
     buffers: list[Buffer] = []
     for i, b in enumerate(request.buffers):
         if b.kind == "mbarrier":

@@ -88,9 +88,13 @@ def emulate(
     fences: list[Violation] = []
     original = request
     if request.has_async:
-        from planner.validators.asyncs import in_flight, unfenced, uninvalidated
+        from planner.validators.asyncs import in_flight, unfenced, uninvalidated, unwaited
 
         fences = [
+            Violation(code="missing_wait", message=f"still in flight: {why}", buffers=[b], point=at)
+            for b, at, why in unwaited(request, plan)
+        ]
+        fences += [
             Violation(
                 code="missing_fence",
                 message=f"{later!r} touches through the async proxy bytes {earlier!r} wrote "

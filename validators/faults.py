@@ -18,6 +18,9 @@ the arena, Reuse hazard), and only when the break is real:
   wgmma needs: one the plan adds or requires, or (changing the request) the request's;
 - ``drop_inval``: drop the mbarrier_inval an mbarrier's bytes wait for before a later buffer
   takes them (one the plan inserts or requires; or, changing the request, the request's);
+- ``drop_wait``: drop the wait_group that completes an asynchronous access (one the plan
+  inserts or requires; or, changing the request, the request's), so the access never completes
+  in its scope and live range;
 - ``break_alias``: make the later buffer of a thread-local alias touch its bytes from every
   thread (changes the request; needs a plan with ``aliases``);
 - ``drop_back_edge``: drop a barrier of a loop body that the body's own buffer needs between
@@ -71,6 +74,7 @@ FaultKind = Literal[
     "early_barrier",
     "drop_fence",
     "drop_inval",
+    "drop_wait",
     "break_alias",
     "drop_back_edge",
     "arm_overlap",
@@ -136,6 +140,8 @@ def _plant(
         return _drop_fence(request, plan, rng, plan_only=plan_only)
     if kind == "drop_inval":
         return _drop_inval(request, plan, rng, plan_only=plan_only)
+    if kind == "drop_wait":
+        return _drop_wait(request, plan, rng, plan_only=plan_only)
     if kind == "break_alias":
         return None if plan_only else _break_alias(request, plan, rng)
     if kind == "drop_back_edge":
@@ -295,8 +301,10 @@ def _misalign_tile(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
 
 def _early_barrier(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) -> Fault | None:
     from planner.core.models.sync import completions
+    from planner.validators.asyncs import running_syncs
 
-    covered, _ = completions(request.buffers, request.syncs, request.loops, request.branches)
+    syncs = running_syncs(request, plan)
+    covered, _ = completions(request.buffers, syncs, request.loops, request.branches)
     if not covered or request.loops or request.branches or request.cluster is not None:
         return None
     shared = _shared(plan)
@@ -432,6 +440,46 @@ def _drop_inval(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) 
                 (v.mbarrier, broken[0][1]),
                 f"dropped the request's mbarrier_inval of {v.mbarrier!r} at {v.at}",
                 v.at,
+            )
+    return None
+
+
+def _drop_wait(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) -> Fault | None:
+    from planner.validators.asyncs import unwaited
+
+    for w in _shuffled(rng, plan.waits):
+        changed_plan = plan.model_copy(update={"waits": [x for x in plan.waits if x != w]})
+        broken = unwaited(request, changed_plan)
+        if broken:
+            buffer, at, _ = broken[0]
+            return Fault(
+                "drop_wait",
+                request,
+                changed_plan,
+                (buffer,),
+                f"dropped the {w.origin} {w.kind} wait_group at {w.at} that completes the "
+                f"asynchronous access of {buffer!r} at {at}",
+                w.at,
+            )
+    if plan_only:
+        return None
+    waits = [k for k, s in enumerate(request.syncs) if s.kind == "wait_group"]
+    for k in _shuffled(rng, waits):
+        changed = request.model_copy(
+            update={"syncs": [s for j, s in enumerate(request.syncs) if j != k]}
+        )
+        broken = unwaited(changed, plan)
+        if broken:
+            buffer, at, _ = broken[0]
+            return Fault(
+                "drop_wait",
+                changed,
+                plan,
+                (buffer,),
+                f"dropped the request's {request.syncs[k].group} wait_group at "
+                f"{request.syncs[k].at} that completes the asynchronous access of {buffer!r} "
+                f"at {at}",
+                request.syncs[k].at,
             )
     return None
 

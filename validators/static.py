@@ -63,6 +63,7 @@ _CODES: tuple[ViolationCode, ...] = (
     "bad_alias",
     "missing_fence",
     "missing_inval",
+    "missing_wait",
     "missing_cluster_barrier",
     "too_many_paths",
 )
@@ -158,9 +159,11 @@ def validate_plan(
             truncated=out.truncated,
         )
     if request.has_async:
-        from planner.validators.asyncs import in_flight, unfenced, uninvalidated
+        from planner.validators.asyncs import in_flight, unfenced, uninvalidated, unwaited
         from planner.validators.program import runtime_barriers as running
 
+        for buffer, at, why in unwaited(request, plan):
+            out.add("missing_wait", f"never completes: {why}", [buffer], at)
         for mbarrier, later, why in uninvalidated(request, plan):
             out.add(
                 "missing_inval",

@@ -5,14 +5,16 @@ thread (a broadcast: the agent is no thread, so no thread-local alias covers it)
 point and again at the point before its covering sync, so the buffer's last access is where
 its asynchronous work may still run, and a reuse needs a barrier at or after the covering
 sync. Pairs whose reuse also needs a proxy fence that the request does not give become
-conflicts (``fence_conflicts``).
+conflicts (``fence_conflicts``). Under sync "insert" or "none" an access that no sync of the
+request completes is completed by the wait the plan adds or requires (``added_waits``).
 """
 
 from __future__ import annotations
 
-from planner.core.models import Access, Buffer, Loop, PlanRequest
+from planner.core.models import Access, Buffer, Loop, PlanRequest, Sync
 from planner.core.models.sync import (
     ASYNC_PROXY_AGENTS,
+    completing_waits,
     completions,
     inval_of,
     mbarrier_uses,
@@ -21,6 +23,7 @@ from planner.core.models.sync import (
 
 __all__ = [
     "FenceWindows",
+    "added_waits",
     "chosen_fences",
     "fence_conflicts",
     "generic_writes",
@@ -52,6 +55,15 @@ def inval_points(request: PlanRequest) -> Invals:
     return out
 
 
+def added_waits(request: PlanRequest) -> list[Sync]:
+    """The wait_groups the plan adds (sync "insert") or requires (sync "none") for the
+    asynchronous accesses no sync of the request completes (``completing_waits``); none under
+    "existing" or with partitions, where such a request is refused."""
+    if not request.waits_allowed or not request.has_async:
+        return []
+    return completing_waits(request.buffers, request.syncs, request.loops, request.branches)
+
+
 def mbarrier_conflicts(request: PlanRequest, invals: Invals) -> set[tuple[int, int]]:
     """Pairs ``(i, j)``, ``i < j``: an mbarrier with no inval and any other buffer."""
     out: set[tuple[int, int]] = set()
@@ -65,8 +77,10 @@ def mbarrier_conflicts(request: PlanRequest, invals: Invals) -> set[tuple[int, i
 def lowered(request: PlanRequest, invals: Invals | None = None) -> PlanRequest:
     """``request`` with each asynchronous access as two broadcasts by the threads: at its
     issue point and at the point before its covering sync; an mbarrier's operations (its init,
-    the syncs naming it, its inval) as its broadcasts (unchecked copy)."""
-    covered, _ = completions(request.buffers, request.syncs, request.loops, request.branches)
+    the syncs naming it, its inval) as its broadcasts (unchecked copy). The waits the plan adds
+    or requires (``added_waits``) complete what the request's syncs leave open."""
+    syncs = [*request.syncs, *added_waits(request)]
+    covered, _ = completions(request.buffers, syncs, request.loops, request.branches)
     done = {(c.buffer, c.access): c.done for c in covered}
     buffers: list[Buffer] = []
     for i, b in enumerate(request.buffers):

@@ -147,12 +147,19 @@ def barrier_notes(request: PlanRequest, plan: Plan) -> list[tuple[int, str]]:
 
 
 _CLUSTER = "barrier.cluster.arrive; barrier.cluster.wait"
+# The wait_group a plan's wait is, by its kind: a bulk one waits for the stores' reads only.
+_WAIT_PTX = {
+    "cp.async": "cp.async.wait_group",
+    "bulk": "cp.async.bulk.wait_group.read",
+    "wgmma": "wgmma.wait_group.sync.aligned",
+}
+_WAIT_OP = {"cp.async": "wait_group", "bulk": "bulk_wait_group_read", "wgmma": "wgmma_wait_group"}
 
 
 def sync_notes(request: PlanRequest, plan: Plan, buffers: list[Placed]) -> list[tuple[int, str]]:
     """(point, text) of the synchronisation besides block barriers, in point order: each
-    mbarrier buffer's init, the request's syncs, and the fences and invals the plan adds or
-    requires; PTX spelling, buffers by their identifiers, other names JSON-quoted."""
+    mbarrier buffer's init, the request's syncs, and the waits, fences and invals the plan adds
+    or requires; PTX spelling, buffers by their identifiers, other names JSON-quoted."""
     names = {b.id: b.name for b in buffers}
 
     def mbar(ident: str | None) -> str:
@@ -188,6 +195,8 @@ def sync_notes(request: PlanRequest, plan: Plan, buffers: list[Placed]) -> list[
             text = f"{op} {mbar(sync.mbarrier)}"
         notes.append((sync.at, text))
     words = {"inserted": "inserted by the plan: add it", "required": "required: add it"}
+    for wait in plan.waits:
+        notes.append((wait.at, f"{_WAIT_PTX[wait.kind]} 0  // {words[wait.origin]}"))
     for fence in plan.fences:
         by = "" if fence.partition is None else f" (partition {quoted(fence.partition)})"
         notes.append((fence.at, f"fence.proxy.async.shared::cta  // {words[fence.origin]}{by}"))
@@ -246,7 +255,7 @@ class SyncCall:
 def sync_calls(request: PlanRequest, plan: Plan, buffers: list[Placed]) -> list[SyncCall]:
     """Every synchronisation operation the plan relies on besides block barriers, in point
     order (stable): each mbarrier buffer's init at its start, the request's syncs, and the
-    fences, invals and cluster barriers the plan inserts or requires."""
+    waits, fences, invals and cluster barriers the plan inserts or requires."""
     names = {b.id: b.name for b in buffers}
     spans = {p.id: p.threads[1] - p.threads[0] for p in request.partitions}
     words = {"inserted": "inserted by the plan: add it", "required": "required: add it"}
@@ -282,6 +291,8 @@ def sync_calls(request: PlanRequest, plan: Plan, buffers: list[Placed]) -> list[
             ident = s.mbarrier or ""
             own = ident in names
             calls.append(SyncCall(s.at, s.kind, names.get(ident, quoted(ident)), own, note=by))
+    for wait in plan.waits:
+        calls.append(SyncCall(wait.at, _WAIT_OP[wait.kind], note=words[wait.origin]))
     for fence in plan.fences:
         by = "" if fence.partition is None else f", partition {quoted(fence.partition)}"
         calls.append(SyncCall(fence.at, "fence_proxy_async", note=words[fence.origin] + by))

@@ -277,6 +277,7 @@ def _relies_on_own(request: PlanRequest, plan: Plan) -> bool:
         any(b.kind == "mbarrier" for b in request.buffers)
         or any(s.kind not in ("fence_proxy_async", "cluster_barrier") for s in request.syncs)
         or any(inval.origin != "existing" for inval in plan.invals)
+        or bool(plan.waits)
     )
 
 

@@ -57,6 +57,7 @@ def assemble(req: PlanRequest, outcome: Outcome) -> Plan:
         # Fields most plans leave empty, passed only when set (each costs a validation).
         **_set(
             invals=o.invals,
+            waits=o.waits,
             fences=o.fences,
             named_barriers=o.named_barriers,
             cluster_barriers=o.cluster_barriers,

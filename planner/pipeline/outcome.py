@@ -20,6 +20,7 @@ from planner.core.models import (
     Inval,
     NamedBarrier,
     Status,
+    Wait,
 )
 
 __all__ = ["Outcome", "Routed"]
@@ -49,6 +50,7 @@ class Outcome:
     footprints: list[Footprint] = field(default_factory=list)
     aliases: list[tuple[int, int]] = field(default_factory=list)  # (earlier, later) buffers
     invals: list[Inval] = field(default_factory=list)
+    waits: list[Wait] = field(default_factory=list)
     fences: list[Fence] = field(default_factory=list)
     named_barriers: list[NamedBarrier] = field(default_factory=list)
     cluster_barriers: ClusterBarriers | None = None

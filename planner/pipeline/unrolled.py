@@ -29,6 +29,7 @@ from planner.core.arrays import distinct
 from planner.core.asyncs import (
     FenceWindows,
     Invals,
+    added_waits,
     chosen_fences,
     fence_conflicts,
     inval_points,
@@ -46,6 +47,7 @@ from planner.core.models import (
     GraphStats,
     Inval,
     PlanRequest,
+    Wait,
 )
 from planner.pipeline.context import CAP_SETS_MAX, planned_sizes
 from planner.pipeline.outcome import Outcome
@@ -212,7 +214,8 @@ def plan_unrolled(
     fences = [
         Fence(at=p, origin=origin) for p in chosen_fences(windows or {}, _sharing_pairs(spans))
     ]
-    return replace(done, invals=_invals(req, spans, invals), fences=fences)
+    waits = [Wait(kind=w.group, at=w.at, origin=origin) for w in added_waits(req) if w.group]
+    return replace(done, invals=_invals(req, spans, invals), fences=fences, waits=waits)
 
 
 def _sharing_pairs(spans: list[tuple[int, int]]) -> set[tuple[int, int]]:

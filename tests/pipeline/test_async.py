@@ -48,7 +48,8 @@ def _cp_async(pending: int) -> dict[str, Any]:
 
 
 def test_wait_group_leaves_the_most_recent_groups_in_flight() -> None:
-    errors = refusals(_cp_async(1))  # s0's group completes at 3, s1's never does
+    # s0's group completes at 3, s1's never does (sync "existing": no wait is the plan's)
+    errors = refusals({**_cp_async(1), "options": {"sync": "existing"}})
     assert [e["loc"] for e in errors] == [["buffers", 1, "accesses", 0, "agent"]]
     assert errors[0]["type"] == "uncovered_async_access"
     assert "point 1" in errors[0]["msg"]
@@ -71,6 +72,7 @@ def test_an_access_without_its_covering_sync_is_refused(
 ) -> None:
     data = copy.deepcopy(REQ)
     del data[edit[0]][edit[1]]
+    data["options"] = {"sync": "existing"}
     errors = refusals(data)
     assert [e["loc"] for e in errors] == [loc]
     assert errors[0]["type"] == kind
@@ -80,6 +82,7 @@ def test_a_wait_outside_the_live_range_covers_nothing() -> None:
     data = copy.deepcopy(REQ)
     data["buffers"][0]["end"] = 4
     data["syncs"][2]["at"] = 5  # the wgmma wait at 5 comes after the range [0, 4)
+    data["options"] = {"sync": "existing"}
     errors = refusals(data)
     assert errors[0]["loc"] == ["buffers", 0, "accesses", 1, "agent"]
     assert "by the end 4" in errors[0]["msg"]

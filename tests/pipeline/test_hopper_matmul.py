@@ -69,6 +69,7 @@ def test_without_the_proxy_fence_the_epilogue_is_kept_apart_and_the_plan_is_caug
 def test_without_the_store_wait_the_request_is_refused() -> None:
     hostile = copy.deepcopy(DATA)
     hostile["syncs"] = [s for s in hostile["syncs"] if s.get("group") != "bulk"]
+    hostile["options"] = {**hostile.get("options", {}), "sync": "existing"}
     with pytest.raises(RequestError) as info:
         parse_request(hostile)
     (error,) = info.value.errors
@@ -81,6 +82,7 @@ def test_the_store_wait_after_the_tile_is_refused_too() -> None:
     for s in hostile["syncs"]:
         if s.get("group") == "bulk":
             s["at"] = 19  # past the end of C_s and outside the tile loop
+    hostile["options"] = {**hostile.get("options", {}), "sync": "existing"}
     with pytest.raises(RequestError) as info:
         parse_request(hostile)
     assert info.value.errors[0]["type"] == "uncovered_async_access"

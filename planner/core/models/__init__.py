@@ -21,6 +21,7 @@ from planner.core.models.plan import (
     SolverInfo,
     Status,
     Stopped,
+    Wait,
 )
 from planner.core.models.report import ValidationReport, Violation, ViolationCode
 from planner.core.models.request import (
@@ -74,4 +75,5 @@ __all__ = [
     "ValidationReport",
     "Violation",
     "ViolationCode",
+    "Wait",
 ]

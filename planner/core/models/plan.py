@@ -29,6 +29,7 @@ __all__ = [
     "SolverInfo",
     "Status",
     "Stopped",
+    "Wait",
     "shared_placements",
 ]
 
@@ -240,6 +241,29 @@ class Inval(_Model):
             '"existing": the request\'s; "inserted": the plan adds it (sync "insert"); '
             '"required": the\ncaller must add it (sync "none").'
         )
+    )
+
+
+class Wait(_Model):
+    """A wait_group the plan adds (or the caller must add) to complete asynchronous accesses
+    that no sync of the request covers."""
+
+    kind: Literal["cp.async", "bulk", "wgmma"] = Field(
+        description=(
+            'The group it waits for: "cp.async" (cp.async.wait_group 0), "bulk" '
+            "(cp.async.bulk.wait_group.read 0:\nthe TMA stores have read their sources) or "
+            '"wgmma" (wgmma.wait_group.sync.aligned 0).'
+        )
+    )
+    at: int = Field(
+        description=(
+            "Program point: the first after the issues it completes in their scope; it runs "
+            "before the\naccesses and barriers there."
+        )
+    )
+    origin: Literal["inserted", "required"] = Field(
+        description='"inserted": the plan adds it (sync "insert"); "required": the caller must '
+        '(sync "none").'
     )
 
 
@@ -486,6 +510,17 @@ class Plan(_Model):
             "The mbarrier_invals the plan relies on (the request's) or needs (inserted under "
             'sync "insert",\nrequired under "none"), one per mbarrier whose bytes a later '
             "buffer takes."
+        ),
+    )
+    # Only for requests with asynchronous accesses that no sync of theirs completes (absent
+    # otherwise).
+    waits: list[Wait] = Field(
+        default_factory=list,
+        exclude_if=_empty,
+        description=(
+            'The wait_groups the plan adds (sync "insert") or the caller must add (sync '
+            '"none") for the\ncp.async writes, TMA stores and wgmma reads that no sync of the '
+            "request completes."
         ),
     )
     # Only for requests whose reuses of thread-written bytes by TMA or wgmma need a fence the

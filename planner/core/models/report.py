@@ -27,6 +27,7 @@ ViolationCode = Literal[
     "too_many_paths",  # loops and branches unroll to more executions than a validator checks
     "missing_fence",  # generic-proxy writes, then an async-proxy access, with no proxy fence
     "missing_inval",  # an mbarrier's bytes reused with no mbarrier_inval after its last use
+    "missing_wait",  # an asynchronous access no sync of the request or the plan completes
     "missing_cluster_barrier",  # cluster-scoped bytes reused with no cluster barrier between
 ]
 

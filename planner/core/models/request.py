@@ -1021,7 +1021,13 @@ class PlanRequest(BaseModel):
         if self.syncs or self.has_async:
             if control_ok:
                 check_syncs(
-                    self.buffers, self.syncs, self.loops, self.branches, self.horizon, errors
+                    self.buffers,
+                    self.syncs,
+                    self.loops,
+                    self.branches,
+                    self.horizon,
+                    errors,
+                    waits=self.waits_allowed,
                 )
             self._check_async_options(errors)
             # Planned on the program route: asynchronous completion and proxy fences add
@@ -1029,6 +1035,13 @@ class PlanRequest(BaseModel):
             self._control_flow = True
         errors.raise_if_any()
         return self
+
+    @property
+    def waits_allowed(self) -> bool:
+        """Whether a wait_group that completes an asynchronous access may be the plan's:
+        inserted under sync "insert", required under "none"; not with partitions, whose waits
+        the request gives."""
+        return self.options.sync in ("insert", "none") and not self.partitions
 
     @property
     def has_async(self) -> bool:

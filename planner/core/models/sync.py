@@ -11,6 +11,11 @@ one group's agent is one group, committed at that point. A sync at a point runs 
 accesses there; a covering sync lies in the same scope as the issue (the same loops and arms
 around it, so it runs whenever the issue does, in the same iteration) and within the
 buffer's live range.
+
+Under sync "insert" or "none" an access that a wait_group completes and no sync covers gets
+one (``completing_waits``): ``wait_group N=0`` of its group at the first point after its issue
+in its scope, so its bytes are held no longer than a synchronous access's. A TMA write, which
+its mbarrier completes, gets none.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ __all__ = [
     "Sync",
     "SyncKind",
     "check_syncs",
+    "completing_waits",
     "completions",
     "scope_of",
 ]
@@ -289,6 +295,53 @@ def _cover(
     )
 
 
+def completing_waits(
+    buffers: Sequence[Buffer],
+    syncs: Sequence[Sync],
+    loops: Sequence[Loop],
+    branches: Sequence[Branch],
+) -> list[Sync]:
+    """The wait_groups that complete the asynchronous accesses no sync of ``syncs`` covers, in
+    point order: for each such ``cp.async`` write, TMA read or ``mma`` read, a wait of its group
+    (``read`` for a bulk one: the stores need only have read their sources) with ``pending`` 0,
+    at the first point after the issue in the issue's scope and by the end of its range. One
+    wait serves every access of its group whose first such point it is. An access with no such
+    point (issued at the last point of its loop body or arm, or where its range ends first), or
+    completed by an mbarrier, gets none."""
+    _, missing = completions(buffers, syncs, loops, branches)
+    points: set[tuple[int, GroupKind]] = set()
+    for i, k, _ in missing:
+        a = buffers[i].accesses[k]
+        group = _group(a)
+        if group is None:
+            continue
+        limit = next(e for s, e in buffers[i].lifetimes if s <= a.at < e)
+        at = _first_in_scope(a.at, limit, loops, branches)
+        if at is not None:
+            points.add((at, group))
+    return [
+        Sync(kind="wait_group", at=at, group=group, read=group == "bulk")
+        for at, group in sorted(points)
+    ]
+
+
+def _first_in_scope(
+    issue: int, limit: int, loops: Sequence[Loop], branches: Sequence[Branch]
+) -> int | None:
+    """The first point after ``issue`` and at most ``limit`` in the scope of ``issue``: the
+    next point, or the end of a loop or arm that starts after the issue (the scope changes
+    only there)."""
+    scope = scope_of(issue, loops, branches)
+    ends = [lp.end for lp in loops if lp.start > issue]
+    ends += [e for br in branches for s, e in br.arms if s > issue]
+    for p in sorted({issue + 1, *ends}):
+        if p > limit:
+            return None
+        if scope_of(p, loops, branches) == scope:
+            return p
+    return None
+
+
 def mbarrier_uses(buffer: Buffer, syncs: Sequence[Sync]) -> list[tuple[int, Op]]:
     """(point, op) of the accesses an mbarrier buffer's operations make to its 8 bytes: the
     init at its start (a write), each wait (a read) and each arrive, expect_tx and inval (a
@@ -320,9 +373,12 @@ def check_syncs(
     branches: Sequence[Branch],
     horizon: int,
     errors: Errors,
+    *,
+    waits: bool = False,
 ) -> None:
     """Syncs inside the program, agents with their ops, and a covering sync for every
-    asynchronous access."""
+    asynchronous access; with ``waits`` (sync "insert" or "none"), one the plan adds or
+    requires (``completing_waits``) counts too."""
     barriers = {b.id: b for b in buffers if b.kind == "mbarrier"}
     for k, s in enumerate(syncs):
         m = barriers.get(s.mbarrier or "")
@@ -380,9 +436,12 @@ def check_syncs(
                 bad = True
     if bad:
         return
-    _, missing = completions(buffers, syncs, loops, branches)
+    added = completing_waits(buffers, syncs, loops, branches) if waits else []
+    _, missing = completions(buffers, [*syncs, *added], loops, branches)
     for i, k, why in missing:
         a = buffers[i].accesses[k]
+        if waits and _group(a) is not None:
+            why += ", and no point after the issue in its scope, by that end, for a wait"
         errors.add(
             ("buffers", i, "accesses", k, "agent"),
             "uncovered_async_access",
