@@ -205,6 +205,15 @@ def test_the_emitters_give_the_wait(kind: str, cuda: str, mlir: str, sync: str, 
     assert f"// {word}" in ir.split(mlir)[1]
 
 
+@pytest.mark.parametrize("kind", list(AGENTS))
+def test_the_mlir_with_the_waits_parses_and_verifies(kind: str) -> None:
+    ir = pytest.importorskip("iree.compiler.ir")
+    request, plan = planned(_request(kind, "insert"))
+    with ir.Context():
+        module = ir.Module.parse(emit_mlir(request, plan))
+        assert module.operation.verify()
+
+
 def test_the_hopper_matmul_without_its_store_wait_plans_with_one() -> None:
     data = json.loads((ROOT / "examples" / "hopper_tma_matmul.json").read_text())
     given = next(s for s in data["syncs"] if s.get("group") == "bulk")
