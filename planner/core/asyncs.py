@@ -11,11 +11,11 @@ request completes is completed by the wait the plan adds or requires (``added_wa
 
 from __future__ import annotations
 
-from planner.core.models import Access, Buffer, Loop, PlanRequest, Sync
+from planner.core.models import Access, Buffer, Loop, PlanRequest
 from planner.core.models.sync import (
     ASYNC_PROXY_AGENTS,
+    Completed,
     completing_waits,
-    completions,
     inval_of,
     mbarrier_uses,
     scope_of,
@@ -55,13 +55,18 @@ def inval_points(request: PlanRequest) -> Invals:
     return out
 
 
-def added_waits(request: PlanRequest) -> list[Sync]:
+def added_waits(request: PlanRequest) -> Completed:
     """The wait_groups the plan adds (sync "insert") or requires (sync "none") for the
-    asynchronous accesses no sync of the request completes (``completing_waits``); none under
-    "existing" or with partitions, where such a request is refused."""
-    if not request.waits_allowed or not request.has_async:
-        return []
-    return completing_waits(request.buffers, request.syncs, request.loops, request.branches)
+    asynchronous accesses no sync of the request completes, and the completions with them
+    (``completing_waits``); no wait under "existing" or with partitions, where such a request
+    is refused."""
+    return completing_waits(
+        request.buffers,
+        request.syncs,
+        request.loops,
+        request.branches,
+        waits=request.waits_allowed,
+    )
 
 
 def mbarrier_conflicts(request: PlanRequest, invals: Invals) -> set[tuple[int, int]]:
@@ -74,13 +79,15 @@ def mbarrier_conflicts(request: PlanRequest, invals: Invals) -> set[tuple[int, i
     return out
 
 
-def lowered(request: PlanRequest, invals: Invals | None = None) -> PlanRequest:
+def lowered(
+    request: PlanRequest, invals: Invals | None = None, completed: Completed | None = None
+) -> PlanRequest:
     """``request`` with each asynchronous access as two broadcasts by the threads: at its
     issue point and at the point before its covering sync; an mbarrier's operations (its init,
     the syncs naming it, its inval) as its broadcasts (unchecked copy). The waits the plan adds
-    or requires (``added_waits``) complete what the request's syncs leave open."""
-    syncs = [*request.syncs, *added_waits(request)]
-    covered, _ = completions(request.buffers, syncs, request.loops, request.branches)
+    or requires (``added_waits``, or ``completed`` where the caller has them) complete what the
+    request's syncs leave open."""
+    covered = (completed or added_waits(request)).covered
     done = {(c.buffer, c.access): c.done for c in covered}
     buffers: list[Buffer] = []
     for i, b in enumerate(request.buffers):

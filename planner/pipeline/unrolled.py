@@ -206,7 +206,8 @@ def plan_unrolled(
     invals = inval_points(req)
     windows: FenceWindows | None = {} if req.options.sync in ("insert", "none") else None
     apart = fence_conflicts(req, windows) | mbarrier_conflicts(req, invals) | kept_apart
-    done = _plan_unrolled(lowered(req, invals), solver, apart)
+    completed = added_waits(req)
+    done = _plan_unrolled(lowered(req, invals, completed), solver, apart)
     origin: Literal["inserted", "required"] = (
         "inserted" if req.options.sync == "insert" else "required"
     )
@@ -214,7 +215,9 @@ def plan_unrolled(
     fences = [
         Fence(at=p, origin=origin) for p in chosen_fences(windows or {}, _sharing_pairs(spans))
     ]
-    waits = [Wait(kind=w.group, at=w.at, origin=origin) for w in added_waits(req) if w.group]
+    waits = [
+        Wait(kind=w.group, at=w.at, origin=origin) for w in completed.waits if w.group is not None
+    ]
     return replace(done, invals=_invals(req, spans, invals), fences=fences, waits=waits)
 
 

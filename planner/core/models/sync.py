@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -37,6 +38,7 @@ __all__ = [
     "ASYNC_PROXY_AGENTS",
     "MBARRIER_KINDS",
     "Agent",
+    "Completed",
     "Covered",
     "GroupKind",
     "Op",
@@ -295,22 +297,35 @@ def _cover(
     )
 
 
+@dataclass(frozen=True)
+class Completed:
+    """The waits a plan adds or requires, where each asynchronous access then completes, and
+    the accesses that still do not."""
+
+    waits: list[Sync]
+    covered: list[Covered]
+    missing: list[tuple[int, int, str]]  # (buffer, access, why)
+
+
 def completing_waits(
     buffers: Sequence[Buffer],
     syncs: Sequence[Sync],
     loops: Sequence[Loop],
     branches: Sequence[Branch],
-) -> list[Sync]:
-    """The wait_groups that complete the asynchronous accesses no sync of ``syncs`` covers, in
-    point order: for each such ``cp.async`` write, TMA read or ``mma`` read, a wait of its group
-    (``read`` for a bulk one: the stores need only have read their sources) with ``pending`` 0,
-    at the first point after the issue in the issue's scope and by the end of its range. One
-    wait serves every access of its group whose first such point it is. An access with no such
-    point (issued at the last point of its loop body or arm, or where its range ends first), or
-    completed by an mbarrier, gets none."""
-    _, missing = completions(buffers, syncs, loops, branches)
+    *,
+    waits: bool = True,
+) -> Completed:
+    """The wait_groups that complete the asynchronous accesses no sync of ``syncs`` covers (none
+    without ``waits``), in point order, with the completions they give: for each such
+    ``cp.async`` write, TMA read or ``mma`` read, a wait of its group (``read`` for a bulk one:
+    the stores need only have read their sources) with ``pending`` 0, at the first point after
+    the issue in the issue's scope and by the end of its range. One wait serves every access of
+    its group whose first such point it is. An access with no such point (issued at the last
+    point of its loop body or arm, or where its range ends first), or completed by an
+    mbarrier, gets none."""
+    covered, missing = completions(buffers, syncs, loops, branches)
     points: set[tuple[int, GroupKind]] = set()
-    for i, k, _ in missing:
+    for i, k, _ in missing if waits else []:
         a = buffers[i].accesses[k]
         group = _group(a)
         if group is None:
@@ -319,10 +334,14 @@ def completing_waits(
         at = _first_in_scope(a.at, limit, loops, branches)
         if at is not None:
             points.add((at, group))
-    return [
+    if not points:
+        return Completed(waits=[], covered=covered, missing=missing)
+    added = [
         Sync(kind="wait_group", at=at, group=group, read=group == "bulk")
         for at, group in sorted(points)
     ]
+    covered, missing = completions(buffers, [*syncs, *added], loops, branches)
+    return Completed(waits=added, covered=covered, missing=missing)
 
 
 def _first_in_scope(
@@ -436,8 +455,7 @@ def check_syncs(
                 bad = True
     if bad:
         return
-    added = completing_waits(buffers, syncs, loops, branches) if waits else []
-    _, missing = completions(buffers, [*syncs, *added], loops, branches)
+    missing = completing_waits(buffers, syncs, loops, branches, waits=waits).missing
     for i, k, why in missing:
         a = buffers[i].accesses[k]
         if waits and _group(a) is not None:
