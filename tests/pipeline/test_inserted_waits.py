@@ -18,46 +18,7 @@ from planner.emit.mlir import emit_mlir
 from planner.validators.faults import plant, plant_fault
 from tests.support.async_requests import codes, planned, refusals
 from tests.support.paths import ROOT
-
-# (agent, op) of each access a wait_group completes, and the wait's kind (its group).
-AGENTS = {"cp.async": ("cp.async", "write"), "bulk": ("tma", "read"), "wgmma": ("mma", "read")}
-
-
-def _request(kind: str, sync: str, issue: int = 1) -> dict[str, Any]:
-    """``A`` [0, 4) with an asynchronous access of ``kind``'s agent at ``issue`` and no sync
-    that completes it, then ``B`` [4, 8) on the threads: ``B`` may take ``A``'s bytes."""
-    agent, op = AGENTS[kind]
-    threads = {"bytes": 16, "index": {"threadIdx.x": 1}}
-    return {
-        "name": f"uncovered_{kind}",
-        "target": "sm_90",
-        "block": [128],
-        "alignment": 128,
-        "buffers": [
-            {
-                "id": "A",
-                "size": 4096,
-                "start": 0,
-                "end": 4,
-                "accesses": [
-                    {"op": "write", "at": 0, **threads},
-                    {"op": op, "at": issue, "bytes": 16, "threads": "all", "agent": agent},
-                    {"op": "read", "at": 3, **threads},
-                ],
-            },
-            {
-                "id": "B",
-                "size": 4096,
-                "start": 4,
-                "end": 8,
-                "accesses": [
-                    {"op": "write", "at": 4, **threads},
-                    {"op": "read", "at": 7, **threads},
-                ],
-            },
-        ],
-        "options": {"sync": sync, "time_limit": 2.0},
-    }
+from tests.support.uncovered_async import AGENTS, uncovered
 
 
 def _waits(plan: Plan) -> list[tuple[str, int, str]]:
@@ -69,7 +30,7 @@ def _waits(plan: Plan) -> list[tuple[str, int, str]]:
 def test_an_uncovered_access_gets_a_wait_at_the_next_point(
     kind: str, sync: str, origin: str
 ) -> None:
-    _, plan = planned(_request(kind, sync))
+    _, plan = planned(uncovered(kind, sync))
     assert _waits(plan) == [(kind, 2, origin)]
     assert plan.arena_bytes == 4096  # B takes A's bytes: the wait at 2 completes the access
     dumped = json.loads(plan.model_dump_json())
@@ -79,13 +40,13 @@ def test_an_uncovered_access_gets_a_wait_at_the_next_point(
 
 @pytest.mark.parametrize("kind", list(AGENTS))
 def test_an_uncovered_access_is_refused_under_existing(kind: str) -> None:
-    errors = refusals(_request(kind, "existing"))
+    errors = refusals(uncovered(kind, "existing"))
     assert [e["loc"] for e in errors] == [["buffers", 0, "accesses", 1, "agent"]]
     assert errors[0]["type"] == "uncovered_async_access"
 
 
 def test_a_plan_without_uncovered_accesses_has_no_waits_field() -> None:
-    data = _request("cp.async", "insert")
+    data = uncovered("cp.async", "insert")
     data["syncs"] = [{"kind": "wait_group", "at": 3, "group": "cp.async"}]
     _, plan = planned(data)
     assert plan.waits == []
@@ -93,7 +54,7 @@ def test_a_plan_without_uncovered_accesses_has_no_waits_field() -> None:
 
 
 def test_accesses_issued_at_one_point_share_one_wait() -> None:
-    data = _request("cp.async", "insert")
+    data = uncovered("cp.async", "insert")
     data["buffers"][1]["start"] = 0
     data["buffers"][1]["accesses"].insert(
         0, {"op": "write", "at": 1, "bytes": 16, "threads": "all", "agent": "cp.async"}
@@ -104,7 +65,7 @@ def test_accesses_issued_at_one_point_share_one_wait() -> None:
 
 
 def test_a_partial_wait_of_the_request_gets_a_full_one_where_it_leaves_the_group() -> None:
-    data = _request("cp.async", "insert")
+    data = uncovered("cp.async", "insert")
     # pending 1 with no later group: the request's wait at 3 completes nothing.
     data["buffers"][0]["accesses"][1]["at"] = 2
     data["syncs"] = [{"kind": "wait_group", "at": 3, "group": "cp.async", "pending": 1}]
@@ -115,7 +76,7 @@ def test_a_partial_wait_of_the_request_gets_a_full_one_where_it_leaves_the_group
 def _looped(issue: int) -> dict[str, Any]:
     """A loop [1, 5) whose body issues a cp.async write at ``issue``, and a nested loop
     [2, 4) in it."""
-    data = _request("cp.async", "insert", issue=issue)
+    data = uncovered("cp.async", "insert", issue=issue)
     data["buffers"][0]["accesses"] = [data["buffers"][0]["accesses"][1]]
     data["buffers"][0].update(start=1, end=5)
     data["buffers"][1].update(start=5, end=8)
@@ -140,7 +101,7 @@ def test_an_issue_at_the_last_point_of_its_loop_body_is_refused() -> None:
 
 
 def test_a_tma_write_gets_no_wait() -> None:
-    data = _request("cp.async", "insert")
+    data = uncovered("cp.async", "insert")
     access = data["buffers"][0]["accesses"][1]
     access.update(agent="tma", mbarrier="full")
     errors = refusals(data)
@@ -149,7 +110,7 @@ def test_a_tma_write_gets_no_wait() -> None:
 
 
 def test_partitions_keep_the_refusal() -> None:
-    data = _request("cp.async", "insert")
+    data = uncovered("cp.async", "insert")
     data["partitions"] = [
         {"id": "producer", "threads": [0, 128]},
         {"id": "consumer", "threads": [128, 256]},
@@ -165,7 +126,7 @@ def test_partitions_keep_the_refusal() -> None:
 @pytest.mark.parametrize("kind", list(AGENTS))
 @pytest.mark.parametrize("sync", ["insert", "none"])
 def test_both_validators_reject_the_plan_without_its_wait(kind: str, sync: str) -> None:
-    request, plan = planned(_request(kind, sync))
+    request, plan = planned(uncovered(kind, sync))
     bad = plant(request, plan, "drop_wait", np.random.default_rng(0))
     assert bad is not None
     assert bad.waits == []
@@ -175,7 +136,7 @@ def test_both_validators_reject_the_plan_without_its_wait(kind: str, sync: str) 
 
 
 def test_dropping_the_requests_wait_is_caught_by_both() -> None:
-    data = _request("bulk", "insert")
+    data = uncovered("bulk", "insert")
     data["syncs"] = [{"kind": "wait_group", "at": 3, "group": "bulk", "read": True}]
     request, plan = planned(data)
     assert plan.waits == []
@@ -197,7 +158,7 @@ def test_dropping_the_requests_wait_is_caught_by_both() -> None:
 )
 @pytest.mark.parametrize(("sync", "word"), [("insert", "inserted"), ("none", "required")])
 def test_the_emitters_give_the_wait(kind: str, cuda: str, mlir: str, sync: str, word: str) -> None:
-    request, plan = planned(_request(kind, sync))
+    request, plan = planned(uncovered(kind, sync))
     code = emit_cuda(request, plan)
     assert f"point 2: {cuda}  // {word}" in code
     ir = emit_mlir(request, plan)
@@ -208,7 +169,7 @@ def test_the_emitters_give_the_wait(kind: str, cuda: str, mlir: str, sync: str, 
 @pytest.mark.parametrize("kind", list(AGENTS))
 def test_the_mlir_with_the_waits_parses_and_verifies(kind: str) -> None:
     ir = pytest.importorskip("iree.compiler.ir")
-    request, plan = planned(_request(kind, "insert"))
+    request, plan = planned(uncovered(kind, "insert"))
     with ir.Context():
         module = ir.Module.parse(emit_mlir(request, plan))
         assert module.operation.verify()
