@@ -199,8 +199,10 @@ def plan_unrolled(
 ) -> Outcome:
     """The outcome of a request with loops, branches or ranges (``req.has_control_flow``);
     one with asynchronous accesses is planned on its lowered form
-    (``planner.core.asyncs``), whose fence conflicts are kept apart besides. ``kept_apart``:
-    more buffer pairs ``(i, j)``, ``i < j``, that may not share bytes (a cluster rule's)."""
+    (``planner.core.asyncs``), whose fence conflicts are kept apart besides, with the waits
+    that complete what the request's syncs leave open (listed as the plan's ``waits``).
+    ``kept_apart``: more buffer pairs ``(i, j)``, ``i < j``, that may not share bytes (a
+    cluster rule's)."""
     if not req.has_async:
         return _plan_unrolled(req, solver, set(kept_apart))
     invals = inval_points(req)
