@@ -15,6 +15,7 @@ every plan, whose sizes every arena holds at once.
 from __future__ import annotations
 
 import bisect
+from dataclasses import replace
 from typing import Literal
 
 import numpy as np
@@ -27,10 +28,19 @@ from planner.core.models import (
     Diagnostic,
     Fence,
     GraphStats,
+    Inval,
     NamedBarrier,
     PlanRequest,
 )
-from planner.core.partitions import PairOrder, cluster_points, pair_orders, weight_clique
+from planner.core.partitions import (
+    Invals,
+    PairOrder,
+    cluster_points,
+    mbarrier_invals,
+    order_of,
+    pair_orders,
+    weight_clique,
+)
 from planner.pipeline.outcome import Outcome
 from planner.pipeline.partition_syncs import NewSyncs, choose_syncs
 from planner.pipeline.unrolled import place_on_pairs
@@ -49,7 +59,8 @@ def plan_partitioned(req: PlanRequest, solver: SolverChoice) -> Outcome:
     sync = req.options.sync
     if sync == "insert" and req.options.max_new_barriers == 0:
         sync = "existing"
-    verdicts = pair_orders(req, allow_new=sync != "existing")
+    invals = mbarrier_invals(req, order_of(req))
+    verdicts = pair_orders(req, allow_new=sync != "existing", invals=invals)
     allowed = _allowed(req)
     hard: set[tuple[int, int]] = set()
     windows: dict[tuple[int, int], list[int]] = {}  # a new block (or named) barrier's
@@ -97,7 +108,25 @@ def plan_partitioned(req: PlanRequest, solver: SolverChoice) -> Outcome:
             within = sync != "insert" or cap is None or alt_stabs <= cap
             if within and (alt.arena_bytes, alt_added.cost) <= (placed.arena_bytes, added.cost):
                 placed, added = alt, alt_added
-    return _assemble(req, sync, verdicts, placed, added, (bound, clique))
+    done = _assemble(req, sync, verdicts, placed, added, (bound, clique))
+    listed = _invals(req, invals, _sharing(sizes, placed.offsets))
+    return replace(done, invals=listed) if listed else done
+
+
+def _invals(req: PlanRequest, invals: Invals, shared: set[tuple[int, int]]) -> list[Inval]:
+    """The invals of the mbarriers whose bytes a later buffer takes, each with the partition
+    that runs it."""
+    names = [p.id for p in req.partitions]
+    out: list[Inval] = []
+    for i, (q, at, origin) in sorted(invals.items()):
+        m = req.buffers[i]
+        if any(
+            (min(i, k), max(i, k)) in shared and b.start >= m.end
+            for k, b in enumerate(req.buffers)
+            if k != i
+        ):
+            out.append(Inval(mbarrier=m.id, at=at, origin=origin, partition=names[q]))
+    return out
 
 
 def _syncs(
