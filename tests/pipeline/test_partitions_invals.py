@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import planner
+from planner.core.io import parse_request
 from planner.core.models import Inval, Options, Plan, PlanRequest
 from planner.core.partitions import mbarrier_invals, order_of
 from planner.emit.cuda import emit_cuda
@@ -22,6 +23,7 @@ from planner.validators.partition_run import run_partitions
 from planner.validators.partitions import check_partitions
 from tests.support.interleavings import ordered_pairs
 from tests.support.partition_programs import THREE, access, edge
+from tests.support.paths import ROOT
 
 PARTS = [{"id": "producer", "threads": [0, 128]}, {"id": "consumer", "threads": [128, 256]}]
 MBARRIERS = ("full0", "empty0", "full1")
@@ -372,3 +374,20 @@ def test_the_planners_inval_follows_every_operation_in_every_interleaving(
         if origin != "existing":
             dropped = plan.model_copy(update={"invals": []})
             assert _missing_inval(req, dropped) == (True, True)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["fa3_attention_forward", "fa3_attention_forward_hostile", "ws_cluster_multicast_gemm"],
+)
+@pytest.mark.parametrize("sync", ["existing", "insert", "none"])
+def test_field_examples_plan_and_validate(name: str, sync: str) -> None:
+    request = parse_request((ROOT / "examples" / f"{name}.json").read_text())
+    request = request.model_copy(
+        update={"options": request.options.model_copy(update={"sync": sync})}
+    )
+    plan = _checked(request)
+    # FA3 keeps its mbarriers outside the plan (one 256-byte block); the cluster GEMM's
+    # producer ends on an expect_tx that no release of its own follows: no inval anywhere.
+    assert plan.invals == []
+    assert mbarrier_invals(request, order_of(request)) == {}
