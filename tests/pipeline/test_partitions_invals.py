@@ -354,21 +354,38 @@ def test_the_planners_inval_follows_every_operation_in_every_interleaving(
     invals = mbarrier_invals(req, order_of(req))
     plan = planner.plan(req)  # validated inside: the static check runs on every plan
     assert emulate(req, plan).valid
-    if 0 not in invals:
-        assert plan.invals == []
-        return
-    q, at, origin = invals[0]
-    if origin != "existing":
-        assert origin == {"insert": "inserted", "none": "required"}[req.options.sync]
     m = req.buffers[0]
-    assert m.start < at < m.end
-    # Every other operation on M comes before the inval in every interleaving.
     names = [p.id for p in req.partitions]
     others = [t for t in _touches(req, None) if not t[3]]
-    inval = {"id": "inval", "size": 4, "start": at, "end": HORIZON}  # every sync in range
-    inval["accesses"] = [access("write", at, names[q])]
-    pairs = ordered_pairs(_as_buffers(req, others, [inval]))
-    assert all((k, len(others)) in pairs for k in range(len(others)))
+
+    def follows(q: int, at: int) -> bool:
+        """Whether every other operation on M comes before an inval by partition ``q`` at
+        ``at`` in every interleaving."""
+        inval = {"id": "inval", "size": 4, "start": at, "end": HORIZON}  # every sync in range
+        inval["accesses"] = [access("write", at, names[q])]
+        pairs = ordered_pairs(_as_buffers(req, others, [inval]))
+        return all((k, len(others)) in pairs for k in range(len(others)))
+
+    own = sorted(
+        (s.at, names.index(s.partition or ""))
+        for s in req.syncs
+        if s.kind == "mbarrier_inval" and m.start < s.at < m.end
+    )
+    q, at, origin = invals.get(0, (0, m.end, "existing"))
+    if origin == "existing":
+        # The request's earliest inval that qualifies, or none: every earlier one does not.
+        assert all(not follows(r, p) for p, r in own if (p, r) < (at, q))
+        if 0 not in invals:
+            if req.options.sync != "existing":  # no point of any partition qualifies
+                assert not any(follows(r, m.end - 1) for r in range(len(names)))
+            assert plan.invals == []
+            return
+    else:
+        assert origin == {"insert": "inserted", "none": "required"}[req.options.sync]
+        # No partition qualifies at an earlier point (a later point of one that does does).
+        assert all(not follows(r, at - 1) for r in range(len(names)) if at - 1 > m.start)
+    assert m.start < at < m.end
+    assert follows(q, at)
     if plan.invals:
         assert plan.invals == [Inval(mbarrier="M", at=at, origin=origin, partition=names[q])]
         if origin != "existing":
