@@ -8,14 +8,14 @@ window. The fits of the explicit conflict graph place them (CP-SAT on the pairs 
 then the fewest new barrier points are chosen for the pairs that share bytes (interval
 stabbing, each at the latest allowed point of its window: exact), each a named barrier of
 just the warp groups it orders where that suffices (``planner.pipeline.partition_syncs``).
-The lower bound is the heaviest clique of the conflict graph: buffers pairwise kept apart in
-every plan, whose sizes every arena holds at once.
+An mbarrier shares its bytes only after its inval (``mbarrier_invals``: the request's, or one
+inserted or required). The lower bound is the heaviest clique of the conflict graph: buffers
+pairwise kept apart in every plan, whose sizes every arena holds at once.
 """
 
 from __future__ import annotations
 
 import bisect
-from dataclasses import replace
 from typing import Literal
 
 import numpy as np
@@ -108,9 +108,7 @@ def plan_partitioned(req: PlanRequest, solver: SolverChoice) -> Outcome:
             within = sync != "insert" or cap is None or alt_stabs <= cap
             if within and (alt.arena_bytes, alt_added.cost) <= (placed.arena_bytes, added.cost):
                 placed, added = alt, alt_added
-    done = _assemble(req, sync, verdicts, placed, added, (bound, clique))
-    listed = _invals(req, invals, _sharing(sizes, placed.offsets))
-    return replace(done, invals=listed) if listed else done
+    return _assemble(req, sync, verdicts, placed, added, (bound, clique), invals)
 
 
 def _invals(req: PlanRequest, invals: Invals, shared: set[tuple[int, int]]) -> list[Inval]:
@@ -239,6 +237,7 @@ def _assemble(
     placed: Solution,
     added: NewSyncs,
     peak: tuple[int, list[int]],
+    invals: Invals,
 ) -> Outcome:
     offsets, arena = placed.offsets, placed.arena_bytes
     bound, clique = peak
@@ -270,6 +269,9 @@ def _assemble(
         if how is None:
             continue  # pinned apart from any order: the static check refuses the plan
         x, y = v.ordered if v.ordered is not None else (v.window or (v.i, v.j))[:2]
+        if x in invals:
+            q, at, made = invals[x]
+            how = f"the mbarrier_inval by {names[q]} at point {at} ({made}), then {how}"
         reuses.append(
             {
                 "level": "info",
@@ -319,6 +321,7 @@ def _assemble(
         ),
         certify=certify,
         explain=lambda _status: notes,
+        invals=_invals(req, invals, shared),
         fences=[Fence(at=at, origin=origin, partition=names[q]) for q, at in added.fences],
         cluster_barriers=_cluster_barriers(req, sync, added, verdicts, shared),
         named_barriers=[

@@ -117,6 +117,11 @@ def test_an_inval_after_the_last_barrier_gives_the_mbarriers_bytes_to_the_epilog
     assert plan.barriers.required == [9]
     assert plan.barriers.inserted == ([9] if sync == "insert" else [])
     assert plan.model_dump(mode="json")["invals"][0]["partition"] == "consumer"
+    said = [d.message for d in plan.diagnostics if d.code == "reuse_across_partitions"]
+    told = (
+        f"E reuses bytes of full0, ordered by the mbarrier_inval by consumer at point 7 ({origin})"
+    )
+    assert any(m.startswith(told) for m in said)
     snippet = emit_cuda(_pipeline(sync), plan)
     assert "mbarrier.inval full0  // " in snippet
     assert 'partition "consumer"' in snippet.split("mbarrier.inval full0")[1].splitlines()[0]
