@@ -21,6 +21,7 @@ from planner.validators.emulator import emulate
 from planner.validators.faults import plant, plant_fault
 from planner.validators.partition_run import run_partitions
 from planner.validators.partitions import check_partitions
+from planner.validators.program import with_plan_syncs
 from tests.support.interleavings import ordered_pairs
 from tests.support.partition_programs import THREE, access, edge
 from tests.support.paths import ROOT
@@ -393,6 +394,11 @@ def test_the_planners_inval_follows_every_operation_in_every_interleaving(
     assert follows(q, at)
     if plan.invals:
         assert plan.invals == [Inval(mbarrier="M", at=at, origin=origin, partition=names[q])]
+        # The kernel as it runs (the syncs the plan adds too) lets B take M's bytes.
+        kernel = with_plan_syncs(req, plan).model_copy(
+            update={"barriers": sorted({*req.barriers, *plan.barriers.required})}
+        )
+        assert _brute_force(kernel, None if origin == "existing" else (q, at))
         if origin != "existing":
             dropped = plan.model_copy(update={"invals": []})
             assert _missing_inval(req, dropped) == (True, True)
