@@ -242,18 +242,20 @@ def mbarrier_touches(req: PlanRequest, i: int) -> tuple[list[Target], list[Targe
     return others, invals
 
 
-def mbarrier_invals(req: PlanRequest, order: Order) -> Invals:
+def mbarrier_invals(req: PlanRequest, order: Order | None = None) -> Invals:
     """Per mbarrier buffer, the inval its bytes wait for: the request's earliest (by point,
     then partition) inside its lifetime with every other touch ordered before it; else, under
     sync "insert" ("inserted") or "none" ("required"), one by the partition whose earliest
     such point is the earliest (then the first in request order). An mbarrier left out keeps
-    its bytes."""
+    its bytes (``order``: the request's, built when None and needed)."""
     out: Invals = {}
     policy = req.options.sync
     n = len(req.partitions)
     for i, b in enumerate(req.buffers):
         if b.kind != "mbarrier":
             continue
+        if order is None:
+            order = order_of(req)
         others, given = mbarrier_touches(req, i)
         # Per partition, the first point from which its accesses follow every other touch.
         after = [0] * n

@@ -37,7 +37,6 @@ from planner.core.partitions import (
     PairOrder,
     cluster_points,
     mbarrier_invals,
-    order_of,
     pair_orders,
     weight_clique,
 )
@@ -59,7 +58,7 @@ def plan_partitioned(req: PlanRequest, solver: SolverChoice) -> Outcome:
     sync = req.options.sync
     if sync == "insert" and req.options.max_new_barriers == 0:
         sync = "existing"
-    invals = mbarrier_invals(req, order_of(req))
+    invals = mbarrier_invals(req)
     verdicts = pair_orders(req, allow_new=sync != "existing", invals=invals)
     allowed = _allowed(req)
     hard: set[tuple[int, int]] = set()
