@@ -17,7 +17,8 @@ the arena, Reuse hazard), and only when the break is real:
 - ``drop_fence``: drop the ``fence_proxy_async`` that a reuse of thread-written bytes by TMA or
   wgmma needs: one the plan adds or requires, or (changing the request) the request's;
 - ``drop_inval``: drop the mbarrier_inval an mbarrier's bytes wait for before a later buffer
-  takes them (one the plan inserts or requires; or, changing the request, the request's);
+  takes them (one the plan inserts or requires; or, changing the request, the request's), with
+  partitions or without;
 - ``drop_wait``: drop the wait_group that completes an asynchronous access (one the plan
   inserts or requires; or, changing the request, the request's), so the access never completes
   in its scope and live range;
@@ -116,6 +117,7 @@ _PARTITION_KINDS = (
     "misalign_tile",
     "drop_partition_sync",
     "drop_cluster_barrier",
+    "drop_inval",
 )
 
 
@@ -408,6 +410,8 @@ def _drop_fence(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) 
 def _drop_inval(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) -> Fault | None:
     from planner.validators.asyncs import uninvalidated
 
+    if request.partitions:
+        return _drop_partition_inval(request, plan, rng, plan_only=plan_only)
     for v in _shuffled(rng, plan.invals):
         if v.origin != "existing":
             kept = [x for x in plan.invals if x != v]
@@ -480,6 +484,55 @@ def _drop_wait(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) -
                 f"{request.syncs[k].at} that completes the asynchronous access of {buffer!r} "
                 f"at {at}",
                 request.syncs[k].at,
+            )
+    return None
+
+
+def _drop_partition_inval(
+    request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool
+) -> Fault | None:
+    """``drop_inval`` in a request with partitions: the partitioned static check names the
+    mbarrier whose bytes a later buffer then takes with no inval."""
+    from planner.validators.partitions import check_partitions
+
+    def uninvalidated(req: PlanRequest, changed: Plan, mbarrier: str) -> str | None:
+        found = check_partitions(req, changed, runtime_barriers(req, changed))
+        return next(
+            (b[1] for code, _, b in found if code == "missing_inval" and b[0] == mbarrier), None
+        )
+
+    for v in _shuffled(rng, plan.invals):
+        by = "" if v.partition is None else f" by {v.partition!r}"
+        if v.origin != "existing":
+            changed_plan = plan.model_copy(update={"invals": [x for x in plan.invals if x != v]})
+            later = uninvalidated(request, changed_plan, v.mbarrier)
+            if later is not None:
+                return Fault(
+                    "drop_inval",
+                    request,
+                    changed_plan,
+                    (v.mbarrier, later),
+                    f"dropped the {v.origin} mbarrier_inval of {v.mbarrier!r}{by} at {v.at}",
+                    v.at,
+                )
+            continue
+        if plan_only:
+            continue
+        syncs = [
+            s
+            for s in request.syncs
+            if not (s.kind == "mbarrier_inval" and s.mbarrier == v.mbarrier)
+        ]
+        changed = request.model_copy(update={"syncs": syncs})
+        later = uninvalidated(changed, plan, v.mbarrier)
+        if later is not None:
+            return Fault(
+                "drop_inval",
+                changed,
+                plan,
+                (v.mbarrier, later),
+                f"dropped the request's mbarrier_inval of {v.mbarrier!r}{by} at {v.at}",
+                v.at,
             )
     return None
 

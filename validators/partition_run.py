@@ -12,6 +12,11 @@ taken by the covering wait into what the waiting partition publishes at its next
 threads that did not wait learn of it from that release). Two buffers on common bytes race when
 an access of one is not ordered with one of the other; a read finds its bytes clobbered when
 another buffer on them wrote since its own last write.
+
+An mbarrier's operations run as thread accesses of the partitions that run them: its init by
+every partition at its start, the syncs naming it, the invals the plan adds or requires. A
+later buffer on its bytes needs one of its invals, inside its lifetime, run after every other
+operation on it and before every touch of that buffer (``missing_inval``).
 """
 
 from __future__ import annotations
@@ -20,9 +25,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from planner.core.models import Plan, PlanRequest
+    from planner.core.models import Buffer, Plan, PlanRequest
 
 __all__ = ["run_partitions"]
+
+_MBARRIER_KINDS = ("mbarrier_wait", "expect_tx", "mbarrier_arrive", "mbarrier_inval")
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,7 @@ class _Touch:
     point: int
     op: str
     proxy: bool  # through the async proxy (TMA, wgmma)
+    inval: bool = False  # an mbarrier's inval
 
 
 @dataclass(frozen=True)
@@ -47,8 +55,9 @@ class _Step:
     group: str = ""
     pending: int = 0
     buffer: int = -1
-    access: int = -1  # -1: a buffer without accesses, touched by every partition
+    access: int = -1  # -1: a buffer without accesses, or an mbarrier's operation
     op: str = "read"
+    inval: bool = False  # an mbarrier's inval
 
 
 def run_partitions(
@@ -119,6 +128,8 @@ def run_partitions(
             at(s.at, _Step(0, "wait_group", who, group=s.group or "", pending=s.pending))
     for i, b in enumerate(request.buffers):
         if b.kind == "mbarrier":
+            for point, q, op, inval in _mbarrier_ops(request, plan, b):
+                at(point, _Step(4, "touch", (q,), buffer=i, op=op, inval=inval))
             continue
         if not b.accesses:
             for q in everyone:
@@ -187,7 +198,9 @@ def run_partitions(
                     proxy = access is not None and access.agent in ("tma", "mma")
                     peer_touches.append((i, point, agent, op, proxy, tuple(peer_seen)))
                 if access is None or access.agent == "threads":
-                    touches.append(_Touch(i, q, made[q], tuple(clock[q]), point, op, False))
+                    touches.append(
+                        _Touch(i, q, made[q], tuple(clock[q]), point, op, False, step.inval)
+                    )
                     continue
                 g = agents[i, k]
                 agent_clock[g] = list(clock[q])
@@ -203,6 +216,23 @@ def run_partitions(
     if peer_touches:
         touches += _peer_touches(request, peer_touches, agents, agent_done, on_cluster, peer)
     return _judge(request, plan, touches, fences, n, agent_done, peer)
+
+
+def _mbarrier_ops(request: PlanRequest, plan: Plan, b: Buffer) -> list[tuple[int, int, str, bool]]:
+    """(point, partition, op, an inval) of each operation on mbarrier ``b``: its init by every
+    partition at its start, each sync naming it, each inval the plan adds or requires."""
+    parts = {p.id: k for k, p in enumerate(request.partitions)}
+    ops = [(b.start, q, "write", False) for q in range(len(parts))]
+    for s in request.syncs:
+        if s.mbarrier == b.id and s.partition in parts and s.kind in _MBARRIER_KINDS:
+            op = "read" if s.kind == "mbarrier_wait" else "write"
+            ops.append((s.at, parts[s.partition], op, s.kind == "mbarrier_inval"))
+    ops += [
+        (v.at, parts[v.partition], "write", True)
+        for v in plan.invals
+        if v.mbarrier == b.id and v.origin != "existing" and v.partition in parts
+    ]
+    return sorted(set(ops))
 
 
 def _peer_touches(
@@ -263,19 +293,44 @@ def _judge(
         return y.clock[x.who] >= x.tick + 1
 
     seen: set[tuple[str, int, int]] = set()
+    by_buffer: dict[int, list[_Touch]] = {}
+    for t in touches:
+        by_buffer.setdefault(t.buffer, []).append(t)
+
+    def invalidated(i: int, j: int) -> bool:
+        """Whether an inval of mbarrier ``i`` inside its lifetime ran after every other
+        operation on it and before every touch of buffer ``j``."""
+        mine = by_buffer.get(i, [])
+        later = by_buffer.get(j, [])
+        return any(
+            x.inval
+            and bufs[i].start < x.point < bufs[i].end
+            and all(ordered(t, x) for t in mine if not t.inval)
+            and all(ordered(x, y) for y in later)
+            for x in mine
+        )
+
     for i, b in enumerate(bufs):
         for j, c in enumerate(bufs):
-            if i >= j or not shares(i, j):
+            if i == j or not shares(i, j) or b.kind != "mbarrier":
                 continue
-            if b.kind == "mbarrier" or c.kind == "mbarrier":
-                out.append(
-                    (
-                        "missing_inval",
-                        f"{b.id!r} and {c.id!r} run on one mbarrier's bytes",
-                        [b.id, c.id],
-                        0,
-                    )
+            if c.start < b.end and b.start < c.end:
+                why = "are live together"
+            elif b.end <= c.start and not invalidated(i, j):
+                why = "follow each other with no mbarrier_inval ordered between"
+            else:
+                continue
+            if ("inval", min(i, j), max(i, j)) in seen:
+                continue
+            seen.add(("inval", min(i, j), max(i, j)))
+            out.append(
+                (
+                    "missing_inval",
+                    f"{b.id!r} and {c.id!r} run on one mbarrier's bytes and {why}",
+                    [b.id, c.id],
+                    0,
                 )
+            )
     for y in touches:
         for x in touches:
             if x.point >= y.point and x is not y:

@@ -12,6 +12,12 @@ acquire: the copy carries what its issuing thread saw, not what the partition's 
 did since). An access at ``p`` by ``P`` happens before an access at ``q`` by ``R`` when a
 release of ``P`` after ``p`` reaches an acquire of ``R`` at or before ``q``. A dynamic
 search, one per starting release.
+
+An mbarrier's operations are thread accesses of the partitions that run them: its init (any
+partition's, at its start), the syncs naming it and the invals the plan adds or requires.
+Another buffer takes its bytes only after one of its invals, inside its lifetime, that every
+other operation on it is ordered before and that is itself ordered before every touch of the
+later buffer (``missing_inval``).
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ if TYPE_CHECKING:
 __all__ = ["check_partitions"]
 
 _INF = 1 << 62
+_MBARRIER_OP = -2  # access index of an mbarrier's operation: a thread access at its point
+_MBARRIER_KINDS = ("mbarrier_wait", "expect_tx", "mbarrier_arrive", "mbarrier_inval")
 _RANK = {"wait": 0, "fence": 1, "barrier": 2, "arrive": 3, "issue": 4}
 
 
@@ -205,6 +213,25 @@ class _Covers:
         return []
 
 
+def _mbarrier_ops(
+    request: PlanRequest, plan: Plan, b: Buffer
+) -> list[tuple[int, int, str, str, int]]:
+    """The touches of mbarrier ``b``: its init by every partition at its start, each sync
+    naming it (an inval with agent "inval") and each inval the plan adds or requires, by the
+    partition that runs it."""
+    ids = {p.id: n for n, p in enumerate(request.partitions)}
+    out = [(q, b.start, "mbarrier", "write", _MBARRIER_OP) for q in range(len(ids))]
+    for s in request.syncs:
+        if s.mbarrier == b.id and s.kind in _MBARRIER_KINDS and s.partition in ids:
+            agent = "inval" if s.kind == "mbarrier_inval" else "mbarrier"
+            op = "read" if s.kind == "mbarrier_wait" else "write"
+            out.append((ids[s.partition], s.at, agent, op, _MBARRIER_OP))
+    for v in plan.invals:
+        if v.mbarrier == b.id and v.origin != "existing" and v.partition in ids:
+            out.append((ids[v.partition], v.at, "inval", "write", _MBARRIER_OP))
+    return sorted(set(out))
+
+
 def _touches(request: PlanRequest, b: Buffer) -> list[tuple[int, int, str, str, int]]:
     """(partition, point, agent, op, access index) of each access; a buffer without accesses
     is touched by every partition at its start and its last point."""
@@ -222,9 +249,9 @@ def check_partitions(
 ) -> list[tuple[str, str, list[str]]]:
     """(code, message, buffers) for every pair of buffers the plan puts on common bytes with
     nothing ordering them: ``overlap`` (live together), ``missing_inval`` (an mbarrier's
-    bytes), ``missing_barrier`` (an access of the earlier not ordered before one of the
-    later), ``missing_fence`` (no proxy fence between a generic write and an async-proxy
-    access)."""
+    bytes taken with no inval ordered after its operations and before the later buffer),
+    ``missing_barrier`` (an access of the earlier not ordered before one of the later),
+    ``missing_fence`` (no proxy fence between a generic write and an async-proxy access)."""
     from planner.validators.program import with_plan_syncs
 
     request = with_plan_syncs(request, plan)
@@ -236,7 +263,7 @@ def check_partitions(
         if s.kind == "fence_proxy_async" and s.partition in ids:
             fences.setdefault(ids[s.partition], []).append(s.at)
     out: list[tuple[str, str, list[str]]] = []
-    reuses = _Reuses(request, graph, fences)
+    reuses = _Reuses(request, graph, fences, plan)
     bufs = [b for b in request.buffers if b.id in where]
     spans = [where[b.id] for b in bufs]
     lives = [b.lifetimes for b in bufs]
@@ -248,20 +275,21 @@ def check_partitions(
             if not (lo_a < hi_b and lo_b < hi_a):
                 continue
             b = bufs[y]
-            if a.kind == "mbarrier" or b.kind == "mbarrier":
-                out.append(
-                    (
-                        "missing_inval",
-                        f"{a.id!r} and {b.id!r} share bytes; an mbarrier of a partitioned "
-                        "request keeps its bytes",
-                        [a.id, b.id],
-                    )
-                )
-                continue
             if any(s < e2 and s2 < e for s, e in lives[x] for s2, e2 in lives[y]):
                 out.append(("overlap", f"{a.id!r} and {b.id!r} are live together", [a.id, b.id]))
                 continue
             first, then = (a, b) if a.end <= b.start else (b, a)
+            if first.kind == "mbarrier" and not reuses.invalidated(first, then):
+                out.append(
+                    (
+                        "missing_inval",
+                        f"{then.id!r} takes bytes of mbarrier {first.id!r} with no "
+                        "mbarrier_inval inside its lifetime ordered after its other operations "
+                        f"and before {then.id!r}",
+                        [first.id, then.id],
+                    )
+                )
+                continue
             if not (clear[x][y] if first is a else clear[y][x]):
                 out += _judge(reuses, first, then)
     return out
@@ -269,18 +297,9 @@ def check_partitions(
 
 def _clear(reuses: _Reuses, bufs: list[Buffer]) -> list[list[bool]]:
     """``[x][y]``: whether every touch of ``bufs[x]`` is ordered (and fenced where it must
-    be) before every touch of ``bufs[y]``, for all pairs at once; mbarriers are never
-    clear."""
-    n = reuses.n
-    never = [_INF] * n
+    be) before every touch of ``bufs[y]``, for all pairs at once."""
     need, fence_need, anyone, proxy = [], [], [], []
     for b in bufs:
-        if b.kind == "mbarrier":
-            need.append(never)
-            fence_need.append(never)
-            anyone.append([-1] * n)
-            proxy.append([-1] * n)
-            continue
         latest, fenced = reuses.latest(b)
         first, first_proxy = reuses.firsts(b)
         need.append(latest)
@@ -303,8 +322,11 @@ class _Reuses:
     """Per buffer, what its touches reach and where its touches begin, each taken once for
     every pair the buffer is in."""
 
-    def __init__(self, request: PlanRequest, graph: _Graph, fences: dict[int, list[int]]):
+    def __init__(
+        self, request: PlanRequest, graph: _Graph, fences: dict[int, list[int]], plan: Plan
+    ):
         self.request = request
+        self.plan = plan
         self.covers = _Covers(request)
         self.graph = graph
         self.fences = fences
@@ -318,8 +340,27 @@ class _Reuses:
     def touches(self, b: Buffer) -> list[tuple[int, int, str, str, int]]:
         got = self._touches.get(b.id)
         if got is None:
-            got = self._touches[b.id] = _touches(self.request, b)
+            got = self._touches[b.id] = (
+                _mbarrier_ops(self.request, self.plan, b)
+                if b.kind == "mbarrier"
+                else _touches(self.request, b)
+            )
         return got
+
+    def invalidated(self, m: Buffer, then: Buffer) -> bool:
+        """Whether an inval of mbarrier ``m`` inside its lifetime follows every other
+        operation on it and precedes every touch of ``then``."""
+        ops = self.touches(m)
+        others = [(q, at) for q, at, agent, _, _ in ops if agent != "inval"]
+        later = [(r, at) for r, at, _, _, _ in self.touches(then)]
+        for q, v, agent, _, _ in ops:
+            if agent != "inval" or not m.start < v < m.end:
+                continue
+            if all(self.graph.acquired(p, (at, 9))[q] <= v for p, at in others) and all(
+                self.graph.acquired(q, (v, 9))[r] <= at for r, at in later
+            ):
+                return True
+        return False
 
     def firsts(self, b: Buffer) -> tuple[list[int], list[int]]:
         """Per partition, the earliest touch of ``b`` and its earliest async-proxy touch."""
@@ -358,15 +399,20 @@ class _Reuses:
         reached: list[list[int]] = []
         fenced: list[list[int] | None] = []
         graph, fences = self.graph, self.fences
-        for q, _, agent, op, k in self.touches(b):
-            done = [(q, (b.end - 1, 9))] if k < 0 else self.covers.completions(b, k)
+        for q, at, agent, op, k in self.touches(b):
+            if k == _MBARRIER_OP:
+                done = [(q, (at, 9))]
+            elif k < 0:
+                done = [(q, (b.end - 1, 9))]
+            else:
+                done = self.covers.completions(b, k)
             # A TMA write's mbarrier wait observes the bytes itself, for its own partition.
             look = graph.observed if agent == "tma" and op == "write" else graph.acquired
             vec = [_INF] * self.n
             for p, key in done:
                 vec = list(map(min, vec, look(p, key)))
             reached.append(vec)
-            if op != "write" or agent in ("tma", "mma"):
+            if op != "write" or agent in ("tma", "mma") or k == _MBARRIER_OP:
                 fenced.append(None)
                 continue
             fvec = [_INF] * self.n

@@ -24,7 +24,14 @@ on its mbarrier after the issue, by whichever partition waits. Buffer ``A`` may 
 bytes to ``B`` when their lifetimes are disjoint and every access of ``A`` is done and
 ordered before every access (or issue) of ``B``; a generic-proxy write of ``A`` before an
 async-proxy access of ``B`` also needs a ``fence_proxy_async`` by the writing partition after
-the write, ordered the same way. An mbarrier of a partitioned request keeps its bytes.
+the write, ordered the same way.
+
+An mbarrier's operations (its init, taken as every partition's at its start; the syncs naming
+it; its invals) are its touches, each a thread access by its partition at its point. Its
+bytes go to another buffer only after an ``mbarrier_inval`` by a partition ``P`` at ``v``
+inside its lifetime with every other touch ordered before ``v``: the request's, else (sync
+"insert" or "none") one at the earliest such point of any partition (``mbarrier_invals``);
+without one it keeps its bytes.
 """
 
 from __future__ import annotations
@@ -32,15 +39,25 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from planner.core.models import Buffer, PlanRequest
-from planner.core.models.sync import ASYNC_PROXY_AGENTS
+from planner.core.models.sync import ASYNC_PROXY_AGENTS, MBARRIER_KINDS
 
-__all__ = ["INF", "Order", "PairOrder", "Summary", "pair_orders", "summary", "weight_clique"]
+__all__ = [
+    "INF",
+    "Invals",
+    "Order",
+    "PairOrder",
+    "Summary",
+    "mbarrier_invals",
+    "pair_orders",
+    "summary",
+    "weight_clique",
+]
 
 INF = 1 << 62
 _GROUP = {("cp.async", "write"): "cp.async", ("tma", "read"): "bulk", ("mma", "read"): "wgmma"}
@@ -50,6 +67,8 @@ Target = tuple[int, int]  # (partition, point)
 # A sync event: (point, rank, partition, mbarrier, members; for an issue, (its buffer's end,))
 Event = tuple[int, int, int, str, tuple[int, ...]]
 EventGroup = tuple[int, int, list[Event]]  # (point, rank, the events there)
+Origin = Literal["existing", "inserted", "required"]
+Invals = dict[int, tuple[int, int, Origin]]  # mbarrier buffer index -> (partition, point, origin)
 
 
 @dataclass
@@ -209,6 +228,51 @@ def order_of(req: PlanRequest, extra_blocks: Sequence[int] = ()) -> Order:
     )
 
 
+def mbarrier_touches(req: PlanRequest, i: int) -> tuple[list[Target], list[Target]]:
+    """(partition, point) of mbarrier buffer ``i``'s touches other than its invals (its init
+    by every partition at its start, each wait, arrive and expect_tx), and of the request's
+    invals on it."""
+    b = req.buffers[i]
+    index = {p.id: k for k, p in enumerate(req.partitions)}
+    others: list[Target] = [(q, b.start) for q in range(len(req.partitions))]
+    invals: list[Target] = []
+    for s in req.syncs:
+        if s.mbarrier == b.id and s.kind in MBARRIER_KINDS and s.partition in index:
+            (invals if s.kind == "mbarrier_inval" else others).append((index[s.partition], s.at))
+    return others, invals
+
+
+def mbarrier_invals(req: PlanRequest, order: Order | None = None) -> Invals:
+    """Per mbarrier buffer, the inval its bytes wait for: the request's earliest (by point,
+    then partition) inside its lifetime with every other touch ordered before it; else, under
+    sync "insert" ("inserted") or "none" ("required"), one by the partition whose earliest
+    such point is the earliest (then the first in request order). An mbarrier left out keeps
+    its bytes (``order``: the request's, built when None and needed)."""
+    out: Invals = {}
+    policy = req.options.sync
+    n = len(req.partitions)
+    for i, b in enumerate(req.buffers):
+        if b.kind != "mbarrier":
+            continue
+        if order is None:
+            order = order_of(req)
+        others, given = mbarrier_touches(req, i)
+        # Per partition, the first point from which its accesses follow every other touch.
+        after = [0] * n
+        for q, at in others:
+            after = list(map(max, after, order.reach(q, at + 1)))
+        mine = sorted((at, q) for q, at in given if b.start < at < b.end and after[q] <= at)
+        if mine:
+            out[i] = (mine[0][1], mine[0][0], "existing")
+            continue
+        if policy == "existing":
+            continue
+        at, q = min((at, q) for q, at in enumerate(after))
+        if at < b.end:
+            out[i] = (q, at, "inserted" if policy == "insert" else "required")
+    return out
+
+
 @dataclass(frozen=True)
 class Events:
     """What one buffer's accesses need ordered: their completions and their first touches."""
@@ -220,12 +284,25 @@ class Events:
     proxy: list[Target]  # issues of async-proxy accesses
 
 
-def events(req: PlanRequest, i: int, covers: Covers | None = None) -> Events:
-    """The events of buffer ``i`` (docs/design.md, Warp-specialised partitions)."""
+def events(
+    req: PlanRequest, i: int, covers: Covers | None = None, inval: Target | None = None
+) -> Events:
+    """The events of buffer ``i`` (docs/design.md, Warp-specialised partitions); for an
+    mbarrier, its touches with ``inval`` (partition, point), the one its bytes wait for."""
     b = req.buffers[i]
     covers = Covers(req) if covers is None else covers
     index = {p.id: k for k, p in enumerate(req.partitions)}
     everyone = range(len(req.partitions))
+    if b.kind == "mbarrier":
+        others, given = mbarrier_touches(req, i)
+        touched = sorted({*others, *given, *([] if inval is None else [inval])})
+        return Events(
+            done=[((q, at + 1),) for q, at in touched],
+            seen=[() for _ in touched],
+            targets=touched,
+            generic=[],
+            proxy=[],
+        )
     if not b.accesses:
         # No accesses given: any partition may touch it at any point of its lifetime.
         return Events(
@@ -412,20 +489,31 @@ class PairOrder(NamedTuple):
     span: tuple[int, int] | None = None
 
 
-def pair_orders(req: PlanRequest, allow_new: bool) -> list[PairOrder]:
+def pair_orders(req: PlanRequest, allow_new: bool, invals: Invals | None = None) -> list[PairOrder]:
     """Every pair's verdict; ``allow_new``: look for what new syncs would order it too (a
     block barrier, or a named barrier of the partitions involved, with the proxy fences
-    missing)."""
+    missing); ``invals``: the mbarriers' (``mbarrier_invals``, found when None)."""
     order = order_of(req)
+    if invals is None:
+        invals = mbarrier_invals(req, order)
     fences = fences_of(req)
     covers = Covers(req)
-    evs = [events(req, i, covers) for i in range(len(req.buffers))]
+    evs = [
+        events(req, i, covers, invals[i][:2] if i in invals else None)
+        for i in range(len(req.buffers))
+    ]
     sums = [summary(order, fences, ev) for ev in evs]
     n = len(req.buffers)
-    mbar = np.fromiter((b.kind == "mbarrier" for b in req.buffers), dtype=bool, count=n)
+    # An mbarrier without an inval keeps its bytes.
+    mbar = np.fromiter(
+        (b.kind == "mbarrier" and i not in invals for i, b in enumerate(req.buffers)),
+        dtype=bool,
+        count=n,
+    )
     start = np.fromiter((b.start for b in req.buffers), dtype=np.int64, count=n)
     end = np.fromiter((b.end for b in req.buffers), dtype=np.int64, count=n)
-    # One lifetime each (no ranges here): live together, or an mbarrier, keeps a pair apart.
+    # One lifetime each (no ranges here): live together, or an mbarrier without an inval,
+    # keeps a pair apart.
     overlap = (start[:, None] < end[None, :]) & (start[None, :] < end[:, None])
     overlap |= mbar[:, None] | mbar[None, :]
     ready_m, orders_m = _ordered_matrix(sums)

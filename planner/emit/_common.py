@@ -205,8 +205,9 @@ def sync_notes(request: PlanRequest, plan: Plan, buffers: list[Placed]) -> list[
         notes.append((nb.at, f"bar.sync {nb.id}, {nb.threads}  // {words[nb.origin]} ({who})"))
     for inval in plan.invals:
         if inval.origin != "existing":
+            by = "" if inval.partition is None else f" (partition {quoted(inval.partition)})"
             notes.append(
-                (inval.at, f"mbarrier.inval {mbar(inval.mbarrier)}  // {words[inval.origin]}")
+                (inval.at, f"mbarrier.inval {mbar(inval.mbarrier)}  // {words[inval.origin]}{by}")
             )
     listed = plan.cluster_barriers
     if listed is not None:
@@ -312,7 +313,9 @@ def sync_calls(request: PlanRequest, plan: Plan, buffers: list[Placed]) -> list[
             ident = inval.mbarrier
             own = ident in names
             mbar = names.get(ident, quoted(ident))
-            calls.append(SyncCall(inval.at, "mbarrier_inval", mbar, own, note=words[inval.origin]))
+            by = "" if inval.partition is None else f", partition {quoted(inval.partition)}"
+            note = words[inval.origin] + by
+            calls.append(SyncCall(inval.at, "mbarrier_inval", mbar, own, note=note))
     listed = plan.cluster_barriers
     if listed is not None:
         for p in listed.inserted:

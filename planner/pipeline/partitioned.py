@@ -8,8 +8,9 @@ window. The fits of the explicit conflict graph place them (CP-SAT on the pairs 
 then the fewest new barrier points are chosen for the pairs that share bytes (interval
 stabbing, each at the latest allowed point of its window: exact), each a named barrier of
 just the warp groups it orders where that suffices (``planner.pipeline.partition_syncs``).
-The lower bound is the heaviest clique of the conflict graph: buffers pairwise kept apart in
-every plan, whose sizes every arena holds at once.
+An mbarrier shares its bytes only after its inval (``mbarrier_invals``: the request's, or one
+inserted or required). The lower bound is the heaviest clique of the conflict graph: buffers
+pairwise kept apart in every plan, whose sizes every arena holds at once.
 """
 
 from __future__ import annotations
@@ -27,10 +28,18 @@ from planner.core.models import (
     Diagnostic,
     Fence,
     GraphStats,
+    Inval,
     NamedBarrier,
     PlanRequest,
 )
-from planner.core.partitions import PairOrder, cluster_points, pair_orders, weight_clique
+from planner.core.partitions import (
+    Invals,
+    PairOrder,
+    cluster_points,
+    mbarrier_invals,
+    pair_orders,
+    weight_clique,
+)
 from planner.pipeline.outcome import Outcome
 from planner.pipeline.partition_syncs import NewSyncs, choose_syncs
 from planner.pipeline.unrolled import place_on_pairs
@@ -49,7 +58,8 @@ def plan_partitioned(req: PlanRequest, solver: SolverChoice) -> Outcome:
     sync = req.options.sync
     if sync == "insert" and req.options.max_new_barriers == 0:
         sync = "existing"
-    verdicts = pair_orders(req, allow_new=sync != "existing")
+    invals = mbarrier_invals(req)
+    verdicts = pair_orders(req, allow_new=sync != "existing", invals=invals)
     allowed = _allowed(req)
     hard: set[tuple[int, int]] = set()
     windows: dict[tuple[int, int], list[int]] = {}  # a new block (or named) barrier's
@@ -97,7 +107,23 @@ def plan_partitioned(req: PlanRequest, solver: SolverChoice) -> Outcome:
             within = sync != "insert" or cap is None or alt_stabs <= cap
             if within and (alt.arena_bytes, alt_added.cost) <= (placed.arena_bytes, added.cost):
                 placed, added = alt, alt_added
-    return _assemble(req, sync, verdicts, placed, added, (bound, clique))
+    return _assemble(req, sync, verdicts, placed, added, (bound, clique), invals)
+
+
+def _invals(req: PlanRequest, invals: Invals, shared: set[tuple[int, int]]) -> list[Inval]:
+    """The invals of the mbarriers whose bytes a later buffer takes, each with the partition
+    that runs it."""
+    names = [p.id for p in req.partitions]
+    out: list[Inval] = []
+    for i, (q, at, origin) in sorted(invals.items()):
+        m = req.buffers[i]
+        if any(
+            (min(i, k), max(i, k)) in shared and b.start >= m.end
+            for k, b in enumerate(req.buffers)
+            if k != i
+        ):
+            out.append(Inval(mbarrier=m.id, at=at, origin=origin, partition=names[q]))
+    return out
 
 
 def _syncs(
@@ -210,6 +236,7 @@ def _assemble(
     placed: Solution,
     added: NewSyncs,
     peak: tuple[int, list[int]],
+    invals: Invals,
 ) -> Outcome:
     offsets, arena = placed.offsets, placed.arena_bytes
     bound, clique = peak
@@ -241,6 +268,9 @@ def _assemble(
         if how is None:
             continue  # pinned apart from any order: the static check refuses the plan
         x, y = v.ordered if v.ordered is not None else (v.window or (v.i, v.j))[:2]
+        if x in invals:
+            q, at, made = invals[x]
+            how = f"the mbarrier_inval by {names[q]} at point {at} ({made}), then {how}"
         reuses.append(
             {
                 "level": "info",
@@ -290,6 +320,7 @@ def _assemble(
         ),
         certify=certify,
         explain=lambda _status: notes,
+        invals=_invals(req, invals, shared),
         fences=[Fence(at=at, origin=origin, partition=names[q]) for q, at in added.fences],
         cluster_barriers=_cluster_barriers(req, sync, added, verdicts, shared),
         named_barriers=[

@@ -242,6 +242,16 @@ class Inval(_Model):
             '"required": the\ncaller must add it (sync "none").'
         )
     )
+    # Only in a request with partitions (absent otherwise, so other plans read as they did):
+    # the partition whose threads run the inval.
+    partition: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description=(
+            "In a request with partitions: the partition that runs it, once every other "
+            "operation on\nthe mbarrier is ordered before it."
+        ),
+    )
 
 
 class Wait(_Model):
