@@ -62,8 +62,8 @@ SKYLINE_SHARE = 1  # share exponent of each skyline member: half an order's (``_
 BREADTH_SHARE = 2  # share exponent of the orders beyond MiniMalloc's: a quarter of a share
 FIRST_NODES_PER_BUFFER = 2  # nodes a buffer of the published orders' first try (``_decide_staged``)
 PARALLEL_MIN = 16  # buffers from which members race on threads
-DESCEND_MIN = 64  # buffers above which minimizing below a capacity descends in steps
-BOUND_PART = 8  # descending, the bound is decided on this part of the nodes left
+DESCEND_MIN = 64  # buffers above which minimizing descends in steps
+BOUND_PART = 8  # descending below a capacity, the bound is decided on this part of the nodes left
 DESCEND_PART = 4  # descending, the next capacity lies this part of the way down
 PACED_MIN = 64  # buffers above which racing members keep pace (``solvers._pace_kernel``)
 PACE_SHIFT = 4  # a member is behind by more than this power-of-two part of a share
@@ -822,7 +822,7 @@ def solve_search(
 
     low = lo  # lowest capacity not yet tried
     high = ceiling  # highest capacity worth trying
-    descend = g.n > DESCEND_MIN and capacity is not None
+    descend = g.n > DESCEND_MIN
     if cap is not None and best is None and low <= cap == high and time_left():
         # No plan within the capacity yet: first get one, or prove there is none.
         if attempt(cap, last=True) == EXHAUSTED:
@@ -834,7 +834,11 @@ def solve_search(
     if above_bound:
         low += step
     elif low <= high and time_left():
-        attempt(low, last=bound_only or low == high, part=BOUND_PART if descend else 2)
+        attempt(
+            low,
+            last=bound_only or low == high,
+            part=BOUND_PART if descend and capacity is not None else 2,  # no capacity: half
+        )
         low += step
         if best_arena is not None:
             high = min(high, best_arena - step)
