@@ -52,16 +52,18 @@ __all__ = [
 I64 = npt.NDArray[np.int64]
 
 # Branching priorities of the canonical kernel (``_rank_keys``), each on an equal share of nodes:
-ORDERS = ("WAT", "TAW", "TWA", "EL", "BL", "TLS", "SCT", "ATC")
 MINIMALLOC_ORDERS = ("WAT", "TAW", "TWA")  # MiniMalloc's defaults: ties go to request order
+ORDERS = (*MINIMALLOC_ORDERS, "EL", "BL", "TLS", "SCT", "ATC")  # the published orders first
 SKYLINE_ORDERS = ("S", "C")  # priorities of the skyline kernel's members
 SKYLINE_VALLEYS = (FEWEST, LEFTMOST)  # valley rules of the skyline kernel's members
 SKYLINE_MIN = 64  # buffers above which the skyline members join (graphs without pins)
 SKYLINE_DISCOUNT = 16  # skyline kernel steps charged as one canonical step
-SKYLINE_SHARE = 1  # share exponent of each skyline member: half a share (``_weights``)
+SKYLINE_SHARE = 1  # share exponent of each skyline member: half an order's (``_weights``)
+BREADTH_SHARE = 2  # share exponent of the orders beyond MiniMalloc's: a quarter of a share
+FIRST_NODES_PER_BUFFER = 2  # nodes a buffer of the published orders' first try (``_decide_staged``)
 PARALLEL_MIN = 16  # buffers from which members race on threads
-DESCEND_MIN = 64  # buffers above which minimizing below a capacity descends in steps
-BOUND_PART = 8  # descending, the bound is decided on this part of the nodes left
+DESCEND_MIN = 64  # buffers above which minimizing descends in steps
+BOUND_PART = 8  # descending below a capacity, the bound is decided on this part of the nodes left
 DESCEND_PART = 4  # descending, the next capacity lies this part of the way down
 PACED_MIN = 64  # buffers above which racing members keep pace (``solvers._pace_kernel``)
 PACE_SHIFT = 4  # a member is behind by more than this power-of-two part of a share
@@ -132,17 +134,36 @@ def _skyline(inst: _Instance, valley: int, reverse: bool) -> _Skyline:
 def _members(g: InterferenceGraph) -> list[_Member]:
     """The portfolio for ``g``: every order of ``ORDERS`` on the canonical kernel, then the
     skyline kernel on ``SKYLINE_ORDERS`` where it applies."""
-    sky = g.n > SKYLINE_MIN and not bool((g.pinned >= 0).any())
-    orders = ORDERS + (SKYLINE_ORDERS if sky else ())
-    insts = _instances(g, orders)
-    members: list[_Member] = list(insts[: len(ORDERS)])
-    members += [
-        _skyline(inst, valley, reverse)
-        for reverse in (False, True)
-        for valley in SKYLINE_VALLEYS
-        for inst in insts[len(ORDERS) :]
-    ]
-    return members
+    portfolio = _Portfolio(g)
+    return [*portfolio.first, *portfolio.rest]
+
+
+class _Portfolio:
+    """The members of ``_members``: MiniMalloc's published orders built at once, the others
+    (``rest``) when a decision first needs them; all on one set of shared arrays."""
+
+    def __init__(self, g: InterferenceGraph) -> None:
+        self._g = g
+        self._common = _Common.of(g)
+        self.first: list[_Member] = list(self._common.instances(g, MINIMALLOC_ORDERS))
+        self._rest: list[_Member] | None = None
+
+    @property
+    def rest(self) -> list[_Member]:
+        if self._rest is None:
+            g = self._g
+            sky = g.n > SKYLINE_MIN and not bool((g.pinned >= 0).any())
+            others = ORDERS[len(MINIMALLOC_ORDERS) :]
+            insts = self._common.instances(g, others + (SKYLINE_ORDERS if sky else ()))
+            rest: list[_Member] = list(insts[: len(others)])
+            rest += [
+                _skyline(inst, valley, reverse)
+                for reverse in (False, True)
+                for valley in SKYLINE_VALLEYS
+                for inst in insts[len(others) :]
+            ]
+            self._rest = rest
+        return self._rest
 
 
 def _csr(src: I64, dst: I64, n: int) -> tuple[I64, I64]:
@@ -171,61 +192,84 @@ def _instance(g: InterferenceGraph, order: str = ORDERS[0]) -> _Instance:
 
 def _instances(g: InterferenceGraph, orders: tuple[str, ...]) -> list[_Instance]:
     """One instance per branching order; only the ranking differs, the rest is shared."""
-    n = g.n
-    _, hi, _, _ = g.neighbours
-    by_start = g.by_start
-    # Conflicting pairs from the sweep: position p conflicts with p+1 .. hi[p]-1.
-    counts = hi - np.arange(n, dtype=np.int64) - 1
-    src_pos = np.repeat(np.arange(n, dtype=np.int64), counts)
-    within = np.arange(src_pos.size, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-    a = by_start[src_pos]
-    b = by_start[src_pos + 1 + within]
-    src = np.concatenate([a, b])
-    dst = np.concatenate([b, a])
-    # Each buffer's neighbours smallest first: a waiting buffer's lowest offset is the
-    # least lift of its unplaced neighbours, and the kernel stops reading once a neighbour
-    # is too large to lift it any lower.
-    by_size = np.lexsort((dst, g.size[dst]))
-    adj_ptr, adj = _csr(src[by_size], dst[by_size], n)
-    to_pin = g.pinned[dst] >= 0
-    pin_ptr, pin_adj = _csr(src[to_pin], dst[to_pin], n)
-    points = np.unique(np.concatenate([g.start, g.occupied_end]))
-    first = np.searchsorted(points, g.start).astype(np.int64)
-    last = np.searchsorted(points, g.occupied_end).astype(np.int64)
-    sections = max(0, int(points.size) - 1)
-    sec_pin_ptr, sec_pin = _csr(*_sections_of(np.flatnonzero(g.pinned >= 0), first, last), sections)
-    sec_free_ptr, sec_free, cls, sec_period, sec_max_pad = _padding_lists(
-        g, first, last, sec_pin_ptr
-    )
-    keys = _rank_keys(g, first, last, sections)
-    end_at = np.zeros(sections + 1, dtype=np.int64)
-    end_at[last] = 1
-    shared = {
-        "size": g.size.astype(np.int64),
-        "alignment": g.alignment.astype(np.int64),
-        "pinned": g.pinned.astype(np.int64),
-        "adj_ptr": adj_ptr,
-        "adj": adj,
-        "pin_ptr": pin_ptr,
-        "pin_adj": pin_adj,
-        "first": first,
-        "last": last,
-        "sec_pin_ptr": sec_pin_ptr,
-        "sec_pin": sec_pin,
-        "sec_free_ptr": sec_free_ptr,
-        "sec_free": sec_free,
-        "cls": cls,
-        "sec_period": sec_period,
-        "sec_max_pad": sec_max_pad,
-    }
-    return [
-        _Instance(
-            **shared,
-            **_ranked(g, keys, order),
-            end_at=end_at if order in MINIMALLOC_ORDERS else np.zeros(0, dtype=np.int64),
+    return _Common.of(g).instances(g, orders)
+
+
+@dataclass(frozen=True)
+class _Common:
+    """What every order's instance of one graph shares: the kernel's arrays but the ranking,
+    the ranking keys and the sections' ends."""
+
+    shared: dict[str, I64]
+    keys: dict[str, I64]
+    end_at: I64
+
+    @staticmethod
+    def of(g: InterferenceGraph) -> _Common:
+        n = g.n
+        _, hi, _, _ = g.neighbours
+        by_start = g.by_start
+        # Conflicting pairs from the sweep: position p conflicts with p+1 .. hi[p]-1.
+        counts = hi - np.arange(n, dtype=np.int64) - 1
+        src_pos = np.repeat(np.arange(n, dtype=np.int64), counts)
+        within = np.arange(src_pos.size, dtype=np.int64) - np.repeat(
+            np.cumsum(counts) - counts, counts
         )
-        for order in orders
-    ]
+        a = by_start[src_pos]
+        b = by_start[src_pos + 1 + within]
+        src = np.concatenate([a, b])
+        dst = np.concatenate([b, a])
+        # Each buffer's neighbours smallest first: a waiting buffer's lowest offset is the
+        # least lift of its unplaced neighbours, and the kernel stops reading once a neighbour
+        # is too large to lift it any lower.
+        by_size = np.lexsort((dst, g.size[dst]))
+        adj_ptr, adj = _csr(src[by_size], dst[by_size], n)
+        to_pin = g.pinned[dst] >= 0
+        pin_ptr, pin_adj = _csr(src[to_pin], dst[to_pin], n)
+        points = np.unique(np.concatenate([g.start, g.occupied_end]))
+        first = np.searchsorted(points, g.start).astype(np.int64)
+        last = np.searchsorted(points, g.occupied_end).astype(np.int64)
+        sections = max(0, int(points.size) - 1)
+        sec_pin_ptr, sec_pin = _csr(
+            *_sections_of(np.flatnonzero(g.pinned >= 0), first, last), sections
+        )
+        sec_free_ptr, sec_free, cls, sec_period, sec_max_pad = _padding_lists(
+            g, first, last, sec_pin_ptr
+        )
+        keys = _rank_keys(g, first, last, sections)
+        end_at = np.zeros(sections + 1, dtype=np.int64)
+        end_at[last] = 1
+        shared = {
+            "size": g.size.astype(np.int64),
+            "alignment": g.alignment.astype(np.int64),
+            "pinned": g.pinned.astype(np.int64),
+            "adj_ptr": adj_ptr,
+            "adj": adj,
+            "pin_ptr": pin_ptr,
+            "pin_adj": pin_adj,
+            "first": first,
+            "last": last,
+            "sec_pin_ptr": sec_pin_ptr,
+            "sec_pin": sec_pin,
+            "sec_free_ptr": sec_free_ptr,
+            "sec_free": sec_free,
+            "cls": cls,
+            "sec_period": sec_period,
+            "sec_max_pad": sec_max_pad,
+        }
+        return _Common(shared, keys, end_at)
+
+    def instances(self, g: InterferenceGraph, orders: tuple[str, ...]) -> list[_Instance]:
+        """One instance per order of ``orders``."""
+        none = np.zeros(0, dtype=np.int64)
+        return [
+            _Instance(
+                **self.shared,
+                **_ranked(g, self.keys, order),
+                end_at=self.end_at if order in MINIMALLOC_ORDERS else none,
+            )
+            for order in orders
+        ]
 
 
 def _rank_keys(g: InterferenceGraph, first: I64, last: I64, sections: int) -> dict[str, I64]:
@@ -337,13 +381,57 @@ def node_budget(g: InterferenceGraph, time_limit: float) -> int:
     return max(MIN_NODES, int(time_limit * NODE_WORK_PER_SECOND / work_per_node))
 
 
+def _published(m: _Member) -> bool:
+    """Whether ``m`` searches in one of MiniMalloc's published orders (``MINIMALLOC_ORDERS``:
+    the only instances that carry the sections' ends)."""
+    return isinstance(m, _Instance) and m.end_at.size > 0
+
+
 def _weights(insts: Sequence[_Member]) -> list[int]:
     """Per member a share exponent: member ``i`` may expand ``2 ** -w`` of a full share.
-    Every order of the canonical kernel gets a full share (MiniMalloc's round robin), so no
-    order is favoured for what it did on some benchmark, and keeps it when the skyline
-    members join; those get ``2 ** -SKYLINE_SHARE`` each (their nodes come on top: eight
-    members at half a share spend at most 1.5 times the canonical orders' nodes)."""
-    return [SKYLINE_SHARE if isinstance(m, _Skyline) else 0 for m in insts]
+    MiniMalloc's published orders get a full share each (its round robin over them); the
+    portfolio's other orders race beside them on ``2 ** -BREADTH_SHARE`` of one, and the
+    skyline members on half that again (``SKYLINE_SHARE``), so the breadth costs a fraction
+    of what the published orders spend and still wins where they are slow."""
+    if not any(_published(m) for m in insts):
+        return [SKYLINE_SHARE if isinstance(m, _Skyline) else 0 for m in insts]
+    return [
+        0 if _published(m) else BREADTH_SHARE + (SKYLINE_SHARE if isinstance(m, _Skyline) else 0)
+        for m in insts
+    ]
+
+
+def _shares(insts: Sequence[_Member]) -> float:
+    """Full shares ``nodes`` pays for among ``insts``: the canonical orders' (the skyline
+    members' shares come on top), or every member's where there is no canonical one."""
+    weights = _weights(insts)
+    canonical = [w for m, w in zip(insts, weights, strict=True) if isinstance(m, _Instance)]
+    return sum(1.0 / (1 << w) for w in canonical or weights)
+
+
+def _decide_staged(
+    portfolio: _Portfolio,
+    capacity: int,
+    nodes: int,
+    deadline: float = float("inf"),
+    stop: Stop | None = None,
+) -> tuple[int, I64, int]:
+    """(status, offsets, nodes charged) at ``capacity`` bytes over the portfolio: first
+    MiniMalloc's published orders alone, on ``FIRST_NODES_PER_BUFFER`` nodes a buffer each
+    (a search that seldom backtracks decides within them), then, if none decided, the whole
+    portfolio's race on the nodes left."""
+    first = portfolio.first
+    quick = FIRST_NODES_PER_BUFFER * int(first[0].size.size) * len(first)
+    used = 0
+    if quick < nodes // 2:
+        status, offsets, used = _decide_all(first, capacity, quick, deadline, stop=stop)
+        if status != OUT_OF_NODES or (stop is not None and stop.stopped):
+            return status, offsets, used
+        if time.perf_counter() > deadline:
+            return status, offsets, used
+    members = [*first, *portfolio.rest]
+    status, offsets, more = _decide_all(members, capacity, nodes - used, deadline, stop=stop)
+    return status, offsets, used + more
 
 
 def _decide_all(
@@ -369,9 +457,7 @@ def _decide_all(
     """
     k = len(insts)
     weights = _weights(insts)
-    # The canonical orders share ``nodes``; the skyline members' shares come on top.
-    canonical = [w for m, w in zip(insts, weights, strict=True) if isinstance(m, _Instance)]
-    per = int(nodes / sum(1.0 / (1 << w) for w in canonical or weights))
+    per = int(nodes / _shares(insts))
     if per >> weights[-1] == 0:
         return _decide(insts[0], capacity, nodes)
     if parallel is None:
@@ -591,10 +677,11 @@ def _load(insts: Sequence[_Member]) -> None:
     process loads or compiles it, with the request's clock paused in this thread. On the
     race's threads that time would count against the race's deadline and could stop every
     member, so the first request after an install would get another plan than the same
-    request later. The skyline kernel is loaded too where no member uses it: the warm-up
-    (``planner warm``, the service's start) plans small requests only, and without it the
-    first large request after an install would compile it (seconds, with its clock paused,
-    so that request takes that much longer)."""
+    request later. The skyline kernel is loaded too where no member of ``insts`` uses it (the
+    portfolio's skyline members are built only when the published orders leave a capacity
+    undecided): the warm-up (``planner warm``, the service's start) plans small requests
+    only, and without it the first large request after an install would compile it
+    (seconds, with its clock paused, so that request takes that much longer)."""
     members = {type(m): m for m in insts}
     canonical = members.get(_Instance)
     if _Skyline not in members and _Skyline not in _LOADED and isinstance(canonical, _Instance):
@@ -701,8 +788,8 @@ def solve_search(
     ceiling = ceiling // step * step
     bound = lo  # bytes: every capacity below it is proved impossible
     left = node_budget(g, time_limit) if nodes is None else nodes
-    insts = _members(g)
-    _load(insts)
+    portfolio = _Portfolio(g)
+    _load(portfolio.first)
     clock = time.perf_counter()
     wall = wall_limit(time_limit)  # seconds: the clock's cap; the node budget decides
 
@@ -713,7 +800,7 @@ def solve_search(
         """
         nonlocal best, best_arena, bound, left
         share = left if last else max(1, left // part)
-        status, offsets, used = _decide_all(insts, target, share, clock + wall, stop=stop)
+        status, offsets, used = _decide_staged(portfolio, target, share, clock + wall, stop)
         left -= used
         if status == FOUND:
             best, best_arena = offsets, arena_of(g, offsets)
@@ -735,7 +822,7 @@ def solve_search(
 
     low = lo  # lowest capacity not yet tried
     high = ceiling  # highest capacity worth trying
-    descend = g.n > DESCEND_MIN and capacity is not None
+    descend = g.n > DESCEND_MIN
     if cap is not None and best is None and low <= cap == high and time_left():
         # No plan within the capacity yet: first get one, or prove there is none.
         if attempt(cap, last=True) == EXHAUSTED:
@@ -747,7 +834,11 @@ def solve_search(
     if above_bound:
         low += step
     elif low <= high and time_left():
-        attempt(low, last=bound_only or low == high, part=BOUND_PART if descend else 2)
+        attempt(
+            low,
+            last=bound_only or low == high,
+            part=BOUND_PART if descend and capacity is not None else 2,  # no capacity: half
+        )
         low += step
         if best_arena is not None:
             high = min(high, best_arena - step)

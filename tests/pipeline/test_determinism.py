@@ -2,7 +2,7 @@
 
 The hashes are of this version's plans: a change meant to leave plans alone (a refactor, a
 faster data structure) must keep them, and one meant to change plans (a stronger bound, a
-new search order) says so and records new ones with ``python -m tests.corpus``.
+new search order) says so and records new ones with ``python -m tests.support.corpus``.
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ def test_the_node_budget_is_proportional_to_the_time_limit() -> None:
 def test_some_capacities_are_decided_only_with_a_longer_time_limit(family: str) -> None:
     # The nodes a time limit buys (``node_budget``): a tenth of the limit leaves the
     # capacity undecided where the whole limit decides it, and ten times more keeps it so.
-    request = family_instance(family, 160, CHECK_SEED + 1).request
+    request = family_instance(family, 300, CHECK_SEED + 1).request
     g = build_graph(request, "none")
     short, long, longer = (node_budget(g, seconds) for seconds in (0.005, 0.05, 0.5))
     verdicts = []

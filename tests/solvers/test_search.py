@@ -639,7 +639,7 @@ def test_portfolio_solves_what_its_first_order_misses() -> None:
     assert status == OUT_OF_NODES
     assert used >= 3_000  # padding checks are charged as nodes too
     result = solve_search(
-        g, capacity=CAPACITY, lower_bound=CAPACITY, hint=None, time_limit=10.0, nodes=6_000
+        g, capacity=CAPACITY, lower_bound=CAPACITY, hint=None, time_limit=10.0, nodes=12_000
     )
     assert result.proved_optimal
     assert result.arena_bytes == CAPACITY
@@ -716,6 +716,7 @@ def test_kernels_load_before_the_clock_starts(monkeypatch: pytest.MonkeyPatch) -
 
     for name in ("decide", "decide_skyline"):
         monkeypatch.setattr(search, name, slow_first_call(getattr(search, name)))
+    monkeypatch.setattr(search, "_LOADED", set())  # as in a process that never called them
     with deadline(1.0):
         cold = _solve(g, **args)
     assert cold.proved_optimal
@@ -774,9 +775,10 @@ def test_a_race_gives_each_member_the_cpu_share_of_its_node_share(
         assert_valid_offsets(request, g, offsets)
     # Members that repeat an earlier one do not run (``_repeats``); every other one ran.
     running = [m for m, r in zip(members, search._repeats(members), strict=True) if r < 0]
-    expected = [
-        min(19, base + NICE_PER_HALVING) if isinstance(m, _Skyline) else base for m in running
-    ]
+    weights = search._weights(running)
+    assert any(w > 0 for w in weights)
+    assert 0 in weights
+    expected = [min(19, base + NICE_PER_HALVING * w) for w in weights]
     assert [seen[id(m)] for m in running] == expected
     assert any(isinstance(m, _Skyline) for m in members)
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == base  # caller's own
