@@ -18,6 +18,7 @@ our time over MiniMalloc's on the instances both decided.
 
     $ python scripts/challenge_bench.py --count 100 --time-limit 10
     $ python scripts/challenge_bench.py --count 10 --orders TWA
+    $ python scripts/challenge_bench.py --count 100 --orders        # the default plan only
 """
 
 from __future__ import annotations
@@ -75,7 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=100, help="instances, families in turn")
     parser.add_argument("--buffers", default="300-450", help="N or N-M buffers per instance")
     parser.add_argument("--seed", type=int, default=FIRST_SEED, help="first seed")
-    parser.add_argument("--orders", nargs="+", default=["WAT", "TAW", "TWA"])
+    parser.add_argument(
+        "--orders", nargs="*", default=["WAT", "TAW", "TWA"], help="none: default only"
+    )
     parser.add_argument("--no-default", action="store_true", help="per order only")
     parser.add_argument("--time-limit", type=float, default=10.0, help="seconds per decision")
     parser.add_argument("--minimalloc", type=Path, default=MINIMALLOC)
