@@ -23,7 +23,8 @@ from ortools.sat.python import cp_model
 
 from planner.core.clock import wall_limit
 from planner.core.graph import InterferenceGraph
-from planner.solvers.exact import ExactResult, Progress, Stop, note_cpsat_run
+from planner.solvers.exact import Progress, Stop, note_cpsat_run
+from planner.solvers.solution import Solution, unfit
 
 __all__ = ["DETERMINISTIC_PER_SECOND", "SEED", "solve_cpsat"]
 
@@ -83,7 +84,7 @@ def solve_cpsat(
     on_progress: Progress | None = None,
     stop: Stop | None = None,
     tolerance: int = 0,
-) -> ExactResult:
+) -> Solution:
     """Smallest arena for ``g`` within ``capacity`` (bytes), searched for ``time_limit`` s.
 
     ``lower_bound`` must be valid (no plan uses fewer bytes); ``hint`` is a plan (bytes,
@@ -96,7 +97,7 @@ def solve_cpsat(
     """
     n = g.n
     if n == 0:
-        return ExactResult("cpsat", np.zeros(0, dtype=np.int64), 0, 0, True, False)
+        return Solution("cpsat", np.zeros(0, dtype=np.int64), 0, 0, True)
     size = [int(s) for s in g.size]
     align = [int(a) for a in g.alignment]
     pinned = [int(p) for p in g.pinned]
@@ -114,7 +115,9 @@ def solve_cpsat(
         h_max = pin_top + sum(s for p, s in zip(pinned, size, strict=True) if p < 0)
         h_max += sum(a for p, a in zip(pinned, align, strict=True) if p < 0)
     if lower_bound > h_max or any(s > h_max for s in size):
-        return ExactResult("cpsat", None, None, max(lower_bound, 0), False, h_max == capacity)
+        return Solution(
+            "cpsat", None, None, max(lower_bound, 0), False, unfit(g, h_max == capacity)
+        )
 
     model = cp_model.CpModel()
     free: dict[int, cp_model.IntVar] = {}  # buffer -> offset in units of its alignment
@@ -168,7 +171,7 @@ def solve_cpsat(
         params.use_dynamic_precedence_in_disjunctive = n <= SMALL_MODEL
     progress = _Progress(height, lower_bound, on_progress) if on_progress else None
     if stop is not None and not stop.attach(solver.stop_search):
-        return ExactResult("cpsat", None, None, lower_bound, False, False)
+        return Solution("cpsat", None, None, lower_bound, False)
     status = solver.solve(model, progress)
     note_cpsat_run(solver, status in (cp_model.OPTIMAL, cp_model.INFEASIBLE))
 
@@ -181,9 +184,9 @@ def solve_cpsat(
         bound = max(lower_bound, int(solver.best_objective_bound))
         # Within the tolerance CP-SAT reports optimal; only an arena at its bound is proved.
         optimal = status == cp_model.OPTIMAL and (tolerance == 0 or arena <= bound)
-        return ExactResult("cpsat", offsets, arena, arena if optimal else bound, optimal, False)
+        return Solution("cpsat", offsets, arena, arena if optimal else bound, optimal)
     if status == cp_model.INFEASIBLE:
         # No plan within the space: every plan is higher, a proof. Only a capacity makes
         # the space a hard limit; ``upper`` was a cap of convenience.
-        return ExactResult("cpsat", None, None, h_max + 1, False, h_max == capacity)
-    return ExactResult("cpsat", None, None, lower_bound, False, False)
+        return Solution("cpsat", None, None, h_max + 1, False, unfit(g, h_max == capacity))
+    return Solution("cpsat", None, None, lower_bound, False)

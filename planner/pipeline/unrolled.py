@@ -52,11 +52,11 @@ from planner.pipeline.outcome import Outcome
 from planner.pipeline.program import Program, build_program, held_peak
 from planner.pipeline.unrolled_aliases import PieceAliases
 from planner.pipeline.unrolled_stab import SEARCH_NODES, Choice, choose, greedy
-from planner.solvers.auto import Solution
 from planner.solvers.edges import EDGE_HEURISTICS, EXACT_MAX_BUFFERS, ExplicitGraph, exact_pairs
 from planner.solvers.edges import fits as greedy_fits
 from planner.solvers.exact import exact_budget
 from planner.solvers.registry import SolverChoice
+from planner.solvers.solution import Solution
 
 __all__ = ["barrier_events", "own_reuse_barriers", "place_on_pairs", "plan_unrolled"]
 
@@ -77,11 +77,11 @@ class _Placed:
 
     @property
     def offsets(self) -> I64:
-        return self.result.offsets
+        return self.result.plan_offsets
 
     @property
     def arena(self) -> int:
-        return self.result.arena_bytes
+        return self.result.plan_arena
 
 
 Mask = npt.NDArray[np.bool_]
@@ -548,11 +548,11 @@ def place_on_pairs(
     where CP-SAT proves it optimal."""
     found = greedy_fits(g, heuristics, bound)
     offsets, arena, name, tried, optimal = (
-        found.offsets,
-        found.arena_bytes,
+        found.plan_offsets,
+        found.plan_arena,
         found.name,
         list(found.tried),
-        found.arena_bytes <= bound,
+        found.plan_arena <= bound,
     )
     seconds, slack = exact_budget(
         req.options.gap_tolerance,
