@@ -17,7 +17,14 @@ __all__ = ["Attempt", "attempt", "with_barriers"]
 
 @dataclass(frozen=True)
 class Attempt:
-    """One placement and the barriers and aliases that make it safe."""
+    """One placement of the straight-line portfolio (made by an attempt of ``kind``), what is
+    proved of it (``result``), and the barriers and aliases that make it safe.
+
+    Its conflicts are the occupied intervals of the request's graph and its barriers the
+    fewest that stab the reuses (exact on intervals); the unrolled program's counterpart,
+    with explicit conflict pairs and barrier choices that may stay unproved, is
+    ``pipeline.unrolled._UnrolledPlacement``.
+    """
 
     kind: Kind
     result: Solution
