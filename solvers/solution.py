@@ -18,8 +18,9 @@ I64 = npt.NDArray[np.int64]
 class Solution:
     """The offsets a solver found (None: no plan) and what is proved about them.
 
-    The greedy portfolio, every exact method (``solvers.exact.ExactMethod``) and ``auto``
-    return one; ``auto``'s always has offsets.
+    The greedy portfolio (its bound: the aligned peak), the fits on an explicit conflict graph
+    (``solvers.edges``), every exact method (``solvers.exact.ExactMethod``) and ``auto``
+    return one; all but the exact methods' always hold a plan.
     """
 
     name: str  # the method whose offsets these are, e.g. "search", "greedy:size/best-fit"
