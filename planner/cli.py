@@ -22,7 +22,7 @@ import sys
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import Any, ClassVar, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 import planner
 from planner import catalog
@@ -38,6 +38,9 @@ from planner.core.models.request import Options
 from planner.core.targets import STATIC_SMEM_LIMIT, TARGETS, profile_dicts
 from planner.tables import format_columns
 from planner.ticker import Ticker
+
+if TYPE_CHECKING:
+    from planner.bench import Instance, Runner
 
 __all__ = ["main"]
 
@@ -907,97 +910,121 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from planner import bench as bench_mod
 
     if args.scaling:
-        from planner.scaling import scaling
-
-        solver = args.solver[0] if args.solver else None
-        return scaling(
-            args.scaling,
-            args.sizes,
-            solver=solver,
-            time_limit=args.time_limit,
-            repeat=args.repeat or 1,
-        )
+        return _bench_scaling(args)
     if not args.paths and not args.random and not args.family:
         raise _UsageError("bench: give at least one PATH, --random N or --family NAME")
     solvers: list[str | None] = list(args.solver) if args.solver else [None]
-    groups: list[tuple[str, list[bench_mod.Instance]]] = []
-    for solver in solvers:
-        instances: list[bench_mod.Instance] = []
-        for path in bench_mod.expand_paths(args.paths):
-            try:
-                instances.append(
-                    bench_mod.load_instance(
-                        path,
-                        capacity=args.capacity,
-                        solver=solver,
-                        time_limit=args.time_limit,
-                        repeat=args.repeat,
-                    )
-                )
-            except RequestError as exc:
-                return fail(describe_all(exc, _label(path), always=True, root=PlanRequest))
-        for n in args.random:
-            try:
-                instances.append(
-                    bench_mod.random_instance(
-                        n,
-                        overlap=args.overlap,
-                        seed=args.seed,
-                        capacity=args.capacity,
-                        solver=solver,
-                        time_limit=args.time_limit,
-                        repeat=args.repeat,
-                    )
-                )
-            except RequestError as exc:
-                return fail(describe(exc, f"random-{n}"))
-        for family in args.family:
-            try:
-                instances += bench_mod.family_instances(
-                    family,
-                    count=args.count,
-                    buffers=args.buffers,
-                    seed=args.seed,
-                    solver=solver,
-                    time_limit=args.time_limit,
-                    repeat=args.repeat,
-                )
-            except RequestError as exc:
-                return fail(describe(exc, family))
-            except ValueError as exc:  # buffers past the family's limit
-                return fail(f"bench: --family {family}: {exc}")
-        groups.append((solver or "default", instances))
-    runners: dict[str, bench_mod.Runner] = {}
-    if args.omnimalloc:
-        from planner import bench_omnimalloc as omni
-
-        module = omni.load()
-        if module is None:
-            return fail(
-                "bench: --omnimalloc needs the omnimalloc package: " + install_hint("compare")
-            )
-        known = omni.allocator_names(module)
-        for given in args.omnimalloc:
-            name, _, count = given.partition(":")
-            if name not in known:
-                return fail(
-                    f"bench: --omnimalloc: unknown allocator {name!r}; one of {', '.join(known)}"
-                )
-            if count and not (count.isdigit() and 0 < int(count) <= omni.MAX_THREADS):
-                return fail(
-                    f"bench: --omnimalloc {given}: threads must be 1 to {omni.MAX_THREADS}, "
-                    f"got {count!r}"
-                )
-            threads = int(count) if count else omni.THREADS
-            label = f"omnimalloc:{name}" + (f":{threads}" if count else "")
-            groups.append((label, groups[0][1]))
-            runners[label] = functools.partial(omni.run_allocator, module, name, threads=threads)
+    groups = [(solver or "default", _bench_instances(args, solver)) for solver in solvers]
+    runners: dict[str, Runner] = {}
+    for label, runner in _omnimalloc_runners(args):
+        groups.append((label, groups[0][1]))
+        runners[label] = runner
     try:
         if len(groups) == 1:
             return bench_mod.bench(groups[0][1], as_json=args.json)
         return bench_mod.compare(groups, as_json=args.json, runners=runners)
     except RequestError as exc:  # e.g. an unknown --solver, found when planning
         return fail(describe(exc, None))
+
+
+def _bench_scaling(args: argparse.Namespace) -> int:
+    """``bench --scaling``: the first solver given on growing instances."""
+    from planner.scaling import scaling
+
+    solver = args.solver[0] if args.solver else None
+    return scaling(
+        args.scaling,
+        args.sizes,
+        solver=solver,
+        time_limit=args.time_limit,
+        repeat=args.repeat or 1,
+    )
+
+
+def _bench_instances(args: argparse.Namespace, solver: str | None) -> list[Instance]:
+    """The instances ``bench`` runs with ``solver``: its PATHs, ``--random`` sizes and
+    ``--family`` members, in that order; a bad one raises ``_UsageError`` naming it."""
+    from planner import bench as bench_mod
+
+    instances: list[Instance] = []
+    for path in bench_mod.expand_paths(args.paths):
+        try:
+            instances.append(
+                bench_mod.load_instance(
+                    path,
+                    capacity=args.capacity,
+                    solver=solver,
+                    time_limit=args.time_limit,
+                    repeat=args.repeat,
+                )
+            )
+        except RequestError as exc:
+            lines = describe_all(exc, _label(path), always=True, root=PlanRequest)
+            raise _UsageError(*lines) from None
+    for n in args.random:
+        try:
+            instances.append(
+                bench_mod.random_instance(
+                    n,
+                    overlap=args.overlap,
+                    seed=args.seed,
+                    capacity=args.capacity,
+                    solver=solver,
+                    time_limit=args.time_limit,
+                    repeat=args.repeat,
+                )
+            )
+        except RequestError as exc:
+            raise _UsageError(describe(exc, f"random-{n}")) from None
+    for family in args.family:
+        try:
+            instances += bench_mod.family_instances(
+                family,
+                count=args.count,
+                buffers=args.buffers,
+                seed=args.seed,
+                solver=solver,
+                time_limit=args.time_limit,
+                repeat=args.repeat,
+            )
+        except RequestError as exc:
+            raise _UsageError(describe(exc, family)) from None
+        except ValueError as exc:  # buffers past the family's limit
+            raise _UsageError(f"bench: --family {family}: {exc}") from None
+    return instances
+
+
+def _omnimalloc_runners(args: argparse.Namespace) -> list[tuple[str, Runner]]:
+    """Per ``--omnimalloc NAME[:THREADS]``, its label and the runner that plans with that
+    allocator; a missing package or a bad value raises ``_UsageError``."""
+    if not args.omnimalloc:
+        return []
+    from planner import bench_omnimalloc as omni
+
+    module = omni.load()
+    if module is None:
+        raise _UsageError(
+            "bench: --omnimalloc needs the omnimalloc package: " + install_hint("compare")
+        )
+    known = omni.allocator_names(module)
+    runners: list[tuple[str, Runner]] = []
+    for given in args.omnimalloc:
+        name, _, count = given.partition(":")
+        if name not in known:
+            raise _UsageError(
+                f"bench: --omnimalloc: unknown allocator {name!r}; one of {', '.join(known)}"
+            )
+        if count and not (count.isdigit() and 0 < int(count) <= omni.MAX_THREADS):
+            raise _UsageError(
+                f"bench: --omnimalloc {given}: threads must be 1 to {omni.MAX_THREADS}, "
+                f"got {count!r}"
+            )
+        threads = int(count) if count else omni.THREADS
+        label = f"omnimalloc:{name}" + (f":{threads}" if count else "")
+        runners.append(
+            (label, functools.partial(omni.run_allocator, module, name, threads=threads))
+        )
+    return runners
 
 
 _TARGET_COLUMNS = (  # (heading, alignment, profile field): text left, byte counts right

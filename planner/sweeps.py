@@ -45,6 +45,7 @@ from planner.solvers.batch import peaks, place_batch, visit_orders
 __all__ = ["TritonPrune", "run_sweep", "sweep", "triton_prune"]
 
 I64 = npt.NDArray[np.int64]
+Mask = npt.NDArray[np.bool_]
 PlansWanted = Literal["none", "fitting", "all"]
 Refine = Literal["none", "gap", "all"]
 
@@ -358,16 +359,55 @@ def _shared_answers(
     targets: list[str | None],
     body: SweepRequest,
 ) -> tuple[list[ConfigAnswer], int]:
+    """Every configuration's answer on the default configuration's graph (the buffers and
+    lifetimes do not change, only sizes and alignments), and how many were refined by a plan
+    of their own."""
     base, g = shared.base, shared.graph
     count = len(configs)
     size, align, capacity_col = _matrices(template, base, configs)
-    # A configuration whose alignments are not powers of two, or whose sizes do not hold
-    # whole elements, is not a request: binding it says why.
-    suspect = np.any((align & (align - 1)) != 0, axis=1)
+    suspect = _suspect(base, size, align)
+    offsets, arena = _placed_batch(shared, size, align, suspect)
+    bound = peaks(g.start, g.occupied_end, size) if g.n else np.zeros(count, dtype=np.int64)
+    caps = _caps(targets, capacity_col, base.effective_capacity, count)
+    gap = _to_refine(caps, bound, arena, suspect, body.refine)
+    full_plans = _refine(template, configs, gap, offsets, arena)
+    table = _Table(
+        arena.tolist(),
+        bound.tolist(),
+        _naive(size, align).tolist(),
+        _per_target(targets, caps, arena, bound),
+    )
+    fit_models: dict[tuple[Any, ...], TargetFit] = {}
+    answers: list[ConfigAnswer] = []
+    for c, config in enumerate(configs):
+        if suspect[c]:
+            answers.append(_invalid(config, targets, _why_invalid(template, config)))
+            continue
+        fits = _fits_of(targets, table.rows, c, fit_models)
+        plan = None
+        if body.plans == "all" or (body.plans == "fitting" and any(f.fits for f in fits)):
+            request = template.bind(config, checked=True)
+            plan = full_plans.get(c) or pinned_plan(request, offsets[c].tolist())
+        answers.append(_answer(config, table, c, fits, plan))
+    return answers, int(gap.sum())
+
+
+def _suspect(base: PlanRequest, size: I64, align: I64) -> Mask:
+    """Per configuration: not a request (an alignment not a power of two, a size that holds
+    no whole number of elements, or over ``MAX_SIZE``); binding it says why."""
+    suspect: Mask = np.any((align & (align - 1)) != 0, axis=1)
     for i, b in enumerate(base.buffers):
         if b.dtype is not None:
             suspect |= size[:, i] % DTYPES[b.dtype].bytes != 0
     suspect |= np.any(size > MAX_SIZE, axis=1)
+    return suspect
+
+
+def _placed_batch(shared: _Shared, size: I64, align: I64, suspect: Mask) -> tuple[I64, I64]:
+    """Offsets (configurations x buffers) and arena per configuration by the batch placement
+    on the shared graph; zeros for the suspect ones."""
+    g = shared.graph
+    count = size.shape[0]
     good = np.flatnonzero(~suspect)
     offsets = np.zeros((count, g.n), dtype=np.int64)
     arena = np.zeros(count, dtype=np.int64)
@@ -376,12 +416,23 @@ def _shared_answers(
         offsets[good], arena[good] = place_batch(
             orders, size[good], align[good], shared.adj_ptr, shared.adj
         )
-    bound = peaks(g.start, g.occupied_end, size) if g.n else np.zeros(count, dtype=np.int64)
-    naive = np.zeros(count, dtype=np.int64)  # end to end in request order, each aligned
-    for i in range(g.n):
+    return offsets, arena
+
+
+def _naive(size: I64, align: I64) -> I64:
+    """Bytes per configuration of the buffers end to end in request order, each aligned."""
+    naive = np.zeros(size.shape[0], dtype=np.int64)
+    for i in range(size.shape[1]):
         naive = (naive + align[:, i] - 1) // align[:, i] * align[:, i] + size[:, i]
+    return naive
+
+
+def _caps(
+    targets: list[str | None], capacity_col: I64 | None, base_capacity: int | None, count: int
+) -> list[I64]:
+    """Per target, the capacity of each configuration (bytes; -1: none): the target's shared
+    memory per block, else the swept capacity, else the request's."""
     caps: list[I64] = []
-    base_capacity = base.effective_capacity
     for t in targets:
         if t is not None:
             caps.append(np.full(count, TARGETS[t].max_smem_per_block, dtype=np.int64))
@@ -391,27 +442,60 @@ def _shared_answers(
             caps.append(
                 np.full(count, -1 if base_capacity is None else base_capacity, dtype=np.int64)
             )
-    gap = np.zeros(count, dtype=bool)
+    return caps
+
+
+def _to_refine(caps: list[I64], bound: I64, arena: I64, suspect: Mask, refine: str) -> Mask:
+    """Per configuration: planned on its own (``refine``: "gap", where the batch plan misses a
+    capacity the bound fits; "all"; "none"), only where the batch plan is above the bound."""
+    gap = np.zeros(bound.shape[0], dtype=bool)
     for cap in caps:
         limited = cap >= 0
         gap |= limited & (bound <= cap) & (arena > cap)
-    if body.refine == "all":
+    if refine == "all":
         gap[:] = True
-    elif body.refine == "none":
+    elif refine == "none":
         gap[:] = False
     gap &= ~suspect
     gap &= arena > bound
-    refined = 0
+    return gap
+
+
+def _refine(
+    template: Template, configs: list[dict[str, int]], gap: Mask, offsets: I64, arena: I64
+) -> dict[int, Plan]:
+    """Plan each configuration of ``gap`` on its own; where that needs fewer bytes, its plan
+    (by configuration), offsets and arena replace the batch's (in place)."""
     full_plans: dict[int, Plan] = {}
     for c in np.flatnonzero(gap).tolist():
-        refined += 1
         alone = plan_one(template.bind(configs[c], checked=True))
         if alone.arena_bytes < arena[c]:
             arena[c] = alone.arena_bytes
             offsets[c] = [p.offset for p in alone.placements]
             full_plans[c] = alone
-    # Verdicts and occupancy per target, for every configuration at once.
-    per_target: list[tuple[list[bool], list[str], list[int], list[int | None]]] = []
+    return full_plans
+
+
+# Per target: (fits, verdict, capacity or -1, blocks per SM) of every configuration.
+_TargetRow = tuple[bool, str, int, int | None]
+
+
+@dataclass(frozen=True)
+class _Table:
+    """The batch's figures per configuration, as Python values."""
+
+    arena: list[int]  # bytes
+    bound: list[int]  # bytes
+    naive: list[int]  # bytes
+    rows: list[list[_TargetRow]]  # per target, per configuration
+
+
+def _per_target(
+    targets: list[str | None], caps: list[I64], arena: I64, bound: I64
+) -> list[list[_TargetRow]]:
+    """Verdicts and occupancy per target, for every configuration at once."""
+    count = arena.shape[0]
+    rows: list[list[_TargetRow]] = []
     for t, cap in zip(targets, caps, strict=True):
         limited = cap >= 0
         fits_col = ~limited | (arena <= cap)
@@ -422,56 +506,63 @@ def _shared_answers(
             occupancy: list[int | None] = [None] * count
         else:
             occupancy = list(_blocks_per_sm(t, arena).tolist())
-        per_target.append((fits_col.tolist(), verdict_col.tolist(), cap.tolist(), occupancy))
-    answers: list[ConfigAnswer] = []
-    arena_list, bound_list, naive_list = arena.tolist(), bound.tolist(), naive.tolist()
-    # Frozen and few (targets x verdicts x occupancies): one model per distinct answer.
-    fit_models: dict[tuple[Any, ...], TargetFit] = {}
-    rows = [list(zip(col[0], col[1], col[2], col[3], strict=True)) for col in per_target]
-    for c, config in enumerate(configs):
-        if suspect[c]:
-            try:
-                template.bind(config, checked=True)
-                why = "invalid configuration"
-            except RequestError as exc:
-                why = exc.summary()
-            answers.append(_invalid(config, targets, why))
-            continue
-        fits = []
-        for t, row in zip(targets, rows, strict=True):
-            key = (t, *row[c])
-            found = fit_models.get(key)
-            if found is None:
-                ok, verdict, limit, blocks = row[c]
-                found = fit_models[key] = TargetFit(
-                    target=t,
-                    capacity=None if limit < 0 else limit,
-                    fits=ok,
-                    verdict=verdict,
-                    blocks_per_sm=blocks,
-                )
-            fits.append(found)
-        plan = None
-        if body.plans == "all" or (body.plans == "fitting" and any(f.fits for f in fits)):
-            request = template.bind(config, checked=True)
-            plan = full_plans.get(c) or pinned_plan(request, offsets[c].tolist())
-        a = arena_list[c]
-        answers.append(
-            answer_of(
-                {
-                    "config": config,
-                    "arena_bytes": a,
-                    "lower_bound": bound_list[c],
-                    "naive_bytes": naive_list[c],
-                    "proved_optimal": a <= bound_list[c],
-                    "copies": None,
-                    "targets": fits,
-                    "plan": plan,
-                    "error": None,
-                }
+        columns_ = (fits_col.tolist(), verdict_col.tolist(), cap.tolist(), occupancy)
+        rows.append(list(zip(*columns_, strict=True)))
+    return rows
+
+
+def _fits_of(
+    targets: list[str | None],
+    rows: list[list[_TargetRow]],
+    c: int,
+    models: dict[tuple[Any, ...], TargetFit],
+) -> list[TargetFit]:
+    """Configuration ``c``'s fit per target; frozen and few (targets x verdicts x
+    occupancies), so ``models`` keeps one per distinct answer."""
+    fits = []
+    for t, row in zip(targets, rows, strict=True):
+        key = (t, *row[c])
+        found = models.get(key)
+        if found is None:
+            ok, verdict, limit, blocks = row[c]
+            found = models[key] = TargetFit(
+                target=t,
+                capacity=None if limit < 0 else limit,
+                fits=ok,
+                verdict=verdict,
+                blocks_per_sm=blocks,
             )
-        )
-    return answers, refined
+        fits.append(found)
+    return fits
+
+
+def _why_invalid(template: Template, config: dict[str, int]) -> str:
+    """Why a suspect configuration is not a request, as binding it says."""
+    try:
+        template.bind(config, checked=True)
+    except RequestError as exc:
+        return exc.summary()
+    return "invalid configuration"
+
+
+def _answer(
+    config: dict[str, int], table: _Table, c: int, fits: list[TargetFit], plan: Plan | None
+) -> ConfigAnswer:
+    """Configuration ``c``'s answer from the batch's figures."""
+    a = table.arena[c]
+    return answer_of(
+        {
+            "config": config,
+            "arena_bytes": a,
+            "lower_bound": table.bound[c],
+            "naive_bytes": table.naive[c],
+            "proved_optimal": a <= table.bound[c],
+            "copies": None,
+            "targets": fits,
+            "plan": plan,
+            "error": None,
+        }
+    )
 
 
 class _Config:

@@ -33,7 +33,8 @@ from ortools.sat.python import cp_model
 
 from planner.core.clock import wall_limit
 from planner.solvers.cpsat import SEED
-from planner.solvers.exact import ExactResult, note_cpsat_run
+from planner.solvers.exact import note_cpsat_run
+from planner.solvers.solution import Solution
 
 __all__ = ["AliasRules", "Guard", "solve_aliased"]
 
@@ -80,7 +81,7 @@ def solve_aliased(
     time_limit: float,
     lifetimes: tuple[I64, I64] | None = None,
     accesses: tuple[I64, I64] | None = None,
-) -> ExactResult:
+) -> Solution:
     """Smallest arena (bytes) under ``rules``, at most ``upper`` (the arena of a known plan;
     bytes) and at least ``lower_bound`` (a valid bound); ``hint`` is a plan to start from.
     ``lifetimes`` (start, end per buffer): the same rules stated once more as rectangles in
@@ -92,7 +93,7 @@ def solve_aliased(
     pins = [int(p) for p in pinned]
     floor = max(lower_bound, max(sizes, default=0))
     if n == 0 or floor > upper:
-        return ExactResult("alias-model", None, None, floor, False, False)
+        return Solution("alias-model", None, None, floor, False)
     model = cp_model.CpModel()
     height = model.new_int_var(floor, upper, "H")  # bytes
     x: list[cp_model.LinearExpr] = []  # bytes
@@ -149,7 +150,7 @@ def solve_aliased(
     note_cpsat_run(solver, status in (cp_model.OPTIMAL, cp_model.INFEASIBLE))
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         # Infeasible below ``upper`` proves nothing about a capacity: ``upper`` is a plan's.
-        return ExactResult("alias-model", None, None, floor, False, False)
+        return Solution("alias-model", None, None, floor, False)
     offsets = np.asarray(
         [aligns[i] * int(solver.value(units[i])) if i in units else pins[i] for i in range(n)],
         dtype=np.int64,
@@ -157,7 +158,7 @@ def solve_aliased(
     arena = int((offsets + size).max())
     optimal = status == cp_model.OPTIMAL
     bound = arena if optimal else max(floor, int(solver.best_objective_bound))
-    return ExactResult("alias-model", offsets, arena, bound, optimal, False)
+    return Solution("alias-model", offsets, arena, bound, optimal)
 
 
 def _add_guards(

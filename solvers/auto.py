@@ -51,7 +51,6 @@ from planner.core.models import PlanRequest
 from planner.solvers import registry
 from planner.solvers.bounds import CLIQUE_MAX, clique_bound, stack_height
 from planner.solvers.exact import (
-    ExactResult,
     GapTolerance,
     exact_budget,
     granularity,
@@ -59,6 +58,7 @@ from planner.solvers.exact import (
 )
 from planner.solvers.greedy import RANDOM_SKYLINE, applicable, arena_of, cost, portfolio
 from planner.solvers.registry import SolverChoice
+from planner.solvers.solution import Solution
 from planner.solvers.speculative import SpeculativeRun
 
 __all__ = [
@@ -95,20 +95,6 @@ WARM_UP_BUFFERS: list[tuple[int, int, int, int | None]] = [
     (59, 3, 10, 4),
     (23, 15, 16, None),
 ]
-
-
-@dataclass(frozen=True)
-class Solution:
-    """The plan chosen and what is proved about it."""
-
-    name: str  # the method whose plan is returned
-    offsets: I64  # bytes, request order
-    arena_bytes: int
-    bound: int  # bytes: no plan uses fewer
-    proved_optimal: bool
-    tried: list[tuple[str, int]]  # (method, arena bytes of the whole plan after it)
-    infeasible: list[int] | None = None  # proved: these buffers cannot fit the capacity
-    notes: list[str] = field(default_factory=list)  # what could not run, and why
 
 
 @contextmanager
@@ -193,7 +179,7 @@ def solve(
         g, names, heuristics, capacity, time_limit, stop_at, seconds, later, gap_tolerance
     )
     # The heuristics left for later run whatever the tolerance: it stops exact methods only.
-    if later and not result.proved_optimal and (stop_at is None or result.arena_bytes > stop_at):
+    if later and not result.proved_optimal and (stop_at is None or result.plan_arena > stop_at):
         result = _greedy_after(g, result, list(later), seconds)
     return result
 
@@ -221,21 +207,21 @@ def _solve(
         seconds=seconds,
         without=later,
     )
-    if greedy.arena_bytes > bound:
+    if greedy.plan_arena > bound:
         clique = clique_bound(g, bound)  # dearer, so only where it may help
         if round_up(clique.bytes, step) > bound:
             bound, witness = round_up(clique.bytes, step), clique.buffers
     tried = [(f"greedy:{n}", a) for n, a in greedy.tried]
     best = Solution(
         name=f"greedy:{greedy.name}",
-        offsets=greedy.offsets,
-        arena_bytes=greedy.arena_bytes,
+        offsets=greedy.plan_offsets,
+        arena_bytes=greedy.plan_arena,
         bound=bound,
-        proved_optimal=greedy.arena_bytes <= bound,
+        proved_optimal=greedy.plan_arena <= bound,
         tried=tried,
     )
-    _tell(best.arena_bytes, bound)
-    if stop_at is not None and best.arena_bytes <= stop_at:
+    _tell(best.plan_arena, bound)
+    if stop_at is not None and best.plan_arena <= stop_at:
         return best
     if capacity is not None and bound > capacity:
         # The bound already proves it; those buffers alone cannot fit. Nothing to search.
@@ -244,9 +230,9 @@ def _solve(
     # the exact methods get to close the gap (``solvers.exact.exact_budget``).
     target = bound if stop_at is None else max(bound, stop_at)
     time_limit, slack = exact_budget(
-        gap_tolerance, best.arena_bytes - target, bound, _max_alignment(g), time_limit
+        gap_tolerance, best.plan_arena - target, bound, _max_alignment(g), time_limit
     )
-    if not names or best.proved_optimal or best.arena_bytes <= _roof(target, slack, capacity):
+    if not names or best.proved_optimal or best.plan_arena <= _roof(target, slack, capacity):
         return best  # (past the deadline, ``_improve`` runs no method)
     with paused():  # the first import of a method's module (tenths of a second)
         found = {n: registry.exact_method(n) for n in names}
@@ -257,7 +243,7 @@ def _solve(
         if m is None
     ]
     if not methods:
-        return Solution(**{**best.__dict__, "notes": notes})
+        return replace(best, notes=notes)
     _load(methods)
     return _improve(g, best, methods, capacity, time_limit, notes, stop_at, slack)
 
@@ -284,15 +270,15 @@ def _greedy_after(
         return result
     greedy = portfolio(g, names, result.bound)
     tried = [*result.tried, *((f"greedy:{n}", a) for n, a in greedy.tried)]
-    if greedy.arena_bytes >= result.arena_bytes:
+    if greedy.plan_arena >= result.plan_arena:
         return replace(result, tried=tried)
-    _tell(greedy.arena_bytes, result.bound)
+    _tell(greedy.plan_arena, result.bound)
     return replace(
         result,
         name=f"greedy:{greedy.name}",
-        offsets=greedy.offsets,
-        arena_bytes=greedy.arena_bytes,
-        proved_optimal=greedy.arena_bytes <= result.bound,
+        offsets=greedy.plan_offsets,
+        arena_bytes=greedy.plan_arena,
+        proved_optimal=greedy.plan_arena <= result.bound,
         tried=tried,
     )
 
@@ -318,7 +304,7 @@ def _improve(
 ) -> Solution:
     """``best`` improved by the exact methods, part by part, until the plan is within
     ``slack`` bytes of the target (the bound, or ``stop_at``) or the budgets run out."""
-    plan = _Improving(best.offsets.copy(), best.name, list(best.tried))
+    plan = _Improving(best.plan_offsets.copy(), best.name, list(best.tried))
     bound = best.bound
     # With ``stop_at`` the methods aim at it as if it were the bound; what they prove then
     # holds for that target, not for the request, and no bound is taken from them.
@@ -415,7 +401,7 @@ def _improve_part(
                 sub_bound = max(sub_bound, round_up(result.bound, step))
                 if result.proved_optimal and result.arena_bytes is not None:
                     sub_bound = max(sub_bound, result.arena_bytes)  # its optimum, proved
-                if result.infeasible:
+                if result.infeasible is not None:
                     return sub_bound, run
                 found, arena = result.offsets, result.arena_bytes
                 if found is not None and arena is not None and arena < sub_arena:
@@ -439,7 +425,7 @@ def _call(
     arguments: dict[str, Any],
     speculative: SpeculativeRun | None,
     next_run: tuple[ExactMethod, dict[str, Any]] | None,
-) -> tuple[ExactResult, SpeculativeRun | None]:
+) -> tuple[Solution, SpeculativeRun | None]:
     """``method``'s result on ``arguments``, and the run left going ahead of its turn.
 
     That is ``speculative``'s result where it started on these arguments. Otherwise it is
@@ -609,6 +595,6 @@ def _irreducible(
             time_limit=per_test,
             upper=None,
         )
-        if result.infeasible:
+        if result.infeasible is not None:
             keep = rest.tolist()
     return keep

@@ -16,6 +16,7 @@ on can stop the search first, and only then can the result depend on timing.
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -23,7 +24,8 @@ from ortools.sat.python import cp_model
 
 from planner.core.clock import wall_limit
 from planner.core.graph import InterferenceGraph
-from planner.solvers.exact import ExactResult, Progress, Stop, note_cpsat_run
+from planner.solvers.exact import Progress, Stop, note_cpsat_run
+from planner.solvers.solution import Solution, unfit
 
 __all__ = ["DETERMINISTIC_PER_SECOND", "SEED", "solve_cpsat"]
 
@@ -83,7 +85,7 @@ def solve_cpsat(
     on_progress: Progress | None = None,
     stop: Stop | None = None,
     tolerance: int = 0,
-) -> ExactResult:
+) -> Solution:
     """Smallest arena for ``g`` within ``capacity`` (bytes), searched for ``time_limit`` s.
 
     ``lower_bound`` must be valid (no plan uses fewer bytes); ``hint`` is a plan (bytes,
@@ -94,9 +96,36 @@ def solve_cpsat(
     ``stop`` may end the search early from another thread (then the result means nothing).
     ``tolerance``: bytes; the search stops once its plan is within them of its bound.
     """
-    n = g.n
-    if n == 0:
-        return ExactResult("cpsat", np.zeros(0, dtype=np.int64), 0, 0, True, False)
+    if g.n == 0:
+        return Solution("cpsat", np.zeros(0, dtype=np.int64), 0, 0, True)
+    h_max = _space(g, capacity, upper)
+    if lower_bound > h_max or int(g.size.max()) > h_max:
+        return Solution(
+            "cpsat", None, None, max(lower_bound, 0), False, unfit(g, h_max == capacity)
+        )
+    least = max(lower_bound, int(g.size.max()))  # bytes: no plan is lower
+    m = _model(g, least, h_max)
+    if hint is not None and hint.shape == (g.n,):
+        _add_hint(m, g, hint, least, h_max)
+    solver = _solver(g.n, time_limit, tolerance, upper is not None and h_max <= least)
+    progress = _Progress(m.height, lower_bound, on_progress) if on_progress else None
+    if stop is not None and not stop.attach(solver.stop_search):
+        return Solution("cpsat", None, None, lower_bound, False)
+    status = solver.solve(m.model, progress)
+    note_cpsat_run(solver, status in (cp_model.OPTIMAL, cp_model.INFEASIBLE))
+    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return _found(g, m, solver, status == cp_model.OPTIMAL, lower_bound, tolerance)
+    if status == cp_model.INFEASIBLE:
+        # No plan within the space: every plan is higher, a proof. Only a capacity makes
+        # the space a hard limit; ``upper`` was a cap of convenience.
+        return Solution("cpsat", None, None, h_max + 1, False, unfit(g, h_max == capacity))
+    return Solution("cpsat", None, None, lower_bound, False)
+
+
+def _space(g: InterferenceGraph, capacity: int | None, upper: int | None) -> int:
+    """The highest address (bytes) the model's buffers may reach: ``upper`` (at least the
+    pins' top) within ``capacity``, else the capacity, else every free buffer stacked above
+    every pin."""
     size = [int(s) for s in g.size]
     align = [int(a) for a in g.alignment]
     pinned = [int(p) for p in g.pinned]
@@ -107,22 +136,36 @@ def solve_cpsat(
         h_max = max(upper, pin_top)  # pins are the caller's: the space holds them anyway
         if capacity is not None:
             h_max = min(h_max, capacity)
-    elif capacity is not None:
-        h_max = capacity  # bytes
-    else:
-        # Every free buffer stacked above every pin, each padded to its alignment: a plan.
-        h_max = pin_top + sum(s for p, s in zip(pinned, size, strict=True) if p < 0)
-        h_max += sum(a for p, a in zip(pinned, align, strict=True) if p < 0)
-    if lower_bound > h_max or any(s > h_max for s in size):
-        return ExactResult("cpsat", None, None, max(lower_bound, 0), False, h_max == capacity)
+        return h_max
+    if capacity is not None:
+        return capacity
+    # Every free buffer stacked above every pin, each padded to its alignment: a plan.
+    h_max = pin_top + sum(s for p, s in zip(pinned, size, strict=True) if p < 0)
+    return h_max + sum(a for p, a in zip(pinned, align, strict=True) if p < 0)
 
+
+@dataclass(frozen=True)
+class _Model:
+    """The CP-SAT model of a graph and the variables its plan is read from."""
+
+    model: cp_model.CpModel
+    height: cp_model.IntVar  # bytes: the arena
+    free: dict[int, cp_model.IntVar]  # buffer -> offset in units of its alignment
+    groups: list[list[int]]  # symmetric free buffers, ordered by index in the model
+
+
+def _model(g: InterferenceGraph, least: int, h_max: int) -> _Model:
+    """Rectangles (time by address) kept apart by one ``NoOverlap2D``, the height between
+    ``least`` and ``h_max`` bytes minimized, symmetric buffers in index order."""
+    size = [int(s) for s in g.size]
+    align = [int(a) for a in g.alignment]
+    pinned = [int(p) for p in g.pinned]
     model = cp_model.CpModel()
-    free: dict[int, cp_model.IntVar] = {}  # buffer -> offset in units of its alignment
+    free: dict[int, cp_model.IntVar] = {}
     x_intervals: list[cp_model.IntervalVar] = []
     y_intervals: list[cp_model.IntervalVar] = []
-    least = max(lower_bound, max(size))  # bytes: no plan is lower
     height = model.new_int_var(least, h_max, "H")  # bytes
-    for i in range(n):
+    for i in range(g.n):
         t0, t1 = int(g.start[i]), int(g.occupied_end[i])  # program points, half-open
         y_intervals.append(model.new_fixed_size_interval_var(t0, t1 - t0, f"t{i}"))
         if pinned[i] >= 0:
@@ -142,17 +185,26 @@ def solve_cpsat(
             # Same interval, so they conflict: the lower one ends before the next begins.
             model.add(align[a] * free[a] + size[a] <= align[b] * free[b])
     model.minimize(height)
+    return _Model(model, height, free, groups)
 
-    if hint is not None and hint.shape == (n,):
-        ordered = _ordered_hint(hint, groups)
-        for i, k in free.items():
-            offset = int(ordered[i])  # bytes
-            if offset % align[i] == 0 and 0 <= offset <= h_max - size[i]:
-                model.add_hint(k, offset // align[i])
-        arena = int((ordered + g.size).max())
-        if least <= arena <= h_max:
-            model.add_hint(height, arena)
 
+def _add_hint(m: _Model, g: InterferenceGraph, hint: I64, least: int, h_max: int) -> None:
+    """Start the search from ``hint`` (bytes, request order), symmetric groups in index
+    order; offsets and an arena outside the model's space are left out."""
+    ordered = _ordered_hint(hint, m.groups)
+    for i, k in m.free.items():
+        offset = int(ordered[i])  # bytes
+        align, size = int(g.alignment[i]), int(g.size[i])
+        if offset % align == 0 and 0 <= offset <= h_max - size:
+            m.model.add_hint(k, offset // align)
+    arena = int((ordered + g.size).max())
+    if least <= arena <= h_max:
+        m.model.add_hint(m.height, arena)
+
+
+def _solver(n: int, time_limit: float, tolerance: int, feasibility: bool) -> cp_model.CpSolver:
+    """A deterministic solver for a model of ``n`` buffers (see the module docstring);
+    ``feasibility``: the height can only be the bound."""
     solver = cp_model.CpSolver()
     params = solver.parameters
     params.num_workers = 1
@@ -162,28 +214,31 @@ def solve_cpsat(
     params.max_time_in_seconds = wall_limit(time_limit)  # hard cap; see the module docstring
     if tolerance > 0:
         params.absolute_gap_limit = tolerance  # CP-SAT then calls the plan optimal: see below
-    if upper is not None and h_max <= least:
-        # The height can only be the bound: a feasibility model, whose sections' no-overlap
-        # constraints order their intervals as the search goes.
+    if feasibility:
+        # A feasibility model, whose sections' no-overlap constraints order their intervals
+        # as the search goes.
         params.use_dynamic_precedence_in_disjunctive = n <= SMALL_MODEL
-    progress = _Progress(height, lower_bound, on_progress) if on_progress else None
-    if stop is not None and not stop.attach(solver.stop_search):
-        return ExactResult("cpsat", None, None, lower_bound, False, False)
-    status = solver.solve(model, progress)
-    note_cpsat_run(solver, status in (cp_model.OPTIMAL, cp_model.INFEASIBLE))
+    return solver
 
-    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        offsets = np.asarray(
-            [align[i] * int(solver.value(free[i])) if i in free else pinned[i] for i in range(n)],
-            dtype=np.int64,
-        )
-        arena = int((offsets + g.size).max())
-        bound = max(lower_bound, int(solver.best_objective_bound))
-        # Within the tolerance CP-SAT reports optimal; only an arena at its bound is proved.
-        optimal = status == cp_model.OPTIMAL and (tolerance == 0 or arena <= bound)
-        return ExactResult("cpsat", offsets, arena, arena if optimal else bound, optimal, False)
-    if status == cp_model.INFEASIBLE:
-        # No plan within the space: every plan is higher, a proof. Only a capacity makes
-        # the space a hard limit; ``upper`` was a cap of convenience.
-        return ExactResult("cpsat", None, None, h_max + 1, False, h_max == capacity)
-    return ExactResult("cpsat", None, None, lower_bound, False, False)
+
+def _found(
+    g: InterferenceGraph,
+    m: _Model,
+    solver: cp_model.CpSolver,
+    optimal_status: bool,
+    lower_bound: int,
+    tolerance: int,
+) -> Solution:
+    """The plan the solver found, and its bound."""
+    offsets = np.asarray(
+        [
+            int(g.alignment[i]) * int(solver.value(m.free[i])) if i in m.free else int(g.pinned[i])
+            for i in range(g.n)
+        ],
+        dtype=np.int64,
+    )
+    arena = int((offsets + g.size).max())
+    bound = max(lower_bound, int(solver.best_objective_bound))
+    # Within the tolerance CP-SAT reports optimal; only an arena at its bound is proved.
+    optimal = optimal_status and (tolerance == 0 or arena <= bound)
+    return Solution("cpsat", offsets, arena, arena if optimal else bound, optimal)

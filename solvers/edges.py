@@ -23,7 +23,8 @@ from planner.core.arrays import distinct
 from planner.core.clock import wall_limit
 from planner.solvers._place import place
 from planner.solvers.exact import note_cpsat_run
-from planner.solvers.greedy import FITS, GreedyResult
+from planner.solvers.greedy import FITS
+from planner.solvers.solution import Solution
 
 __all__ = ["EDGE_HEURISTICS", "EXACT_MAX_BUFFERS", "ExplicitGraph", "exact_pairs", "fits"]
 
@@ -115,9 +116,9 @@ def _run(g: ExplicitGraph, heuristic: str) -> I64:
     return offsets
 
 
-def fits(g: ExplicitGraph, heuristics: list[str] | None, bound: int) -> GreedyResult:
+def fits(g: ExplicitGraph, heuristics: list[str] | None, bound: int) -> Solution:
     """The smallest arena of the heuristics (default: all of ``EDGE_HEURISTICS``), ties to
-    the earliest; stops once one meets ``bound``."""
+    the earliest; stops once one meets ``bound`` (a lower bound, the solution's)."""
     names = EDGE_HEURISTICS if heuristics is None else heuristics
     best: tuple[int, str, I64] | None = None
     tried: list[tuple[str, int]] = []
@@ -130,7 +131,7 @@ def fits(g: ExplicitGraph, heuristics: list[str] | None, bound: int) -> GreedyRe
         if arena <= bound:
             break
     assert best is not None
-    return GreedyResult(f"greedy:{best[1]}", best[2], best[0], tried)
+    return Solution(f"greedy:{best[1]}", best[2], best[0], bound, best[0] <= bound, tried=tried)
 
 
 def exact_pairs(

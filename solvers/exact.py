@@ -1,11 +1,10 @@
-"""How an exact method is called (``ExactMethod``) and what it returns: the best plan it found and
-what it proved."""
+"""How an exact method is called (``ExactMethod``; it returns a ``solvers.solution.Solution``:
+the best plan it found and what it proved) and the budgets and bounds they share."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -14,11 +13,11 @@ import numpy.typing as npt
 from planner.core.budget import SMALL_GAP_SECONDS
 from planner.core.clock import note_cut
 from planner.core.graph import InterferenceGraph
+from planner.solvers.solution import Solution
 
 __all__ = [
     "DEFAULT_GAP_PARTS",
     "ExactMethod",
-    "ExactResult",
     "GapTolerance",
     "Progress",
     "Stop",
@@ -38,18 +37,6 @@ Progress = Callable[[int | None, int], None]
 # for the default rule (``allowed_gap``).
 GapTolerance = int | float | None
 DEFAULT_GAP_PARTS = 1_000_000  # the default tolerates a gap below this part of the bound
-
-
-@dataclass(frozen=True)
-class ExactResult:
-    """Best plan found within the budget (None if none) and the proof reached."""
-
-    name: str  # e.g. "cpsat", "search"
-    offsets: I64 | None  # bytes, request order; None when no plan was found
-    arena_bytes: int | None  # max(offset + size) of ``offsets``
-    bound: int  # bytes: no plan within the constraints uses fewer
-    proved_optimal: bool  # arena_bytes == bound, and proved
-    infeasible: bool  # proved: no plan fits the capacity
 
 
 class Stop:
@@ -101,7 +88,7 @@ class ExactMethod(Protocol):
         on_progress: Progress | None = None,
         stop: Stop | None = None,
         tolerance: int = 0,
-    ) -> ExactResult: ...
+    ) -> Solution: ...
 
 
 def granularity(g: InterferenceGraph) -> int:

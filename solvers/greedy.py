@@ -34,7 +34,6 @@ from __future__ import annotations
 import contextvars
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
@@ -55,6 +54,7 @@ from planner.core.graph import InterferenceGraph
 from planner.solvers._place import place, place_sweep
 from planner.solvers._skyline import RULES, best_of_random, skyline
 from planner.solvers._tree import place_tree
+from planner.solvers.solution import Solution
 
 __all__ = [
     "FITS",
@@ -62,7 +62,6 @@ __all__ = [
     "LARGE_ORDERINGS",
     "ORDERINGS",
     "RANDOM_SKYLINE",
-    "GreedyResult",
     "affordable",
     "applicable",
     "arena_of",
@@ -262,16 +261,6 @@ HEURISTICS: list[str] = [
 # heuristics) they are the best of OmniMalloc's greedy_by_all (greedy_by_size and
 # greedy_by_conflict_size); the rest of HEURISTICS follows in its order.
 MODEL_HEURISTIC = "degree-size/first-fit"
-
-
-@dataclass(frozen=True)
-class GreedyResult:
-    """The winning heuristic's offsets and every heuristic's arena."""
-
-    name: str
-    offsets: I64  # bytes, request order
-    arena_bytes: int
-    tried: list[tuple[str, int]]  # (heuristic, arena bytes), in the order run
 
 
 def arena_of(g: InterferenceGraph, offsets: I64) -> int:
@@ -508,8 +497,9 @@ def portfolio(
     *,
     seconds: float | None = None,
     without: tuple[str, ...] = (),
-) -> GreedyResult:
-    """Run each heuristic; keep the smallest arena, ties to the earliest listed.
+) -> Solution:
+    """Run each heuristic; keep the smallest arena, ties to the earliest listed: the winner's
+    name and offsets, every arena in ``tried``, and the aligned peak as the bound.
 
     Stops once a plan meets ``bound`` (a lower bound: nothing can beat it). Heuristics run
     in parallel (the kernels release the GIL), but the result and ``tried`` are those of
@@ -556,4 +546,5 @@ def portfolio(
             break  # a machine slower than the cost model: keep what is found
     if best is None:
         raise ValueError(f"none of the heuristics {names} applies to this request")
-    return GreedyResult(best[1], best[2], best[0], tried)
+    bound = g.aligned_bound.bytes
+    return Solution(best[1], best[2], best[0], bound, best[0] <= bound, tried=tried)

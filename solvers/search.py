@@ -37,8 +37,9 @@ from planner.solvers._pace_kernel import member_cap
 from planner.solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES, SearchArrays, decide
 from planner.solvers._skyline_kernel import FEWEST, LEFTMOST, SkylineArrays, decide_skyline
 from planner.solvers._stack_kernel import MAX_BUFFERS as STACK_MAX_BUFFERS
-from planner.solvers.exact import ExactResult, Progress, Stop, granularity, round_up
+from planner.solvers.exact import Progress, Stop, granularity, round_up
 from planner.solvers.greedy import arena_of
+from planner.solvers.solution import Solution, unfit
 
 __all__ = [
     "NODE_WORK_PER_SECOND",
@@ -748,7 +749,7 @@ def solve_search(
     tolerance: int = 0,
     bound_only: bool = False,
     above_bound: bool = False,
-) -> ExactResult:
+) -> Solution:
     """Smallest arena (bytes) within ``capacity``, or a proof that none fits.
 
     ``hint`` is a valid plan (request order) to improve on; ``upper`` an arena (bytes) the
@@ -762,7 +763,7 @@ def solve_search(
     thread (then the result means nothing). Satisfies ``solvers.exact.ExactMethod``.
     """
     if g.n == 0:
-        return ExactResult("search", np.zeros(0, np.int64), 0, 0, True, False)
+        return Solution("search", np.zeros(0, np.int64), 0, 0, True)
     free = g.pinned < 0
     # Every arena is a multiple of ``step``: only multiples are decided.
     step = granularity(g)
@@ -770,7 +771,7 @@ def solve_search(
     lo = max(lower_bound, int((g.pinned + g.size)[~free].max(initial=0)), int(g.size.max()))
     lo = round_up(lo, step)
     if _pins_clash(g) or (capacity is not None and lo > capacity):
-        return ExactResult("search", None, None, lo, False, True)
+        return Solution("search", None, None, lo, False, unfit(g))
     best: I64 | None = None
     best_arena: int | None = None
     if hint is not None:
@@ -826,7 +827,7 @@ def solve_search(
     if cap is not None and best is None and low <= cap == high and time_left():
         # No plan within the capacity yet: first get one, or prove there is none.
         if attempt(cap, last=True) == EXHAUSTED:
-            return ExactResult("search", None, None, bound, False, True)
+            return Solution("search", None, None, bound, False, unfit(g))
         if best_arena is not None:
             high = min(high, best_arena - step)
         elif low == cap:
@@ -856,4 +857,4 @@ def solve_search(
             low = mid + step  # proved impossible, or undecided within its share
     infeasible = capacity is not None and bound > capacity
     proved = best_arena is not None and best_arena <= bound
-    return ExactResult("search", best, best_arena, bound, proved, infeasible)
+    return Solution("search", best, best_arena, bound, proved, unfit(g, infeasible))

@@ -21,7 +21,8 @@ import numpy as np
 
 from planner.core.graph import InterferenceGraph
 from planner.solvers import registry
-from planner.solvers.exact import ExactResult, Stop
+from planner.solvers.exact import Stop
+from planner.solvers.solution import Solution
 
 __all__ = ["SpeculativeRun"]
 
@@ -38,7 +39,7 @@ class SpeculativeRun:
         self.arguments = arguments
         self.settled = Stop()  # stopped once the run has found a plan at the bound
         self._stop = Stop()
-        self._result: ExactResult | None = None
+        self._result: Solution | None = None
         self._error: BaseException | None = None
         context = contextvars.copy_context()
 
@@ -71,7 +72,7 @@ class SpeculativeRun:
                 return False
         return True
 
-    def result(self) -> ExactResult:
+    def result(self) -> Solution:
         """The run's result, once it has ended."""
         self._thread.join()
         if self._error is not None:

@@ -27,8 +27,9 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from planner.core.clock import note_cut, wall_limit
 from planner.core.graph import InterferenceGraph
-from planner.solvers.exact import ExactResult, Progress, Stop, granularity, round_up
+from planner.solvers.exact import Progress, Stop, granularity, round_up
 from planner.solvers.search import ORDERS, exhausts, node_budget
+from planner.solvers.solution import Solution, unfit
 
 __all__ = ["WINDOW_COUNT", "WINDOW_SECTIONS", "solve_windows", "window_bound"]
 
@@ -57,7 +58,7 @@ def solve_windows(
     on_progress: Progress | None = None,
     stop: Stop | None = None,
     tolerance: int = 0,
-) -> ExactResult:
+) -> Solution:
     """The window bound as an exact method's result: no plan, the bound raised from
     ``lower_bound`` within the nodes ``time_limit`` buys (``search.node_budget``). A bound
     above ``capacity`` proves that nothing fits. ``hint``, ``upper`` and ``tolerance`` are
@@ -68,8 +69,8 @@ def solve_windows(
     bound = window_bound(g, start, node_budget(g, time_limit), deadline=deadline, stop=stop)
     if on_progress is not None and bound > start:
         on_progress(None, bound)
-    return ExactResult(
-        "search", None, None, bound, False, capacity is not None and bound > capacity
+    return Solution(
+        "search", None, None, bound, False, unfit(g, capacity is not None and bound > capacity)
     )
 
 

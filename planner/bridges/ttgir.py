@@ -476,14 +476,31 @@ class _Reader:
             self._visit(op)
 
     def _visit(self, op: _Op) -> None:
-        shape = self.shape
-        p = shape.point()
+        p = self.shape.point()
         self.points_of[id(op)] = p
+        self._note(op, p)
+        self._allocate(op, p)
+        self._synchronise(op, p)
+        touched = self._touched(op, p)
+        elements = {b for b in touched if self.shape.buffers[b].kind == "mbarrier"}
+        if self._mbarrier_sync(op, p, elements):
+            return  # it touches its mbarrier alone and holds no region
+        mbarrier = self._arrival(op, p, elements)
+        self._access(op, p, touched - elements, mbarrier)
+        self._nest(op)
+
+    def _note(self, op: _Op, p: int) -> None:
+        """A fence at ``p``, or the value of an integer constant."""
         if op.name == "ttng.fence_async_shared":  # fence.proxy.async.shared::cta
             self.fences.append(p)
         constant = _CONSTANT.match(op.text.split("=", 1)[-1].strip())
         if op.name == "arith.constant" and constant and op.results:
             self.constants[op.results[0]] = int(constant.group(1))
+
+    def _allocate(self, op: _Op, p: int) -> None:
+        """The buffer a ``ttg.local_alloc`` declares (one per element of a split mbarrier
+        array), or the scratch an op with an offset of its own writes at ``p``."""
+        shape = self.shape
         if op.name == "ttg.local_alloc":
             size, alignment = _memdesc_bytes(op.text, self.aliases)
             offset = _OFFSET.search(op.text)
@@ -509,13 +526,17 @@ class _Reader:
             self.offsets[bid] = int(scratch.group(1))
             shape.access(bid, p)
             self.threads.setdefault(bid, []).append((p, "write"))
+
+    def _synchronise(self, op: _Op, p: int) -> None:
+        """A barrier at ``p`` (written, or lowered after the op), a wait that drains its
+        async group; a warp-specialized region is refused."""
         if op.name in _BARRIERS and (op.name != "ttg.barrier" or "local" in op.text):
-            shape.barrier(p)
+            self.shape.barrier(p)
             self.barrier_ops += 1
         elif op.name in _BARRIER_AFTER or (  # after: no shared access of its own, so exact
             op.name in _ATOMICS and "-> tensor<" not in op.text.split(" loc(")[0]
         ):
-            shape.barrier(p)
+            self.shape.barrier(p)
             self.lowered_barriers += 1
         for wait, drained in _ASYNC.values():
             if op.name == wait and drained.search(op.text):
@@ -525,6 +546,10 @@ class _Reader:
                 f"line {op.line}: {op.name} (asynchronous or partitioned access "
                 "to shared memory this bridge does not model)"
             )
+
+    def _touched(self, op: _Op, p: int) -> set[str]:
+        """The buffers the op's operands alias (and an allocation's own, when it writes an
+        initial value); a ``ttg.local_dealloc`` frees them at ``p``."""
         touched: set[str] = set()
         for v in self._uses(op):
             touched |= self.alias.get(v, set())
@@ -533,58 +558,69 @@ class _Reader:
                 self.deallocs.setdefault(bid, []).append(p)
         if op.name == "ttg.local_alloc" and len(self._uses(op)) > 0:
             touched |= {op.results[0]}  # an initial value is written at the allocation
-        elements = {b for b in touched if shape.buffers[b].kind == "mbarrier"}
-        mbarrier = None
-        if elements:
-            if op.name in _MBARRIER_SYNCS and len(elements) == 1:
-                (element,) = elements
-                shape.access(element, p)
-                kind = _MBARRIER_SYNCS[op.name]
-                if kind is not None:
-                    self.mbarrier_syncs.append({"kind": kind, "at": p, "mbarrier": element})
-                return
-            if op.name != _TMA_LOAD or len(elements) != 1:
-                raise Unsupported(
-                    f"line {op.line}: {op.name} uses mbarrier {', '.join(sorted(elements))} "
-                    "in a way this bridge does not model"
-                )
-            (mbarrier,) = elements
-            shape.access(mbarrier, p)  # it arrives on the mbarrier
-            touched -= elements
-        if (
-            touched
-            and op.name not in _VIEWS
-            and op.name not in _IGNORED
-            and op.name not in ("scf.for", "scf.yield", "scf.if")
-        ):
-            issued = op.name in _ASYNC and (
-                op.name != "ttng.warp_group_dot" or "isAsync" in op.text
+        return touched
+
+    def _mbarrier_sync(self, op: _Op, p: int, elements: set[str]) -> bool:
+        """Whether the op is an mbarrier operation on one mbarrier (``elements``: the
+        mbarriers it touches): its access at ``p`` and the sync it makes are recorded."""
+        if op.name not in _MBARRIER_SYNCS or len(elements) != 1:
+            return False
+        (element,) = elements
+        self.shape.access(element, p)
+        kind = _MBARRIER_SYNCS[op.name]
+        if kind is not None:
+            self.mbarrier_syncs.append({"kind": kind, "at": p, "mbarrier": element})
+        return True
+
+    def _arrival(self, op: _Op, p: int, elements: set[str]) -> str | None:
+        """The mbarrier a TMA load arrives on at ``p`` (None: the op touches none); any other
+        use of an mbarrier is refused."""
+        if not elements:
+            return None
+        if op.name != _TMA_LOAD or len(elements) != 1:
+            raise Unsupported(
+                f"line {op.line}: {op.name} uses mbarrier {', '.join(sorted(elements))} "
+                "in a way this bridge does not model"
             )
-            if issued:
-                self.async_ops += 1
-                region, index = self.here
-                self.issues.append(_Issue(op, p, sorted(touched), region, index, mbarrier))
-            elif op.name == "ttng.warp_group_dot":
-                pass  # a synchronous wgmma: its reads are done when it returns
-            elif op.name not in _ACCESSES:
-                raise Unsupported(
-                    f"line {op.line}: {op.name} uses shared buffer "
-                    f"{', '.join(sorted(touched))} in a way this bridge does "
-                    "not model"
-                )
-            for bid in touched:
-                shape.access(bid, p)
-                if not issued:
-                    what = "read" if op.name in _READS else "write"
-                    self.threads.setdefault(bid, []).append((p, what))
+        (mbarrier,) = elements
+        self.shape.access(mbarrier, p)
+        return mbarrier
+
+    def _access(self, op: _Op, p: int, touched: set[str], mbarrier: str | None) -> None:
+        """The op's accesses at ``p`` to the shared buffers it ``touched``: issued (async,
+        completed by a wait later) or by the threads, read or written."""
+        if (
+            not touched
+            or op.name in _VIEWS
+            or op.name in _IGNORED
+            or op.name in ("scf.for", "scf.yield", "scf.if")
+        ):
+            return
+        issued = op.name in _ASYNC and (op.name != "ttng.warp_group_dot" or "isAsync" in op.text)
+        if issued:
+            self.async_ops += 1
+            region, index = self.here
+            self.issues.append(_Issue(op, p, sorted(touched), region, index, mbarrier))
+        elif op.name == "ttng.warp_group_dot":
+            pass  # a synchronous wgmma: its reads are done when it returns
+        elif op.name not in _ACCESSES:
+            raise Unsupported(
+                f"line {op.line}: {op.name} uses shared buffer "
+                f"{', '.join(sorted(touched))} in a way this bridge does "
+                "not model"
+            )
+        for bid in touched:
+            self.shape.access(bid, p)
+            if not issued:
+                what = "read" if op.name in _READS else "write"
+                self.threads.setdefault(bid, []).append((p, what))
+
+    def _nest(self, op: _Op) -> None:
+        """The op's regions, walked as a loop (``scf.for``, ``scf.while``) or a branch
+        (``scf.if``); any other region is checked to hold nothing to place."""
+        shape = self.shape
         if op.name == "scf.for":
-            bounds = re.findall(r"=\s*(%[\w]+)\s+to\s+(%[\w]+)\s+step\s+(%[\w]+)", op.text)
-            trips = None
-            if bounds:
-                lb, ub, step = (self.constants.get(v) for v in bounds[0])
-                if lb is not None and ub is not None and step is not None and step > 0:
-                    trips = -(-(ub - lb) // step)
-            shape.open_loop(trips if trips and trips >= 1 else None)
+            shape.open_loop(self._trips(op))
             for region in op.regions:
                 self.walk(region)
             shape.close()
@@ -607,6 +643,17 @@ class _Reader:
             shape.close()
         elif op.regions:
             self._opaque(op)
+
+    def _trips(self, op: _Op) -> int | None:
+        """An ``scf.for``'s trip count, where its bounds and step are known constants (None:
+        unknown, or no trip)."""
+        bounds = re.findall(r"=\s*(%[\w]+)\s+to\s+(%[\w]+)\s+step\s+(%[\w]+)", op.text)
+        trips = None
+        if bounds:
+            lb, ub, step = (self.constants.get(v) for v in bounds[0])
+            if lb is not None and ub is not None and step is not None and step > 0:
+                trips = -(-(ub - lb) // step)
+        return trips if trips and trips >= 1 else None
 
     def _opaque(self, op: _Op) -> None:
         inner = [o for region in op.regions for o in region]

@@ -361,6 +361,16 @@ def parse_template(data: dict[str, Any] | str | bytes) -> Template:
     """A checked template from a request with ``params``; raises RequestError naming each
     bad field (the parameters, an expression that does not read, uses an undeclared name, or
     may leave its field's range), then any error of the request bound at its defaults."""
+    request = _request_object(data)
+    params = _params(request.get("params"))
+    raw = {k: v for k, v in request.items() if k != "params"}
+    template = Template(params=params, raw=raw, fields=_fields(raw, params))
+    template.bind(template.default_config(), checked=True)
+    return template
+
+
+def _request_object(data: dict[str, Any] | str | bytes) -> dict[str, Any]:
+    """The request as a JSON object (parsed from text)."""
     if isinstance(data, str | bytes):
         try:
             data = json.loads(data)
@@ -368,7 +378,11 @@ def parse_template(data: dict[str, Any] | str | bytes) -> Template:
             raise RequestError.field((), f"malformed JSON: {exc}", "json_invalid", None) from None
     if not isinstance(data, dict):
         raise RequestError.field((), "a request is a JSON object", "model_type", None)
-    declared = data.get("params")
+    return data
+
+
+def _params(declared: object) -> dict[str, Param]:
+    """The declared parameters by name; RequestError names every bad one."""
     if not isinstance(declared, dict):
         raise RequestError.field(
             ("params",),
@@ -411,50 +425,65 @@ def parse_template(data: dict[str, Any] | str | bytes) -> Template:
             errors.extend(RequestError.from_validation(exc, ("params", name)).errors)
     if errors:
         raise RequestError(errors)
-    raw = {k: v for k, v in data.items() if k != "params"}
+    return params
+
+
+def _fields(raw: dict[str, Any], params: dict[str, Param]) -> list[ExprField]:
+    """The request's fields given as expressions, each read and its range checked over the
+    parameters' bounds; RequestError names every bad one."""
     bounds = {n: p.bounds for n, p in params.items()}
+    errors: list[FieldError] = []
     fields: list[ExprField] = []
     for loc, value in _expression_sites(raw):
         if isinstance(value, str):
-            key = str(loc[-1])
-            try:
-                expr = parse_expr(value)
-                unknown = sorted(expr.variables() - set(params))
-                if unknown:
-                    known = ", ".join(params) or "none"
-                    raise ExprError(f"unknown parameter {unknown[0]!r}; declared: {known}")
-                lo, hi = expr.interval(bounds)
-            except ExprError as exc:
-                errors.append(_error(loc, f"{key} {value!r}: {exc}", "bad_expression", value))
-                continue
-            least, most = _RANGES[key]
-            if lo < least or hi > most:
-                bad = lo if lo < least else hi
-                kind = (
-                    "negative"
-                    if bad < 0
-                    else "zero"
-                    if bad == 0
-                    else "too large"
-                    if bad > most
-                    else "too small"
-                )
-                errors.append(
-                    _error(
-                        loc,
-                        f"{key} {value!r} can be {bad} ({kind}; it must lie in {least}..{most}) "
-                        f"for {_range_text({n: params[n] for n in sorted(expr.variables())})}",
-                        "expression_out_of_range",
-                        value,
-                    )
-                )
-                continue
-            fields.append(ExprField(loc, value, expr, (lo, hi)))
+            found = _field(loc, value, params, bounds)
+            if isinstance(found, ExprField):
+                fields.append(found)
+            else:
+                errors.append(found)
     if errors:
         raise RequestError(errors)
-    template = Template(params=params, raw=raw, fields=fields)
-    template.bind(template.default_config(), checked=True)
-    return template
+    return fields
+
+
+def _field(
+    loc: Loc,
+    value: str,
+    params: dict[str, Param],
+    bounds: dict[str, Interval],
+) -> ExprField | FieldError:
+    """The expression ``value`` at ``loc`` with its range, or the error that names why it
+    does not read, uses an undeclared name or may leave its field's range."""
+    key = str(loc[-1])
+    try:
+        expr = parse_expr(value)
+        unknown = sorted(expr.variables() - set(params))
+        if unknown:
+            known = ", ".join(params) or "none"
+            raise ExprError(f"unknown parameter {unknown[0]!r}; declared: {known}")
+        lo, hi = expr.interval(bounds)
+    except ExprError as exc:
+        return _error(loc, f"{key} {value!r}: {exc}", "bad_expression", value)
+    least, most = _RANGES[key]
+    if lo < least or hi > most:
+        bad = lo if lo < least else hi
+        kind = (
+            "negative"
+            if bad < 0
+            else "zero"
+            if bad == 0
+            else "too large"
+            if bad > most
+            else "too small"
+        )
+        return _error(
+            loc,
+            f"{key} {value!r} can be {bad} ({kind}; it must lie in {least}..{most}) "
+            f"for {_range_text({n: params[n] for n in sorted(expr.variables())})}",
+            "expression_out_of_range",
+            value,
+        )
+    return ExprField(loc, value, expr, (lo, hi))
 
 
 def corners(template: Template) -> list[dict[str, int]]:

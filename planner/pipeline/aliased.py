@@ -28,7 +28,7 @@ from planner.core.install import available
 from planner.pipeline.attempt import Attempt, with_barriers
 from planner.pipeline.context import Context
 from planner.pipeline.schedule import Kind
-from planner.solvers.auto import Solution
+from planner.solvers.solution import Solution
 
 if TYPE_CHECKING:
     from planner.solvers.alias_model import AliasRules

@@ -9,14 +9,22 @@ from planner.core.barriers import BarrierChoice, choose_barriers, hits, reuses
 from planner.core.budget import GREEDY_SHARE
 from planner.pipeline.context import Context
 from planner.pipeline.schedule import Kind
-from planner.solvers.auto import Solution, solve
+from planner.solvers.auto import solve
+from planner.solvers.solution import Solution
 
 __all__ = ["Attempt", "attempt", "with_barriers"]
 
 
 @dataclass(frozen=True)
 class Attempt:
-    """One placement and the barriers and aliases that make it safe."""
+    """One placement of the straight-line portfolio (made by an attempt of ``kind``), what is
+    proved of it (``result``), and the barriers and aliases that make it safe.
+
+    Its conflicts are the occupied intervals of the request's graph and its barriers the
+    fewest that stab the reuses (exact on intervals); the unrolled program's counterpart,
+    with explicit conflict pairs and barrier choices that may stay unproved, is
+    ``pipeline.unrolled._UnrolledPlacement``.
+    """
 
     kind: Kind
     result: Solution
@@ -25,7 +33,7 @@ class Attempt:
 
     @property
     def arena(self) -> int:
-        return self.result.arena_bytes
+        return self.result.plan_arena
 
     @property
     def new_barriers(self) -> int:
@@ -61,7 +69,7 @@ def attempt(
     )
     trusted = kind is Kind.POLICY and ctx.exact
     if node is not None:
-        offsets = result.offsets[node]
+        offsets = result.plan_offsets[node]
         arena = int((offsets + g.size).max()) if g.n else 0
         result = replace(result, offsets=offsets, arena_bytes=arena, infeasible=None)
     if not trusted:
@@ -70,7 +78,7 @@ def attempt(
         result = replace(
             result,
             bound=bound,
-            proved_optimal=result.arena_bytes <= bound,
+            proved_optimal=result.plan_arena <= bound,
             infeasible=None,
         )
     return with_barriers(ctx, kind, result)
@@ -83,7 +91,7 @@ def with_barriers(ctx: Context, kind: Kind, result: Solution) -> Attempt:
     sync = req.options.sync
     candidates = req.options.barrier_candidates
     allowed = None if candidates is None else sorted(set(candidates))
-    offsets = result.offsets
+    offsets = result.plan_offsets
     if ctx.owners is None:
         found = reuses(
             g.start, g.end, offsets, g.size, after=ctx.access_end, before=ctx.first_access

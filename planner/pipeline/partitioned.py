@@ -80,27 +80,27 @@ def plan_partitioned(req: PlanRequest, solver: SolverChoice) -> Outcome:
     sizes = [b.size for b in req.buffers]
     bound, clique = _bound(req, sizes, hard)
     placed = _place(req, sizes, hard, bound, exact=solver.pair_model)
-    added, stabs = _syncs(req, verdicts, _sharing(sizes, placed.offsets), windows, clusters)
+    added, stabs = _syncs(req, verdicts, _sharing(sizes, placed.plan_offsets), windows, clusters)
     cap = req.options.max_new_barriers
     if stabs or added.fences:
         # The plan on no new sync: taken when it needs no more bytes, or past the cap.
         over_cap = sync == "insert" and cap is not None and stabs > cap
         apart = hard | set(windows) | set(clusters) | fenced
-        if over_cap or _clique_weight(sizes, apart) <= placed.arena_bytes:
+        if over_cap or _clique_weight(sizes, apart) <= placed.plan_arena:
             kept = _place(req, sizes, apart, bound, exact=False)
-            if kept.arena_bytes <= placed.arena_bytes or over_cap:
+            if kept.plan_arena <= placed.plan_arena or over_cap:
                 placed, added, stabs = kept, NewSyncs(), 0
     if added.fences:
         # The plan on no new fence (the pairs that need one kept apart): taken when it needs
         # no more bytes and no more barriers.
         need = {(v.i, v.j) for v in verdicts if v.fences}
         apart = hard | need
-        if _clique_weight(sizes, apart) <= placed.arena_bytes:
+        if _clique_weight(sizes, apart) <= placed.plan_arena:
             alt = _place(req, sizes, apart, bound, exact=False)
             alt_added, alt_stabs = _syncs(
                 req,
                 verdicts,
-                _sharing(sizes, alt.offsets),
+                _sharing(sizes, alt.plan_offsets),
                 {k: w for k, w in windows.items() if k not in need},
                 {k: w for k, w in clusters.items() if k not in need},
             )
@@ -238,7 +238,7 @@ def _assemble(
     peak: tuple[int, list[int]],
     invals: Invals,
 ) -> Outcome:
-    offsets, arena = placed.offsets, placed.arena_bytes
+    offsets, arena = placed.plan_offsets, placed.plan_arena
     bound, clique = peak
     sizes = [b.size for b in req.buffers]
     best_bound = placed.bound

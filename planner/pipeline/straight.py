@@ -13,8 +13,8 @@ from planner.pipeline.context import Context, build_context
 from planner.pipeline.diagnostics import diagnostics
 from planner.pipeline.outcome import Outcome, Routed
 from planner.pipeline.strategies import attempts
-from planner.solvers.auto import Solution
 from planner.solvers.registry import SolverChoice
+from planner.solvers.solution import Solution
 
 __all__ = ["route_straight"]
 
@@ -41,9 +41,9 @@ def _outcome(ctx: Context, attempt: Attempt, chosen: bool) -> Outcome:
     result, choice = attempt.result, attempt.barriers
     return Outcome(
         method=result.name,
-        offsets=result.offsets,
+        offsets=result.plan_offsets,
         sizes=g.size.tolist(),
-        arena=result.arena_bytes,
+        arena=result.plan_arena,
         tried=result.tried,
         lower_bound=ctx.bound.bytes,
         bound=result.bound,

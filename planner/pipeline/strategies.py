@@ -19,8 +19,8 @@ from planner.pipeline.context import Context
 from planner.pipeline.few_barriers import few_barrier_points
 from planner.pipeline.schedule import Eligible, Kind, schedule, share
 from planner.solvers import registry
-from planner.solvers.auto import Solution
 from planner.solvers.exact import granularity, round_up
+from planner.solvers.solution import Solution
 
 __all__ = ["attempts", "eligible"]
 
@@ -268,7 +268,7 @@ def _exact_barriers(ctx: Context, full: Attempt, budget: float) -> list[Attempt]
             upper=full.arena if k is None else stacked,
             max_new=k,
             time_limit=each,
-            hint=(full.result.offsets, full.barriers.inserted) if k is None else None,
+            hint=(full.result.plan_offsets, full.barriers.inserted) if k is None else None,
         )
         if solved is None:
             continue

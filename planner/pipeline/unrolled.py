@@ -54,11 +54,11 @@ from planner.pipeline.outcome import Outcome
 from planner.pipeline.program import Program, build_program, held_peak
 from planner.pipeline.unrolled_aliases import PieceAliases
 from planner.pipeline.unrolled_stab import SEARCH_NODES, Choice, choose, greedy
-from planner.solvers.auto import Solution
 from planner.solvers.edges import EDGE_HEURISTICS, EXACT_MAX_BUFFERS, ExplicitGraph, exact_pairs
 from planner.solvers.edges import fits as greedy_fits
 from planner.solvers.exact import exact_budget
 from planner.solvers.registry import SolverChoice
+from planner.solvers.solution import Solution
 
 __all__ = ["barrier_events", "own_reuse_barriers", "place_on_pairs", "plan_unrolled"]
 
@@ -67,8 +67,18 @@ FEWER_BARRIER_FITS = ["size/best-fit", "length/best-fit"]  # the plan on fewer b
 
 
 @dataclass(frozen=True)
-class _Placed:
-    """One placement, what is proved of it, and the barriers that make it safe."""
+class _UnrolledPlacement:
+    """A placement on the unrolled program's conflict pairs, what is proved of it
+    (``result``), and the barriers and aliases that make it safe.
+
+    The straight-line route's counterpart is ``pipeline.attempt.Attempt``; this one holds
+    what the unrolled program adds: its conflicts are explicit pairs (``edges``, for the
+    plan's graph statistics), not intervals; its barrier points have copies in loops, where
+    the stabbing may stay unproved within its budget (``unproved``; on intervals
+    ``choose_barriers`` is exact); and a reuse no allowed point can protect is placed apart
+    as a conflict, so none is missed (an ``Attempt`` records such reuses in
+    ``barriers.missed``, and the portfolio tries other placements).
+    """
 
     result: Solution
     inserted: list[int]
@@ -79,11 +89,11 @@ class _Placed:
 
     @property
     def offsets(self) -> I64:
-        return self.result.offsets
+        return self.result.plan_offsets
 
     @property
     def arena(self) -> int:
-        return self.result.arena_bytes
+        return self.result.plan_arena
 
 
 Mask = npt.NDArray[np.bool_]
@@ -308,7 +318,7 @@ def _plan_unrolled(req: PlanRequest, solver: SolverChoice, apart: set[tuple[int,
     return _assemble(req, sizes, footprints, chosen, peak, notes, prog)
 
 
-def _under_none(s: _Setup, bound: int) -> _Placed:
+def _under_none(s: _Setup, bound: int) -> _UnrolledPlacement:
     """Sync "none": the caller synchronizes; the request's barriers count, the rest are
     listed as required."""
     prog, existing = s.prog, s.existing
@@ -328,7 +338,7 @@ def _under_none(s: _Setup, bound: int) -> _Placed:
     )
 
 
-def _under_existing(s: _Setup, peak: Bound) -> tuple[_Placed, Bound]:
+def _under_existing(s: _Setup, peak: Bound) -> tuple[_UnrolledPlacement, Bound]:
     """Sync "existing": no barrier can be added; each piece holds its bytes until the next
     barrier, which may raise the bound."""
     pairs, own = _unprotected(s.prog, s.existing, s.al)
@@ -340,7 +350,7 @@ def _under_existing(s: _Setup, peak: Bound) -> tuple[_Placed, Bound]:
     return _finish(s, s.live | pairs, peak[0], [], []), peak
 
 
-def _under_insert(s: _Setup, peak: Bound) -> tuple[_Placed, Bound]:
+def _under_insert(s: _Setup, peak: Bound) -> tuple[_UnrolledPlacement, Bound]:
     """Sync "insert": the plan on every allowed point, or on fewer new barriers where that
     costs no bytes (or the cap on new barriers demands it)."""
     req, prog, al, existing = s.req, s.prog, s.al, s.existing
@@ -426,13 +436,13 @@ def _capped_peak(
     return best
 
 
-def _cost(req: PlanRequest, p: _Placed) -> tuple[int, int]:
+def _cost(req: PlanRequest, p: _UnrolledPlacement) -> tuple[int, int]:
     return sum(req.executions_at(x) for x in p.inserted), len(p.inserted)
 
 
 def _finish(
     s: _Setup, edges: set[tuple[int, int]], bound: int, allowed: list[int], kept: list[int]
-) -> _Placed:
+) -> _UnrolledPlacement:
     """Place on ``edges``, then choose the new barriers (``kept``, and more from
     ``allowed``) and the ones the placement relies on. ``bound``: an arena nothing below is
     needed (greedy stops there; CP-SAT, where it may run, closes the gap to it)."""
@@ -441,7 +451,9 @@ def _finish(
     return _synchronised(s, placed, allowed, kept)
 
 
-def _synchronised(s: _Setup, placed: _Placed, allowed: list[int], kept: list[int]) -> _Placed:
+def _synchronised(
+    s: _Setup, placed: _UnrolledPlacement, allowed: list[int], kept: list[int]
+) -> _UnrolledPlacement:
     """The placement with its new barriers (``kept``, and more from ``allowed``), the
     barriers it relies on and the reuses rule (b) lets go without one."""
     prog, sizes, existing, al = s.prog, s.sizes, s.existing, s.al
@@ -509,7 +521,7 @@ def _place(
     heuristics: list[str] | None,
     points: list[int],
     exact: bool,
-) -> _Placed:
+) -> _UnrolledPlacement:
     """Place on ``edges``. Pairs left free only since rule (b) holds at one offset are
     checked at the placement (``points``: the barrier points that may run): where their
     reuse shares bytes at another shift, breaks the rule and no barrier at those points can
@@ -538,9 +550,9 @@ def _place_once(
     bound: int,
     heuristics: list[str] | None,
     exact: bool,
-) -> _Placed:
+) -> _UnrolledPlacement:
     g = _graph(s.req, s.prog, s.sizes, edges)
-    return _Placed(place_on_pairs(s.req, g, bound, heuristics, exact), [], [], g.pairs)
+    return _UnrolledPlacement(place_on_pairs(s.req, g, bound, heuristics, exact), [], [], g.pairs)
 
 
 def place_on_pairs(
@@ -556,11 +568,11 @@ def place_on_pairs(
     where CP-SAT proves it optimal."""
     found = greedy_fits(g, heuristics, bound)
     offsets, arena, name, tried, optimal = (
-        found.offsets,
-        found.arena_bytes,
+        found.plan_offsets,
+        found.plan_arena,
         found.name,
         list(found.tried),
-        found.arena_bytes <= bound,
+        found.plan_arena <= bound,
     )
     seconds, slack = exact_budget(
         req.options.gap_tolerance,
@@ -608,7 +620,7 @@ def _heuristics(solver: SolverChoice, notes: list[Diagnostic]) -> list[str] | No
     return None
 
 
-def _unproved_notes(req: PlanRequest, chosen: _Placed) -> list[Diagnostic]:
+def _unproved_notes(req: PlanRequest, chosen: _UnrolledPlacement) -> list[Diagnostic]:
     """A note per barrier choice not proved the cheapest for the placement."""
     return [
         Diagnostic(
@@ -644,7 +656,7 @@ def _assemble(
     req: PlanRequest,
     sizes: list[int],
     footprints: list[Footprint],
-    chosen: _Placed,
+    chosen: _UnrolledPlacement,
     peak: Bound,
     notes: list[Diagnostic],
     prog: Program,

@@ -56,7 +56,7 @@ def test_never_worse_than_greedy(data: dict[str, Any]) -> None:
     assert validate_plan(request, plan).valid
     greedy = portfolio(build_graph(request, request.options.sync))
     if request.options.sync != "insert":  # insert may trade bytes for fewer barriers
-        assert plan.arena_bytes <= greedy.arena_bytes
+        assert plan.arena_bytes <= greedy.plan_arena
 
 
 def test_exact_proves_what_greedy_cannot() -> None:
@@ -152,12 +152,12 @@ def test_never_worse_than_greedy_when_exact_runs(
     request = random_request(n, overlap=0.3, seed=seed, alignment=alignment)
     g = build_graph(request)
     greedy = portfolio(g)
-    capacity = None if squeeze is None else int(greedy.arena_bytes * squeeze)
+    capacity = None if squeeze is None else int(greedy.plan_arena * squeeze)
     result = auto.solve(
         g, solver=registry.lookup("auto"), heuristics=None, capacity=capacity, time_limit=0.2
     )
-    assert result.arena_bytes <= greedy.arena_bytes
-    assert result.bound <= result.arena_bytes  # the bound is a true bound
+    assert result.plan_arena <= greedy.plan_arena
+    assert result.bound <= result.plan_arena  # the bound is a true bound
     assert_valid_offsets(request, g, result.offsets)
 
 
@@ -191,7 +191,7 @@ def test_enough_below_greedy_still_searches_and_proves_no_false_bound(n: int, se
     plain = auto.solve(
         g, solver=registry.lookup("auto"), heuristics=None, capacity=None, time_limit=0.2
     )
-    enough = greedy.arena_bytes - 16  # one granule under greedy: the exact methods run on
+    enough = greedy.plan_arena - 16  # one granule under greedy: the exact methods run on
     result = auto.solve(
         g,
         solver=registry.lookup("auto"),
@@ -200,9 +200,9 @@ def test_enough_below_greedy_still_searches_and_proves_no_false_bound(n: int, se
         time_limit=0.2,
         stop_at=enough,
     )
-    assert result.arena_bytes <= greedy.arena_bytes
+    assert result.plan_arena <= greedy.plan_arena
     assert result.bound <= plain.bound  # what ``enough`` aims at is never taken as a bound
-    assert result.bound <= result.arena_bytes
+    assert result.bound <= result.plan_arena
     assert_valid_offsets(request, g, result.offsets)
 
 
@@ -260,7 +260,7 @@ def test_kernel_sized_requests_leave_the_random_runs_until_the_search_has_failed
     )
     assert short.infeasible
     assert [name for name, _ in short.tried][-1] == "greedy:random/skyline"
-    assert short.arena_bytes <= portfolio(g).arena_bytes
+    assert short.plan_arena <= portfolio(g).plan_arena
     assert_valid_offsets(request, g, short.offsets)
 
 
@@ -273,7 +273,7 @@ def test_within_a_capacity_the_random_runs_wait_for_the_search() -> None:
     decided = auto.solve(
         g, solver=registry.lookup("auto"), heuristics=None, capacity=CAPACITY, time_limit=10.0
     )
-    assert decided.arena_bytes <= CAPACITY
+    assert decided.plan_arena <= CAPACITY
     assert decided.proved_optimal
     assert "greedy:random/skyline" not in [name for name, _ in decided.tried]
     assert_valid_offsets(inst.request, g, decided.offsets)

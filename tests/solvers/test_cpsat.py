@@ -253,7 +253,7 @@ def test_only_a_run_at_the_bound_orders_intervals_dynamically(
         return solve(self, *args, **kwargs)
 
     monkeypatch.setattr(cp_model.CpSolver, "solve", recording)
-    hint = portfolio(g).offsets
+    hint = portfolio(g).plan_offsets
     bound = g.lower_bound.bytes
     at_bound = _solve(g, lower_bound=bound, hint=hint, upper=bound, time_limit=1.0)
     minimized = _solve(g, lower_bound=bound, hint=hint, upper=arena_of(g, hint), time_limit=1.0)

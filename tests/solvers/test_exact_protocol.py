@@ -12,8 +12,9 @@ from planner.core.graph import InterferenceGraph, build_graph
 from planner.core.models import PlanRequest
 from planner.families import family_instance
 from planner.solvers import registry
-from planner.solvers.exact import ExactMethod, ExactResult, Stop
+from planner.solvers.exact import ExactMethod, Stop
 from planner.solvers.search import solve_search
+from planner.solvers.solution import Solution
 from planner.solvers.windows import solve_windows
 from tests.support.bruteforce import assert_valid_offsets
 
@@ -52,7 +53,7 @@ def test_every_exact_method_takes_the_same_call(name: str) -> None:
         stop=Stop(),
         tolerance=0,
     )
-    assert isinstance(result, ExactResult)
+    assert isinstance(result, Solution)
     if result.offsets is not None:
         assert result.arena_bytes == int((result.offsets + g.size).max())
         assert_valid_offsets(request, g, result.offsets)

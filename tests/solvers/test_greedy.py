@@ -41,12 +41,12 @@ def test_portfolio_keeps_the_smallest_arena(request: PlanRequest) -> None:
     arenas = dict(result.tried)
     assert result.arena_bytes == min(arenas.values())
     # Ties go to the first heuristic listed.
-    first = next(name for name, arena in result.tried if arena == result.arena_bytes)
+    first = next(name for name, arena in result.tried if arena == result.plan_arena)
     assert result.name == first
-    assert arena_of(g, result.offsets) == result.arena_bytes
+    assert arena_of(g, result.plan_offsets) == result.plan_arena
     again = portfolio(build_graph(request))
     assert again.tried == result.tried
-    assert np.array_equal(again.offsets, result.offsets)
+    assert np.array_equal(again.plan_offsets, result.plan_offsets)
 
 
 def test_portfolio_stops_at_the_lower_bound() -> None:

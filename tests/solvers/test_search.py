@@ -230,7 +230,7 @@ def _hard_request() -> PlanRequest:
 def test_tiny_budget_keeps_the_hint() -> None:
     request = _hard_request()
     g = build_graph(request)
-    hint = portfolio(g).offsets
+    hint = portfolio(g).plan_offsets
     assert arena_of(g, hint) > g.lower_bound.bytes
     result = _solve(g, hint=hint, nodes=3)
     assert not result.proved_optimal
@@ -614,7 +614,7 @@ def test_reaches_the_clique_bound_where_padding_sets_the_optimum(seed: int) -> N
     aligned = round_up(g.aligned_bound.bytes, step)
     clique = round_up(clique_bound(g, aligned).bytes, step)
     greedy = portfolio(g, None, aligned)
-    assert aligned < clique < greedy.arena_bytes
+    assert aligned < clique < greedy.plan_arena
     result = _solve(
         g, lower_bound=clique, hint=greedy.offsets, upper=greedy.arena_bytes, time_limit=0.5
     )

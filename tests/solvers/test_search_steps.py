@@ -55,7 +55,7 @@ def _request(family: str, n: int, seed: int) -> tuple[PlanRequest, InterferenceG
         }
     )
     if (family, n, seed) in PINNED:
-        offsets = portfolio(build_graph(request, "none")).offsets
+        offsets = portfolio(build_graph(request, "none")).plan_offsets
         buffers = [
             b.model_copy(update={"offset": int(offsets[i])}) if i % PIN_EVERY == 0 else b
             for i, b in enumerate(request.buffers)

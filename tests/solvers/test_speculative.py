@@ -15,7 +15,8 @@ from planner.core.graph import build_graph
 from planner.families import family_instance
 from planner.generate import random_kernel
 from planner.solvers import registry
-from planner.solvers.exact import ExactResult, Stop
+from planner.solvers.exact import Stop
+from planner.solvers.solution import Solution
 from planner.solvers.speculative import SpeculativeRun
 from tests.support.bruteforce import assert_valid_offsets
 
@@ -31,9 +32,9 @@ def _arguments(bound: int, hint: np.ndarray) -> dict[str, Any]:
 
 
 def _recording(calls: list[dict[str, Any]]) -> Any:
-    def method(g: Any, **arguments: Any) -> ExactResult:
+    def method(g: Any, **arguments: Any) -> Solution:
         calls.append(arguments)
-        return ExactResult("fake", None, None, arguments["lower_bound"] + 1, False, False)
+        return Solution("fake", None, None, arguments["lower_bound"] + 1, False)
 
     return method
 
@@ -53,7 +54,7 @@ def test_taken_only_on_the_arguments_it_started_with() -> None:
 
 
 def test_an_error_on_its_thread_is_raised_on_the_callers() -> None:
-    def failing(g: Any, **arguments: Any) -> ExactResult:
+    def failing(g: Any, **arguments: Any) -> Solution:
         raise ValueError("no plan")
 
     g = build_graph(random_kernel(3), "none")
@@ -109,7 +110,7 @@ def test_the_plan_is_the_one_running_in_turn_gives(
     in_turn = auto.solve(
         g, solver=registry.lookup("auto"), heuristics=None, capacity=None, time_limit=10.0
     )
-    assert np.array_equal(beside.offsets, in_turn.offsets)
+    assert np.array_equal(beside.plan_offsets, in_turn.plan_offsets)
     assert (beside.bound, beside.tried, beside.name) == (in_turn.bound, in_turn.tried, in_turn.name)
     assert [n for n, _ in beside.tried if n.startswith("exact:")][:3] == [
         "exact:search",

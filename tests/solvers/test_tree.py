@@ -81,8 +81,8 @@ def test_portfolio_past_the_edge_limit_keeps_the_sweep_and_improves_on_it(
     assert names == greedy._distinct(g, list(greedy.TREE_PORTFOLIO))
     assert "size-stable/first-fit" in names  # its order differs from size's here
     sweep = dict(result.tried)["start/first-fit"]
-    assert result.arena_bytes <= sweep
-    assert result.arena_bytes == min(arena for _, arena in result.tried)
+    assert result.plan_arena <= sweep
+    assert result.plan_arena == min(arena for _, arena in result.tried)
     assert_valid_offsets(request, g, result.offsets)
 
 
@@ -198,4 +198,4 @@ def test_dense_portfolio_is_never_above_omnimallocs_omni() -> None:
         assert greedy.arena_of(g, offsets) == theirs(name), ours
     result = greedy.portfolio(g, seconds=5.0)
     assert_valid_offsets(request, g, result.offsets)
-    assert result.arena_bytes <= theirs("omni")
+    assert result.plan_arena <= theirs("omni")

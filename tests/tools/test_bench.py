@@ -17,7 +17,7 @@ from planner.bench_omnimalloc import THREADS
 from planner.cli import main
 from planner.core.graph import build_graph
 from planner.core.models import PlanRequest
-from planner.solvers import auto, registry
+from planner.solvers import Solution, auto, registry
 from tests.support.samples import CLASSIC
 
 Capture = pytest.CaptureFixture[str]
@@ -58,7 +58,7 @@ def test_listener_sees_improvements_down_to_the_result() -> None:
     g = build_graph(PlanRequest.model_validate({"buffers": CLASSIC, "options": {"sync": "none"}}))
     seen: list[tuple[int, int]] = []
 
-    def solve() -> auto.Solution:
+    def solve() -> Solution:
         return auto.solve(
             g,
             solver=registry.lookup("auto"),
