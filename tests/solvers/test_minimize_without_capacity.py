@@ -28,7 +28,7 @@ def test_without_a_capacity_the_search_improves_on_the_greedy_plan(
     request = request.model_copy(update={"capacity": None, "target": None})
     g = build_graph(request, "none")
     assert g.n > DESCEND_MIN
-    hint = portfolio(g).offsets
+    hint = portfolio(g).plan_offsets
     result = solve_search(
         g,
         capacity=None,
