@@ -4,6 +4,9 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
+# pytest-xdist workers for `make unit`: the suite is CPU-bound and CI has two cores, so two;
+# more only share those cores and stretch the tests that wait on a clock.
+TEST_WORKERS ?= 2
 
 .PHONY: serve test check lint layers typecheck unit docs bench load clean
 
@@ -35,8 +38,12 @@ layers: $(VENV)/.installed-dev
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy
 
+# The whole suite, slow tests included, on TEST_WORKERS processes (`python -m pytest FILE`
+# runs one file in this process). loadfile: a module's tests run on one worker, so its
+# server, browser or installed environments are built once; the modules go out longest
+# first (tests/conftest.py), not by xdist's count of tests.
 unit: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
 
 check: lint layers typecheck
 

@@ -24,6 +24,7 @@ __all__ = ["ServerProcess", "free_port", "running_server"]
 ROOT = ROOT
 HOST = "127.0.0.1"
 START_SECONDS = 180.0  # a cold start compiles the planner's kernels
+PORT_TRIES = 3
 
 
 @dataclass
@@ -72,10 +73,28 @@ def free_port() -> int:
         return port
 
 
+class _PortTakenError(RuntimeError):
+    """The server could not bind its port: another process took it after ``free_port``."""
+
+
 @contextlib.contextmanager
 def running_server(loop: str, **settings: str) -> Iterator[ServerProcess]:
     """``planner serve --loop LOOP`` of this tree on a free port; ``settings`` become
-    ``PLANNER_<NAME>`` variables. Waits for ``/healthz``; kills the server at the end."""
+    ``PLANNER_<NAME>`` variables. Waits for ``/healthz``; kills the server at the end. A port
+    taken between ``free_port`` and the server's bind (tests run in several processes at
+    once) is replaced by another, up to ``PORT_TRIES`` times."""
+    for attempt in range(1, PORT_TRIES + 1):
+        try:
+            with _started(loop, settings) as server:
+                yield server
+                return
+        except _PortTakenError:
+            if attempt == PORT_TRIES:
+                raise
+
+
+@contextlib.contextmanager
+def _started(loop: str, settings: dict[str, str]) -> Iterator[ServerProcess]:
     port = free_port()
     env = {
         **os.environ,
@@ -113,7 +132,10 @@ def _wait_ready(server: ServerProcess) -> None:
     give_up = time.monotonic() + START_SECONDS
     while time.monotonic() < give_up:
         if server.process.poll() is not None:
-            raise RuntimeError(f"the server exited ({server.process.returncode}):\n{server.tail()}")
+            message = f"the server exited ({server.process.returncode}):\n{server.tail()}"
+            if "address already in use" in message.lower():
+                raise _PortTakenError(message)
+            raise RuntimeError(message)
         with contextlib.suppress(httpx.HTTPError):
             if server.client.get("/healthz", timeout=2).status_code == 200:
                 return
