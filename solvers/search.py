@@ -764,97 +764,169 @@ def solve_search(
     """
     if g.n == 0:
         return Solution("search", np.zeros(0, np.int64), 0, 0, True)
-    free = g.pinned < 0
     # Every arena is a multiple of ``step``: only multiples are decided.
     step = granularity(g)
-    # No plan is lower than the lower bound, a pinned top or a single buffer.
-    lo = max(lower_bound, int((g.pinned + g.size)[~free].max(initial=0)), int(g.size.max()))
-    lo = round_up(lo, step)
+    lo = _lowest_arena(g, lower_bound, step)
     if _pins_clash(g) or (capacity is not None and lo > capacity):
         return Solution("search", None, None, lo, False, unfit(g))
-    best: I64 | None = None
-    best_arena: int | None = None
+    best, best_arena = _hinted(g, hint, capacity)
+    cap = None if capacity is None else capacity // step * step  # the highest arena allowed
+    search = _Descent(
+        g=g,
+        step=step,
+        best=best,
+        best_arena=best_arena,
+        bound=lo,
+        low=lo,
+        high=_ceiling(g, step, cap, (best_arena, upper)),
+        left=node_budget(g, time_limit) if nodes is None else nodes,
+        portfolio=_Portfolio(g),
+        tolerance=tolerance,
+        stop=stop,
+        on_progress=on_progress,
+    )
+    _load(search.portfolio.first)
+    search.clock = time.perf_counter()
+    search.wall = wall_limit(time_limit)  # seconds: the clock's cap; the node budget decides
+    descend = g.n > DESCEND_MIN
+    if (
+        cap is not None
+        and search.best is None
+        and search.low <= cap == search.high
+        and search.time_left()
+        and not search.first_plan(cap)
+    ):
+        return Solution("search", None, None, search.bound, False, unfit(g))
+    if above_bound:
+        search.low += step
+    elif search.low <= search.high and search.time_left():
+        part = BOUND_PART if descend and capacity is not None else 2  # no capacity: half
+        search.try_bound(last=bound_only or search.low == search.high, part=part)
+        if bound_only:
+            search.high = search.low - step
+    search.bisect(descend)
+    infeasible = capacity is not None and search.bound > capacity
+    proved = search.best_arena is not None and search.best_arena <= search.bound
+    return Solution(
+        "search", search.best, search.best_arena, search.bound, proved, unfit(g, infeasible)
+    )
+
+
+def _lowest_arena(g: InterferenceGraph, lower_bound: int, step: int) -> int:
+    """The lowest arena (bytes) worth deciding: no plan is lower than the lower bound, a
+    pinned top or a single buffer; a multiple of ``step``."""
+    free = g.pinned < 0
+    lo = max(lower_bound, int((g.pinned + g.size)[~free].max(initial=0)), int(g.size.max()))
+    return round_up(lo, step)
+
+
+def _hinted(
+    g: InterferenceGraph, hint: I64 | None, capacity: int | None
+) -> tuple[I64 | None, int | None]:
+    """(offsets, arena) of the hint where it fits within ``capacity``, else (None, None)."""
     if hint is not None:
         hinted = arena_of(g, hint)
         if capacity is None or hinted <= capacity:
-            best, best_arena = hint.astype(np.int64).copy(), hinted
-    # Highest capacity worth deciding: below every arena known, within the capacity.
+            return hint.astype(np.int64).copy(), hinted
+    return None, None
+
+
+def _ceiling(
+    g: InterferenceGraph, step: int, cap: int | None, known: tuple[int | None, ...]
+) -> int:
+    """Highest capacity (bytes) worth deciding: below every arena ``known``, within ``cap``,
+    a multiple of ``step``."""
+    free = g.pinned < 0
     ceiling = int((g.size + g.alignment).sum()) + int((g.pinned + g.size)[~free].max(initial=0))
-    for known in (best_arena, upper):
-        if known is not None:
-            ceiling = min(ceiling, known - 1)
-    cap = None if capacity is None else capacity // step * step  # the highest arena allowed
+    for arena in known:
+        if arena is not None:
+            ceiling = min(ceiling, arena - 1)
     if cap is not None:
         ceiling = min(ceiling, cap)
-    ceiling = ceiling // step * step
-    bound = lo  # bytes: every capacity below it is proved impossible
-    left = node_budget(g, time_limit) if nodes is None else nodes
-    portfolio = _Portfolio(g)
-    _load(portfolio.first)
-    clock = time.perf_counter()
-    wall = wall_limit(time_limit)  # seconds: the clock's cap; the node budget decides
+    return ceiling // step * step
 
-    def attempt(target: int, last: bool, part: int = 2) -> int:
+
+@dataclass
+class _Descent:
+    """A search's state as it narrows the capacities worth deciding, ``low`` to ``high``
+    (bytes): the best plan so far, the bound proved, the nodes left and the portfolio."""
+
+    g: InterferenceGraph
+    step: int  # bytes: every arena decided is a multiple
+    best: I64 | None
+    best_arena: int | None
+    bound: int  # bytes: every capacity below it is proved impossible
+    low: int  # lowest capacity not yet tried
+    high: int  # highest capacity worth trying
+    left: int  # nodes
+    portfolio: _Portfolio
+    tolerance: int
+    stop: Stop | None
+    on_progress: Progress | None
+    clock: float = 0.0  # ``time.perf_counter`` at the start
+    wall: float = float("inf")  # seconds: the clock's cap
+
+    def attempt(self, target: int, last: bool, part: int = 2) -> int:
         """Decide ``target`` on ``1 / part`` of the nodes left (all if ``last``).
 
         A plan found becomes the best. Returns the kernel's status.
         """
-        nonlocal best, best_arena, bound, left
-        share = left if last else max(1, left // part)
-        status, offsets, used = _decide_staged(portfolio, target, share, clock + wall, stop)
-        left -= used
+        share = self.left if last else max(1, self.left // part)
+        status, offsets, used = _decide_staged(
+            self.portfolio, target, share, self.clock + self.wall, self.stop
+        )
+        self.left -= used
         if status == FOUND:
-            best, best_arena = offsets, arena_of(g, offsets)
+            self.best, self.best_arena = offsets, arena_of(self.g, offsets)
         elif status == EXHAUSTED:
-            bound = max(bound, target + step)
-        if on_progress is not None and status != OUT_OF_NODES:
-            on_progress(best_arena, bound)
+            self.bound = max(self.bound, target + self.step)
+        if self.on_progress is not None and status != OUT_OF_NODES:
+            self.on_progress(self.best_arena, self.bound)
         return status
 
-    def time_left() -> bool:
-        if left <= 0 or (best_arena is not None and best_arena - bound <= tolerance):
+    def time_left(self) -> bool:
+        """Whether to decide another capacity: nodes and time left, no stop, the best plan
+        not yet within ``tolerance`` of the bound."""
+        if self.left <= 0 or (
+            self.best_arena is not None and self.best_arena - self.bound <= self.tolerance
+        ):
             return False
-        if stop is not None and stop.stopped:
+        if self.stop is not None and self.stop.stopped:
             return False
-        if time.perf_counter() - clock < wall:
+        if time.perf_counter() - self.clock < self.wall:
             return True
         note_cut()
         return False
 
-    low = lo  # lowest capacity not yet tried
-    high = ceiling  # highest capacity worth trying
-    descend = g.n > DESCEND_MIN
-    if cap is not None and best is None and low <= cap == high and time_left():
-        # No plan within the capacity yet: first get one, or prove there is none.
-        if attempt(cap, last=True) == EXHAUSTED:
-            return Solution("search", None, None, bound, False, unfit(g))
-        if best_arena is not None:
-            high = min(high, best_arena - step)
-        elif low == cap:
-            low += step  # undecided at the only capacity worth trying
-    if above_bound:
-        low += step
-    elif low <= high and time_left():
-        attempt(
-            low,
-            last=bound_only or low == high,
-            part=BOUND_PART if descend and capacity is not None else 2,  # no capacity: half
-        )
-        low += step
-        if best_arena is not None:
-            high = min(high, best_arena - step)
-        if bound_only:
-            high = low - step
-    while low <= high and time_left():
-        # Large graphs: a capacity a quarter of the way down from the best arena, where plans
-        # are easier to find than at the middle (which mostly runs out of nodes there).
-        fall = (high - low) // step // (DESCEND_PART if descend else 2) * step
-        mid = high - fall if descend else low + fall
-        status = attempt(mid, last=low == high)
-        if status == FOUND and best_arena is not None:
-            high = best_arena - step
-        else:
-            low = mid + step  # proved impossible, or undecided within its share
-    infeasible = capacity is not None and bound > capacity
-    proved = best_arena is not None and best_arena <= bound
-    return Solution("search", best, best_arena, bound, proved, unfit(g, infeasible))
+    def first_plan(self, cap: int) -> bool:
+        """No plan within the capacity ``cap`` yet: first get one, or prove there is none
+        (False)."""
+        if self.attempt(cap, last=True) == EXHAUSTED:
+            return False
+        if self.best_arena is not None:
+            self.high = min(self.high, self.best_arena - self.step)
+        elif self.low == cap:
+            self.low += self.step  # undecided at the only capacity worth trying
+        return True
+
+    def try_bound(self, last: bool, part: int) -> None:
+        """Decide the lowest capacity worth trying, where a plan is optimal."""
+        self.attempt(self.low, last=last, part=part)
+        self.low += self.step
+        if self.best_arena is not None:
+            self.high = min(self.high, self.best_arena - self.step)
+
+    def bisect(self, descend: bool) -> None:
+        """Decide capacities between ``low`` and ``high`` until they meet or time is up."""
+        step = self.step
+        while self.low <= self.high and self.time_left():
+            # Large graphs: a capacity a quarter of the way down from the best arena, where
+            # plans are easier to find than at the middle (which mostly runs out of nodes
+            # there).
+            fall = (self.high - self.low) // step // (DESCEND_PART if descend else 2) * step
+            mid = self.high - fall if descend else self.low + fall
+            status = self.attempt(mid, last=self.low == self.high)
+            if status == FOUND and self.best_arena is not None:
+                self.high = self.best_arena - step
+            else:
+                self.low = mid + step  # proved impossible, or undecided within its share

@@ -606,8 +606,34 @@ def _check_races(
     touched = sorted({t.access.buffer for t in epoch})
     if len(touched) < 2:
         return
-    # Only bytes inside the ranges of two or more buffers touched here can race: a sweep
-    # over those ranges' ends finds them, and a mask of them filters the rest out cheaply.
+    crowded = _crowded(arena, touched)
+    if crowded is None:
+        return
+    accesses = _crowded_accesses(epoch, crowded)
+    if accesses is None:
+        return
+    pairs = _racing_pairs(_ByteGroups.of(*accesses, len(buffers)))
+    until = "the end" if end is None else f"the barrier at {end}"
+    for (a, b), hits in pairs.items():
+        ba, bb = buffers[a], buffers[b]
+        byte, at, ta, tb, a_writes = min(hits, key=lambda h: (h[1], h[0]))
+        arena_byte = byte + arena.base
+        first_op, second_op = ("writes", "touches") if a_writes else ("touches", "writes")
+        found.add(
+            "race",
+            f"thread {ta} {first_op} {ba.id!r} (byte {arena_byte - ba.offset}) and thread {tb} "
+            f"{second_op} {bb.id!r} (byte {arena_byte - bb.offset}) at arena byte "
+            f"{arena_byte} with no barrier between, in the epoch from point {opened} to "
+            f"{until}{found.where(block)}; {len({h[0] for h in hits})} bytes in all",
+            [ba.id, bb.id],
+            at,
+        )
+
+
+def _crowded(arena: _Arena, touched: list[int]) -> Bool | None:
+    """The arena bytes inside the ranges of two or more of the buffers ``touched`` (only
+    those can race), found by a sweep over the ranges' ends; None when there are none."""
+    buffers = arena.program.buffers
     ends: list[tuple[int, int]] = []
     for b in touched:
         lo = buffers[b].offset - arena.base
@@ -621,8 +647,12 @@ def _check_races(
         if depth >= 2 and stop > at:
             crowded[at:stop] = True
             any_crowded = True
-    if not any_crowded:
-        return
+    return crowded if any_crowded else None
+
+
+def _crowded_accesses(epoch: list[_Touch], crowded: Bool) -> tuple[I64, I32, I32, Bool, I64] | None:
+    """(byte, buffer, thread, a write, point) of each access of the epoch to a crowded byte;
+    None when there is none."""
     parts: list[tuple[I64, I32, I32, Bool, I64]] = []
     for t in epoch:
         keep = crowded[t.addr]
@@ -638,27 +668,56 @@ def _check_races(
                 )
             )
     if not parts:
-        return
+        return None
     addr, buffer, thread, write, point = (np.concatenate(c) for c in zip(*parts, strict=True))
+    return addr, buffer, thread, write, point
 
-    nbuf = len(buffers)
-    key = addr * nbuf + buffer
-    order = np.argsort(key, kind="stable")
-    key, thread, write, point = key[order], thread[order], write[order], point[order]
-    starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
-    lo_all = np.minimum.reduceat(thread, starts)
-    hi_all = np.maximum.reduceat(thread, starts)
-    lo_w = np.minimum.reduceat(np.where(write, thread, _NO_THREAD), starts)
-    hi_w = np.maximum.reduceat(np.where(write, thread, -1), starts)
-    first = np.minimum.reduceat(point, starts)
-    g_addr = key[starts] // nbuf
-    g_buf = (key[starts] % nbuf).astype(np.int32)
 
+@dataclass(frozen=True)
+class _ByteGroups:
+    """The accesses grouped by (byte, buffer), sorted by byte then buffer: per group its
+    threads' extremes, its writers' extremes and its first point."""
+
+    addr: I64
+    buf: I32
+    lo_all: I32
+    hi_all: I32
+    lo_w: I32  # ``_NO_THREAD`` without writes
+    hi_w: I32  # -1 without writes
+    first: I64
+
+    @classmethod
+    def of(
+        cls, addr: I64, buffer: I32, thread: I32, write: Bool, point: I64, nbuf: int
+    ) -> _ByteGroups:
+        """Group the accesses (one entry per byte each) by byte and buffer."""
+        key = addr * nbuf + buffer
+        order = np.argsort(key, kind="stable")
+        key, thread, write, point = key[order], thread[order], write[order], point[order]
+        starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+        return cls(
+            addr=key[starts] // nbuf,
+            buf=(key[starts] % nbuf).astype(np.int32),
+            lo_all=np.minimum.reduceat(thread, starts),
+            hi_all=np.maximum.reduceat(thread, starts),
+            lo_w=np.minimum.reduceat(np.where(write, thread, _NO_THREAD), starts),
+            hi_w=np.maximum.reduceat(np.where(write, thread, -1), starts),
+            first=np.minimum.reduceat(point, starts),
+        )
+
+
+def _racing_pairs(
+    groups: _ByteGroups,
+) -> dict[tuple[int, int], list[tuple[int, int, int, int, bool]]]:
+    """Per pair of buffers (lower index first) that race, each racing byte as (byte, point,
+    thread of the first, thread of the second, the first one writes)."""
+    g_addr, g_buf, first = groups.addr, groups.buf, groups.first
+    lo_all, hi_all, lo_w, hi_w = groups.lo_all, groups.hi_all, groups.lo_w, groups.hi_w
     # Groups are sorted by byte, then buffer: compare each with the d-th next on one byte.
     pairs: dict[tuple[int, int], list[tuple[int, int, int, int, bool]]] = {}
-    groups = starts.size
-    for d in range(1, groups):
-        i = np.arange(groups - d)
+    count = g_addr.size
+    for d in range(1, count):
+        i = np.arange(count - d)
         j = i + d
         same = g_addr[i] == g_addr[j]
         if not same.any():
@@ -675,21 +734,7 @@ def _check_races(
             at = max(int(first[gi]), int(first[gj]))
             hit = (int(g_addr[gi]), at, ti, tj, bool(w_then_a[x]))
             pairs.setdefault((int(g_buf[gi]), int(g_buf[gj])), []).append(hit)
-    until = "the end" if end is None else f"the barrier at {end}"
-    for (a, b), hits in pairs.items():
-        ba, bb = buffers[a], buffers[b]
-        byte, at, ta, tb, a_writes = min(hits, key=lambda h: (h[1], h[0]))
-        arena_byte = byte + arena.base
-        first_op, second_op = ("writes", "touches") if a_writes else ("touches", "writes")
-        found.add(
-            "race",
-            f"thread {ta} {first_op} {ba.id!r} (byte {arena_byte - ba.offset}) and thread {tb} "
-            f"{second_op} {bb.id!r} (byte {arena_byte - bb.offset}) at arena byte "
-            f"{arena_byte} with no barrier between, in the epoch from point {opened} to "
-            f"{until}{found.where(block)}; {len({h[0] for h in hits})} bytes in all",
-            [ba.id, bb.id],
-            at,
-        )
+    return pairs
 
 
 def _differ(xlo: I32, xhi: I32, ylo: I32, yhi: I32) -> Bool:

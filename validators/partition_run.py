@@ -21,7 +21,7 @@ operation on it and before every touch of that buffer (``missing_inval``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -60,58 +60,46 @@ class _Step:
     inval: bool = False  # an mbarrier's inval
 
 
+_GROUP_OF = {
+    ("cp.async", "write"): "cp.async",
+    ("tma", "read"): "bulk",
+    ("mma", "read"): "wgmma",
+}  # (agent, op) -> the asynchronous group its completion joins
+
+
 def run_partitions(
     request: PlanRequest, plan: Plan, barriers: list[int]
 ) -> list[tuple[str, str, list[str], int]]:
     """(code, message, buffers, point) for each race, clobbered read and missing fence."""
+    from planner.validators.clusters import running_cluster_barriers
     from planner.validators.program import with_plan_syncs
 
     request = with_plan_syncs(request, plan)
-    parts = {p.id: k for k, p in enumerate(request.partitions)}
-    n = len(request.partitions)
-    agents: dict[tuple[int, int], int] = {}
-    for i, b in enumerate(request.buffers):
-        for k, a in enumerate(b.accesses):
-            if a.agent != "threads":
-                agents[i, k] = n + len(agents)
     # With a cluster, one more entry: a peer CTA, which runs the same program at its own pace
     # and so is known to be past a point only through the cluster barriers after it.
-    from planner.validators.clusters import running_cluster_barriers
-
     on_cluster = set(running_cluster_barriers(request, plan)) if request.cluster else set()
-    scoped = {i for i, b in enumerate(request.buffers) if b.scope == "cluster"}
-    peer = n + len(agents)
-    width = peer + (1 if request.cluster else 0)
-    peer_made = 0  # cluster barriers run so far
-    peer_seen = [0] * width  # what a peer had published at the latest cluster barrier
-    peer_touches: list[tuple[int, int, int, str, bool, tuple[int, ...]]] = []
-    clock = [[0] * width for _ in range(n)]
-    pending = [[0] * width for _ in range(n)]  # completions taken by a wait, not yet published
-    # mbarrier -> (point, clock, the last point a completion counts at, or -1 for an arrive)
-    published: dict[str, list[tuple[int, list[int], int]]] = {}
-    agent_clock: dict[int, list[int]] = {}
-    agent_done: dict[int, tuple[int, int]] = {}  # cp.async agent -> (partition, wait point)
-    fences: dict[int, list[tuple[int, int]]] = {}  # partition -> (point, its releases then)
+    run = _Run.start(request)
+    for point, step in _schedule(request, plan, barriers, on_cluster):
+        run.do(point, step)
+    touches = run.touches
+    if run.peer_touches:
+        touches += _peer_touches(
+            request, run.peer_touches, run.agents, run.agent_done, on_cluster, run.peer
+        )
+    return _judge(request, plan, touches, run.fences, run.n, run.agent_done, run.peer)
 
-    # A partition's own releases: kept apart from its clock, whose own entry counts only the
-    # releases it acquired back (its threads see each other's work only through those).
-    made = [0] * n
 
-    def release(q: int) -> list[int]:
-        made[q] += 1
-        snap = [max(x, y) for x, y in zip(clock[q], pending[q], strict=True)]
-        snap[q] = made[q]
-        return snap
-
-    def acquire(q: int, snap: list[int]) -> None:
-        clock[q] = [max(x, y) for x, y in zip(clock[q], snap, strict=True)]
-
+def _schedule(
+    request: PlanRequest, plan: Plan, barriers: list[int], on_cluster: set[int]
+) -> list[tuple[int, _Step]]:
+    """Every operation of the run as (point, step), by point, then by rank."""
+    parts = {p.id: k for k, p in enumerate(request.partitions)}
     steps: dict[int, list[_Step]] = {}
 
     def at(point: int, step: _Step) -> None:
         steps.setdefault(point, []).append(step)
 
-    everyone = tuple(range(n))
+    everyone = tuple(range(len(request.partitions)))
     for p in sorted(set(barriers)):
         at(p, _Step(2, "cluster" if p in on_cluster else "barrier", everyone))
     for s in request.syncs:
@@ -137,85 +125,163 @@ def run_partitions(
                 at(b.end - 1, _Step(4, "touch", (q,), buffer=i, op="read"))
         for k, a in enumerate(b.accesses):
             at(a.at, _Step(4, "touch", (parts[a.partition or ""],), buffer=i, access=k, op=a.op))
+    return [
+        (point, step)
+        for point in sorted(steps)
+        for step in sorted(steps[point], key=lambda x: x.rank)
+    ]
 
+
+@dataclass
+class _Run:
+    """The clocks of the partitions and agents as the run goes, and the touches it records."""
+
+    request: PlanRequest
+    n: int  # partitions
+    agents: dict[tuple[int, int], int]  # (buffer, access) -> agent entry of the clock
+    peer: int  # the peer CTA's entry of the clock
+    width: int
+    scoped: set[int]  # cluster-scoped buffers
+    clock: list[list[int]]
+    pending: list[list[int]]  # completions taken by a wait, not yet published
+    # A partition's own releases: kept apart from its clock, whose own entry counts only the
+    # releases it acquired back (its threads see each other's work only through those).
+    made: list[int]
+    peer_made: int = 0  # cluster barriers run so far
+    peer_seen: list[int] = field(default_factory=list)  # a peer's clock at the latest one
+    peer_touches: list[tuple[int, int, int, str, bool, tuple[int, ...]]] = field(
+        default_factory=list
+    )
+    # mbarrier -> (point, clock, the last point a completion counts at, or -1 for an arrive)
+    published: dict[str, list[tuple[int, list[int], int]]] = field(default_factory=dict)
+    agent_clock: dict[int, list[int]] = field(default_factory=dict)
+    # cp.async agent -> (partition, wait point)
+    agent_done: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # partition -> (point, its releases then)
+    fences: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
     # Asynchronous groups in flight: (partition, group) -> [(issue point, agent entry, end)]
-    flight: dict[tuple[int, str], list[tuple[int, int, int]]] = {}
-    group_of = {
-        ("cp.async", "write"): "cp.async",
-        ("tma", "read"): "bulk",
-        ("mma", "read"): "wgmma",
-    }
-    touches: list[_Touch] = []
-    for point in sorted(steps):
-        for step in sorted(steps[point], key=lambda x: x.rank):
-            if step.what == "barrier":
-                snaps = [release(q) for q in step.who]
-                for q in step.who:
-                    for snap in snaps:
-                        acquire(q, snap)
-                continue
-            if step.what == "cluster":
-                # Every thread of every CTA: the CTA's partitions and the peer meet here.
-                merged = [0] * width
-                for snap in [release(q) for q in step.who]:
-                    merged = [max(x, y) for x, y in zip(merged, snap, strict=True)]
-                peer_made += 1
-                merged[peer] = peer_made
-                for q in step.who:
-                    acquire(q, merged)
-                peer_seen = merged
-                continue
-            if not step.who:
-                continue
-            q = step.who[0]
-            if step.what == "wait":
-                for when, snap, end in published.get(step.mbarrier, []):
-                    # A wait acquires the arrives and the TMA writes' complete-tx alike.
-                    if when < point and (end < 0 or point <= end):
-                        acquire(q, snap)
-            elif step.what == "wait_group":
-                key = (q, step.group)
-                live = flight.get(key, [])
-                issues = sorted({x for x, _, _ in live})
-                keep = set(issues[len(issues) - step.pending :]) if step.pending else set()
-                for issue, g, end in live:
-                    if issue not in keep and point <= end:
-                        snap = list(agent_clock[g])
-                        snap[g] = 1
-                        pending[q] = [max(x, y) for x, y in zip(pending[q], snap, strict=True)]
-                        agent_done[g] = (q, point)
-                flight[key] = [x for x in live if x[0] in keep]
-            elif step.what == "fence":
-                fences.setdefault(q, []).append((point, made[q]))
-            elif step.what == "arrive":
-                published.setdefault(step.mbarrier, []).append((point, release(q), -1))
-            else:
-                i, k, op = step.buffer, step.access, step.op
-                b = request.buffers[i]
-                access = None if k < 0 else b.accesses[k]
-                if i in scoped:
-                    agent = -1 if access is None or access.agent == "threads" else agents[i, k]
-                    proxy = access is not None and access.agent in ("tma", "mma")
-                    peer_touches.append((i, point, agent, op, proxy, tuple(peer_seen)))
-                if access is None or access.agent == "threads":
-                    touches.append(
-                        _Touch(i, q, made[q], tuple(clock[q]), point, op, False, step.inval)
-                    )
-                    continue
-                g = agents[i, k]
-                agent_clock[g] = list(clock[q])
-                proxy = access.agent in ("tma", "mma")
-                touches.append(_Touch(i, g, 0, tuple(clock[q]), point, op, proxy))
-                if access.agent == "tma" and access.op == "write":
-                    snap = list(clock[q])
-                    snap[g] = 1
-                    published.setdefault(access.mbarrier or "", []).append((point, snap, b.end))
-                else:
-                    group = group_of[access.agent, access.op]
-                    flight.setdefault((q, group), []).append((point, g, b.end))
-    if peer_touches:
-        touches += _peer_touches(request, peer_touches, agents, agent_done, on_cluster, peer)
-    return _judge(request, plan, touches, fences, n, agent_done, peer)
+    flight: dict[tuple[int, str], list[tuple[int, int, int]]] = field(default_factory=dict)
+    touches: list[_Touch] = field(default_factory=list)
+
+    @classmethod
+    def start(cls, request: PlanRequest) -> _Run:
+        """The run before its first point: every clock at zero."""
+        n = len(request.partitions)
+        agents: dict[tuple[int, int], int] = {}
+        for i, b in enumerate(request.buffers):
+            for k, a in enumerate(b.accesses):
+                if a.agent != "threads":
+                    agents[i, k] = n + len(agents)
+        peer = n + len(agents)
+        width = peer + (1 if request.cluster else 0)
+        return cls(
+            request=request,
+            n=n,
+            agents=agents,
+            peer=peer,
+            width=width,
+            scoped={i for i, b in enumerate(request.buffers) if b.scope == "cluster"},
+            clock=[[0] * width for _ in range(n)],
+            pending=[[0] * width for _ in range(n)],
+            made=[0] * n,
+            peer_seen=[0] * width,
+        )
+
+    def release(self, q: int) -> list[int]:
+        """Count one more release of partition ``q``; the clock it publishes."""
+        self.made[q] += 1
+        snap = [max(x, y) for x, y in zip(self.clock[q], self.pending[q], strict=True)]
+        snap[q] = self.made[q]
+        return snap
+
+    def acquire(self, q: int, snap: list[int]) -> None:
+        """Partition ``q`` takes the elementwise maximum of its clock and ``snap``."""
+        self.clock[q] = [max(x, y) for x, y in zip(self.clock[q], snap, strict=True)]
+
+    def do(self, point: int, step: _Step) -> None:
+        """Run one step at ``point``."""
+        if step.what == "barrier":
+            self.barrier(step.who)
+        elif step.what == "cluster":
+            self.cluster_barrier(step.who)
+        elif not step.who:
+            return
+        elif step.what == "wait":
+            self.wait(point, step.who[0], step.mbarrier)
+        elif step.what == "wait_group":
+            self.wait_group(point, step.who[0], step.group, step.pending)
+        elif step.what == "fence":
+            self.fences.setdefault(step.who[0], []).append((point, self.made[step.who[0]]))
+        elif step.what == "arrive":
+            snap = self.release(step.who[0])
+            self.published.setdefault(step.mbarrier, []).append((point, snap, -1))
+        else:
+            self.touch(point, step.who[0], step)
+
+    def barrier(self, who: tuple[int, ...]) -> None:
+        """The partitions ``who`` meet: each acquires every one's release."""
+        snaps = [self.release(q) for q in who]
+        for q in who:
+            for snap in snaps:
+                self.acquire(q, snap)
+
+    def cluster_barrier(self, who: tuple[int, ...]) -> None:
+        """Every thread of every CTA: the CTA's partitions and the peer meet here."""
+        merged = [0] * self.width
+        for snap in [self.release(q) for q in who]:
+            merged = [max(x, y) for x, y in zip(merged, snap, strict=True)]
+        self.peer_made += 1
+        merged[self.peer] = self.peer_made
+        for q in who:
+            self.acquire(q, merged)
+        self.peer_seen = merged
+
+    def wait(self, point: int, q: int, mbarrier: str) -> None:
+        """A wait acquires the arrives and the TMA writes' complete-tx alike."""
+        for when, snap, end in self.published.get(mbarrier, []):
+            if when < point and (end < 0 or point <= end):
+                self.acquire(q, snap)
+
+    def wait_group(self, point: int, q: int, group: str, keep_pending: int) -> None:
+        """Partition ``q`` waits until at most ``keep_pending`` issues of ``group`` are in
+        flight; the completions it takes publish at its next release."""
+        key = (q, group)
+        live = self.flight.get(key, [])
+        issues = sorted({x for x, _, _ in live})
+        keep = set(issues[len(issues) - keep_pending :]) if keep_pending else set()
+        for issue, g, end in live:
+            if issue not in keep and point <= end:
+                snap = list(self.agent_clock[g])
+                snap[g] = 1
+                self.pending[q] = [max(x, y) for x, y in zip(self.pending[q], snap, strict=True)]
+                self.agent_done[g] = (q, point)
+        self.flight[key] = [x for x in live if x[0] in keep]
+
+    def touch(self, point: int, q: int, step: _Step) -> None:
+        """Record an access by partition ``q``, or by the agent it issues."""
+        i, k, op = step.buffer, step.access, step.op
+        b = self.request.buffers[i]
+        access = None if k < 0 else b.accesses[k]
+        if i in self.scoped:
+            agent = -1 if access is None or access.agent == "threads" else self.agents[i, k]
+            proxy = access is not None and access.agent in ("tma", "mma")
+            self.peer_touches.append((i, point, agent, op, proxy, tuple(self.peer_seen)))
+        if access is None or access.agent == "threads":
+            self.touches.append(
+                _Touch(i, q, self.made[q], tuple(self.clock[q]), point, op, False, step.inval)
+            )
+            return
+        g = self.agents[i, k]
+        self.agent_clock[g] = list(self.clock[q])
+        proxy = access.agent in ("tma", "mma")
+        self.touches.append(_Touch(i, g, 0, tuple(self.clock[q]), point, op, proxy))
+        if access.agent == "tma" and access.op == "write":
+            snap = list(self.clock[q])
+            snap[g] = 1
+            self.published.setdefault(access.mbarrier or "", []).append((point, snap, b.end))
+        else:
+            group = _GROUP_OF[access.agent, access.op]
+            self.flight.setdefault((q, group), []).append((point, g, b.end))
 
 
 def _mbarrier_ops(request: PlanRequest, plan: Plan, b: Buffer) -> list[tuple[int, int, str, bool]]:
@@ -270,6 +336,9 @@ def _peer_touches(
     return out
 
 
+_Finding = tuple[str, str, list[str], int]  # (code, message, buffers, point)
+
+
 def _judge(
     request: PlanRequest,
     plan: Plan,
@@ -278,51 +347,79 @@ def _judge(
     n: int,
     agent_done: dict[int, tuple[int, int]],
     peer: int,
-) -> list[tuple[str, str, list[str], int]]:
+) -> list[_Finding]:
+    """The findings of the run: missing invals, then unordered touches and missing fences,
+    then clobbered reads."""
     where = {p.id: (p.offset, p.offset + p.size) for p in plan.placements if p.memory == "shared"}
-    bufs = request.buffers
-    out: list[tuple[str, str, list[str], int]] = []
+    layout = _Layout(request.buffers, where, touches)
+    return (
+        _missing_invals(layout)
+        + _unordered(layout, touches, fences, n, agent_done, peer)
+        + _clobbered(layout, touches, peer)
+    )
 
-    def shares(i: int, j: int) -> bool:
+
+def _ordered(x: _Touch, y: _Touch) -> bool:
+    """Whether touch ``x`` is ordered before touch ``y``."""
+    return y.clock[x.who] >= x.tick + 1
+
+
+class _Layout:
+    """The buffers' shared-memory bytes and their touches, by buffer."""
+
+    def __init__(
+        self,
+        bufs: list[Buffer],
+        where: dict[str, tuple[int, int]],
+        touches: list[_Touch],
+    ) -> None:
+        self.bufs = bufs
+        self.where = where
+        self.by_buffer: dict[int, list[_Touch]] = {}
+        for t in touches:
+            self.by_buffer.setdefault(t.buffer, []).append(t)
+
+    def shares(self, i: int, j: int) -> bool:
+        """Whether buffers ``i`` and ``j`` are placed on common shared bytes."""
+        bufs, where = self.bufs, self.where
         if bufs[i].id not in where or bufs[j].id not in where:
             return False
         (a, b), (c, d) = where[bufs[i].id], where[bufs[j].id]
         return a < d and c < b
 
-    def ordered(x: _Touch, y: _Touch) -> bool:
-        return y.clock[x.who] >= x.tick + 1
-
-    seen: set[tuple[str, int, int]] = set()
-    by_buffer: dict[int, list[_Touch]] = {}
-    for t in touches:
-        by_buffer.setdefault(t.buffer, []).append(t)
-
-    def invalidated(i: int, j: int) -> bool:
+    def invalidated(self, i: int, j: int) -> bool:
         """Whether an inval of mbarrier ``i`` inside its lifetime ran after every other
         operation on it and before every touch of buffer ``j``."""
-        mine = by_buffer.get(i, [])
-        later = by_buffer.get(j, [])
+        mine = self.by_buffer.get(i, [])
+        later = self.by_buffer.get(j, [])
         return any(
             x.inval
-            and bufs[i].start < x.point < bufs[i].end
-            and all(ordered(t, x) for t in mine if not t.inval)
-            and all(ordered(x, y) for y in later)
+            and self.bufs[i].start < x.point < self.bufs[i].end
+            and all(_ordered(t, x) for t in mine if not t.inval)
+            and all(_ordered(x, y) for y in later)
             for x in mine
         )
 
+
+def _missing_invals(layout: _Layout) -> list[_Finding]:
+    """Each pair of an mbarrier and a buffer on its bytes that are live together, or that
+    follow each other with no inval ordered between."""
+    bufs = layout.bufs
+    seen: set[tuple[int, int]] = set()
+    out: list[_Finding] = []
     for i, b in enumerate(bufs):
         for j, c in enumerate(bufs):
-            if i == j or not shares(i, j) or b.kind != "mbarrier":
+            if i == j or not layout.shares(i, j) or b.kind != "mbarrier":
                 continue
             if c.start < b.end and b.start < c.end:
                 why = "are live together"
-            elif b.end <= c.start and not invalidated(i, j):
+            elif b.end <= c.start and not layout.invalidated(i, j):
                 why = "follow each other with no mbarrier_inval ordered between"
             else:
                 continue
-            if ("inval", min(i, j), max(i, j)) in seen:
+            if (min(i, j), max(i, j)) in seen:
                 continue
-            seen.add(("inval", min(i, j), max(i, j)))
+            seen.add((min(i, j), max(i, j)))
             out.append(
                 (
                     "missing_inval",
@@ -331,16 +428,33 @@ def _judge(
                     0,
                 )
             )
+    return out
+
+
+def _unordered(
+    layout: _Layout,
+    touches: list[_Touch],
+    fences: dict[int, list[tuple[int, int]]],
+    n: int,
+    agent_done: dict[int, tuple[int, int]],
+    peer: int,
+) -> list[_Finding]:
+    """Each pair of buffers on common bytes with touches not ordered (a race, or a peer's
+    touch with no cluster barrier between), and each async-proxy touch of bytes a thread
+    wrote with no fence ordered between."""
+    bufs = layout.bufs
+    seen: set[tuple[str, int, int]] = set()
+    out: list[_Finding] = []
     for y in touches:
         for x in touches:
             if x.point >= y.point and x is not y:
                 continue
-            if x is y or x.buffer == y.buffer or not shares(x.buffer, y.buffer):
+            if x is y or x.buffer == y.buffer or not layout.shares(x.buffer, y.buffer):
                 continue
             far = peer in (x.who, y.who)  # a peer CTA's touch: only a cluster barrier orders it
             code = "missing_cluster_barrier" if far else "race"
             key = (code, min(x.buffer, y.buffer), max(x.buffer, y.buffer))
-            if not ordered(x, y) and key not in seen:
+            if not _ordered(x, y) and key not in seen:
                 seen.add(key)
                 out.append(
                     (
@@ -352,27 +466,34 @@ def _judge(
                         y.point,
                     )
                 )
-            if far:
+            if far or not (y.proxy and x.op == "write" and not x.proxy):
                 continue
-            if y.proxy and x.op == "write" and not x.proxy:
-                # The writer's fences after the write (a cp.async write: after its wait).
-                owner, since = (
-                    (x.who, x.point + 1) if x.who < n else agent_done.get(x.who, (0, 1 << 62))
-                )
-                after = [t for f, t in fences.get(owner, []) if f >= since]
-                fkey = ("fence", x.buffer, y.buffer)
-                if (not after or y.clock[owner] < after[0] + 1) and fkey not in seen:
-                    seen.add(fkey)
-                    out.append(
-                        (
-                            "missing_fence",
-                            f"{bufs[y.buffer].id!r} reaches through the async proxy bytes "
-                            f"{bufs[x.buffer].id!r} wrote at point {x.point} with no fence "
-                            "ordered between",
-                            [bufs[x.buffer].id, bufs[y.buffer].id],
-                            y.point,
-                        )
+            # The writer's fences after the write (a cp.async write: after its wait).
+            owner, since = (
+                (x.who, x.point + 1) if x.who < n else agent_done.get(x.who, (0, 1 << 62))
+            )
+            after = [t for f, t in fences.get(owner, []) if f >= since]
+            fkey = ("fence", x.buffer, y.buffer)
+            if (not after or y.clock[owner] < after[0] + 1) and fkey not in seen:
+                seen.add(fkey)
+                out.append(
+                    (
+                        "missing_fence",
+                        f"{bufs[y.buffer].id!r} reaches through the async proxy bytes "
+                        f"{bufs[x.buffer].id!r} wrote at point {x.point} with no fence "
+                        "ordered between",
+                        [bufs[x.buffer].id, bufs[y.buffer].id],
+                        y.point,
                     )
+                )
+    return out
+
+
+def _clobbered(layout: _Layout, touches: list[_Touch], peer: int) -> list[_Finding]:
+    """Each read of bytes another buffer wrote since the reader's own last write."""
+    bufs = layout.bufs
+    seen: set[tuple[int, int]] = set()
+    out: list[_Finding] = []
     last_write: dict[int, int] = {}  # buffer -> point of its latest write so far
     for y in sorted(touches, key=lambda t: t.point):
         if y.who == peer:
@@ -389,10 +510,10 @@ def _judge(
                 and x.op == "write"
                 and x.buffer != y.buffer
                 and since <= x.point < y.point
-                and shares(x.buffer, y.buffer)
-                and ("clobbered", x.buffer, y.buffer) not in seen
+                and layout.shares(x.buffer, y.buffer)
+                and (x.buffer, y.buffer) not in seen
             ):
-                seen.add(("clobbered", x.buffer, y.buffer))
+                seen.add((x.buffer, y.buffer))
                 out.append(
                     (
                         "clobbered",

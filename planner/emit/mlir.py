@@ -37,6 +37,18 @@ _SHARED = "memref<?xi8, #gpu.address_space<workgroup>>"
 CLUSTER_BARRIER = "planner_cluster_barrier"
 FENCE_PROXY_ASYNC = "planner_fence_proxy_async"
 _GLOBAL = "memref<?xi8>"
+# The block's linear index, %_block: x + grid_x * (y + grid_y * z).
+_BLOCK_INDEX = [
+    "%_bx = gpu.block_id x",
+    "%_by = gpu.block_id y",
+    "%_bz = gpu.block_id z",
+    "%_gx = gpu.grid_dim x",
+    "%_gy = gpu.grid_dim y",
+    "%_t0 = arith.muli %_gy, %_bz : index",
+    "%_t1 = arith.addi %_by, %_t0 : index",
+    "%_t2 = arith.muli %_gx, %_t1 : index",
+    "%_block = arith.addi %_bx, %_t2 : index",
+]
 
 
 def emit_mlir(request: PlanRequest, plan: Plan) -> str:
@@ -49,6 +61,30 @@ def emit_mlir(request: PlanRequest, plan: Plan) -> str:
         [request.name], {CLUSTER_BARRIER, FENCE_PROXY_ASYNC, *(_symbol(c) for c in own)}
     )[0]
     spilled = [b for b in buffers if b.memory == "global"]
+    args = f"%_workspace: {_GLOBAL}" if spilled else ""
+    body = _views(plan, buffers, spilled)
+    body += _sync_lines(request, plan, buffers, calls, own)
+    body.append("gpu.return")
+    return (
+        "\n".join(
+            [
+                *_header(plan, kernel),
+                "module attributes {gpu.container_module} {",
+                f"  gpu.module @{kernel}_plan {{",
+                *_helpers(request, plan, own),
+                f"    gpu.func @{kernel}({args}) kernel {{",
+                *(f"      {line}" for line in body),
+                "    }",
+                "  }",
+                "}",
+            ]
+        )
+        + "\n"
+    )
+
+
+def _header(plan: Plan, kernel: str) -> list[str]:
+    """The comments above the module: status, arena, launch size and base alignment."""
     lines = [
         f"// Shared-memory plan for kernel {kernel}: status {plan.status}, arena "
         f"{plan.arena_bytes} bytes (lower bound {plan.lower_bound}, naive sum "
@@ -59,10 +95,6 @@ def emit_mlir(request: PlanRequest, plan: Plan) -> str:
     warning = status_warning(plan)
     if warning is not None:
         lines.append(f"// {warning}")
-    args = f"%_workspace: {_GLOBAL}" if spilled else ""
-    body = [
-        f"%_smem = gpu.dynamic_shared_memory : {_SHARED}",
-    ]
     base = plan.launch.base_alignment
     if base is not None:
         # The lowering gives the dynamic shared-memory global 16-byte alignment unless told
@@ -71,6 +103,15 @@ def emit_mlir(request: PlanRequest, plan: Plan) -> str:
             f"// The arena base must be {base}-byte aligned: declare the lowered dynamic "
             f"shared-memory global with {{alignment = {base}}}."
         )
+    return lines
+
+
+def _views(plan: Plan, buffers: list[Placed], spilled: list[Placed]) -> list[str]:
+    """The kernel's first lines: the arena, one view per shared buffer, then the spilled
+    buffers' views into this block's slice of the workspace."""
+    body = [f"%_smem = gpu.dynamic_shared_memory : {_SHARED}"]
+    base = plan.launch.base_alignment
+    if base is not None:
         body.append(f"%_smem_aligned = memref.assume_alignment %_smem, {base} : {_SHARED}")
     constants: dict[int, str] = {}
 
@@ -88,23 +129,26 @@ def emit_mlir(request: PlanRequest, plan: Plan) -> str:
             body.append(_view(b, source, shift, _SHARED, "#gpu.address_space<workgroup>"))
     if spilled:
         body.append(f"// Spilled buffers: %_workspace holds {plan.global_bytes} bytes per block.")
-        body += [
-            "%_bx = gpu.block_id x",
-            "%_by = gpu.block_id y",
-            "%_bz = gpu.block_id z",
-            "%_gx = gpu.grid_dim x",
-            "%_gy = gpu.grid_dim y",
-            "%_t0 = arith.muli %_gy, %_bz : index",
-            "%_t1 = arith.addi %_by, %_t0 : index",
-            "%_t2 = arith.muli %_gx, %_t1 : index",
-            "%_block = arith.addi %_bx, %_t2 : index",
-        ]
+        body += _BLOCK_INDEX
         per_block = const(plan.global_bytes)
         body.append(f"%_base = arith.muli %_block, {per_block} : index")
         for b in spilled:
             body.append(f"// {_where(b)}")
             body.append(f"%_at_{b.name} = arith.addi %_base, {const(b.offset)} : index")
             body.append(_view(b, "%_workspace", f"%_at_{b.name}", _GLOBAL, None))
+    return body
+
+
+def _sync_lines(
+    request: PlanRequest,
+    plan: Plan,
+    buffers: list[Placed],
+    calls: list[SyncCall],
+    own: list[SyncCall],
+) -> list[str]:
+    """The barriers, the other synchronisation and the helper calls by program point (the
+    outline of a request with control flow), as comments."""
+    body: list[str] = []
     notes = barrier_notes(request, plan)
     if request.has_control_flow:
         body += outline_lines(request, plan, "gpu.barrier", _SYNTAX)
@@ -124,7 +168,12 @@ def emit_mlir(request: PlanRequest, plan: Plan) -> str:
         for c in calls:
             note = f"  // {c.note}" if c.note else ""
             body.append(f"//   point {c.at}: {_call(c)}{note}")
-    body.append("gpu.return")
+    return body
+
+
+def _helpers(request: PlanRequest, plan: Plan, own: list[SyncCall]) -> list[str]:
+    """The ``gpu.func`` helpers the kernel calls: the cluster barrier, the proxy fence and
+    one per other synchronisation operation."""
     helper: list[str] = []
     if plan.cluster_barriers is not None:
         # The cluster barrier the plan relies on, as NVVM ops (barrier.cluster.arrive/wait).
@@ -146,18 +195,7 @@ def emit_mlir(request: PlanRequest, plan: Plan) -> str:
             "      gpu.return",
             "    }",
         ]
-    helper += _own_helpers(own)
-    lines += [
-        "module attributes {gpu.container_module} {",
-        f"  gpu.module @{kernel}_plan {{",
-        *helper,
-        f"    gpu.func @{kernel}({args}) kernel {{",
-        *(f"      {line}" for line in body),
-        "    }",
-        "  }",
-        "}",
-    ]
-    return "\n".join(lines) + "\n"
+    return helper + _own_helpers(own)
 
 
 # The other synchronisation, one gpu.func per operation (and per wait_group depth) of NVVM

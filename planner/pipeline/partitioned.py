@@ -16,6 +16,7 @@ pairwise kept apart in every plan, whose sizes every arena holds at once.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
@@ -238,10 +239,47 @@ def _assemble(
     peak: tuple[int, list[int]],
     invals: Invals,
 ) -> Outcome:
-    offsets, arena = placed.plan_offsets, placed.plan_arena
+    """The outcome of a partitioned request: the placement, the syncs it relies on, and a
+    note per pair of buffers reusing bytes across partitions."""
+    offsets = placed.plan_offsets
     bound, clique = peak
     sizes = [b.size for b in req.buffers]
-    best_bound = placed.bound
+    origin: Literal["inserted", "required"] = "inserted" if sync == "insert" else "required"
+    shared = _sharing(sizes, offsets)
+    names = [p.id for p in req.partitions]
+    notes = _reuse_notes(req, verdicts, added, invals, shared, origin, clique)
+    free = _free(verdicts, added)
+    return Outcome(
+        method=placed.name,
+        offsets=offsets,
+        sizes=sizes,
+        arena=placed.plan_arena,
+        tried=placed.tried,
+        lower_bound=bound,
+        bound=placed.bound,
+        proved=placed.proved_optimal,
+        barriers=_barriers(req, sync, added),
+        graph=GraphStats(
+            buffers=len(req.buffers),
+            live_edges=sum(1 for v in verdicts if v.overlap),
+            hazard_edges=sum(1 for v in verdicts if not v.overlap and (v.i, v.j) not in free),
+            components=_components(len(sizes), verdicts, free),
+        ),
+        certify=_certifier(req, peak, placed.bound),
+        explain=lambda _status: notes,
+        invals=_invals(req, invals, shared),
+        fences=[Fence(at=at, origin=origin, partition=names[q]) for q, at in added.fences],
+        cluster_barriers=_cluster_barriers(req, sync, added, verdicts, shared),
+        named_barriers=_named_barriers(req, added, origin),
+    )
+
+
+def _certifier(
+    req: PlanRequest, peak: tuple[int, list[int]], best_bound: int
+) -> Callable[[int], Certificate]:
+    """Why no plan fits a capacity: the heaviest clique where its bytes exceed it, else the
+    lower bound over every buffer."""
+    bound, clique = peak
 
     def certify(capacity: int) -> Certificate:
         return Certificate(
@@ -249,16 +287,41 @@ def _assemble(
             capacity=capacity,
             live_bytes=best_bound,
             buffers=[
-                req.buffers[k].id for k in (clique if bound > capacity else range(len(sizes)))
+                req.buffers[k].id for k in (clique if bound > capacity else range(len(req.buffers)))
             ],
         )
 
-    origin: Literal["inserted", "required"] = "inserted" if sync == "insert" else "required"
+    return certify
+
+
+def _barriers(req: PlanRequest, sync: str, added: NewSyncs) -> Barriers:
+    """The block barriers: the request's, the ones inserted (``sync="insert"``) or required
+    (``sync="none"``)."""
     existing = sorted(set(req.barriers))
     inserted = added.blocks if sync == "insert" else []
     required = added.blocks if sync == "none" else inserted
     runtime = sorted({*existing, *inserted})
-    shared = _sharing(sizes, offsets)
+    return Barriers(
+        existing=existing,
+        inserted=inserted,
+        required=required,
+        static=len(runtime),
+        executions=len(runtime),
+        required_executions=len(required),
+    )
+
+
+def _reuse_notes(
+    req: PlanRequest,
+    verdicts: list[PairOrder],
+    added: NewSyncs,
+    invals: Invals,
+    shared: set[tuple[int, int]],
+    origin: Literal["inserted", "required"],
+    clique: list[int],
+) -> list[Diagnostic]:
+    """One note per pair of buffers on common bytes and what orders them, then one on the
+    order the plan was made on and its lower bound."""
     names = [p.id for p in req.partitions]
     reuses: list[dict[str, str]] = []
     for v in verdicts:
@@ -290,50 +353,25 @@ def _assemble(
         }
     )
     # One validation of the whole list: one per shared pair, in one call to the core.
-    notes = _NOTES.validate_python(reuses)
-    live = sum(1 for v in verdicts if v.overlap)
-    free = _free(verdicts, added)
-    apart = sum(1 for v in verdicts if not v.overlap and (v.i, v.j) not in free)
+    return _NOTES.validate_python(reuses)
+
+
+def _named_barriers(
+    req: PlanRequest, added: NewSyncs, origin: Literal["inserted", "required"]
+) -> list[NamedBarrier]:
+    """The named barriers the plan relies on, with the partitions and threads taking part."""
+    names = [p.id for p in req.partitions]
     threads = [p.size for p in req.partitions]
-    return Outcome(
-        method=placed.name,
-        offsets=offsets,
-        sizes=sizes,
-        arena=arena,
-        tried=placed.tried,
-        lower_bound=bound,
-        bound=best_bound,
-        proved=placed.proved_optimal,
-        barriers=Barriers(
-            existing=existing,
-            inserted=inserted,
-            required=required,
-            static=len(runtime),
-            executions=len(runtime),
-            required_executions=len(required),
-        ),
-        graph=GraphStats(
-            buffers=len(req.buffers),
-            live_edges=live,
-            hazard_edges=apart,
-            components=_components(len(sizes), verdicts, free),
-        ),
-        certify=certify,
-        explain=lambda _status: notes,
-        invals=_invals(req, invals, shared),
-        fences=[Fence(at=at, origin=origin, partition=names[q]) for q, at in added.fences],
-        cluster_barriers=_cluster_barriers(req, sync, added, verdicts, shared),
-        named_barriers=[
-            NamedBarrier(
-                at=at,
-                id=ident,
-                partitions=[names[q] for q in members],
-                threads=sum(threads[q] for q in members),
-                origin=origin,
-            )
-            for at, ident, members in added.named
-        ],
-    )
+    return [
+        NamedBarrier(
+            at=at,
+            id=ident,
+            partitions=[names[q] for q in members],
+            threads=sum(threads[q] for q in members),
+            origin=origin,
+        )
+        for at, ident, members in added.named
+    ]
 
 
 def _cluster_barriers(

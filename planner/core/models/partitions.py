@@ -69,27 +69,50 @@ def check_partitions(
 ) -> None:
     """Partition ids and thread ranges, and a known partition on every access and sync of a
     partitioned request; no partition anywhere in a request without ``partitions``."""
-    names = {p.id for p in partitions}
     if not partitions:
-        for i, b in enumerate(buffers):
-            for k, a in enumerate(b.accesses):
-                if a.partition is not None:
-                    errors.add(
-                        ("buffers", i, "accesses", k, "partition"),
-                        "unknown_partition",
-                        f"access of {b.id!r} names partition {a.partition!r}; the request "
-                        "has no partitions",
-                        a.partition,
-                    )
-        for k, s in enumerate(syncs):
-            if s.partition is not None or s.partitions is not None:
-                errors.add(
-                    ("syncs", k, "partition"),
-                    "unknown_partition",
-                    f"{s.kind} at point {s.at} names a partition; the request has no partitions",
-                    s.partition,
-                )
+        _check_unpartitioned(buffers, syncs, errors)
         return
+    names = {p.id for p in partitions}
+    _check_partition_list(partitions, block_threads, errors)
+    if loops or branches:
+        errors.add(
+            ("loops" if loops else "branches",),
+            "partitions_control_flow",
+            "a request with partitions is planned on its straight-line point axis: give the "
+            "loop's iterations (a ring's steady state) as points",
+            len(loops) + len(branches),
+        )
+    _check_partitioned_buffers(buffers, names, errors)
+    _check_partitioned_syncs(syncs, names, errors)
+
+
+def _check_unpartitioned(buffers: Sequence[Buffer], syncs: Sequence[Sync], errors: Errors) -> None:
+    """No access and no sync names a partition in a request without ``partitions``."""
+    for i, b in enumerate(buffers):
+        for k, a in enumerate(b.accesses):
+            if a.partition is not None:
+                errors.add(
+                    ("buffers", i, "accesses", k, "partition"),
+                    "unknown_partition",
+                    f"access of {b.id!r} names partition {a.partition!r}; the request "
+                    "has no partitions",
+                    a.partition,
+                )
+    for k, s in enumerate(syncs):
+        if s.partition is not None or s.partitions is not None:
+            errors.add(
+                ("syncs", k, "partition"),
+                "unknown_partition",
+                f"{s.kind} at point {s.at} names a partition; the request has no partitions",
+                s.partition,
+            )
+
+
+def _check_partition_list(
+    partitions: Sequence[Partition], block_threads: int | None, errors: Errors
+) -> None:
+    """At most ``MAX_PARTITIONS`` partitions, unique ids, thread ranges inside the block
+    that do not overlap."""
     if len(partitions) > MAX_PARTITIONS:
         errors.add(
             ("partitions",),
@@ -123,14 +146,10 @@ def check_partitions(
                 f"partition {partitions[k].id!r} shares threads with another partition",
                 partitions[k].threads,
             )
-    if loops or branches:
-        errors.add(
-            ("loops" if loops else "branches",),
-            "partitions_control_flow",
-            "a request with partitions is planned on its straight-line point axis: give the "
-            "loop's iterations (a ring's steady state) as points",
-            len(loops) + len(branches),
-        )
+
+
+def _check_partitioned_buffers(buffers: Sequence[Buffer], names: set[str], errors: Errors) -> None:
+    """One lifetime per buffer, and a known partition on every access."""
     for i, b in enumerate(buffers):
         if b.ranges is not None:
             errors.add(
@@ -150,6 +169,11 @@ def check_partitions(
                 )
             elif a.partition not in names:
                 errors.add(loc, "unknown_partition", f"no partition {a.partition!r}", a.partition)
+
+
+def _check_partitioned_syncs(syncs: Sequence[Sync], names: set[str], errors: Errors) -> None:
+    """The partitions taking part in each named barrier, the partition running each other
+    sync (a cluster barrier names none)."""
     for k, s in enumerate(syncs):
         if s.kind == "named_barrier":
             if s.partition is not None:
