@@ -55,7 +55,7 @@ import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_args
 
 import numpy as np
 
@@ -64,6 +64,7 @@ from planner.validators.program import block_of, runtime_barriers
 
 if TYPE_CHECKING:
     from planner.core.models import Buffer, Placement, Plan, PlanRequest
+    from planner.core.models.plan import Fence, Wait
 
 __all__ = ["FAULT_KINDS", "Fault", "FaultKind", "live_together", "plant", "plant_fault"]
 
@@ -86,6 +87,7 @@ FaultKind = Literal[
 FAULT_KINDS: tuple[FaultKind, ...] = get_args(FaultKind)
 Rng = np.random.Generator | random.Random
 _T = TypeVar("_T")
+_F = TypeVar("_F")  # a hazard a dropped synchronisation leaves
 
 
 @dataclass(frozen=True)
@@ -372,39 +374,18 @@ def _early_barrier(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: boo
 def _drop_fence(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) -> Fault | None:
     from planner.validators.asyncs import unfenced
 
-    for f in _shuffled(rng, plan.fences):
-        changed_plan = plan.model_copy(update={"fences": [x for x in plan.fences if x != f]})
-        broken = unfenced(request, changed_plan)
-        if broken:
-            earlier, later, _ = broken[0]
-            return Fault(
-                "drop_fence",
-                request,
-                changed_plan,
-                (earlier, later),
-                f"dropped the {f.origin} fence_proxy_async at {f.at} that orders {earlier!r}'s "
-                f"writes before {later!r}'s async-proxy access",
-                f.at,
-            )
-    if plan_only:
-        return None
-    fences = [k for k, s in enumerate(request.syncs) if s.kind == "fence_proxy_async"]
-    for k in _shuffled(rng, fences):
-        syncs = [s for j, s in enumerate(request.syncs) if j != k]
-        changed = request.model_copy(update={"syncs": syncs})
-        broken = unfenced(changed, plan)
-        if broken:
-            earlier, later, _ = broken[0]
-            return Fault(
-                "drop_fence",
-                changed,
-                plan,
-                (earlier, later),
-                f"dropped the fence_proxy_async at {request.syncs[k].at} that orders "
-                f"{earlier!r}'s writes before {later!r}'s async-proxy access",
-                request.syncs[k].at,
-            )
-    return None
+    def says(finding: tuple[str, str, str]) -> tuple[tuple[str, ...], str]:
+        earlier, later, _ = finding
+        what = f"orders {earlier!r}'s writes before {later!r}'s async-proxy access"
+        return (earlier, later), what
+
+    return _drop_sync(
+        _Dropped("drop_fence", "fences", "fence_proxy_async", unfenced, says, _fence_name),
+        request,
+        plan,
+        rng,
+        plan_only=plan_only,
+    )
 
 
 def _drop_inval(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) -> Fault | None:
@@ -451,40 +432,67 @@ def _drop_inval(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) 
 def _drop_wait(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) -> Fault | None:
     from planner.validators.asyncs import unwaited
 
-    for w in _shuffled(rng, plan.waits):
-        changed_plan = plan.model_copy(update={"waits": [x for x in plan.waits if x != w]})
-        broken = unwaited(request, changed_plan)
-        if broken:
-            buffer, at, _ = broken[0]
-            return Fault(
-                "drop_wait",
-                request,
-                changed_plan,
-                (buffer,),
-                f"dropped the {w.origin} {w.kind} wait_group at {w.at} that completes the "
-                f"asynchronous access of {buffer!r} at {at}",
-                w.at,
-            )
+    def says(finding: tuple[str, int, str]) -> tuple[tuple[str, ...], str]:
+        buffer, at, _ = finding
+        return (buffer,), f"completes the asynchronous access of {buffer!r} at {at}"
+
+    return _drop_sync(
+        _Dropped("drop_wait", "waits", "wait_group", unwaited, says, _wait_name),
+        request,
+        plan,
+        rng,
+        plan_only=plan_only,
+    )
+
+
+def _fence_name(fence: Fence) -> str:
+    return f"{fence.origin} fence_proxy_async"
+
+
+def _wait_name(wait: Wait) -> str:
+    return f"{wait.origin} {wait.kind} wait_group"
+
+
+@dataclass(frozen=True)
+class _Dropped(Generic[_F]):
+    """A kind of synchronisation a fault drops: the plan's list of them (``field``), the
+    request's sync kind, what finds the hazards its loss leaves, and the words for one."""
+
+    kind: FaultKind
+    field: Literal["fences", "waits"]
+    sync_kind: str
+    broken: Callable[[PlanRequest, Plan], list[_F]]
+    says: Callable[[_F], tuple[tuple[str, ...], str]]  # the buffers involved, what it did
+    named: Callable[[Any], str]  # one the plan lists, in words (a Fence or a Wait)
+
+
+def _drop_sync(
+    dropped: _Dropped[_F], request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool
+) -> Fault | None:
+    """Drop one sync the plan lists whose loss leaves a hazard; else (unless ``plan_only``)
+    one of the request's own."""
+    listed: Sequence[Any] = getattr(plan, dropped.field)
+    for sync in _shuffled(rng, listed):
+        changed_plan = plan.model_copy(update={dropped.field: [x for x in listed if x != sync]})
+        found = dropped.broken(request, changed_plan)
+        if found:
+            buffers, what = dropped.says(found[0])
+            text = f"dropped the {dropped.named(sync)} at {sync.at} that {what}"
+            return Fault(dropped.kind, request, changed_plan, buffers, text, sync.at)
     if plan_only:
         return None
-    waits = [k for k, s in enumerate(request.syncs) if s.kind == "wait_group"]
-    for k in _shuffled(rng, waits):
+    own = [k for k, s in enumerate(request.syncs) if s.kind == dropped.sync_kind]
+    for k in _shuffled(rng, own):
         changed = request.model_copy(
             update={"syncs": [s for j, s in enumerate(request.syncs) if j != k]}
         )
-        broken = unwaited(changed, plan)
-        if broken:
-            buffer, at, _ = broken[0]
-            return Fault(
-                "drop_wait",
-                changed,
-                plan,
-                (buffer,),
-                f"dropped the request's {request.syncs[k].group} wait_group at "
-                f"{request.syncs[k].at} that completes the asynchronous access of {buffer!r} "
-                f"at {at}",
-                request.syncs[k].at,
-            )
+        found = dropped.broken(changed, plan)
+        if found:
+            buffers, what = dropped.says(found[0])
+            sync = request.syncs[k]
+            group = f"{sync.group} " if dropped.sync_kind == "wait_group" else ""
+            text = f"dropped the request's {group}{dropped.sync_kind} at {sync.at} that {what}"
+            return Fault(dropped.kind, changed, plan, buffers, text, sync.at)
     return None
 
 
