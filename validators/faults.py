@@ -389,22 +389,19 @@ def _drop_fence(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) 
 
 
 def _drop_inval(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) -> Fault | None:
-    from planner.validators.asyncs import uninvalidated
-
-    if request.partitions:
-        return _drop_partition_inval(request, plan, rng, plan_only=plan_only)
+    later_of = _partitioned_uninvalidated if request.partitions else _uninvalidated
     for v in _shuffled(rng, plan.invals):
+        by = "" if v.partition is None else f" by {v.partition!r}"
         if v.origin != "existing":
-            kept = [x for x in plan.invals if x != v]
-            changed_plan = plan.model_copy(update={"invals": kept})
-            broken = uninvalidated(request, changed_plan)
-            if broken:
+            changed_plan = plan.model_copy(update={"invals": [x for x in plan.invals if x != v]})
+            later = later_of(request, changed_plan, v.mbarrier)
+            if later is not None:
                 return Fault(
                     "drop_inval",
                     request,
                     changed_plan,
-                    (v.mbarrier, broken[0][1]),
-                    f"dropped the {v.origin} mbarrier_inval of {v.mbarrier!r} at {v.at}",
+                    (v.mbarrier, later),
+                    f"dropped the {v.origin} mbarrier_inval of {v.mbarrier!r}{by} at {v.at}",
                     v.at,
                 )
             continue
@@ -416,17 +413,37 @@ def _drop_inval(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) 
             if not (s.kind == "mbarrier_inval" and s.mbarrier == v.mbarrier)
         ]
         changed = request.model_copy(update={"syncs": syncs})
-        broken = uninvalidated(changed, plan)
-        if broken:
+        later = later_of(changed, plan, v.mbarrier)
+        if later is not None:
             return Fault(
                 "drop_inval",
                 changed,
                 plan,
-                (v.mbarrier, broken[0][1]),
-                f"dropped the request's mbarrier_inval of {v.mbarrier!r} at {v.at}",
+                (v.mbarrier, later),
+                f"dropped the request's mbarrier_inval of {v.mbarrier!r}{by} at {v.at}",
                 v.at,
             )
     return None
+
+
+def _uninvalidated(request: PlanRequest, plan: Plan, mbarrier: str) -> str | None:
+    """A buffer that takes an mbarrier's bytes with no inval before it (the block-wide
+    check, which names the first such pair whatever the mbarrier)."""
+    from planner.validators.asyncs import uninvalidated
+
+    broken = uninvalidated(request, plan)
+    return broken[0][1] if broken else None
+
+
+def _partitioned_uninvalidated(request: PlanRequest, plan: Plan, mbarrier: str) -> str | None:
+    """The buffer that takes ``mbarrier``'s bytes with no inval, by the partitioned static
+    check."""
+    from planner.validators.partitions import check_partitions
+
+    found = check_partitions(request, plan, runtime_barriers(request, plan))
+    return next(
+        (b[1] for code, _, b in found if code == "missing_inval" and b[0] == mbarrier), None
+    )
 
 
 def _drop_wait(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) -> Fault | None:
@@ -493,55 +510,6 @@ def _drop_sync(
             group = f"{sync.group} " if dropped.sync_kind == "wait_group" else ""
             text = f"dropped the request's {group}{dropped.sync_kind} at {sync.at} that {what}"
             return Fault(dropped.kind, changed, plan, buffers, text, sync.at)
-    return None
-
-
-def _drop_partition_inval(
-    request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool
-) -> Fault | None:
-    """``drop_inval`` in a request with partitions: the partitioned static check names the
-    mbarrier whose bytes a later buffer then takes with no inval."""
-    from planner.validators.partitions import check_partitions
-
-    def uninvalidated(req: PlanRequest, changed: Plan, mbarrier: str) -> str | None:
-        found = check_partitions(req, changed, runtime_barriers(req, changed))
-        return next(
-            (b[1] for code, _, b in found if code == "missing_inval" and b[0] == mbarrier), None
-        )
-
-    for v in _shuffled(rng, plan.invals):
-        by = "" if v.partition is None else f" by {v.partition!r}"
-        if v.origin != "existing":
-            changed_plan = plan.model_copy(update={"invals": [x for x in plan.invals if x != v]})
-            later = uninvalidated(request, changed_plan, v.mbarrier)
-            if later is not None:
-                return Fault(
-                    "drop_inval",
-                    request,
-                    changed_plan,
-                    (v.mbarrier, later),
-                    f"dropped the {v.origin} mbarrier_inval of {v.mbarrier!r}{by} at {v.at}",
-                    v.at,
-                )
-            continue
-        if plan_only:
-            continue
-        syncs = [
-            s
-            for s in request.syncs
-            if not (s.kind == "mbarrier_inval" and s.mbarrier == v.mbarrier)
-        ]
-        changed = request.model_copy(update={"syncs": syncs})
-        later = uninvalidated(changed, plan, v.mbarrier)
-        if later is not None:
-            return Fault(
-                "drop_inval",
-                changed,
-                plan,
-                (v.mbarrier, later),
-                f"dropped the request's mbarrier_inval of {v.mbarrier!r}{by} at {v.at}",
-                v.at,
-            )
     return None
 
 
