@@ -25,8 +25,9 @@ from planner.core.aliasing import Owners
 from planner.core.barriers import hits
 from planner.core.graph import InterferenceGraph, sync_barriers
 from planner.core.install import available
-from planner.pipeline.attempt import Attempt, with_barriers
+from planner.pipeline.attempt import with_barriers
 from planner.pipeline.context import Context
+from planner.pipeline.placement import Placement
 from planner.pipeline.schedule import Kind
 from planner.solvers.solution import Solution
 
@@ -55,7 +56,7 @@ def alias_model_applies(ctx: Context) -> bool:
     )
 
 
-def exact_aliases(ctx: Context, best: Attempt, time_limit: float) -> Attempt | None:
+def exact_aliases(ctx: Context, best: Placement, time_limit: float) -> Placement | None:
     """The request solved exactly on its own rules, seeded with ``best`` (a plan of the
     request); None when the rules are too large to state."""
     from planner.solvers.alias_model import solve_aliased

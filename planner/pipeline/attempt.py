@@ -1,43 +1,20 @@
-"""One attempt: a placement on some barriers, and the barriers and aliases that make it safe."""
+"""One attempt of the straight-line portfolio: a placement on some barriers, and the barriers
+and aliases that make it safe."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from planner.core.aliasing import alias_chains, merge_chains, sharing_pairs
-from planner.core.barriers import BarrierChoice, choose_barriers, hits, reuses
+from planner.core.barriers import choose_barriers, hits, reuses
 from planner.core.budget import GREEDY_SHARE
 from planner.pipeline.context import Context
+from planner.pipeline.placement import Placement
 from planner.pipeline.schedule import Kind
 from planner.solvers.auto import solve
 from planner.solvers.solution import Solution
 
-__all__ = ["Attempt", "attempt", "with_barriers"]
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """One placement of the straight-line portfolio (made by an attempt of ``kind``), what is
-    proved of it (``result``), and the barriers and aliases that make it safe.
-
-    Its conflicts are the occupied intervals of the request's graph and its barriers the
-    fewest that stab the reuses (exact on intervals); the unrolled program's counterpart,
-    with explicit conflict pairs and barrier choices that may stay unproved, is
-    ``pipeline.unrolled._UnrolledPlacement``.
-    """
-
-    kind: Kind
-    result: Solution
-    barriers: BarrierChoice
-    aliases: list[tuple[int, int]]
-
-    @property
-    def arena(self) -> int:
-        return self.result.plan_arena
-
-    @property
-    def new_barriers(self) -> int:
-        return len(self.barriers.inserted)
+__all__ = ["attempt", "with_barriers"]
 
 
 def attempt(
@@ -48,7 +25,7 @@ def attempt(
     *,
     merge: bool = False,
     stop_at: int | None = None,
-) -> Attempt:
+) -> Placement:
     """Plan on occupied intervals that end at ``points`` (None: at the lifetime's end)."""
     req = ctx.req
     g = ctx.reference.released(ctx.access_end, points, req.horizon)
@@ -84,7 +61,7 @@ def attempt(
     return with_barriers(ctx, kind, result)
 
 
-def with_barriers(ctx: Context, kind: Kind, result: Solution) -> Attempt:
+def with_barriers(ctx: Context, kind: Kind, result: Solution) -> Placement:
     """The barriers (fewest) and aliases that make a placement safe."""
     req = ctx.req
     g = ctx.reference
@@ -96,7 +73,7 @@ def with_barriers(ctx: Context, kind: Kind, result: Solution) -> Attempt:
         found = reuses(
             g.start, g.end, offsets, g.size, after=ctx.access_end, before=ctx.first_access
         )
-        return Attempt(kind, result, choose_barriers(found, ctx.existing, sync, allowed), [])
+        return Placement(result, choose_barriers(found, ctx.existing, sync, allowed), kind=kind)
     owners = ctx.owners
     pairs = sharing_pairs(req, offsets, g.size)
     local = [
@@ -110,4 +87,4 @@ def with_barriers(ctx: Context, kind: Kind, result: Solution) -> Attempt:
     choice = choose_barriers(rest, ctx.existing, sync, allowed)
     runtime = sorted(set(ctx.existing) | set(choice.inserted))
     aliases = [(r.previous, r.next) for r in local if not hits(runtime, r.after, r.before)]
-    return Attempt(kind, result, choice, sorted(aliases))
+    return Placement(result, choice, tuple(sorted(aliases)), kind=kind)

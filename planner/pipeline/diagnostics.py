@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from planner.core.access import budget_diagnostics
 from planner.core.models import Diagnostic, Status
 from planner.core.patterns import block_slice
-from planner.pipeline.attempt import Attempt
 from planner.pipeline.context import Context
+from planner.pipeline.placement import Placement
 from planner.pipeline.schedule import Kind
 
 __all__ = ["MAX_DIAGNOSTICS", "diagnostics"]
@@ -17,7 +17,7 @@ __all__ = ["MAX_DIAGNOSTICS", "diagnostics"]
 MAX_DIAGNOSTICS = 50
 
 
-def diagnostics(ctx: Context, attempt: Attempt, status: Status, chosen: bool) -> list[Diagnostic]:
+def diagnostics(ctx: Context, attempt: Placement, status: Status, chosen: bool) -> list[Diagnostic]:
     req, g = ctx.req, ctx.reference
     arena = attempt.arena
     notes: list[Diagnostic] = list(ctx.notes)

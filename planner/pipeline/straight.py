@@ -7,11 +7,11 @@ import numpy as np
 
 from planner.core.graph import InterferenceGraph
 from planner.core.models import Barriers, Certificate, GraphStats, PlanRequest
-from planner.pipeline.attempt import Attempt
 from planner.pipeline.choice import allowed, choose, frontier, with_best_bound
 from planner.pipeline.context import Context, build_context
 from planner.pipeline.diagnostics import diagnostics
 from planner.pipeline.outcome import Outcome, Routed
+from planner.pipeline.placement import Placement
 from planner.pipeline.strategies import attempts
 from planner.solvers.registry import SolverChoice
 from planner.solvers.solution import Solution
@@ -35,7 +35,7 @@ def route_straight(req: PlanRequest, solver: SolverChoice, optional_share: float
     return Routed(chosen, front)
 
 
-def _outcome(ctx: Context, attempt: Attempt, chosen: bool) -> Outcome:
+def _outcome(ctx: Context, attempt: Placement, chosen: bool) -> Outcome:
     """One attempt as an outcome; ``chosen``: the main plan (its diagnostics say why)."""
     g = ctx.reference
     result, choice = attempt.result, attempt.barriers
@@ -61,7 +61,7 @@ def _outcome(ctx: Context, attempt: Attempt, chosen: bool) -> Outcome:
         explain=lambda status: diagnostics(ctx, attempt, status, chosen),
         infeasible=result.infeasible is not None,
         footprints=ctx.footprints,
-        aliases=attempt.aliases,
+        aliases=list(attempt.aliases),
     )
 
 

@@ -13,10 +13,11 @@ from fractions import Fraction
 from planner.core.clock import expired
 from planner.core.graph import sync_barriers
 from planner.pipeline.aliased import alias_model_applies, exact_aliases
-from planner.pipeline.attempt import Attempt, attempt, with_barriers
+from planner.pipeline.attempt import attempt, with_barriers
 from planner.pipeline.choice import choose
 from planner.pipeline.context import Context
 from planner.pipeline.few_barriers import few_barrier_points
+from planner.pipeline.placement import Placement
 from planner.pipeline.schedule import Eligible, Kind, schedule, share
 from planner.solvers import registry
 from planner.solvers.exact import granularity, round_up
@@ -44,7 +45,7 @@ def eligible(ctx: Context, floor: int | None) -> Eligible:
     )
 
 
-def attempts(ctx: Context) -> list[Attempt]:
+def attempts(ctx: Context) -> list[Placement]:
     """Placements to choose from: the policy's, and under "insert" fewer-barrier ones."""
     req = ctx.req
     limit = req.options.time_limit
@@ -57,7 +58,7 @@ def attempts(ctx: Context) -> list[Attempt]:
             aliases = share(shares, Kind.ALIASES, limit)
             found.append(attempt(ctx, policy, aliases, Kind.ALIASES, merge=True))
         return _with_alias_model(ctx, shares, found)
-    early: Attempt | None = None
+    early: Placement | None = None
     if floor is not None and not expired():
         # Few barriers at the bound: when that plan exists nothing beats it, and the full
         # plan (a barrier after nearly every last access) is not worth computing.
@@ -122,8 +123,8 @@ def attempts(ctx: Context) -> list[Attempt]:
 
 
 def _with_alias_model(
-    ctx: Context, shares: dict[Kind, Fraction], found: list[Attempt]
-) -> list[Attempt]:
+    ctx: Context, shares: dict[Kind, Fraction], found: list[Placement]
+) -> list[Placement]:
     """``found``, and where the exact alias model applies and the best plan is above the
     bound, that plan solved (or proved) on the request's own sharing rules."""
     if Kind.ALIAS_MODEL not in shares:
@@ -160,7 +161,7 @@ def _few_barriers_floor(ctx: Context) -> int | None:
 
 def _few_barriers(
     ctx: Context, target: int, budget: float, kind: Kind, stop_at: int | None = None
-) -> Attempt:
+) -> Placement:
     """A plan on the existing barriers plus new ones chosen greedily to bring the peak of
     live bytes down to ``target`` (bytes): usually that arena with far fewer barriers than
     the full plan. ``stop_at``: an arena nothing below is any better (a true bound)."""
@@ -178,7 +179,7 @@ def _few_barriers(
     return attempt(ctx, points, budget, kind, stop_at=stop_at)
 
 
-def _fewer_barriers(ctx: Context, full: Attempt, budget: float) -> list[Attempt]:
+def _fewer_barriers(ctx: Context, full: Placement, budget: float) -> list[Placement]:
     """Plans on the existing barriers plus k of the full plan's new ones, chosen greedily by
     the lower bound they allow, for the k the cap or the Pareto front asks for."""
     req = ctx.req
@@ -196,7 +197,7 @@ def _fewer_barriers(ctx: Context, full: Attempt, budget: float) -> list[Attempt]
     if not wanted:
         return []
     chosen: list[int] = []
-    found: list[Attempt] = []
+    found: list[Placement] = []
     each = budget / len(wanted)
     for k in range(1, max(wanted) + 1):
         rest = [p for p in pool if p not in chosen]
@@ -224,7 +225,7 @@ def _exact_applies(ctx: Context) -> bool:
     return asked and len(req.buffers) <= BARRIER_MODEL_MAX_BUFFERS and registry.installed("cpsat")
 
 
-def _exact_barriers(ctx: Context, full: Attempt, budget: float) -> list[Attempt]:
+def _exact_barriers(ctx: Context, full: Placement, budget: float) -> list[Placement]:
     """The barrier model at the cap (or none), and under ``pareto`` at every smaller cap."""
     from planner.solvers.barrier_model import BarrierProblem, solve_barriers
 
@@ -258,7 +259,7 @@ def _exact_barriers(ctx: Context, full: Attempt, budget: float) -> list[Attempt]
         caps += list(range(min(top, PARETO_STEPS)))
     each = budget / len(caps)
     stacked = int(g.size.sum()) + int(g.alignment.sum())  # bytes: room for any plan
-    found: list[Attempt] = []
+    found: list[Placement] = []
     for k in caps:
         solved = solve_barriers(
             problem,

@@ -36,6 +36,7 @@ from planner.core.asyncs import (
     lowered,
     mbarrier_conflicts,
 )
+from planner.core.barriers import BarrierChoice
 from planner.core.budget import PAIRS_EXACT_SHARE, SECONDS_PER_HAZARD
 from planner.core.errors import RequestError
 from planner.core.models import (
@@ -51,9 +52,10 @@ from planner.core.models import (
 )
 from planner.pipeline.context import CAP_SETS_MAX, planned_sizes
 from planner.pipeline.outcome import Outcome
+from planner.pipeline.placement import Placement
 from planner.pipeline.program import Program, build_program, held_peak
 from planner.pipeline.unrolled_aliases import PieceAliases
-from planner.pipeline.unrolled_stab import SEARCH_NODES, Choice, choose, greedy
+from planner.pipeline.unrolled_stab import SEARCH_NODES, choose, greedy
 from planner.solvers.edges import EDGE_HEURISTICS, EXACT_MAX_BUFFERS, ExplicitGraph, exact_pairs
 from planner.solvers.edges import fits as greedy_fits
 from planner.solvers.exact import exact_budget
@@ -64,36 +66,6 @@ __all__ = ["barrier_events", "own_reuse_barriers", "place_on_pairs", "plan_unrol
 
 I64 = npt.NDArray[np.int64]
 FEWER_BARRIER_FITS = ["size/best-fit", "length/best-fit"]  # the plan on fewer barriers, uncapped
-
-
-@dataclass(frozen=True)
-class _UnrolledPlacement:
-    """A placement on the unrolled program's conflict pairs, what is proved of it
-    (``result``), and the barriers and aliases that make it safe.
-
-    The straight-line route's counterpart is ``pipeline.attempt.Attempt``; this one holds
-    what the unrolled program adds: its conflicts are explicit pairs (``edges``, for the
-    plan's graph statistics), not intervals; its barrier points have copies in loops, where
-    the stabbing may stay unproved within its budget (``unproved``; on intervals
-    ``choose_barriers`` is exact); and a reuse no allowed point can protect is placed apart
-    as a conflict, so none is missed (an ``Attempt`` records such reuses in
-    ``barriers.missed``, and the portfolio tries other placements).
-    """
-
-    result: Solution
-    inserted: list[int]
-    required: list[int]
-    edges: I64  # conflicting buffer pairs (i, j), i < j, it was placed on
-    aliases: tuple[tuple[int, int], ...] = ()  # (earlier, later) reusing with no barrier
-    unproved: tuple[Choice, ...] = ()  # barrier choices not proved the cheapest
-
-    @property
-    def offsets(self) -> I64:
-        return self.result.plan_offsets
-
-    @property
-    def arena(self) -> int:
-        return self.result.plan_arena
 
 
 Mask = npt.NDArray[np.bool_]
@@ -318,7 +290,7 @@ def _plan_unrolled(req: PlanRequest, solver: SolverChoice, apart: set[tuple[int,
     return _assemble(req, sizes, footprints, chosen, peak, notes, prog)
 
 
-def _under_none(s: _Setup, bound: int) -> _UnrolledPlacement:
+def _under_none(s: _Setup, bound: int) -> Placement:
     """Sync "none": the caller synchronizes; the request's barriers count, the rest are
     listed as required."""
     prog, existing = s.prog, s.existing
@@ -332,13 +304,13 @@ def _under_none(s: _Setup, bound: int) -> _UnrolledPlacement:
     runtime = sorted({*existing, *required.points})
     return replace(
         placed,
-        required=required.points,
+        barriers=BarrierChoice(placed.barriers.inserted, required.points, []),
         aliases=_aliased(prog, s.al, placed.offsets, s.sizes, runtime),
         unproved=tuple(c for c in (new, required) if not c.proved),
     )
 
 
-def _under_existing(s: _Setup, peak: Bound) -> tuple[_UnrolledPlacement, Bound]:
+def _under_existing(s: _Setup, peak: Bound) -> tuple[Placement, Bound]:
     """Sync "existing": no barrier can be added; each piece holds its bytes until the next
     barrier, which may raise the bound."""
     pairs, own = _unprotected(s.prog, s.existing, s.al)
@@ -350,7 +322,7 @@ def _under_existing(s: _Setup, peak: Bound) -> tuple[_UnrolledPlacement, Bound]:
     return _finish(s, s.live | pairs, peak[0], [], []), peak
 
 
-def _under_insert(s: _Setup, peak: Bound) -> tuple[_UnrolledPlacement, Bound]:
+def _under_insert(s: _Setup, peak: Bound) -> tuple[Placement, Bound]:
     """Sync "insert": the plan on every allowed point, or on fewer new barriers where that
     costs no bytes (or the cap on new barriers demands it)."""
     req, prog, al, existing = s.req, s.prog, s.al, s.existing
@@ -380,14 +352,14 @@ def _under_insert(s: _Setup, peak: Bound) -> tuple[_UnrolledPlacement, Bound]:
             peak = least[0]
     bound = peak[0]
     full = _finish(s, s.live | never, bound, allowed, [])
-    if set(full.inserted) <= set(mandatory):
+    if set(full.barriers.inserted) <= set(mandatory):
         return full, peak
     chosen = full
     # The plan on the existing and the mandatory barriers, the fewest new ones: chosen at
     # the full plan's arena, and the fallback under the cap. Its barriers are chosen only
     # when it is: usually it needs more bytes (quickly seen with two fits).
     fewer, _ = _unprotected(prog, [*existing, *mandatory], al)
-    capped = cap is not None and len(full.inserted) > cap
+    capped = cap is not None and len(full.barriers.inserted) > cap
     quick = s.heuristics if s.heuristics is not None or capped else FEWER_BARRIER_FITS
     reach = [*existing, *mandatory]
     placed = _place(s, s.live | fewer, full.arena, quick, reach, False)
@@ -436,13 +408,13 @@ def _capped_peak(
     return best
 
 
-def _cost(req: PlanRequest, p: _UnrolledPlacement) -> tuple[int, int]:
-    return sum(req.executions_at(x) for x in p.inserted), len(p.inserted)
+def _cost(req: PlanRequest, p: Placement) -> tuple[int, int]:
+    return sum(req.executions_at(x) for x in p.barriers.inserted), len(p.barriers.inserted)
 
 
 def _finish(
     s: _Setup, edges: set[tuple[int, int]], bound: int, allowed: list[int], kept: list[int]
-) -> _UnrolledPlacement:
+) -> Placement:
     """Place on ``edges``, then choose the new barriers (``kept``, and more from
     ``allowed``) and the ones the placement relies on. ``bound``: an arena nothing below is
     needed (greedy stops there; CP-SAT, where it may run, closes the gap to it)."""
@@ -451,9 +423,7 @@ def _finish(
     return _synchronised(s, placed, allowed, kept)
 
 
-def _synchronised(
-    s: _Setup, placed: _UnrolledPlacement, allowed: list[int], kept: list[int]
-) -> _UnrolledPlacement:
+def _synchronised(s: _Setup, placed: Placement, allowed: list[int], kept: list[int]) -> Placement:
     """The placement with its new barriers (``kept``, and more from ``allowed``), the
     barriers it relies on and the reuses rule (b) lets go without one."""
     prog, sizes, existing, al = s.prog, s.sizes, s.existing, s.al
@@ -472,7 +442,12 @@ def _synchronised(
     required = sorted(set(greedy(prog, shared, runtime, [])))
     aliases = _aliased(prog, al, placed.offsets, sizes, runtime)
     unproved = () if new.proved else (new,)
-    return replace(placed, inserted=inserted, required=required, aliases=aliases, unproved=unproved)
+    return replace(
+        placed,
+        barriers=BarrierChoice(inserted, required, []),
+        aliases=aliases,
+        unproved=unproved,
+    )
 
 
 def _needs_barrier(prog: Program, al: PieceAliases, offsets: I64, sizes: list[int]) -> Mask:
@@ -521,7 +496,7 @@ def _place(
     heuristics: list[str] | None,
     points: list[int],
     exact: bool,
-) -> _UnrolledPlacement:
+) -> Placement:
     """Place on ``edges``. Pairs left free only since rule (b) holds at one offset are
     checked at the placement (``points``: the barrier points that may run): where their
     reuse shares bytes at another shift, breaks the rule and no barrier at those points can
@@ -550,9 +525,10 @@ def _place_once(
     bound: int,
     heuristics: list[str] | None,
     exact: bool,
-) -> _UnrolledPlacement:
+) -> Placement:
     g = _graph(s.req, s.prog, s.sizes, edges)
-    return _UnrolledPlacement(place_on_pairs(s.req, g, bound, heuristics, exact), [], [], g.pairs)
+    placed = place_on_pairs(s.req, g, bound, heuristics, exact)
+    return Placement(placed, BarrierChoice([], [], []), edges=g.pairs)
 
 
 def place_on_pairs(
@@ -620,7 +596,7 @@ def _heuristics(solver: SolverChoice, notes: list[Diagnostic]) -> list[str] | No
     return None
 
 
-def _unproved_notes(req: PlanRequest, chosen: _UnrolledPlacement) -> list[Diagnostic]:
+def _unproved_notes(req: PlanRequest, chosen: Placement) -> list[Diagnostic]:
     """A note per barrier choice not proved the cheapest for the placement."""
     return [
         Diagnostic(
@@ -656,7 +632,7 @@ def _assemble(
     req: PlanRequest,
     sizes: list[int],
     footprints: list[Footprint],
-    chosen: _UnrolledPlacement,
+    chosen: Placement,
     peak: Bound,
     notes: list[Diagnostic],
     prog: Program,
@@ -664,7 +640,7 @@ def _assemble(
     bound, peak_point, peak_buffers = peak
     arena = chosen.arena
     existing = sorted(set(req.barriers))
-    points = sorted(set(existing) | set(chosen.inserted))
+    points = sorted(set(existing) | set(chosen.barriers.inserted))
     live_edges = len(prog.live_pairs)
     notes = [
         *notes,
@@ -695,6 +671,8 @@ def _assemble(
             buffers=[req.buffers[i].id for i in peak_buffers],
         )
 
+    edges = chosen.edges
+    assert edges is not None  # placed on the program's pairs
     return Outcome(
         method=result.name,
         offsets=chosen.offsets,
@@ -706,17 +684,17 @@ def _assemble(
         proved=result.proved_optimal,
         barriers=Barriers(
             existing=existing,
-            inserted=chosen.inserted,
-            required=chosen.required,
+            inserted=chosen.barriers.inserted,
+            required=chosen.barriers.required,
             static=len(points),
             executions=sum(req.executions_at(p) for p in points),
-            required_executions=sum(req.executions_at(p) for p in chosen.required),
+            required_executions=sum(req.executions_at(p) for p in chosen.barriers.required),
         ),
         graph=GraphStats(
             buffers=len(req.buffers),
             live_edges=live_edges,
-            hazard_edges=len(chosen.edges) - live_edges,
-            components=_components(len(req.buffers), chosen.edges),
+            hazard_edges=len(edges) - live_edges,
+            components=_components(len(req.buffers), edges),
         ),
         certify=certify,
         explain=lambda _status: notes,
