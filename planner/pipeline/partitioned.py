@@ -43,7 +43,7 @@ from planner.core.partitions import (
 )
 from planner.pipeline.outcome import Outcome
 from planner.pipeline.partition_syncs import NewSyncs, choose_syncs
-from planner.pipeline.unrolled import place_on_pairs
+from planner.pipeline.placement import place_on_pairs
 from planner.solvers.auto import Solution
 from planner.solvers.edges import ExplicitGraph
 from planner.solvers.registry import SolverChoice

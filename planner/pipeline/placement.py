@@ -1,5 +1,5 @@
 """A placement and what makes it safe: the one record every planning route hands on to its
-assembly."""
+assembly, and the placement step on explicit conflict pairs (programs and partitions)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,16 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core.barriers import BarrierChoice
+from planner.core.budget import PAIRS_EXACT_SHARE
+from planner.core.models import PlanRequest
 from planner.pipeline.schedule import Kind
 from planner.pipeline.unrolled_stab import Choice
+from planner.solvers.edges import EXACT_MAX_BUFFERS, ExplicitGraph, exact_pairs
+from planner.solvers.edges import fits as greedy_fits
+from planner.solvers.exact import exact_budget
 from planner.solvers.solution import Solution
 
-__all__ = ["Placement"]
+__all__ = ["Placement", "place_on_pairs"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -49,3 +54,48 @@ class Placement:
     @property
     def new_barriers(self) -> int:
         return len(self.barriers.inserted)
+
+
+def place_on_pairs(
+    req: PlanRequest,
+    g: ExplicitGraph,
+    bound: int,
+    heuristics: list[str] | None,
+    exact: bool = True,
+) -> Solution:
+    """The placement of ``g`` and what is proved of it: the fits, then CP-SAT on the pairs
+    (``exact``, an exact solver or ``auto``) when the fits leave a gap to ``bound`` over the
+    tolerance, within ``PAIRS_EXACT_SHARE`` of the time limit. Its bound is ``bound``, or its arena
+    where CP-SAT proves it optimal."""
+    found = greedy_fits(g, heuristics, bound)
+    offsets, arena, name, tried, optimal = (
+        found.plan_offsets,
+        found.plan_arena,
+        found.name,
+        list(found.tried),
+        found.plan_arena <= bound,
+    )
+    seconds, slack = exact_budget(
+        req.options.gap_tolerance,
+        arena - bound,
+        bound,
+        req.max_alignment,
+        PAIRS_EXACT_SHARE * req.options.time_limit,
+    )
+    tolerated = arena - bound <= slack
+    if not optimal and not tolerated and exact and 0 < g.n <= EXACT_MAX_BUFFERS:
+        solved = exact_pairs(g, lower_bound=bound, hint=offsets, time_limit=seconds)
+        if solved is not None:
+            x_offsets, x_arena, proved = solved
+            tried.append(("exact:cpsat-pairs", min(arena, x_arena)))
+            if x_arena < arena:
+                offsets, arena, name = x_offsets, x_arena, "exact:cpsat-pairs"
+            optimal = proved and x_arena <= arena
+    return Solution(
+        name=name,
+        offsets=offsets,
+        arena_bytes=arena,
+        bound=arena if optimal else bound,
+        proved_optimal=optimal or arena <= bound,
+        tried=tried,
+    )

@@ -37,7 +37,7 @@ from planner.core.asyncs import (
     mbarrier_conflicts,
 )
 from planner.core.barriers import BarrierChoice
-from planner.core.budget import PAIRS_EXACT_SHARE, SECONDS_PER_HAZARD
+from planner.core.budget import SECONDS_PER_HAZARD
 from planner.core.errors import RequestError
 from planner.core.models import (
     Barriers,
@@ -52,17 +52,14 @@ from planner.core.models import (
 )
 from planner.pipeline.context import CAP_SETS_MAX, planned_sizes
 from planner.pipeline.outcome import Outcome
-from planner.pipeline.placement import Placement
+from planner.pipeline.placement import Placement, place_on_pairs
 from planner.pipeline.program import Program, build_program, held_peak
 from planner.pipeline.unrolled_aliases import PieceAliases
 from planner.pipeline.unrolled_stab import SEARCH_NODES, choose, greedy
-from planner.solvers.edges import EDGE_HEURISTICS, EXACT_MAX_BUFFERS, ExplicitGraph, exact_pairs
-from planner.solvers.edges import fits as greedy_fits
-from planner.solvers.exact import exact_budget
+from planner.solvers.edges import EDGE_HEURISTICS, ExplicitGraph
 from planner.solvers.registry import SolverChoice
-from planner.solvers.solution import Solution
 
-__all__ = ["barrier_events", "own_reuse_barriers", "place_on_pairs", "plan_unrolled"]
+__all__ = ["barrier_events", "own_reuse_barriers", "plan_unrolled"]
 
 I64 = npt.NDArray[np.int64]
 FEWER_BARRIER_FITS = ["size/best-fit", "length/best-fit"]  # the plan on fewer barriers, uncapped
@@ -529,51 +526,6 @@ def _place_once(
     g = _graph(s.req, s.prog, s.sizes, edges)
     placed = place_on_pairs(s.req, g, bound, heuristics, exact)
     return Placement(placed, BarrierChoice([], [], []), edges=g.pairs)
-
-
-def place_on_pairs(
-    req: PlanRequest,
-    g: ExplicitGraph,
-    bound: int,
-    heuristics: list[str] | None,
-    exact: bool = True,
-) -> Solution:
-    """The placement of ``g`` and what is proved of it: the fits, then CP-SAT on the pairs
-    (``exact``, an exact solver or ``auto``) when the fits leave a gap to ``bound`` over the
-    tolerance, within ``PAIRS_EXACT_SHARE`` of the time limit. Its bound is ``bound``, or its arena
-    where CP-SAT proves it optimal."""
-    found = greedy_fits(g, heuristics, bound)
-    offsets, arena, name, tried, optimal = (
-        found.plan_offsets,
-        found.plan_arena,
-        found.name,
-        list(found.tried),
-        found.plan_arena <= bound,
-    )
-    seconds, slack = exact_budget(
-        req.options.gap_tolerance,
-        arena - bound,
-        bound,
-        req.max_alignment,
-        PAIRS_EXACT_SHARE * req.options.time_limit,
-    )
-    tolerated = arena - bound <= slack
-    if not optimal and not tolerated and exact and 0 < g.n <= EXACT_MAX_BUFFERS:
-        solved = exact_pairs(g, lower_bound=bound, hint=offsets, time_limit=seconds)
-        if solved is not None:
-            x_offsets, x_arena, proved = solved
-            tried.append(("exact:cpsat-pairs", min(arena, x_arena)))
-            if x_arena < arena:
-                offsets, arena, name = x_offsets, x_arena, "exact:cpsat-pairs"
-            optimal = proved and x_arena <= arena
-    return Solution(
-        name=name,
-        offsets=offsets,
-        arena_bytes=arena,
-        bound=arena if optimal else bound,
-        proved_optimal=optimal or arena <= bound,
-        tried=tried,
-    )
 
 
 def _heuristics(solver: SolverChoice, notes: list[Diagnostic]) -> list[str] | None:
