@@ -32,8 +32,7 @@ import numpy.typing as npt
 from ortools.sat.python import cp_model
 
 from planner.core.clock import wall_limit
-from planner.solvers.cpsat import SEED
-from planner.solvers.exact import note_cpsat_run
+from planner.solvers.cpsat_run import deterministic_solver, run
 from planner.solvers.solution import Solution
 
 __all__ = ["AliasRules", "Guard", "solve_aliased"]
@@ -96,20 +95,66 @@ def solve_aliased(
         return Solution("alias-model", None, None, floor, False)
     model = cp_model.CpModel()
     height = model.new_int_var(floor, upper, "H")  # bytes
-    x: list[cp_model.LinearExpr] = []  # bytes
-    units: dict[int, cp_model.IntVar] = {}
-    for i in range(n):
-        if pins[i] >= 0:
-            x.append(model.new_constant(pins[i]))
-            model.add(height >= pins[i] + sizes[i])
-            continue
-        k = model.new_int_var(0, max(0, (upper - sizes[i]) // aligns[i]), f"k{i}")
-        units[i] = k
-        x.append(aligns[i] * k)
-        model.add(height >= aligns[i] * k + sizes[i])
+    x, units = _offsets(model, height, sizes, aligns, pins, upper)
     free = [p < 0 for p in pins]
     if lifetimes is not None:
         _add_rectangles(model, x, sizes, free, lifetimes, height)
+    _add_pairs(model, x, sizes, rules)
+    use = _add_guards(model, x, sizes, rules)
+    if (
+        accesses is not None
+        and use
+        and not rules.shifts
+        and not any(g.aliases for g in rules.guarded)
+    ):
+        _add_releases(model, x, sizes, free, accesses, rules, use, height)
+    model.minimize(height)
+    if hint is not None and hint.shape == (n,):
+        _add_hint(model, units, hint, aligns, sizes, upper)
+    solver = deterministic_solver(DETERMINISTIC_PER_SECOND * time_limit, wall_limit(time_limit))
+    status = run(solver, model)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        # Infeasible below ``upper`` proves nothing about a capacity: ``upper`` is a plan's.
+        return Solution("alias-model", None, None, floor, False)
+    offsets = np.asarray(
+        [aligns[i] * int(solver.value(units[i])) if i in units else pins[i] for i in range(n)],
+        dtype=np.int64,
+    )
+    arena = int((offsets + size).max())
+    optimal = status == cp_model.OPTIMAL
+    bound = arena if optimal else max(floor, int(solver.best_objective_bound))
+    return Solution("alias-model", offsets, arena, bound, optimal)
+
+
+def _offsets(
+    model: cp_model.CpModel,
+    height: cp_model.IntVar,
+    sizes: list[int],
+    aligns: list[int],
+    pins: list[int],
+    upper: int,
+) -> tuple[list[cp_model.LinearExpr], dict[int, cp_model.IntVar]]:
+    """Each buffer's offset in bytes (its pin, or a multiple of its alignment up to
+    ``upper``) under ``height``: the offsets, and the unit variables of the free ones."""
+    x: list[cp_model.LinearExpr] = []
+    units: dict[int, cp_model.IntVar] = {}
+    for i, (size, align, pin) in enumerate(zip(sizes, aligns, pins, strict=True)):
+        if pin >= 0:
+            x.append(model.new_constant(pin))
+            model.add(height >= pin + size)
+            continue
+        k = model.new_int_var(0, max(0, (upper - size) // align), f"k{i}")
+        units[i] = k
+        x.append(align * k)
+        model.add(height >= align * k + size)
+    return x, units
+
+
+def _add_pairs(
+    model: cp_model.CpModel, x: list[cp_model.LinearExpr], sizes: list[int], rules: AliasRules
+) -> None:
+    """The pairs kept apart in bytes (``rules.apart``), and those that may instead overlap at
+    one of their allowed shifts (``rules.shifts``)."""
     for a, b in rules.apart:
         below = model.new_bool_var(f"b{a}_{b}")
         model.add(x[a] + sizes[a] <= x[b]).only_enforce_if(below)
@@ -126,39 +171,21 @@ def solve_aliased(
             model.add_bool_or([below, above, alias])
         else:
             model.add_bool_or([below, above])
-    use = _add_guards(model, x, sizes, rules)
-    if (
-        accesses is not None
-        and use
-        and not rules.shifts
-        and not any(g.aliases for g in rules.guarded)
-    ):
-        _add_releases(model, x, sizes, free, accesses, rules, use, height)
-    model.minimize(height)
-    if hint is not None and hint.shape == (n,):
-        for i, k in units.items():
-            offset = int(hint[i])
-            if offset % aligns[i] == 0 and 0 <= offset <= upper - sizes[i]:
-                model.add_hint(k, offset // aligns[i])
-    solver = cp_model.CpSolver()
-    params = solver.parameters
-    params.num_workers = 1
-    params.random_seed = SEED
-    params.max_deterministic_time = DETERMINISTIC_PER_SECOND * time_limit
-    params.max_time_in_seconds = wall_limit(time_limit)
-    status = solver.solve(model)
-    note_cpsat_run(solver, status in (cp_model.OPTIMAL, cp_model.INFEASIBLE))
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        # Infeasible below ``upper`` proves nothing about a capacity: ``upper`` is a plan's.
-        return Solution("alias-model", None, None, floor, False)
-    offsets = np.asarray(
-        [aligns[i] * int(solver.value(units[i])) if i in units else pins[i] for i in range(n)],
-        dtype=np.int64,
-    )
-    arena = int((offsets + size).max())
-    optimal = status == cp_model.OPTIMAL
-    bound = arena if optimal else max(floor, int(solver.best_objective_bound))
-    return Solution("alias-model", offsets, arena, bound, optimal)
+
+
+def _add_hint(
+    model: cp_model.CpModel,
+    units: dict[int, cp_model.IntVar],
+    hint: I64,
+    aligns: list[int],
+    sizes: list[int],
+    upper: int,
+) -> None:
+    """A known plan's offsets as the solver's first guess, where they fit the variables."""
+    for i, k in units.items():
+        offset = int(hint[i])
+        if offset % aligns[i] == 0 and 0 <= offset <= upper - sizes[i]:
+            model.add_hint(k, offset // aligns[i])
 
 
 def _add_guards(

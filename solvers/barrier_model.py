@@ -23,7 +23,7 @@ import numpy.typing as npt
 from ortools.sat.python import cp_model
 
 from planner.core.clock import wall_limit
-from planner.solvers.exact import note_cpsat_run
+from planner.solvers.cpsat_run import deterministic_solver, run
 
 __all__ = ["BarrierProblem", "BarrierSolution", "solve_barriers"]
 
@@ -32,7 +32,6 @@ I64 = npt.NDArray[np.int64]
 # the model reaches 0.025 units in at most 0.8 wall seconds, so with a 2.5 s limit the
 # deterministic limit stops it first, with a margin of 3 for load.
 DETERMINISTIC_PER_SECOND = 0.01
-SEED = 20231
 
 
 @dataclass(frozen=True)
@@ -95,17 +94,47 @@ def solve_barriers(
         return None
     model = cp_model.CpModel()
     height = model.new_int_var(max(lower_bound, int(p.size.max())), h_max, "H")  # bytes
+    x, units = _offsets(model, p, h_max, height)
+    use = _reuses(model, p, x)
+    count = sum(use.values()) if use else 0
+    if max_new is not None and use:
+        model.add(count <= max_new)
+    model.minimize(height * (len(use) + 1) + count)
+    if hint is not None:
+        _add_hint(model, p, h_max, units, use, hint)
+    solver = deterministic_solver(DETERMINISTIC_PER_SECOND * time_limit, wall_limit(time_limit))
+    status = run(solver, model)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    offsets = np.asarray(
+        [
+            int(p.pinned[i]) if i not in units else int(p.alignment[i]) * solver.value(units[i])
+            for i in range(n)
+        ],
+        dtype=np.int64,
+    )
+    inserted = sorted(pt for pt, var in use.items() if solver.value(var))
+    arena = int((offsets + p.size).max())
+    return BarrierSolution(offsets, arena, inserted, status == cp_model.OPTIMAL)
+
+
+def _offsets(
+    model: cp_model.CpModel, p: BarrierProblem, h_max: int, height: cp_model.IntVar
+) -> tuple[list[cp_model.LinearExprT], dict[int, cp_model.IntVar]]:
+    """Each buffer's offset (its pin, or a multiple of its alignment up to ``h_max``) under
+    ``height``, and no two buffers overlapping in bytes while both are live: the offsets, and
+    the unit variables of the free ones."""
     x: list[cp_model.LinearExprT] = []
-    k_vars: dict[int, cp_model.IntVar] = {}
+    units: dict[int, cp_model.IntVar] = {}
     xs: list[cp_model.IntervalVar] = []
     ts: list[cp_model.IntervalVar] = []
-    for i in range(n):
+    for i in range(int(p.size.size)):
         s, a = int(p.size[i]), int(p.alignment[i])
         if p.pinned[i] >= 0:
             xi: cp_model.LinearExprT = int(p.pinned[i])
         else:
             unit = model.new_int_var(0, (h_max - s) // a, f"k{i}")  # units of alignment
-            k_vars[i] = unit
+            units[i] = unit
             xi = a * unit
         x.append(xi)
         model.add(height >= xi + s)
@@ -113,11 +142,19 @@ def solve_barriers(
         t0, t1 = int(p.start[i]), int(p.end[i])
         ts.append(model.new_fixed_size_interval_var(t0, t1 - t0, f"t{i}"))
     model.add_no_overlap_2d(xs, ts)
+    return x, units
 
+
+def _reuses(
+    model: cp_model.CpModel, p: BarrierProblem, x: list[cp_model.LinearExprT]
+) -> dict[int, cp_model.IntVar]:
+    """Each pair where the later buffer could take the earlier one's bytes without an
+    existing barrier between them: apart in bytes, or a new barrier at a point that separates
+    them, or (an allowed alias) at the same offset. The new-barrier variables by point."""
     pairs = [
         (a, b)
-        for a in range(n)
-        for b in range(n)
+        for a in range(int(p.size.size))
+        for b in range(int(p.size.size))
         if p.end[a] <= p.start[b] and not _covered(p.existing, int(p.after[a]), int(p.before[b]))
     ]
     points = _window_points(p, pairs)
@@ -137,40 +174,26 @@ def solve_barriers(
             model.add(x[a] == x[b]).only_enforce_if(same)
             options.append(same)
         model.add_bool_or(options)
-    count = sum(use.values()) if use else 0
-    if max_new is not None and use:
-        model.add(count <= max_new)
-    model.minimize(height * (len(use) + 1) + count)
-    if hint is not None:
-        offsets, inserted = hint
-        for i, unit in k_vars.items():
-            off = int(offsets[i])
-            if off % int(p.alignment[i]) == 0 and off + int(p.size[i]) <= h_max:
-                model.add_hint(unit, off // int(p.alignment[i]))
-        chosen = set(inserted)
-        for pt, var in use.items():
-            model.add_hint(var, pt in chosen)
+    return use
 
-    solver = cp_model.CpSolver()
-    params = solver.parameters
-    params.num_workers = 1
-    params.random_seed = SEED
-    params.max_deterministic_time = DETERMINISTIC_PER_SECOND * time_limit
-    params.max_time_in_seconds = wall_limit(time_limit)  # the deterministic limit decides
-    status = solver.solve(model)
-    note_cpsat_run(solver, status in (cp_model.OPTIMAL, cp_model.INFEASIBLE))
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None
-    offsets = np.asarray(
-        [
-            int(p.pinned[i]) if i not in k_vars else int(p.alignment[i]) * solver.value(k_vars[i])
-            for i in range(n)
-        ],
-        dtype=np.int64,
-    )
-    inserted = sorted(pt for pt, var in use.items() if solver.value(var))
-    arena = int((offsets + p.size).max())
-    return BarrierSolution(offsets, arena, inserted, status == cp_model.OPTIMAL)
+
+def _add_hint(
+    model: cp_model.CpModel,
+    p: BarrierProblem,
+    h_max: int,
+    units: dict[int, cp_model.IntVar],
+    use: dict[int, cp_model.IntVar],
+    hint: tuple[I64, list[int]],
+) -> None:
+    """A known plan (offsets, new barrier points) as the solver's first guess."""
+    offsets, inserted = hint
+    for i, unit in units.items():
+        off = int(offsets[i])
+        if off % int(p.alignment[i]) == 0 and off + int(p.size[i]) <= h_max:
+            model.add_hint(unit, off // int(p.alignment[i]))
+    chosen = set(inserted)
+    for pt, var in use.items():
+        model.add_hint(var, pt in chosen)
 
 
 def _covered(points: list[int], after: int, before: int) -> bool:

@@ -24,17 +24,17 @@ from ortools.sat.python import cp_model
 
 from planner.core.clock import wall_limit
 from planner.core.graph import InterferenceGraph
-from planner.solvers.exact import Progress, Stop, note_cpsat_run
+from planner.solvers.cpsat_run import deterministic_solver, run
+from planner.solvers.exact import Progress, Stop
 from planner.solvers.solution import Solution, unfit
 
-__all__ = ["DETERMINISTIC_PER_SECOND", "SEED", "solve_cpsat"]
+__all__ = ["DETERMINISTIC_PER_SECOND", "solve_cpsat"]
 
 I64 = npt.NDArray[np.int64]
 
 DETERMINISTIC_PER_SECOND = 0.02  # deterministic time units a second of limit buys (one worker)
 SMALL_MODEL = 128  # buffers up to which a model is small: a higher rate, dynamic precedences
 DETERMINISTIC_PER_SECOND_SMALL = 0.04  # the rate for small models, which do more units a second
-SEED = 20231  # CP-SAT's random seed: fixed, so a model solves the same way every run
 
 
 class _Progress(cp_model.CpSolverSolutionCallback):
@@ -111,8 +111,7 @@ def solve_cpsat(
     progress = _Progress(m.height, lower_bound, on_progress) if on_progress else None
     if stop is not None and not stop.attach(solver.stop_search):
         return Solution("cpsat", None, None, lower_bound, False)
-    status = solver.solve(m.model, progress)
-    note_cpsat_run(solver, status in (cp_model.OPTIMAL, cp_model.INFEASIBLE))
+    status = run(solver, m.model, progress)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return _found(g, m, solver, status == cp_model.OPTIMAL, lower_bound, tolerance)
     if status == cp_model.INFEASIBLE:
@@ -205,13 +204,9 @@ def _add_hint(m: _Model, g: InterferenceGraph, hint: I64, least: int, h_max: int
 def _solver(n: int, time_limit: float, tolerance: int, feasibility: bool) -> cp_model.CpSolver:
     """A deterministic solver for a model of ``n`` buffers (see the module docstring);
     ``feasibility``: the height can only be the bound."""
-    solver = cp_model.CpSolver()
-    params = solver.parameters
-    params.num_workers = 1
-    params.random_seed = SEED
     rate = DETERMINISTIC_PER_SECOND_SMALL if n <= SMALL_MODEL else DETERMINISTIC_PER_SECOND
-    params.max_deterministic_time = rate * time_limit
-    params.max_time_in_seconds = wall_limit(time_limit)  # hard cap; see the module docstring
+    solver = deterministic_solver(rate * time_limit, wall_limit(time_limit))
+    params = solver.parameters
     if tolerance > 0:
         params.absolute_gap_limit = tolerance  # CP-SAT then calls the plan optimal: see below
     if feasibility:

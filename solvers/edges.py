@@ -22,7 +22,6 @@ import numpy.typing as npt
 from planner.core.arrays import distinct
 from planner.core.clock import wall_limit
 from planner.solvers._place import place
-from planner.solvers.exact import note_cpsat_run
 from planner.solvers.greedy import FITS
 from planner.solvers.solution import Solution
 
@@ -31,7 +30,6 @@ __all__ = ["EDGE_HEURISTICS", "EXACT_MAX_BUFFERS", "ExplicitGraph", "exact_pairs
 I64 = npt.NDArray[np.int64]
 EXACT_MAX_BUFFERS = 64
 DETERMINISTIC_PER_SECOND = 0.04  # as solvers.cpsat for small models
-SEED = 20231
 ORDERINGS = ("size", "length", "area", "start", "degree", "input")
 EDGE_HEURISTICS = [f"{o}/{f}" for o in ORDERINGS for f in FITS]
 
@@ -145,6 +143,8 @@ def exact_pairs(
     installed or no plan was found in time."""
     try:
         from ortools.sat.python import cp_model
+
+        from planner.solvers.cpsat_run import deterministic_solver, run
     except ImportError:
         return None
     upper = g.arena(hint)
@@ -166,15 +166,9 @@ def exact_pairs(
         model.add(xs[a] + int(g.size[a]) <= xs[b]).only_enforce_if(below)
         model.add(xs[b] + int(g.size[b]) <= xs[a]).only_enforce_if(~below)
     model.minimize(height)
-    solver = cp_model.CpSolver()
-    params = solver.parameters
-    params.num_workers = 1
-    params.random_seed = SEED
-    params.max_deterministic_time = max(0.01, DETERMINISTIC_PER_SECOND * time_limit)
-    # A hard cap only (``planner.core.clock``): the deterministic limit decides.
-    params.max_time_in_seconds = max(0.01, wall_limit(time_limit))
-    status = solver.solve(model)
-    note_cpsat_run(solver, status in (cp_model.OPTIMAL, cp_model.INFEASIBLE))
+    work = max(0.01, DETERMINISTIC_PER_SECOND * time_limit)
+    solver = deterministic_solver(work, max(0.01, wall_limit(time_limit)))
+    status = run(solver, model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     offsets = np.asarray([int(solver.value(x)) for x in xs], dtype=np.int64)
