@@ -18,46 +18,60 @@ MAX_DIAGNOSTICS = 50
 
 
 def diagnostics(ctx: Context, attempt: Placement, status: Status, chosen: bool) -> list[Diagnostic]:
-    req, g = ctx.req, ctx.reference
-    arena = attempt.arena
+    """The notes of a straight-line plan: the context's, why it is over the capacity, what
+    the solvers lacked, the barriers and aliases it relies on, the footprints and the access
+    budgets; at most ``MAX_DIAGNOSTICS``."""
+    req = ctx.req
     notes: list[Diagnostic] = list(ctx.notes)
-    capacity = req.effective_capacity
+    notes.extend(_capacity_notes(ctx, attempt, status))
+    for note in attempt.result.notes:
+        notes.append(Diagnostic(level="warning", code="solver_unavailable", message=note))
+    notes.extend(_barrier_notes(ctx, attempt, chosen))
+    notes.extend(_alias_notes(ctx, attempt))
+    notes.extend(_footprint_notes(ctx))
+    if ctx.owners is not None:
+        notes.extend(budget_diagnostics(req))
+    return _truncated(notes)
+
+
+def _capacity_notes(ctx: Context, attempt: Placement, status: Status) -> list[Diagnostic]:
+    """Why the plan is over the capacity: proved by a set of buffers or by the live bytes at
+    a point (infeasible), or not proved (unknown)."""
+    capacity = ctx.req.effective_capacity
+    g = ctx.reference
     if status == "infeasible" and attempt.result.infeasible is not None:
         assert capacity is not None
         count = len(attempt.result.infeasible)
-        notes.append(
-            Diagnostic(
-                level="error",
-                code="over_capacity",
-                message=f"proved: the {count} buffers in the certificate cannot be placed "
-                f"together within the capacity of {capacity}; no placement exists",
-            )
+        message = (
+            f"proved: the {count} buffers in the certificate cannot be placed "
+            f"together within the capacity of {capacity}; no placement exists"
         )
-    elif status == "infeasible":
+        return [Diagnostic(level="error", code="over_capacity", message=message)]
+    if status == "infeasible":
         assert capacity is not None
         plain = g.lower_bound.bytes > capacity
         bound = g.lower_bound if plain else g.aligned_bound
         padded = "" if plain else " with their alignment padding"
-        notes.append(
-            Diagnostic(
-                level="error",
-                code="over_capacity",
-                message=f"{bound.bytes} bytes are live at point {bound.point}{padded}, "
-                f"over the capacity of {capacity}; no placement exists",
-            )
+        message = (
+            f"{bound.bytes} bytes are live at point {bound.point}{padded}, "
+            f"over the capacity of {capacity}; no placement exists"
         )
-    elif status == "unknown":
+        return [Diagnostic(level="error", code="over_capacity", message=message)]
+    if status == "unknown":
         assert capacity is not None
-        notes.append(
-            Diagnostic(
-                level="warning",
-                code="over_capacity",
-                message=f"the best plan found needs {arena} bytes, {arena - capacity} over the "
-                f"capacity of {capacity}; the lower bound is {ctx.bound.bytes}",
-            )
+        arena = attempt.arena
+        message = (
+            f"the best plan found needs {arena} bytes, {arena - capacity} over the "
+            f"capacity of {capacity}; the lower bound is {ctx.bound.bytes}"
         )
-    for note in attempt.result.notes:
-        notes.append(Diagnostic(level="warning", code="solver_unavailable", message=note))
+        return [Diagnostic(level="warning", code="over_capacity", message=message)]
+    return []
+
+
+def _barrier_notes(ctx: Context, attempt: Placement, chosen: bool) -> list[Diagnostic]:
+    """Why the chosen plan adds no barrier under "insert", or which barriers it adds."""
+    req = ctx.req
+    notes: list[Diagnostic] = []
     insert = req.options.sync == "insert"
     if chosen and insert and not attempt.barriers.inserted and attempt.kind is not Kind.POLICY:
         cap = req.options.max_new_barriers
@@ -83,28 +97,32 @@ def diagnostics(ctx: Context, attempt: Placement, status: Status, chosen: bool) 
                 f"freed before {'them' if many else 'it'}",
             )
         )
-    if attempt.aliases:
-        pairs = [f"{g.ids[b]} on {g.ids[a]}" for a, b in attempt.aliases]
-        many = len(pairs) > 1
-        notes.append(
-            Diagnostic(
-                level="info",
-                code="thread_local_alias",
-                message=f"{len(pairs)} reuse{'s' if many else ''} with no barrier "
-                f"({_listed(pairs)}): each shared byte is touched by one and the same thread "
-                "in both",
-            )
-        )
-    notes.extend(_footprint_notes(ctx))
-    if ctx.owners is not None:
-        notes.extend(budget_diagnostics(req))
-    if len(notes) > MAX_DIAGNOSTICS:
-        dropped = len(notes) - MAX_DIAGNOSTICS + 1
-        notes = [
-            *notes[: MAX_DIAGNOSTICS - 1],
-            Diagnostic(level="info", code="truncated", message=f"{dropped} more notes omitted"),
-        ]
     return notes
+
+
+def _alias_notes(ctx: Context, attempt: Placement) -> list[Diagnostic]:
+    """The reuses with no barrier, whose shared bytes one and the same thread touches."""
+    if not attempt.aliases:
+        return []
+    ids = ctx.reference.ids
+    pairs = [f"{ids[b]} on {ids[a]}" for a, b in attempt.aliases]
+    many = len(pairs) > 1
+    message = (
+        f"{len(pairs)} reuse{'s' if many else ''} with no barrier "
+        f"({_listed(pairs)}): each shared byte is touched by one and the same thread in both"
+    )
+    return [Diagnostic(level="info", code="thread_local_alias", message=message)]
+
+
+def _truncated(notes: list[Diagnostic]) -> list[Diagnostic]:
+    """At most ``MAX_DIAGNOSTICS`` notes, the last saying how many more were left out."""
+    if len(notes) <= MAX_DIAGNOSTICS:
+        return notes
+    dropped = len(notes) - MAX_DIAGNOSTICS + 1
+    return [
+        *notes[: MAX_DIAGNOSTICS - 1],
+        Diagnostic(level="info", code="truncated", message=f"{dropped} more notes omitted"),
+    ]
 
 
 LISTED = 20  # items a grouped note names before it counts the rest
