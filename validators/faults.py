@@ -120,6 +120,7 @@ _PARTITION_KINDS = (
     "drop_partition_sync",
     "drop_cluster_barrier",
     "drop_inval",
+    "drop_wait",
 )
 
 
@@ -447,7 +448,11 @@ def _partitioned_uninvalidated(request: PlanRequest, plan: Plan, mbarrier: str) 
 
 
 def _drop_wait(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) -> Fault | None:
-    from planner.validators.asyncs import unwaited
+    # With partitions, the partitioned static check finds the access left in flight.
+    if request.partitions:
+        from planner.validators.partitions import unwaited
+    else:
+        from planner.validators.asyncs import unwaited
 
     def says(finding: tuple[str, int, str]) -> tuple[tuple[str, ...], str]:
         buffer, at, _ = finding
