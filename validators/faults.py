@@ -21,7 +21,7 @@ the arena, Reuse hazard), and only when the break is real:
   partitions or without;
 - ``drop_wait``: drop the wait_group that completes an asynchronous access (one the plan
   inserts or requires; or, changing the request, the request's), so the access never completes
-  in its scope and live range;
+  in its scope and live range, with partitions or without;
 - ``break_alias``: make the later buffer of a thread-local alias touch its bytes from every
   thread (changes the request; needs a plan with ``aliases``);
 - ``drop_back_edge``: drop a barrier of a loop body that the body's own buffer needs between

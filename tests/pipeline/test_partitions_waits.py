@@ -8,6 +8,7 @@ agree with a brute force over every interleaving."""
 from __future__ import annotations
 
 import itertools
+import json
 from typing import Any
 
 import numpy as np
@@ -16,17 +17,22 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import planner
+from planner.core.errors import RequestError
+from planner.core.io import parse_request
 from planner.core.models import NamedBarrier, Plan, PlanRequest, Wait
 from planner.emit.cuda import emit_cuda
 from planner.emit.mlir import emit_mlir
+from planner.pipeline import partitioned
+from planner.selftest import CORRECT, Subject, run_selftest, validators
 from planner.validators.emulator import emulate
-from planner.validators.faults import plant
+from planner.validators.faults import plant, plant_fault
 from planner.validators.partition_run import run_partitions
 from planner.validators.partitions import check_partitions
 from planner.validators.program import with_plan_syncs
 from tests.support.interleavings import ordered_pairs, unfinished
 from tests.support.partition_programs import THREE, access, edge
 from tests.support.partition_waits import AGENTS, wait_programs
+from tests.support.paths import ROOT
 
 PARTS = [{"id": "producer", "threads": [0, 128]}, {"id": "consumer", "threads": [128, 256]}]
 
@@ -339,3 +345,61 @@ def test_the_emitters_give_the_wait_to_its_partition(group: str, cuda: str, mlir
     for text, call in ((emit_cuda(req, plan), cuda), (emit_mlir(req, plan), mlir)):
         line = next(x for x in text.splitlines() if f"point 2: {call}" in x)
         assert line.endswith('inserted by the plan: add it, partition "producer"'), line
+
+
+WS_WAITS = ROOT / "examples" / "ws_gemm_added_waits.json"
+
+
+@pytest.mark.parametrize(("sync", "origin"), [("insert", "inserted"), ("none", "required")])
+def test_the_shipped_example_relies_on_its_added_waits_and_invals(sync: str, origin: str) -> None:
+    data = json.loads(WS_WAITS.read_text())
+    data["options"]["sync"] = sync
+    req = parse_request(data)
+    plan = _checked(req)
+    assert (plan.arena_bytes, plan.lower_bound, plan.naive_bytes) == (65552, 65552, 131104)
+    where = {p.id: p.offset for p in plan.placements}
+    assert where["C_s"] == 0  # over the four stages
+    assert where["next_tile"] == min(where["full0"], where["full1"])  # over the mbarriers
+    assert [(w.kind, w.at, w.partition, w.origin) for w in plan.waits] == [
+        ("wgmma", 4, "consumer", origin),
+        ("wgmma", 5, "consumer", origin),
+        ("bulk", 10, "consumer", origin),
+    ]
+    assert [(v.mbarrier, v.at, v.partition, v.origin) for v in plan.invals] == [
+        ("full0", 6, "producer", origin),
+        ("full1", 6, "producer", origin),
+    ]
+    assert plan.barriers.required == [7]
+    # Under "existing" the request gives its waits: without them it is refused.
+    data["options"]["sync"] = "existing"
+    with pytest.raises(RequestError) as info:
+        parse_request(data)
+    assert {e["type"] for e in info.value.errors} == {"uncovered_async_access"}
+
+
+def test_without_its_invals_the_example_keeps_the_mbarriers_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    req = parse_request(WS_WAITS.read_text())
+    monkeypatch.setattr(partitioned, "mbarrier_invals", lambda *_: {})
+    plan = planner.plan(req)  # validated inside
+    assert (plan.arena_bytes, plan.invals) == (65568, [])
+
+
+def test_the_selftest_plants_a_partitioned_drop_wait_and_drop_inval_both_validators_catch() -> None:
+    req = parse_request(WS_WAITS.read_text())
+    plan = _checked(req)
+    for kind in ("drop_wait", "drop_inval"):
+        fault = plant_fault(req, plan, kind, np.random.default_rng(0))
+        assert fault is not None, kind
+        code = "missing_wait" if kind == "drop_wait" else "missing_inval"
+        static, emulated = _codes(fault.request, fault.plan)
+        assert code in static, (kind, static)
+        assert code in emulated, (kind, emulated)
+    tally = run_selftest(
+        [Subject(WS_WAITS.name, req, plan)], validators(), kinds=("drop_wait", "drop_inval")
+    )
+    assert tally.planted == {CORRECT: 1, "drop_wait": 1, "drop_inval": 1}
+    assert not tally.failed
+    assert not tally.other_misses
+    assert all(tally.caught[k, v] == 1 for k in tally.planted for v in ("static", "emulator"))
