@@ -323,6 +323,8 @@ def _unwaited(request: PlanRequest) -> list[tuple[str, int, str]]:
 def _clear(reuses: _Reuses, bufs: list[Buffer]) -> list[list[bool]]:
     """``[x][y]``: whether every touch of ``bufs[x]`` is ordered (and fenced where it must
     be) before every touch of ``bufs[y]``, for all pairs at once."""
+    if not bufs:
+        return []
     need, fence_need, anyone, proxy = [], [], [], []
     for b in bufs:
         latest, fenced = reuses.latest(b)
