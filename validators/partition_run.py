@@ -261,8 +261,9 @@ class _Run:
                 (
                     "missing_wait",
                     f"the {a.agent} {a.op} of {b.id!r} issued by {a.partition} at point {a.at} "
-                    f"is still in flight at the end {b.end} of its lifetime: no sync of its "
-                    "partition completed it",
+                    f"is still in flight at the end {b.end} of its lifetime: no wait_group of "
+                    "its partition (or, a TMA write, no mbarrier_wait on its mbarrier) completed "
+                    "it",
                     [b.id],
                     a.at,
                 )

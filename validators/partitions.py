@@ -313,8 +313,8 @@ def _unwaited(request: PlanRequest) -> list[tuple[str, int, str]]:
             if a.agent != "threads" and not covers.completions(b, k):
                 why = (
                     f"the {a.agent} {a.op} of {b.id!r} issued by {a.partition} at point {a.at} "
-                    f"never completes: no sync of its partition covers it by the end {b.end} of "
-                    "its lifetime"
+                    f"never completes: no wait_group of its partition (or, a TMA write, no "
+                    f"mbarrier_wait on its mbarrier) covers it by the end {b.end} of its lifetime"
                 )
                 out.append((b.id, a.at, why))
     return out
