@@ -3,7 +3,7 @@
 Correct plans of the examples and of random requests are broken on purpose, one fault at a
 time (``validators.faults``: an overlap of live buffers, a dropped barrier, a misaligned
 offset, a broken alias where the plan has one, a misaligned TMA tile, a barrier moved before
-an asynchronous access's covering sync, a dropped proxy fence, mbarrier inval or cluster
+an asynchronous access's covering sync, a dropped proxy fence, wait, mbarrier inval or cluster
 barrier), and every validator judges every plan: the static check always, the CPU emulator
 always, the CUDA harness with ``--gpu``. The table says, per fault kind and validator, how many
 planted faults were caught.

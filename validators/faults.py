@@ -21,7 +21,7 @@ the arena, Reuse hazard), and only when the break is real:
   partitions or without;
 - ``drop_wait``: drop the wait_group that completes an asynchronous access (one the plan
   inserts or requires; or, changing the request, the request's), so the access never completes
-  in its scope and live range;
+  in its scope and live range, with partitions or without;
 - ``break_alias``: make the later buffer of a thread-local alias touch its bytes from every
   thread (changes the request; needs a plan with ``aliases``);
 - ``drop_back_edge``: drop a barrier of a loop body that the body's own buffer needs between
@@ -120,6 +120,7 @@ _PARTITION_KINDS = (
     "drop_partition_sync",
     "drop_cluster_barrier",
     "drop_inval",
+    "drop_wait",
 )
 
 
@@ -447,7 +448,11 @@ def _partitioned_uninvalidated(request: PlanRequest, plan: Plan, mbarrier: str) 
 
 
 def _drop_wait(request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool) -> Fault | None:
-    from planner.validators.asyncs import unwaited
+    # With partitions, the partitioned static check finds the access left in flight.
+    if request.partitions:
+        from planner.validators.partitions import unwaited
+    else:
+        from planner.validators.asyncs import unwaited
 
     def says(finding: tuple[str, int, str]) -> tuple[tuple[str, ...], str]:
         buffer, at, _ = finding

@@ -70,7 +70,8 @@ _GROUP_OF = {
 def run_partitions(
     request: PlanRequest, plan: Plan, barriers: list[int]
 ) -> list[tuple[str, str, list[str], int]]:
-    """(code, message, buffers, point) for each race, clobbered read and missing fence."""
+    """(code, message, buffers, point) for each asynchronous access never completed, race,
+    clobbered read, missing fence and missing inval."""
     from planner.validators.clusters import running_cluster_barriers
     from planner.validators.program import with_plan_syncs
 
@@ -86,7 +87,8 @@ def run_partitions(
         touches += _peer_touches(
             request, run.peer_touches, run.agents, run.agent_done, on_cluster, run.peer
         )
-    return _judge(request, plan, touches, run.fences, run.n, run.agent_done, run.peer)
+    found = _judge(request, plan, touches, run.fences, run.n, run.agent_done, run.peer)
+    return run.unwaited() + found
 
 
 def _schedule(
@@ -157,6 +159,9 @@ class _Run:
     agent_clock: dict[int, list[int]] = field(default_factory=dict)
     # cp.async agent -> (partition, wait point)
     agent_done: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # mbarrier -> (issue point, agent, end) of the TMA writes completing on it
+    landing: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict)
+    landed: set[int] = field(default_factory=set)  # TMA write agents a wait observed
     # partition -> (point, its releases then)
     fences: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
     # Asynchronous groups in flight: (partition, group) -> [(issue point, agent entry, end)]
@@ -241,6 +246,29 @@ class _Run:
         for when, snap, end in self.published.get(mbarrier, []):
             if when < point and (end < 0 or point <= end):
                 self.acquire(q, snap)
+        self.landed |= {g for when, g, end in self.landing.get(mbarrier, []) if when < point <= end}
+
+    def unwaited(self) -> list[tuple[str, str, list[str], int]]:
+        """``missing_wait`` for each asynchronous access whose agent no covering sync
+        completed in the run (inside its buffer's lifetime)."""
+        out: list[tuple[str, str, list[str], int]] = []
+        for (i, k), g in self.agents.items():
+            if g in self.agent_done or g in self.landed:
+                continue
+            b = self.request.buffers[i]
+            a = b.accesses[k]
+            out.append(
+                (
+                    "missing_wait",
+                    f"the {a.agent} {a.op} of {b.id!r} issued by {a.partition} at point {a.at} "
+                    f"is still in flight at the end {b.end} of its lifetime: no wait_group of "
+                    "its partition (or, a TMA write, no mbarrier_wait on its mbarrier) completed "
+                    "it",
+                    [b.id],
+                    a.at,
+                )
+            )
+        return out
 
     def wait_group(self, point: int, q: int, group: str, keep_pending: int) -> None:
         """Partition ``q`` waits until at most ``keep_pending`` issues of ``group`` are in
@@ -279,6 +307,7 @@ class _Run:
             snap = list(self.clock[q])
             snap[g] = 1
             self.published.setdefault(access.mbarrier or "", []).append((point, snap, b.end))
+            self.landing.setdefault(access.mbarrier or "", []).append((point, g, b.end))
         else:
             group = _GROUP_OF[access.agent, access.op]
             self.flight.setdefault((q, group), []).append((point, g, b.end))

@@ -31,7 +31,7 @@ import numpy as np
 if TYPE_CHECKING:
     from planner.core.models import Buffer, Plan, PlanRequest
 
-__all__ = ["check_partitions"]
+__all__ = ["check_cluster_rule", "check_partitions", "unwaited"]
 
 _INF = 1 << 62
 _MBARRIER_OP = -2  # access index of an mbarrier's operation: a thread access at its point
@@ -251,7 +251,8 @@ def check_partitions(
     nothing ordering them: ``overlap`` (live together), ``missing_inval`` (an mbarrier's
     bytes taken with no inval ordered after its operations and before the later buffer),
     ``missing_barrier`` (an access of the earlier not ordered before one of the later),
-    ``missing_fence`` (no proxy fence between a generic write and an async-proxy access)."""
+    ``missing_fence`` (no proxy fence between a generic write and an async-proxy access); and
+    ``missing_wait`` for every asynchronous access no sync completes."""
     from planner.validators.program import with_plan_syncs
 
     request = with_plan_syncs(request, plan)
@@ -262,7 +263,7 @@ def check_partitions(
     for s in request.syncs:
         if s.kind == "fence_proxy_async" and s.partition in ids:
             fences.setdefault(ids[s.partition], []).append(s.at)
-    out: list[tuple[str, str, list[str]]] = []
+    out = [("missing_wait", why, [b]) for b, _, why in _unwaited(request)]
     reuses = _Reuses(request, graph, fences, plan)
     bufs = [b for b in request.buffers if b.id in where]
     spans = [where[b.id] for b in bufs]
@@ -295,9 +296,35 @@ def check_partitions(
     return out
 
 
+def unwaited(request: PlanRequest, plan: Plan) -> list[tuple[str, int, str]]:
+    """(buffer, issue point, why) for each asynchronous access that no sync completes inside
+    its buffer's lifetime, the plan's waits among the syncs: a wait_group of its group run by
+    its own partition, or (a TMA write) an mbarrier_wait on its mbarrier."""
+    from planner.validators.program import with_plan_syncs
+
+    return _unwaited(with_plan_syncs(request, plan))
+
+
+def _unwaited(request: PlanRequest) -> list[tuple[str, int, str]]:
+    covers = _Covers(request)
+    out: list[tuple[str, int, str]] = []
+    for b in request.buffers:
+        for k, a in enumerate(b.accesses):
+            if a.agent != "threads" and not covers.completions(b, k):
+                why = (
+                    f"the {a.agent} {a.op} of {b.id!r} issued by {a.partition} at point {a.at} "
+                    f"never completes: no wait_group of its partition (or, a TMA write, no "
+                    f"mbarrier_wait on its mbarrier) covers it by the end {b.end} of its lifetime"
+                )
+                out.append((b.id, a.at, why))
+    return out
+
+
 def _clear(reuses: _Reuses, bufs: list[Buffer]) -> list[list[bool]]:
     """``[x][y]``: whether every touch of ``bufs[x]`` is ordered (and fenced where it must
     be) before every touch of ``bufs[y]``, for all pairs at once."""
+    if not bufs:
+        return []
     need, fence_need, anyone, proxy = [], [], [], []
     for b in bufs:
         latest, fenced = reuses.latest(b)

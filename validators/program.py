@@ -136,9 +136,14 @@ def runtime_barriers(request: PlanRequest, plan: Plan) -> list[int]:
 
 
 def with_plan_syncs(request: PlanRequest, plan: Plan) -> PlanRequest:
-    """A partitioned request with the named barriers and proxy fences its plan adds or
-    requires among its syncs: the kernel as it runs (the caller's under sync "none")."""
-    if not plan.named_barriers and not any(f.partition for f in plan.fences):
+    """A partitioned request with the named barriers, proxy fences and wait_groups its plan
+    adds or requires among its syncs: the kernel as it runs (the caller's under sync "none").
+    A wait or fence of the plan that names no partition runs in none."""
+    if (
+        not plan.named_barriers
+        and not any(f.partition for f in plan.fences)
+        and not any(w.partition for w in plan.waits)
+    ):
         return request
     from planner.core.models import Sync
 
@@ -150,6 +155,11 @@ def with_plan_syncs(request: PlanRequest, plan: Plan) -> PlanRequest:
         Sync(kind="fence_proxy_async", at=f.at, partition=f.partition)
         for f in plan.fences
         if f.partition is not None
+    ]
+    added += [
+        Sync(kind="wait_group", at=w.at, group=w.kind, read=w.kind == "bulk", partition=w.partition)
+        for w in plan.waits
+        if w.partition is not None
     ]
     return request.model_copy(update={"syncs": [*request.syncs, *added]})
 

@@ -58,8 +58,8 @@ def inval_points(request: PlanRequest) -> Invals:
 def added_waits(request: PlanRequest) -> Completed:
     """The wait_groups the plan adds (sync "insert") or requires (sync "none") for the
     asynchronous accesses no sync of the request completes, and the completions with them
-    (``completing_waits``); no wait under "existing" or with partitions, where such a request
-    is refused."""
+    (``completing_waits``; with partitions, each run by the issuing partition); no wait under
+    "existing", where such a request is refused."""
     return completing_waits(
         request.buffers,
         request.syncs,

@@ -672,6 +672,9 @@ def _ordered_matrix(sums: list[Summary]) -> tuple[npt.NDArray[np.bool_], npt.NDA
     """``[x][y]``: whether every access of ``x``'s buffer is done and ordered before every
     access of ``y``'s, for every pair at once; and whether it is with the proxy fences too
     (``ordered(sums[x], sums[y])``)."""
+    if not sums:  # no buffers: no pairs
+        none = np.zeros((0, 0), dtype=np.bool_)
+        return none, none
     ready = np.asarray([s.ready for s in sums], dtype=np.int64)
     first = np.asarray([s.first for s in sums], dtype=np.int64)
     fenced = np.asarray(

@@ -196,7 +196,8 @@ def sync_notes(request: PlanRequest, plan: Plan, buffers: list[Placed]) -> list[
         notes.append((sync.at, text))
     words = {"inserted": "inserted by the plan: add it", "required": "required: add it"}
     for wait in plan.waits:
-        notes.append((wait.at, f"{_WAIT_PTX[wait.kind]} 0  // {words[wait.origin]}"))
+        by = "" if wait.partition is None else f" (partition {quoted(wait.partition)})"
+        notes.append((wait.at, f"{_WAIT_PTX[wait.kind]} 0  // {words[wait.origin]}{by}"))
     for fence in plan.fences:
         by = "" if fence.partition is None else f" (partition {quoted(fence.partition)})"
         notes.append((fence.at, f"fence.proxy.async.shared::cta  // {words[fence.origin]}{by}"))
@@ -293,7 +294,8 @@ def sync_calls(request: PlanRequest, plan: Plan, buffers: list[Placed]) -> list[
             own = ident in names
             calls.append(SyncCall(s.at, s.kind, names.get(ident, quoted(ident)), own, note=by))
     for wait in plan.waits:
-        calls.append(SyncCall(wait.at, _WAIT_OP[wait.kind], note=words[wait.origin]))
+        by = "" if wait.partition is None else f", partition {quoted(wait.partition)}"
+        calls.append(SyncCall(wait.at, _WAIT_OP[wait.kind], note=words[wait.origin] + by))
     for fence in plan.fences:
         by = "" if fence.partition is None else f", partition {quoted(fence.partition)}"
         calls.append(SyncCall(fence.at, "fence_proxy_async", note=words[fence.origin] + by))

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Literal
 
 import numpy as np
 from pydantic import TypeAdapter
 
+from planner.core.asyncs import added_waits
 from planner.core.models import (
     Barriers,
     Certificate,
@@ -32,6 +34,8 @@ from planner.core.models import (
     Inval,
     NamedBarrier,
     PlanRequest,
+    Sync,
+    Wait,
 )
 from planner.core.partitions import (
     Invals,
@@ -56,6 +60,11 @@ _NOTES = TypeAdapter(list[Diagnostic])
 
 def plan_partitioned(req: PlanRequest, solver: SolverChoice) -> Outcome:
     """The outcome of a request with ``partitions``."""
+    waits = _waits(req)
+    if waits:
+        # Planned on the kernel with its added waits: each completes its partition's groups
+        # there, and orders them for the others from that partition's next release on.
+        req = req.model_copy(update={"syncs": [*req.syncs, *waits]})
     sync = req.options.sync
     if sync == "insert" and req.options.max_new_barriers == 0:
         sync = "existing"
@@ -108,7 +117,27 @@ def plan_partitioned(req: PlanRequest, solver: SolverChoice) -> Outcome:
             within = sync != "insert" or cap is None or alt_stabs <= cap
             if within and (alt.arena_bytes, alt_added.cost) <= (placed.arena_bytes, added.cost):
                 placed, added = alt, alt_added
-    return _assemble(req, sync, verdicts, placed, added, (bound, clique), invals)
+    outcome = _assemble(req, sync, verdicts, placed, added, (bound, clique), invals)
+    if not waits:
+        return outcome
+    origin: Literal["inserted", "required"] = (
+        "inserted" if req.options.sync == "insert" else "required"
+    )
+    listed = [
+        Wait(kind=w.group, at=w.at, origin=origin, partition=w.partition)
+        for w in waits
+        if w.group is not None
+    ]
+    return replace(outcome, waits=listed)
+
+
+def _waits(req: PlanRequest) -> list[Sync]:
+    """The wait_groups the plan adds (sync "insert") or requires ("none") for the asynchronous
+    accesses no wait of their partition completes, each by the issuing partition
+    (``added_waits``)."""
+    if not req.has_async:
+        return []
+    return added_waits(req).waits
 
 
 def _invals(req: PlanRequest, invals: Invals, shared: set[tuple[int, int]]) -> list[Inval]:

@@ -109,8 +109,10 @@ def test_a_tma_write_gets_no_wait() -> None:
     assert "expect_tx" in errors[0]["msg"]
 
 
-def test_partitions_keep_the_refusal() -> None:
-    data = uncovered("cp.async", "insert")
+def test_partitions_keep_the_refusal_under_existing_only() -> None:
+    """With partitions the wait is the issuing partition's (tests/pipeline/
+    test_partitions_waits.py); under "existing" the request gives it or is refused."""
+    data = uncovered("cp.async", "existing")
     data["partitions"] = [
         {"id": "producer", "threads": [0, 128]},
         {"id": "consumer", "threads": [128, 256]},
@@ -121,6 +123,13 @@ def test_partitions_keep_the_refusal() -> None:
             a["partition"] = "producer"
     errors = refusals(data)
     assert "uncovered_async_access" in [e["type"] for e in errors]
+    # A wait of another partition covers none of the producer's groups.
+    data["syncs"] = [{"kind": "wait_group", "at": 2, "group": "cp.async", "partition": "consumer"}]
+    errors = refusals(data)
+    assert "uncovered_async_access" in [e["type"] for e in errors]
+    data["options"]["sync"] = "insert"
+    _, plan = planned(data)
+    assert [(w.at, w.partition) for w in plan.waits] == [(2, "producer")]
 
 
 @pytest.mark.parametrize("kind", list(AGENTS))

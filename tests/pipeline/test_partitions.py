@@ -420,3 +420,9 @@ def test_rejects_ring_copies_in_a_partitioned_request() -> None:
     base["buffers"][0]["accesses"] = []  # a ring's slots take no access patterns
     with pytest.raises(ValidationError, match="copies_with_partitions"):
         PlanRequest.model_validate(base)
+
+
+def test_a_partitioned_request_without_buffers_plans_an_empty_arena() -> None:
+    req = PlanRequest.model_validate({"buffers": [], "partitions": [PARTS[0]]})
+    plan = _checked(req)
+    assert (plan.status, plan.arena_bytes, plan.lower_bound) == ("optimal", 0, 0)

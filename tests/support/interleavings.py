@@ -6,22 +6,30 @@ by every thread of its partition and every TMA write on it issued earlier (withi
 buffer's lifetime) has landed. Every reachable state is visited, so "A's accesses all come
 before B's" is decided over every schedule the syncs allow.
 
-Supports thread accesses, TMA writes, block and named barriers, mbarrier arrives and waits:
-the rules whose ordering the planner decides (proxy fences and wait_groups are checked by
-the planted faults instead)."""
+A ``cp.async`` write, TMA read (a store's source) or ``mma`` read is issued by every thread of
+its partition, each copy an agent of its own that lands some time after its thread issued it;
+a ``wait_group`` blocks its thread until that thread's own copies of its group, issued at an
+earlier point (the ``pending`` most recent issue points left out) and not past their buffer's
+lifetime, have landed. Other threads learn of them only through a later sync.
+
+Supports thread accesses, TMA writes, the accesses a wait_group completes, block and named
+barriers, mbarrier arrives and waits, wait_groups: the rules whose ordering the planner decides
+(proxy fences are checked by the planted faults instead)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from planner.core.models import PlanRequest
 
-__all__ = ["THREADS", "ordered_pairs"]
+__all__ = ["THREADS", "ordered_pairs", "unfinished"]
 
 THREADS = 2  # per partition: enough for two threads of one warp group to race
+_GROUP = {("cp.async", "write"): "cp.async", ("tma", "read"): "bulk", ("mma", "read"): "wgmma"}
 
 
-# (program counters, events done, (event, thread slot) halves made so far)
+# (program counters, events done, (event, thread slot) halves made or landed so far)
 _State = tuple[tuple[int, ...], frozenset[int], frozenset[tuple[int, int]]]
 
 
@@ -29,15 +37,26 @@ _State = tuple[tuple[int, ...], frozenset[int], frozenset[tuple[int, int]]]
 class _Op:
     point: int
     rank: int  # wait 0, barrier 2, arrive 3, access 4
-    kind: str  # "wait" | "barrier" | "arrive" | "access" | "issue"
-    key: object = None  # barrier: (point, members); mbarrier name; access: event id
+    kind: str  # "wait" | "wait_group" | "barrier" | "arrive" | "access" | "issue" | "copy"
+    key: object = None  # barrier: (point, members); mbarrier name; access: event id;
+    # wait_group: (group, pending)
+
+
+@dataclass(frozen=True)
+class _Copy:
+    """An access a wait_group completes: each thread of its partition issues a copy."""
+
+    group: str
+    point: int
+    end: int  # its buffer's end: a wait past it does not complete it
+    partition: int
 
 
 def _program(
     req: PlanRequest,
-) -> tuple[list[list[_Op]], dict[int, tuple[str, int, int]], dict[int, int]]:
+) -> tuple[list[list[_Op]], dict[int, tuple[str, int, int]], dict[int, int], dict[int, _Copy]]:
     """Per thread its operations; per event id its (mbarrier, issue point, end) for TMA
-    agents; per event id its buffer."""
+    agents; per event id its buffer; per event id of a copy, what it is."""
     parts = {p.id: k for k, p in enumerate(req.partitions)}
     n = len(req.partitions)
     per_part: list[list[_Op]] = [[] for _ in range(n)]
@@ -53,15 +72,23 @@ def _program(
             per_part[parts[s.partition or ""]].append(_Op(s.at, 0, "wait", s.mbarrier))
         elif s.kind == "mbarrier_arrive":
             per_part[parts[s.partition or ""]].append(_Op(s.at, 3, "arrive", s.mbarrier))
+        elif s.kind == "wait_group" and s.partition in parts:
+            key = (s.group, s.pending)
+            per_part[parts[s.partition]].append(_Op(s.at, 0, "wait_group", key))
     agents: dict[int, tuple[str, int, int]] = {}
+    copies: dict[int, _Copy] = {}
     owner: dict[int, int] = {}
     event = 0
     for i, b in enumerate(req.buffers):
         for a in b.accesses:
             q = parts[a.partition or ""]
+            group = _GROUP.get((a.agent, a.op))
             if a.agent == "tma" and a.op == "write":
                 agents[event] = (a.mbarrier or "", a.at, b.end)
                 per_part[q].append(_Op(a.at, 4, "issue", event))
+            elif group is not None:
+                copies[event] = _Copy(group, a.at, b.end, q)
+                per_part[q].append(_Op(a.at, 4, "copy", event))
             else:
                 per_part[q].append(_Op(a.at, 4, "access", event))
             owner[event] = i
@@ -70,14 +97,25 @@ def _program(
     for q in range(n):
         ops = sorted(per_part[q], key=lambda o: (o.point, o.rank))
         threads += [ops] * THREADS
-    return threads, agents, owner
+    return threads, agents, owner, copies
 
 
 def ordered_pairs(req: PlanRequest) -> set[tuple[int, int]]:
     """Buffer pairs (earlier, later), their lifetimes disjoint in that order, such that in
     every reachable state where an access of the later one has happened, every access of the
     earlier one has too."""
-    threads, agents, owner = _program(req)
+    return _explore(req)[0]
+
+
+def unfinished(req: PlanRequest) -> set[int]:
+    """Buffers with an access a wait_group completes that some thread of its partition may
+    still have in flight once past the waits at its buffer's end (no wait of its own there
+    guarantees it landed)."""
+    return _explore(req)[1]
+
+
+def _explore(req: PlanRequest) -> tuple[set[tuple[int, int]], set[int]]:
+    threads, agents, owner, copies = _program(req)
     n_threads = len(threads)
     part_of = [t // THREADS for t in range(n_threads)]
 
@@ -95,10 +133,32 @@ def ordered_pairs(req: PlanRequest) -> set[tuple[int, int]]:
             if name == m and issue < before <= end
         )
 
+    def copies_landed(t: int, o: _Op, halves: frozenset[tuple[int, int]]) -> bool:
+        """Whether thread ``t``'s wait_group ``o`` may return: its own copies of the group
+        issued before it, but the ``pending`` most recent issue points, have landed."""
+        group, pending = cast("tuple[str, int]", o.key)
+        mine = [
+            (e, c)
+            for e, c in copies.items()
+            if c.partition == part_of[t] and c.group == group and c.point < o.point
+        ]
+        points = sorted({c.point for _, c in mine})
+        for e, c in mine:
+            later = sum(1 for p in points if p > c.point)
+            if later >= pending and o.point <= c.end and (e, t % THREADS) not in halves:
+                return False
+        return True
+
+    def passed(t: int, pc: int, end: int) -> bool:
+        """Whether thread ``t`` at ``pc`` is past its waits at ``end``."""
+        ops = threads[t]
+        return pc >= len(ops) or (ops[pc].point, ops[pc].rank) > (end, 0)
+
     start: _State = (tuple(0 for _ in threads), frozenset(), frozenset())
     seen = {start}
     todo = [start]
     unordered: set[tuple[int, int]] = set()
+    in_flight: set[int] = set()
     n_buffers = len(req.buffers)
     events_of = [[e for e, i in owner.items() if i == b] for b in range(n_buffers)]
     issued_by = {
@@ -107,6 +167,11 @@ def ordered_pairs(req: PlanRequest) -> set[tuple[int, int]]:
         )
         for g in agents
     }
+    copy_at: dict[tuple[int, int], int] = {}  # (thread, copy event) -> its issue's index
+    for t, ops in enumerate(threads):
+        for k, o in enumerate(ops):
+            if o.kind == "copy":
+                copy_at[t, int(o.key)] = k  # type: ignore[call-overload]
     while todo:
         pcs, done, halves = todo.pop()
         touched = {owner[e] for e in done} | {owner[e] for e, _ in halves}
@@ -123,6 +188,14 @@ def ordered_pairs(req: PlanRequest) -> set[tuple[int, int]]:
             k = next(k for k, o in enumerate(threads[t]) if o.kind == "issue" and o.key == g)
             if pcs[t] > k and g not in done:
                 nexts.append((pcs, done | {g}, halves))
+        for (t, e), k in copy_at.items():
+            # A thread's copy, issued and not landed: it may land now.
+            if pcs[t] > k and (e, t % THREADS) not in halves:
+                more = halves | {(e, t % THREADS)}
+                finished = all((e, r) in more for r in range(THREADS))
+                nexts.append((pcs, done | {e} if finished else done, more))
+                if passed(t, pcs[t], copies[e].end):
+                    in_flight.add(owner[e])
         for t, ops in enumerate(threads):
             k = pcs[t]
             if k >= len(ops):
@@ -141,7 +214,10 @@ def ordered_pairs(req: PlanRequest) -> set[tuple[int, int]]:
                 m = str(o.key)
                 if arrived_all(m, o.point, pcs) and landed_all(m, o.point, done):
                     nexts.append((moved, done, halves))
-            elif o.kind in ("arrive", "issue"):
+            elif o.kind == "wait_group":
+                if copies_landed(t, o, halves):
+                    nexts.append((moved, done, halves))
+            elif o.kind in ("arrive", "issue", "copy"):
                 nexts.append((moved, done, halves))
             else:
                 e = int(o.key)  # type: ignore[call-overload]
@@ -158,4 +234,4 @@ def ordered_pairs(req: PlanRequest) -> set[tuple[int, int]]:
         for b in range(n_buffers):
             if a != b and bufs[a].end <= bufs[b].start and (a, b) not in unordered:
                 out.add((a, b))
-    return out
+    return out, in_flight

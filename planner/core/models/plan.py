@@ -275,6 +275,16 @@ class Wait(_Model):
         description='"inserted": the plan adds it (sync "insert"); "required": the caller must '
         '(sync "none").'
     )
+    # Only in a request with partitions (absent otherwise, so other plans read as they did):
+    # the partition whose threads run the wait, the one that issued what it completes.
+    partition: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description=(
+            "In a request with partitions: the partition that runs it, the one that issued "
+            "the accesses\nit completes (a wait_group covers its own partition's groups only)."
+        ),
+    )
 
 
 class Launch(_Model):

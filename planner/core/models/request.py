@@ -1039,9 +1039,9 @@ class PlanRequest(BaseModel):
     @property
     def waits_allowed(self) -> bool:
         """Whether a wait_group that completes an asynchronous access may be the plan's:
-        inserted under sync "insert", required under "none"; not with partitions, whose waits
-        the request gives."""
-        return self.options.sync in ("insert", "none") and not self.partitions
+        inserted under sync "insert", required under "none" (with partitions, run by the
+        partition that issued the access)."""
+        return self.options.sync in ("insert", "none")
 
     @property
     def has_async(self) -> bool:

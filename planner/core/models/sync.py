@@ -12,10 +12,12 @@ accesses there; a covering sync lies in the same scope as the issue (the same lo
 around it, so it runs whenever the issue does, in the same iteration) and within the
 buffer's live range.
 
+With partitions a ``wait_group`` covers only the groups issued by the partition that runs it.
+
 Under sync "insert" or "none" an access that a wait_group completes and no sync covers gets
 one (``completing_waits``): ``wait_group N=0`` of its group at the first point after its issue
-in its scope, so its bytes are held no longer than a synchronous access's. A TMA write, which
-its mbarrier completes, gets none.
+in its scope, run by the issuing partition where there are partitions, so its bytes are held
+no longer than a synchronous access's. A TMA write, which its mbarrier completes, gets none.
 """
 
 from __future__ import annotations
@@ -179,6 +181,9 @@ class Sync(BaseModel):
 
 
 Scope = tuple[tuple[int, ...], tuple[tuple[int, int], ...]]  # (loops, (branch, arm)) around
+# (group, scope, partition): the issues one wait_group may cover (partition None without
+# partitions)
+_GroupKey = tuple[GroupKind, Scope, str | None]
 
 
 def scope_of(point: int, loops: Sequence[Loop], branches: Sequence[Branch]) -> Scope:
@@ -216,12 +221,12 @@ def completions(
 ) -> tuple[list[Covered], list[tuple[int, int, str]]]:
     """Each asynchronous access's covering sync, and (buffer, access, why) for those with
     none (docs/design.md, Asynchronous accesses)."""
-    by_scope_points: dict[tuple[GroupKind, Scope], list[int]] = {}
+    by_scope_points: dict[_GroupKey, list[int]] = {}
     for b in buffers:
         for a in b.accesses:
             group = _group(a)
             if group is not None:
-                key = (group, scope_of(a.at, loops, branches))
+                key = (group, scope_of(a.at, loops, branches), a.partition)
                 by_scope_points.setdefault(key, []).append(a.at)
     issued = {key: sorted(set(points)) for key, points in by_scope_points.items()}
     ordered = sorted(syncs, key=lambda s: s.at)
@@ -246,7 +251,7 @@ def _cover(
     scope: Scope,
     limit: int,
     syncs: Sequence[Sync],
-    issued: dict[tuple[GroupKind, Scope], list[int]],
+    issued: dict[_GroupKey, list[int]],
     loops: Sequence[Loop],
     branches: Sequence[Branch],
 ) -> int | str:
@@ -281,9 +286,10 @@ def _cover(
     group = _group(a)
     if group is None:
         return f"a {a.agent} {a.op} is no asynchronous access"
-    points = issued.get((group, scope), [])
+    points = issued.get((group, scope, a.partition), [])
     for s in same:
-        if s.kind != "wait_group" or s.group != group:
+        # A wait_group covers the groups of the partition that runs it only.
+        if s.kind != "wait_group" or s.group != group or s.partition != a.partition:
             continue
         # Groups committed after the issue and before the wait: the wait leaves the
         # ``pending`` most recent in flight.
@@ -322,9 +328,10 @@ def completing_waits(
     the issue in the issue's scope and by the end of its range. One wait serves every access of
     its group whose first such point it is. An access with no such point (issued at the last
     point of its loop body or arm, or where its range ends first), or completed by an
-    mbarrier, gets none."""
+    mbarrier, gets none. With partitions each wait is run by the partition that issued the
+    accesses it serves: a wait_group covers its own partition's groups only."""
     covered, missing = completions(buffers, syncs, loops, branches)
-    points: set[tuple[int, GroupKind]] = set()
+    points: set[tuple[int, GroupKind, str]] = set()  # (point, group, partition or "")
     for i, k, _ in missing if waits else []:
         a = buffers[i].accesses[k]
         group = _group(a)
@@ -333,12 +340,12 @@ def completing_waits(
         limit = next(e for s, e in buffers[i].lifetimes if s <= a.at < e)
         at = _first_in_scope(a.at, limit, loops, branches)
         if at is not None:
-            points.add((at, group))
+            points.add((at, group, a.partition or ""))
     if not points:
         return Completed(waits=[], covered=covered, missing=missing)
     added = [
-        Sync(kind="wait_group", at=at, group=group, read=group == "bulk")
-        for at, group in sorted(points)
+        Sync(kind="wait_group", at=at, group=group, read=group == "bulk", partition=by or None)
+        for at, group, by in sorted(points)
     ]
     covered, missing = completions(buffers, [*syncs, *added], loops, branches)
     return Completed(waits=added, covered=covered, missing=missing)
