@@ -43,6 +43,7 @@ from planner.core.partitions import (
 )
 from planner.pipeline.outcome import Outcome
 from planner.pipeline.partition_syncs import NewSyncs, choose_syncs
+from planner.pipeline.partitioned_paths import plan_partitioned_paths
 from planner.pipeline.unrolled import place_on_pairs
 from planner.solvers.auto import Solution
 from planner.solvers.edges import ExplicitGraph
@@ -56,6 +57,8 @@ _NOTES = TypeAdapter(list[Diagnostic])
 
 def plan_partitioned(req: PlanRequest, solver: SolverChoice) -> Outcome:
     """The outcome of a request with ``partitions``."""
+    if req.loops or req.branches:
+        return plan_partitioned_paths(req, solver)  # loops, branches: on every path
     sync = req.options.sync
     if sync == "insert" and req.options.max_new_barriers == 0:
         sync = "existing"

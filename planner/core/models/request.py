@@ -1014,6 +1014,7 @@ class PlanRequest(BaseModel):
                 self.branches,
                 threads,
                 errors,
+                cluster=self.cluster is not None,
             )
             self._check_partition_options(errors)
             # Planned on the partitions' happens-before order (planner.core.partitions).

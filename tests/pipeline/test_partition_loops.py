@@ -1,0 +1,181 @@
+"""Loops and branches inside warp-specialised partitions (docs/design.md, Warp-specialised
+partitions, Loops and branches): the planner's fold over paths, the static validator and the
+emulator against the brute force over interleavings run on every path."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from pydantic import ValidationError
+
+import planner
+from planner.core.errors import RequestError
+from planner.core.models import Barriers, PlanRequest
+from planner.core.partition_paths import partition_paths
+from planner.validators.emulator import emulate
+from tests.support.partition_loops import looped_programs, path_truth
+from tests.support.partition_programs import access, edge
+from tests.support.plans import hand_plan
+
+PARTS = [{"id": "producer", "threads": [0, 128]}, {"id": "consumer", "threads": [128, 256]}]
+
+
+def _ring(
+    empty: bool = True, meet: bool = True, sync: str = "existing", **loop: Any
+) -> PlanRequest:
+    """A producer writes a tile in each trip of a K loop, the consumer reads it after the
+    full arrive/wait and hands the slot back by the empty one; then the consumer's warps meet
+    at a named barrier and write an epilogue buffer."""
+    syncs = edge("full", 2, "producer", 3, "consumer")
+    if meet:
+        syncs.append({"kind": "named_barrier", "at": 5, "id": 1, "partitions": ["consumer"]})
+    if empty:
+        syncs += edge("empty", 4, "consumer", 1, "producer")  # the next trip's wait
+    return PlanRequest.model_validate(
+        {
+            "partitions": PARTS,
+            "loops": [{"start": 1, "end": 5, **loop}],
+            "buffers": [
+                {
+                    "id": "tile",
+                    "size": 256,
+                    "start": 1,
+                    "end": 5,
+                    "accesses": [access("write", 1, "producer"), access("read", 3, "consumer")],
+                },
+                {
+                    "id": "out",
+                    "size": 256,
+                    "start": 5,
+                    "end": 7,
+                    "accesses": [access("write", 5, "consumer"), access("read", 6, "consumer")],
+                },
+            ],
+            "syncs": syncs,
+            "options": {"sync": sync},
+        }
+    )
+
+
+def _barriers(req: PlanRequest) -> Barriers:
+    return Barriers(existing=sorted(set(req.barriers)), inserted=[], required=[])
+
+
+def test_a_ring_slot_freed_by_the_empty_edge_is_planned_and_checked() -> None:
+    req = _ring()
+    plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    assert emulate(req, plan).valid
+    assert plan.arena_bytes == 256  # the epilogue buffer takes the tile's bytes
+    assert "too_many_paths" not in {d.code for d in plan.diagnostics}
+
+
+def test_a_ring_slot_without_the_empty_edge_is_refused_and_caught() -> None:
+    req = _ring(empty=False)
+    with pytest.raises(RequestError) as err:
+        planner.plan(req)
+    assert "unprotected_reuse" in str(err.value.errors)
+    plan = hand_plan(req, {"tile": 0, "out": 256}, _barriers(req))
+    static = planner.validate(req, plan)
+    assert {v.code for v in static.violations} == {"missing_barrier"}
+    assert static.violations[0].buffers == ["tile", "tile"]
+    assert {v.code for v in emulate(req, plan).violations} == {"race"}
+
+
+@pytest.mark.parametrize("sync", ["insert", "none"])
+def test_with_loops_a_pair_a_new_sync_would_order_is_kept_apart(sync: str) -> None:
+    req = _ring(meet=False, sync=sync)
+    plan = planner.plan(req)
+    assert emulate(req, plan).valid
+    assert plan.arena_bytes == 512
+    assert (plan.barriers.inserted, plan.barriers.required, plan.named_barriers) == ([], [], [])
+    shared = hand_plan(req, {"tile": 0, "out": 0}, _barriers(req))
+    assert {v.code for v in planner.validate(req, shared).violations} == {"missing_barrier"}
+    assert {v.code for v in emulate(req, shared).violations} == {"race"}
+
+
+def test_one_trip_needs_no_empty_edge() -> None:
+    req = _ring(empty=False, trips=1)
+    plan = planner.plan(req)
+    assert emulate(req, plan).valid
+
+
+def test_a_loop_of_four_trips_is_checked_as_three() -> None:
+    req = _ring(trips=4)
+    assert [len(p.request.buffers) for p in partition_paths(req)] == [4]  # 3 tiles and out
+    assert emulate(req, planner.plan(req)).valid
+
+
+def test_too_many_paths_is_a_field_error() -> None:
+    base = _ring().model_dump(mode="json", exclude_defaults=True)
+    base["loops"] = [{"start": k, "end": k + 1} for k in range(1, 5)]  # 4**4 paths
+    with pytest.raises(ValidationError) as err:
+        PlanRequest.model_validate(base)
+    errors = err.value.errors()
+    assert [e["type"] for e in errors] == ["too_many_paths"]
+    assert errors[0]["loc"] == ("loops",)
+
+
+def test_a_cluster_with_loops_is_refused() -> None:
+    base = _ring().model_dump(mode="json", exclude_defaults=True)
+    base["cluster"] = [2]
+    base["grid"] = [2]
+    with pytest.raises(ValidationError) as err:
+        PlanRequest.model_validate(base)
+    assert "partitions_control_flow" in {e["type"] for e in err.value.errors()}
+
+
+def _stacked(req: PlanRequest, pair: tuple[int, int] | None) -> dict[str, int]:
+    """Offsets putting ``pair`` on common bytes and every other buffer apart."""
+    top = sum(b.size for b in req.buffers)
+    return {
+        b.id: 0 if pair is not None and k in pair else top * (k + 1)
+        for k, b in enumerate(req.buffers)
+    }
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(looped_programs())
+def test_validators_and_planner_agree_with_every_interleaving_on_every_path(
+    req: PlanRequest,
+) -> None:
+    note(req.model_dump_json(exclude_defaults=True))
+    paths = partition_paths(req)
+    n = len(req.buffers)
+    own, good, live = path_truth(paths, n)
+    apart = hand_plan(req, _stacked(req, None), _barriers(req))
+    assert planner.validate(req, apart).valid == own
+    assert emulate(req, apart).valid == own
+    for x, y in itertools.combinations(range(n), 2):
+        plan = hand_plan(req, _stacked(req, (x, y)), _barriers(req))
+        expect = own and (x, y) in good
+        assert planner.validate(req, plan).valid == expect, (x, y)
+        if (x, y) not in live:  # the static check alone judges lifetimes
+            assert emulate(req, plan).valid == expect, (x, y)
+    if not own:
+        with pytest.raises(RequestError):
+            planner.plan(req)
+        return
+    plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    assert emulate(req, plan).valid
+    where = [(p.offset, p.offset + p.size) for p in plan.placements]
+    for i, j in itertools.combinations(range(n), 2):
+        if where[i][0] < where[j][1] and where[j][0] < where[i][1]:
+            assert (i, j) in good, (i, j)
+    # The lower bound: every plan keeps the pairs the brute force leaves unordered apart.
+    sizes = [b.size for b in req.buffers]
+    best = min(
+        max(o + s for o, s in zip(offs, sizes, strict=True))
+        for offs in itertools.product(
+            sorted({0, *sizes, sizes[0] + sizes[1], sum(sizes)}), repeat=n
+        )
+        if all(
+            offs[i] + sizes[i] <= offs[j] or offs[j] + sizes[j] <= offs[i]
+            for i, j in itertools.combinations(range(n), 2)
+            if (i, j) not in good
+        )
+    )
+    assert plan.lower_bound <= best <= plan.arena_bytes
+    assert plan.arena_bytes == best
