@@ -40,7 +40,7 @@ def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
     mbarriers = [k for k, b in enumerate(req.buffers) if b.kind == "mbarrier"]
     kept = {(min(i, k), max(i, k)) for i in mbarriers for k in range(n) if k != i}
     hard = live | unordered | kept
-    floor = hard if req.options.sync == "existing" else live | kept
+    floor = live | unordered if req.options.sync == "existing" else live
     clique = weight_clique(n, sizes, floor)
     bound = sum(sizes[k] for k in clique)
     placed = _place(req, hard, bound, exact=solver.pair_model)
