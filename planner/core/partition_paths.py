@@ -137,13 +137,13 @@ def _path(req: PlanRequest, steps: list[_Step]) -> Path:
     spans: list[list[tuple[int, int]]] = []
     for b in req.buffers:
         s0, e0 = _lifetime(req, b.start, b.end)
-        mine = [k for k, lp in enumerate(req.loops) if lp.start <= s0 and e0 <= lp.end]
-        first: dict[tuple[int, ...], list[int]] = {}
-        for k, (p, around) in enumerate(steps):
-            if s0 <= p < e0:
-                key = tuple(it for lp, it in around if lp in mine)
+        mine = {k for k, lp in enumerate(req.loops) if lp.start <= s0 and e0 <= lp.end}
+        first: dict[tuple[tuple[int, int], ...], list[int]] = {}
+        for p in range(s0, e0):
+            for k in runs.get(p, ()):
+                key = tuple(it for it in steps[k][1] if it[0] in mine)
                 span = first.setdefault(key, [k, k + 1])
-                span[1] = k + 1
+                span[0], span[1] = min(span[0], k), max(span[1], k + 1)
         spans.append(sorted((s, e) for s, e in first.values()))
     names = {b.id for b in req.buffers}
     ids: list[list[str]] = []

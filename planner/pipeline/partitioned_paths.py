@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from planner.core.errors import RequestError
 from planner.core.models import Barriers, Certificate, Diagnostic, GraphStats, PlanRequest
+from planner.core.models.partition_control import count_paths, path_trips
 from planner.core.partition_paths import Path, partition_paths
 from planner.core.partitions import pair_orders, weight_clique
 from planner.pipeline.outcome import Outcome
@@ -29,10 +30,12 @@ from planner.solvers.registry import SolverChoice
 __all__ = ["plan_partitioned_paths"]
 
 Pair = tuple[int, int]
+SECONDS_PER_PATH_PAIR = 5e-5  # expansion, verdicts and the static check, per instance pair
 
 
 def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
     """The outcome of a partitioned request with loops or branches."""
+    _check_work(req)
     paths = partition_paths(req)
     live, unordered = fold(req, paths)
     n = len(req.buffers)
@@ -83,6 +86,32 @@ def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
         certify=certify,
         explain=lambda _status: notes,
     )
+
+
+def _check_work(req: PlanRequest) -> None:
+    """Refuses at once a request whose paths hold more pairs of buffer instances than the
+    time limit allows to judge (and the plan to check): each path counted with every loop
+    at its most trips."""
+    paths, _ = count_paths(req.loops, req.branches)
+    most = [max(path_trips(lp)) or 1 for lp in req.loops]
+    instances = 0
+    for b in req.buffers:
+        copies = 1
+        for k, lp in enumerate(req.loops):
+            if lp.start <= b.start and b.end <= lp.end:
+                copies *= most[k]
+        instances += copies
+    pairs = paths * instances * (instances - 1) // 2
+    needed = SECONDS_PER_PATH_PAIR * pairs
+    if needed > req.options.time_limit:
+        raise RequestError.field(
+            ("options", "time_limit"),
+            f"the {paths} paths of the loops and branches hold up to {pairs} pairs of buffer "
+            f"instances to judge, about {needed:.3g} s of work; the time limit is "
+            f"{req.options.time_limit:g} s",
+            "time_limit_too_small",
+            req.options.time_limit,
+        )
 
 
 def fold(req: PlanRequest, paths: list[Path]) -> tuple[set[Pair], set[Pair]]:
@@ -153,16 +182,19 @@ def _notes(
     req: PlanRequest, paths: list[Path], shared: set[Pair], clique: list[int]
 ) -> list[Diagnostic]:
     ids = [b.id for b in req.buffers]
+    bufs = req.buffers
     out = [
         Diagnostic(
             level="info",
             code="reuse_across_partitions",
             message=(
-                f"{ids[j]} and {ids[i]} share bytes, ordered by the request's syncs on every "
+                f"{ids[y]} reuses bytes of {ids[x]}, ordered by the request's syncs on every "
                 f"one of the {len(paths)} paths of its loops and branches"
             ),
         )
-        for i, j in sorted(shared)
+        for x, y in sorted(
+            (i, j) if (bufs[i].start, i) <= (bufs[j].start, j) else (j, i) for i, j in shared
+        )
     ]
     out.append(
         Diagnostic(

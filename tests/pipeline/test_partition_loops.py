@@ -19,7 +19,7 @@ from planner.core.models import Barriers, PlanRequest
 from planner.core.partition_paths import partition_paths
 from planner.validators.emulator import emulate
 from tests.support.partition_loops import looped_programs, path_truth
-from tests.support.partition_programs import access, edge
+from tests.support.partition_programs import THREE, access, edge
 from tests.support.paths import ROOT
 from tests.support.plans import hand_plan
 
@@ -140,7 +140,7 @@ def _stacked(req: PlanRequest, pair: tuple[int, int] | None) -> dict[str, int]:
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(looped_programs())
+@given(looped_programs() | looped_programs(THREE))
 def test_validators_and_planner_agree_with_every_interleaving_on_every_path(
     req: PlanRequest,
 ) -> None:
@@ -227,3 +227,12 @@ def test_ws_gemm_k_loop_without_the_consumers_barrier_keeps_the_epilogue_apart()
     fitted = planner.plan(_gemm())
     assert {v.code for v in planner.validate(req, fitted).violations} == {"missing_barrier"}
     assert {v.code for v in emulate(req, fitted).violations} == {"race"}
+
+
+def test_a_time_limit_below_the_paths_work_is_refused_at_once() -> None:
+    data: dict[str, Any] = json.loads(GEMM.read_text())
+    data["options"]["time_limit"] = 0.001
+    with pytest.raises(RequestError) as err:
+        planner.plan(PlanRequest.model_validate(data))
+    assert [e["type"] for e in err.value.errors] == ["time_limit_too_small"]
+    assert list(err.value.errors[0]["loc"]) == ["options", "time_limit"]

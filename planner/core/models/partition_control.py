@@ -14,7 +14,13 @@ from planner.core.models._base import Errors
 if TYPE_CHECKING:
     from planner.core.models.control import Branch, Loop
 
-__all__ = ["MAX_PARTITION_PATHS", "MAX_PATH_POINTS", "check_partition_control", "path_trips"]
+__all__ = [
+    "MAX_PARTITION_PATHS",
+    "MAX_PATH_POINTS",
+    "check_partition_control",
+    "count_paths",
+    "path_trips",
+]
 
 MAX_PARTITION_PATHS = 64  # straight-line programs a partitioned request unrolls to
 MAX_PATH_POINTS = 4096  # points of one such program
@@ -52,10 +58,7 @@ def check_partition_control(
         return
     if errors.items:
         return
-    spans: list[_Span] = [(lp.start, lp.end, 0, k) for k, lp in enumerate(loops)]
-    spans += [(br.start, br.end, 1, k) for k, br in enumerate(branches)]
-    horizon = max(s[1] for s in spans)
-    paths, points = _count(spans, loops, branches, 0, horizon, None)
+    paths, points = count_paths(loops, branches)
     if paths > MAX_PARTITION_PATHS:
         errors.add(
             ("loops" if loops else "branches",),
@@ -72,6 +75,16 @@ def check_partition_control(
             f"at most {MAX_PATH_POINTS}",
             points,
         )
+
+
+def count_paths(loops: Sequence[Loop], branches: Sequence[Branch]) -> tuple[int, int]:
+    """(paths, points of the longest) of well-nested loops and branches, the paths counted
+    up to ``MAX_PARTITION_PATHS + 1``."""
+    spans: list[_Span] = [(lp.start, lp.end, 0, k) for k, lp in enumerate(loops)]
+    spans += [(br.start, br.end, 1, k) for k, br in enumerate(branches)]
+    if not spans:
+        return 1, 0
+    return _count(spans, loops, branches, 0, max(s[1] for s in spans), None)
 
 
 def _count(
