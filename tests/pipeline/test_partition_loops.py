@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 import planner
@@ -88,15 +89,39 @@ def test_a_ring_slot_without_the_empty_edge_is_refused_and_caught() -> None:
 
 
 @pytest.mark.parametrize("sync", ["insert", "none"])
-def test_with_loops_a_pair_a_new_sync_would_order_is_kept_apart(sync: str) -> None:
+def test_a_barrier_after_the_loop_lets_the_epilogue_take_the_ring(sync: str) -> None:
     req = _ring(meet=False, sync=sync)
+    plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    assert emulate(req, plan).valid
+    assert plan.arena_bytes == 256
+    assert plan.barriers.required == [5]  # after the loop: it runs once
+    assert plan.barriers.inserted == ([5] if sync == "insert" else [])
+    bare = plan.model_copy(
+        update={"barriers": plan.barriers.model_copy(update={"inserted": [], "required": []})}
+    )
+    assert {v.code for v in planner.validate(req, bare).violations} == {"missing_barrier"}
+    assert {v.code for v in emulate(req, bare).violations} == {"race"}
+
+
+def test_insert_orders_a_ring_slot_without_its_empty_edge_by_a_barrier_in_the_loop() -> None:
+    req = _ring(empty=False, sync="insert")
     plan = planner.plan(req)
     assert emulate(req, plan).valid
-    assert plan.arena_bytes == 512
-    assert (plan.barriers.inserted, plan.barriers.required, plan.named_barriers) == ([], [], [])
-    shared = hand_plan(req, {"tile": 0, "out": 0}, _barriers(req))
-    assert {v.code for v in planner.validate(req, shared).violations} == {"missing_barrier"}
-    assert {v.code for v in emulate(req, shared).violations} == {"race"}
+    assert plan.barriers.inserted == [4]  # every trip, after the consumer's read
+    assert plan.barriers.executions == 1000  # unknown trips count 1000
+
+
+def test_a_barrier_cap_keeps_the_pairs_past_it_apart() -> None:
+    base = _ring(empty=False, meet=False).model_dump(mode="json", exclude_defaults=True)
+    # The slot's own reuse is served at 1 only; out over the tile at 5 only.
+    base["options"] = {"sync": "insert", "max_new_barriers": 1, "barrier_candidates": [1, 5]}
+    plan = planner.plan(PlanRequest.model_validate(base))
+    assert plan.barriers.inserted == [1]  # the slot's own reuse, every trip
+    assert plan.arena_bytes == 512  # out kept apart within the cap
+    base["options"]["barrier_candidates"] = [5]  # no point inside the loop
+    with pytest.raises(RequestError) as err:
+        planner.plan(PlanRequest.model_validate(base))
+    assert [e["type"] for e in err.value.errors] == ["unprotected_reuse"]
 
 
 def test_one_trip_needs_no_empty_edge() -> None:
@@ -137,6 +162,40 @@ def _stacked(req: PlanRequest, pair: tuple[int, int] | None) -> dict[str, int]:
         b.id: 0 if pair is not None and k in pair else top * (k + 1)
         for k, b in enumerate(req.buffers)
     }
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(looped_programs() | looped_programs(THREE), st.sampled_from(["insert", "none"]))
+def test_new_barriers_order_every_shared_pair_on_every_path(req: PlanRequest, sync: str) -> None:
+    data = req.model_dump(mode="json", exclude_defaults=True)
+    data["options"]["sync"] = sync
+    req = PlanRequest.model_validate(data)
+    note(req.model_dump_json(exclude_defaults=True))
+    refused: RequestError | None = None
+    try:
+        plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    except RequestError as err:
+        refused = err
+    if refused is not None:  # a buffer's own instances need a fence, or no point serves
+        assert [e["type"] for e in refused.errors] == ["unprotected_reuse"]
+        return
+    assert emulate(req, plan).valid
+    # The kernel as it runs, with the plan's barriers, against the brute force.
+    data["barriers"] = sorted({*req.barriers, *plan.barriers.required})
+    data["options"]["sync"] = "existing"
+    kernel = PlanRequest.model_validate(data)
+    own, good, _ = path_truth(partition_paths(kernel), len(req.buffers))
+    assert own
+    where = [(p.offset, p.offset + p.size) for p in plan.placements]
+    for i, j in itertools.combinations(range(len(where)), 2):
+        if where[i][0] < where[j][1] and where[j][0] < where[i][1]:
+            assert (i, j) in good, (i, j)
+    if plan.barriers.required:
+        bare = plan.model_copy(
+            update={"barriers": plan.barriers.model_copy(update={"inserted": [], "required": []})}
+        )
+        assert not planner.validate(req, bare).valid
+        assert not emulate(req, bare).valid
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
