@@ -295,3 +295,19 @@ def test_a_time_limit_below_the_paths_work_is_refused_at_once() -> None:
         planner.plan(PlanRequest.model_validate(data))
     assert [e["type"] for e in err.value.errors] == ["time_limit_too_small"]
     assert list(err.value.errors[0]["loc"]) == ["options", "time_limit"]
+
+
+def test_a_persistent_tile_loop_around_the_k_loop_keeps_the_epilogue_apart() -> None:
+    data: dict[str, Any] = json.loads(GEMM.read_text())
+    data["loops"] = [{"start": 1, "end": 14}, {"start": 1, "end": 10, "min_trips": 1}]
+    req = PlanRequest.model_validate(data)
+    assert len(partition_paths(req)) == 1 + 3 + 9 + 27  # 0 to 3 tiles, 1 to 3 K trips each
+    plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    assert emulate(req, plan).valid
+    # Nothing orders the next tile's loads after this tile's epilogue: C stays apart.
+    assert plan.arena_bytes == plan.lower_bound == RING + C_TILE + 256
+    fitted = planner.plan(_gemm())
+    found = planner.validate(req, fitted).violations
+    assert {v.code for v in found} == {"missing_barrier"}
+    assert {tuple(sorted(v.buffers)) for v in found} <= {("A0", "C"), ("B0", "C")}
+    assert "race" in {v.code for v in emulate(req, fitted).violations}

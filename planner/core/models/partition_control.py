@@ -63,8 +63,8 @@ def check_partition_control(
         errors.add(
             ("loops" if loops else "branches",),
             "too_many_paths",
-            f"the loops (each run 0 to 3 times as it admits) and branches give {paths} paths; "
-            f"a request with partitions is checked on each, at most {MAX_PARTITION_PATHS}",
+            f"the loops (each run 0 to 3 times as it admits) and branches give more than "
+            f"{MAX_PARTITION_PATHS} paths; a request with partitions is checked on each",
             paths,
         )
     elif points > MAX_PATH_POINTS:
