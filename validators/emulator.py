@@ -132,7 +132,20 @@ def _run_partitions(request: PlanRequest, plan: Plan, max_violations: int) -> Em
     from planner.validators.partition_run import run_partitions
 
     found = _misaligned(request, plan)
-    found += run_partitions(request, plan, runtime_barriers(request, plan))
+    if request.loops or request.branches:
+        from planner.validators.partition_paths import on_paths  # loops, branches
+
+        found += [
+            (code, message, buffers, point if point is not None else 0)
+            for code, message, buffers, point in on_paths(
+                request,
+                plan,
+                runtime_barriers(request, plan),
+                lambda p: [(*f,) for f in run_partitions(p.request, p.plan, p.barriers)],
+            )
+        ]
+    else:
+        found += run_partitions(request, plan, runtime_barriers(request, plan))
     violations = sorted(
         (
             Violation(code=code, message=message, buffers=buffers, point=point)

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         Violation,
         ViolationCode,
     )
+    from planner.validators.partition_paths import PathProgram
 
 __all__ = ["validate_plan"]
 
@@ -222,10 +223,25 @@ def _check_partitioned(request: PlanRequest, plan: Plan, out: Collector) -> None
         _check_base_alignment(request, plan, out)
         _check_arena(request, plan, out)
         runtime = _check_barriers(request, plan, out)
+        if request.loops or request.branches:
+            from planner.validators.partition_paths import on_paths  # loops, branches
+
+            found = on_paths(request, plan, runtime, _check_path)
+            for code, message, buffers, _ in found:
+                out.add(code, message, buffers)  # type: ignore[arg-type]
+            return
         for code, message, buffers in check_partitions(request, plan, runtime):
             out.add(code, message, buffers)  # type: ignore[arg-type]
     except ReportFullError:
         pass
+
+
+def _check_path(path: PathProgram) -> list[tuple[str, str, list[str], int | None]]:
+    """The partitioned check of one path of a request with loops or branches."""
+    from planner.validators.partitions import check_partitions
+
+    found = check_partitions(path.request, path.plan, path.barriers)
+    return [(code, message, buffers, None) for code, message, buffers in found]
 
 
 def _ring_request(request: PlanRequest, plan: Plan, out: Collector) -> PlanRequest | None:

@@ -47,6 +47,7 @@ from planner.core.partitions import (
 )
 from planner.pipeline.outcome import Outcome
 from planner.pipeline.partition_syncs import NewSyncs, choose_syncs
+from planner.pipeline.partitioned_paths import plan_partitioned_paths
 from planner.pipeline.placement import place_on_pairs
 from planner.solvers.auto import Solution
 from planner.solvers.edges import ExplicitGraph
@@ -60,6 +61,8 @@ _NOTES = TypeAdapter(list[Diagnostic])
 
 def plan_partitioned(req: PlanRequest, solver: SolverChoice) -> Outcome:
     """The outcome of a request with ``partitions``."""
+    if req.loops or req.branches:
+        return plan_partitioned_paths(req, solver)  # loops, branches: on every path
     waits = _waits(req)
     if waits:
         # Planned on the kernel with its added waits: each completes its partition's groups

@@ -178,7 +178,6 @@ def test_planted_missing_proxy_fence_is_caught_by_both() -> None:
             "partitions_overlap",
         ),
         ("partitions", [{"id": "a", "threads": [0, 512]}], "partition_outside_block"),
-        ("loops", [{"start": 0, "end": 4, "trips": 2}], "partitions_control_flow"),
     ],
 )
 def test_rejects_bad_partitions(field: str, value: Any, code: str) -> None:

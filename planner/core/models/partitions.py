@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.core.models._base import Errors
+from planner.core.models.partition_control import check_partition_control
 
 if TYPE_CHECKING:
     from planner.core.models.control import Branch, Loop
@@ -66,6 +67,7 @@ def check_partitions(
     branches: Sequence[Branch],
     block_threads: int | None,
     errors: Errors,
+    cluster: bool = False,
 ) -> None:
     """Partition ids and thread ranges, and a known partition on every access and sync of a
     partitioned request; no partition anywhere in a request without ``partitions``."""
@@ -75,13 +77,7 @@ def check_partitions(
     names = {p.id for p in partitions}
     _check_partition_list(partitions, block_threads, errors)
     if loops or branches:
-        errors.add(
-            ("loops" if loops else "branches",),
-            "partitions_control_flow",
-            "a request with partitions is planned on its straight-line point axis: give the "
-            "loop's iterations (a ring's steady state) as points",
-            len(loops) + len(branches),
-        )
+        check_partition_control(loops, branches, cluster, errors)
     _check_partitioned_buffers(buffers, names, errors)
     _check_partitioned_syncs(syncs, names, errors)
 

@@ -1014,6 +1014,7 @@ class PlanRequest(BaseModel):
                 self.branches,
                 threads,
                 errors,
+                cluster=self.cluster is not None,
             )
             self._check_partition_options(errors)
             # Planned on the partitions' happens-before order (planner.core.partitions).
@@ -1040,8 +1041,10 @@ class PlanRequest(BaseModel):
     def waits_allowed(self) -> bool:
         """Whether a wait_group that completes an asynchronous access may be the plan's:
         inserted under sync "insert", required under "none" (with partitions, run by the
-        partition that issued the access)."""
-        return self.options.sync in ("insert", "none")
+        partition that issued the access); not with partitions around loops or branches,
+        whose waits the request gives."""
+        planned_on_paths = bool(self.partitions) and bool(self.loops or self.branches)
+        return self.options.sync in ("insert", "none") and not planned_on_paths
 
     @property
     def has_async(self) -> bool:

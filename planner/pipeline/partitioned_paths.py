@@ -1,0 +1,308 @@
+"""Plans for partitioned requests with loops and branches (docs/design.md, Warp-specialised
+partitions, Loops and branches): the pair verdicts of ``planner.core.partitions`` on every
+path (``planner.core.partition_paths``), folded per buffer pair.
+
+Two buffers may share bytes only if, on every path, every instance of one is ordered before
+every instance of the other: by the request's syncs, or under "insert" and "none" by new block
+barriers at original points (``planner.pipeline.partitioned_path_barriers``). A buffer's own
+instances in consecutive iterations share their bytes, so they must be ordered so too, or the
+request is refused (``unprotected_reuse``). An mbarrier buffer keeps its bytes. The lower
+bound is the heaviest clique of the pairs no plan may let share: live together on some path,
+and under "existing" also unordered on some path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from planner.core.errors import RequestError
+from planner.core.models import Barriers, Certificate, Diagnostic, GraphStats, PlanRequest
+from planner.core.models.partition_control import count_paths, path_trips
+from planner.core.partition_paths import Path, partition_paths
+from planner.core.partitions import pair_orders, weight_clique
+from planner.pipeline.outcome import Outcome
+from planner.pipeline.partitioned_path_barriers import Needs, stab
+from planner.pipeline.placement import place_on_pairs
+from planner.solvers.auto import Solution
+from planner.solvers.edges import ExplicitGraph
+from planner.solvers.registry import SolverChoice
+
+__all__ = ["plan_partitioned_paths"]
+
+Pair = tuple[int, int]
+SECONDS_PER_PATH_PAIR = 5e-5  # expansion, verdicts and the static check, per instance pair
+
+
+def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
+    """The outcome of a partitioned request with loops or branches."""
+    _check_work(req)
+    paths = partition_paths(req)
+    sync = req.options.sync
+    cap = req.options.max_new_barriers
+    if sync == "insert" and cap == 0:
+        sync = "existing"
+    needs = None if sync == "existing" else Needs(frozenset(_allowed(req)))
+    live, unordered = fold(req, paths, needs)
+    n = len(req.buffers)
+    sizes = [b.size for b in req.buffers]
+    mbarriers = [k for k, b in enumerate(req.buffers) if b.kind == "mbarrier"]
+    kept = {(min(i, k), max(i, k)) for i in mbarriers for k in range(n) if k != i}
+    own: list[frozenset[int]] = []
+    servable: dict[Pair, frozenset[int]] = {}
+    if needs is not None:
+        for k, pts in sorted(needs.own.items()):
+            if pts is None:
+                raise _own_unserved(req, k)
+            own.append(pts)
+        servable = {p: pts for p, pts in needs.pairs.items() if pts is not None}
+    mandatory = stab(own, req.executions_at)
+    if sync == "insert" and cap is not None and len(mandatory) > cap:
+        raise RequestError.field(
+            ("options", "max_new_barriers"),
+            f"the buffers in loops need {len(mandatory)} new barriers (points "
+            f"{mandatory}) to order their own instances; the cap is {cap}",
+            "too_few_barriers",
+            cap,
+        )
+    hard = live | kept | (unordered - set(servable))
+    floor = live | unordered if sync == "existing" else live
+    clique = weight_clique(n, sizes, floor)
+    bound = sum(sizes[k] for k in clique)
+    placed = _place(req, hard, bound, exact=solver.pair_model)
+    chosen = mandatory
+    if servable:
+        shared = _sharing(placed.plan_offsets, sizes)
+        chosen = stab(
+            [*own, *(pts for p, pts in servable.items() if p in shared)], req.executions_at
+        )
+        over_cap = sync == "insert" and cap is not None and len(chosen) > cap
+        if len(chosen) > len(mandatory):
+            # The plan on the barriers its own instances need only: taken when it needs no
+            # more bytes, or past the cap.
+            served = set(mandatory)
+            apart = hard | {p for p, pts in servable.items() if not pts & served}
+            alt = _place(req, apart, bound, exact=False)
+            if over_cap or alt.plan_arena <= placed.plan_arena:
+                placed, chosen = alt, mandatory
+    shared = _sharing(placed.plan_offsets, sizes)
+    origin = "inserted" if sync == "insert" else "required"
+    notes = _notes(
+        req, paths, shared, clique, {p: servable[p] & set(chosen) for p in servable}, origin
+    )
+
+    def certify(capacity: int) -> Certificate:
+        over = bound > capacity
+        return Certificate(
+            reason="infeasible_subset" if not over else "lower_bound",
+            capacity=capacity,
+            live_bytes=placed.bound,
+            buffers=[req.buffers[k].id for k in (clique if over else range(n))],
+        )
+
+    return Outcome(
+        method=placed.name,
+        offsets=placed.plan_offsets,
+        sizes=sizes,
+        arena=placed.plan_arena,
+        tried=placed.tried,
+        lower_bound=bound,
+        bound=placed.bound,
+        proved=placed.proved_optimal,
+        barriers=_barriers(req, sync, chosen),
+        graph=GraphStats(
+            buffers=n,
+            live_edges=len(live),
+            hazard_edges=len(hard - live),
+            components=_components(n, hard),
+        ),
+        certify=certify,
+        explain=lambda _status: notes,
+    )
+
+
+def _allowed(req: PlanRequest) -> list[int]:
+    """The original points a new barrier may take."""
+    pool = req.options.barrier_candidates
+    points = range(1, req.horizon + 1) if pool is None else pool
+    return sorted(set(points) - set(req.barriers))
+
+
+def _barriers(req: PlanRequest, sync: str, chosen: list[int]) -> Barriers:
+    """The request's block barriers and the new ones: inserted under "insert", required
+    under "insert" and "none"; executions count the trips of the loops around each."""
+    existing = sorted(set(req.barriers))
+    inserted = chosen if sync == "insert" else []
+    required = chosen if sync != "existing" else []
+    runtime = sorted({*existing, *inserted})
+    return Barriers(
+        existing=existing,
+        inserted=inserted,
+        required=required,
+        static=len(runtime),
+        executions=sum(req.executions_at(p) for p in runtime),
+        required_executions=sum(req.executions_at(p) for p in required),
+    )
+
+
+def _check_work(req: PlanRequest) -> None:
+    """Refuses at once a request whose paths hold more pairs of buffer instances than the
+    time limit allows to judge (and the plan to check): each path counted with every loop
+    at its most trips."""
+    paths, _ = count_paths(req.loops, req.branches)
+    most = [max(path_trips(lp)) or 1 for lp in req.loops]
+    instances = 0
+    for b in req.buffers:
+        copies = 1
+        for k, lp in enumerate(req.loops):
+            if lp.start <= b.start and b.end <= lp.end:
+                copies *= most[k]
+        instances += copies
+    pairs = paths * instances * (instances - 1) // 2
+    needed = SECONDS_PER_PATH_PAIR * pairs
+    if needed > req.options.time_limit:
+        raise RequestError.field(
+            ("options", "time_limit"),
+            f"the {paths} paths of the loops and branches hold up to {pairs} pairs of buffer "
+            f"instances to judge, about {needed:.3g} s of work; the time limit is "
+            f"{req.options.time_limit:g} s",
+            "time_limit_too_small",
+            req.options.time_limit,
+        )
+
+
+def fold(
+    req: PlanRequest, paths: list[Path], needs: Needs | None = None
+) -> tuple[set[Pair], set[Pair]]:
+    """The buffer pairs (i < j) live together on some path, and those some instance pair of
+    which no sync of the request orders on some path. Without ``needs`` (sync "existing")
+    a buffer whose own instances are unordered is ``unprotected_reuse``; with it, what new
+    barriers would order each unordered pair is gathered there."""
+    live: set[Pair] = set()
+    unordered: set[Pair] = set()
+    for path in paths:
+        owner = path.buffer
+        if not owner:
+            continue  # a path that skips every buffer
+        for v in pair_orders(path.request, allow_new=needs is not None):
+            i, j = owner[v.i], owner[v.j]
+            ordered = not v.overlap and v.ordered is not None and not v.fences
+            if i == j:
+                if ordered:
+                    continue
+                if needs is None:
+                    raise _own_race(req, path, v.i, v.j)
+                needs.add(path, v, i)
+                continue
+            pair = (min(i, j), max(i, j))
+            if v.overlap:
+                live.add(pair)
+            elif not ordered:
+                unordered.add(pair)
+                if needs is not None:
+                    needs.add(path, v, pair)
+    return live, unordered - live
+
+
+def _own_race(req: PlanRequest, path: Path, a: int, b: int) -> RequestError:
+    k = path.buffer[a]
+    x, y = path.request.buffers[a], path.request.buffers[b]
+    return RequestError.field(
+        ("buffers", k),
+        f"buffer {req.buffers[k].id!r} reuses its own bytes from one iteration to the next "
+        f"({x.id} and {y.id}, from point {path.points[x.start]}) and no sync of the request "
+        "orders its accesses in one iteration before those of the next on every path: add "
+        "the arrive/wait pair (or barrier) that frees its slot",
+        "unprotected_reuse",
+        req.buffers[k].id,
+    )
+
+
+def _own_unserved(req: PlanRequest, k: int) -> RequestError:
+    return RequestError.field(
+        ("buffers", k),
+        f"buffer {req.buffers[k].id!r} reuses its own bytes from one iteration to the next "
+        "and neither the request's syncs nor a barrier at an allowed point orders its "
+        "accesses in one iteration before those of the next on every path (a proxy fence "
+        "would be needed, or no allowed point runs in between): add the sync that frees it",
+        "unprotected_reuse",
+        req.buffers[k].id,
+    )
+
+
+def _place(req: PlanRequest, edges: set[Pair], bound: int, *, exact: bool) -> Solution:
+    """The fits (and CP-SAT on the pairs) on the conflict graph ``edges``."""
+    bufs = req.buffers
+    n = len(bufs)
+    g = ExplicitGraph(
+        size=np.asarray([b.size for b in bufs], dtype=np.int64),
+        alignment=np.fromiter((req.alignment_of(b) for b in bufs), dtype=np.int64, count=n),
+        pinned=np.fromiter((-1 if b.offset is None else b.offset for b in bufs), np.int64, n),
+        start=np.asarray([b.start for b in bufs], dtype=np.int64),
+        length=np.asarray([b.end - b.start for b in bufs], dtype=np.int64),
+        edges=edges,
+    )
+    return place_on_pairs(req, g, bound, None, exact)
+
+
+def _sharing(offsets: npt.NDArray[np.int64], sizes: list[int]) -> set[Pair]:
+    where = [int(o) for o in offsets]
+    return {
+        (i, j)
+        for i in range(len(sizes))
+        for j in range(i + 1, len(sizes))
+        if where[i] < where[j] + sizes[j] and where[j] < where[i] + sizes[i]
+    }
+
+
+def _notes(
+    req: PlanRequest,
+    paths: list[Path],
+    shared: set[Pair],
+    clique: list[int],
+    served: dict[Pair, frozenset[int]],
+    origin: str,
+) -> list[Diagnostic]:
+    ids = [b.id for b in req.buffers]
+    bufs = req.buffers
+    out: list[Diagnostic] = []
+    for i, j in sorted(shared):
+        x, y = (i, j) if (bufs[i].start, i) <= (bufs[j].start, j) else (j, i)
+        how = "the request's syncs"
+        if served.get((i, j)):
+            how = f"a block barrier at point {min(served[(i, j)])} ({origin})"
+        out.append(
+            Diagnostic(
+                level="info",
+                code="reuse_across_partitions",
+                message=(
+                    f"{ids[y]} reuses bytes of {ids[x]}, ordered by {how} on every one of "
+                    f"the {len(paths)} paths of its loops and branches"
+                ),
+            )
+        )
+    out.append(
+        Diagnostic(
+            level="info",
+            code="partitioned_program",
+            message=f"planned on the happens-before order of {len(req.partitions)} partitions "
+            f"on each of {len(paths)} paths (every loop run 0 to 3 times as it admits, every "
+            f"arm); lower bound: the heaviest clique of kept-apart buffers "
+            f"({', '.join(ids[k] for k in clique)})",
+        )
+    )
+    return out
+
+
+def _components(n: int, edges: set[Pair]) -> int:
+    parent = list(range(n))
+
+    def root(k: int) -> int:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    for i, j in edges:
+        parent[root(i)] = root(j)
+    return len({root(k) for k in range(n)})

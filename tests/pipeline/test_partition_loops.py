@@ -1,0 +1,325 @@
+"""Loops and branches inside warp-specialised partitions (docs/design.md, Warp-specialised
+partitions, Loops and branches): the planner's fold over paths, the static validator and the
+emulator against the brute force over interleavings run on every path."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+import planner
+from planner.core.errors import RequestError
+from planner.core.models import Barriers, PlanRequest
+from planner.core.partition_paths import partition_paths
+from planner.validators.emulator import emulate
+from tests.support.partition_loops import looped_programs, path_truth
+from tests.support.partition_programs import THREE, access, edge
+from tests.support.paths import ROOT
+from tests.support.plans import hand_plan
+
+PARTS = [{"id": "producer", "threads": [0, 128]}, {"id": "consumer", "threads": [128, 256]}]
+
+
+def _ring(
+    empty: bool = True, meet: bool = True, sync: str = "existing", **loop: Any
+) -> PlanRequest:
+    """A producer writes a tile in each trip of a K loop, the consumer reads it after the
+    full arrive/wait and hands the slot back by the empty one; then the consumer's warps meet
+    at a named barrier and write an epilogue buffer."""
+    syncs = edge("full", 2, "producer", 3, "consumer")
+    if meet:
+        syncs.append({"kind": "named_barrier", "at": 5, "id": 1, "partitions": ["consumer"]})
+    if empty:
+        syncs += edge("empty", 4, "consumer", 1, "producer")  # the next trip's wait
+    return PlanRequest.model_validate(
+        {
+            "partitions": PARTS,
+            "loops": [{"start": 1, "end": 5, **loop}],
+            "buffers": [
+                {
+                    "id": "tile",
+                    "size": 256,
+                    "start": 1,
+                    "end": 5,
+                    "accesses": [access("write", 1, "producer"), access("read", 3, "consumer")],
+                },
+                {
+                    "id": "out",
+                    "size": 256,
+                    "start": 5,
+                    "end": 7,
+                    "accesses": [access("write", 5, "consumer"), access("read", 6, "consumer")],
+                },
+            ],
+            "syncs": syncs,
+            "options": {"sync": sync},
+        }
+    )
+
+
+def _barriers(req: PlanRequest) -> Barriers:
+    return Barriers(existing=sorted(set(req.barriers)), inserted=[], required=[])
+
+
+def test_a_ring_slot_freed_by_the_empty_edge_is_planned_and_checked() -> None:
+    req = _ring()
+    plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    assert emulate(req, plan).valid
+    assert plan.arena_bytes == 256  # the epilogue buffer takes the tile's bytes
+    assert "too_many_paths" not in {d.code for d in plan.diagnostics}
+
+
+def test_a_ring_slot_without_the_empty_edge_is_refused_and_caught() -> None:
+    req = _ring(empty=False)
+    with pytest.raises(RequestError) as err:
+        planner.plan(req)
+    assert "unprotected_reuse" in str(err.value.errors)
+    plan = hand_plan(req, {"tile": 0, "out": 256}, _barriers(req))
+    static = planner.validate(req, plan)
+    assert {v.code for v in static.violations} == {"missing_barrier"}
+    assert static.violations[0].buffers == ["tile", "tile"]
+    assert {v.code for v in emulate(req, plan).violations} == {"race"}
+
+
+@pytest.mark.parametrize("sync", ["insert", "none"])
+def test_a_barrier_after_the_loop_lets_the_epilogue_take_the_ring(sync: str) -> None:
+    req = _ring(meet=False, sync=sync)
+    plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    assert emulate(req, plan).valid
+    assert plan.arena_bytes == 256
+    assert plan.barriers.required == [5]  # after the loop: it runs once
+    assert plan.barriers.inserted == ([5] if sync == "insert" else [])
+    bare = plan.model_copy(
+        update={"barriers": plan.barriers.model_copy(update={"inserted": [], "required": []})}
+    )
+    assert {v.code for v in planner.validate(req, bare).violations} == {"missing_barrier"}
+    assert {v.code for v in emulate(req, bare).violations} == {"race"}
+
+
+def test_insert_orders_a_ring_slot_without_its_empty_edge_by_a_barrier_in_the_loop() -> None:
+    req = _ring(empty=False, sync="insert")
+    plan = planner.plan(req)
+    assert emulate(req, plan).valid
+    assert plan.barriers.inserted == [4]  # every trip, after the consumer's read
+    assert plan.barriers.executions == 1000  # unknown trips count 1000
+
+
+def test_a_barrier_cap_keeps_the_pairs_past_it_apart() -> None:
+    base = _ring(empty=False, meet=False).model_dump(mode="json", exclude_defaults=True)
+    # The slot's own reuse is served at 1 only; out over the tile at 5 only.
+    base["options"] = {"sync": "insert", "max_new_barriers": 1, "barrier_candidates": [1, 5]}
+    plan = planner.plan(PlanRequest.model_validate(base))
+    assert plan.barriers.inserted == [1]  # the slot's own reuse, every trip
+    assert plan.arena_bytes == 512  # out kept apart within the cap
+    base["options"]["barrier_candidates"] = [5]  # no point inside the loop
+    with pytest.raises(RequestError) as err:
+        planner.plan(PlanRequest.model_validate(base))
+    assert [e["type"] for e in err.value.errors] == ["unprotected_reuse"]
+
+
+def test_one_trip_needs_no_empty_edge() -> None:
+    req = _ring(empty=False, trips=1)
+    plan = planner.plan(req)
+    assert emulate(req, plan).valid
+
+
+def test_a_loop_of_four_trips_is_checked_as_three() -> None:
+    req = _ring(trips=4)
+    assert [len(p.request.buffers) for p in partition_paths(req)] == [4]  # 3 tiles and out
+    assert emulate(req, planner.plan(req)).valid
+
+
+def test_too_many_paths_is_a_field_error() -> None:
+    base = _ring().model_dump(mode="json", exclude_defaults=True)
+    base["loops"] = [{"start": k, "end": k + 1} for k in range(1, 5)]  # 4**4 paths
+    with pytest.raises(ValidationError) as err:
+        PlanRequest.model_validate(base)
+    errors = err.value.errors()
+    assert [e["type"] for e in errors] == ["too_many_paths"]
+    assert errors[0]["loc"] == ("loops",)
+
+
+def test_a_cluster_with_loops_is_refused() -> None:
+    base = _ring().model_dump(mode="json", exclude_defaults=True)
+    base["cluster"] = [2]
+    base["grid"] = [2]
+    with pytest.raises(ValidationError) as err:
+        PlanRequest.model_validate(base)
+    assert "partitions_control_flow" in {e["type"] for e in err.value.errors()}
+
+
+@pytest.mark.parametrize("sync", ["insert", "none"])
+def test_a_missing_wait_around_a_loop_is_refused_not_added(sync: str) -> None:
+    """Waits are added for partitions on a straight line only: with a loop around them the
+    request gives its waits, so one left out is a field error under every policy."""
+    base = json.loads((ROOT / "examples" / "ws_gemm_k_loop.json").read_text())
+    base["syncs"] = [s for s in base["syncs"] if not (s["kind"] == "wait_group" and s["at"] == 3)]
+    base.setdefault("options", {})["sync"] = sync
+    with pytest.raises(ValidationError) as err:
+        PlanRequest.model_validate(base)
+    assert "uncovered_async_access" in {e["type"] for e in err.value.errors()}
+
+
+def _stacked(req: PlanRequest, pair: tuple[int, int] | None) -> dict[str, int]:
+    """Offsets putting ``pair`` on common bytes and every other buffer apart."""
+    top = sum(b.size for b in req.buffers)
+    return {
+        b.id: 0 if pair is not None and k in pair else top * (k + 1)
+        for k, b in enumerate(req.buffers)
+    }
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(looped_programs() | looped_programs(THREE), st.sampled_from(["insert", "none"]))
+def test_new_barriers_order_every_shared_pair_on_every_path(req: PlanRequest, sync: str) -> None:
+    data = req.model_dump(mode="json", exclude_defaults=True)
+    data["options"]["sync"] = sync
+    req = PlanRequest.model_validate(data)
+    note(req.model_dump_json(exclude_defaults=True))
+    refused: RequestError | None = None
+    try:
+        plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    except RequestError as err:
+        refused = err
+    if refused is not None:  # a buffer's own instances need a fence, or no point serves
+        assert [e["type"] for e in refused.errors] == ["unprotected_reuse"]
+        return
+    assert emulate(req, plan).valid
+    # The kernel as it runs, with the plan's barriers, against the brute force.
+    data["barriers"] = sorted({*req.barriers, *plan.barriers.required})
+    data["options"]["sync"] = "existing"
+    kernel = PlanRequest.model_validate(data)
+    own, good, _ = path_truth(partition_paths(kernel), len(req.buffers))
+    assert own
+    where = [(p.offset, p.offset + p.size) for p in plan.placements]
+    for i, j in itertools.combinations(range(len(where)), 2):
+        if where[i][0] < where[j][1] and where[j][0] < where[i][1]:
+            assert (i, j) in good, (i, j)
+    if plan.barriers.required:
+        bare = plan.model_copy(
+            update={"barriers": plan.barriers.model_copy(update={"inserted": [], "required": []})}
+        )
+        assert not planner.validate(req, bare).valid
+        assert not emulate(req, bare).valid
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(looped_programs() | looped_programs(THREE))
+def test_validators_and_planner_agree_with_every_interleaving_on_every_path(
+    req: PlanRequest,
+) -> None:
+    note(req.model_dump_json(exclude_defaults=True))
+    paths = partition_paths(req)
+    n = len(req.buffers)
+    own, good, live = path_truth(paths, n)
+    apart = hand_plan(req, _stacked(req, None), _barriers(req))
+    assert planner.validate(req, apart).valid == own
+    assert emulate(req, apart).valid == own
+    for x, y in itertools.combinations(range(n), 2):
+        plan = hand_plan(req, _stacked(req, (x, y)), _barriers(req))
+        expect = own and (x, y) in good
+        assert planner.validate(req, plan).valid == expect, (x, y)
+        if (x, y) not in live:  # the static check alone judges lifetimes
+            assert emulate(req, plan).valid == expect, (x, y)
+    if not own:
+        with pytest.raises(RequestError):
+            planner.plan(req)
+        return
+    plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    assert emulate(req, plan).valid
+    where = [(p.offset, p.offset + p.size) for p in plan.placements]
+    for i, j in itertools.combinations(range(n), 2):
+        if where[i][0] < where[j][1] and where[j][0] < where[i][1]:
+            assert (i, j) in good, (i, j)
+    # The lower bound: every plan keeps the pairs the brute force leaves unordered apart.
+    sizes = [b.size for b in req.buffers]
+    best = min(
+        max(o + s for o, s in zip(offs, sizes, strict=True))
+        for offs in itertools.product(
+            sorted({0, *sizes, sizes[0] + sizes[1], sum(sizes)}), repeat=n
+        )
+        if all(
+            offs[i] + sizes[i] <= offs[j] or offs[j] + sizes[j] <= offs[i]
+            for i, j in itertools.combinations(range(n), 2)
+            if (i, j) not in good
+        )
+    )
+    assert plan.lower_bound <= best <= plan.arena_bytes
+    assert plan.arena_bytes == best
+
+
+# The field example: a warp-specialised GEMM whose K loop runs a 3-stage TMA ring.
+
+GEMM = ROOT / "examples" / "ws_gemm_k_loop.json"
+RING = 6 * 16384  # A and B tiles of three stages, 128x64 and 64x128 bf16
+C_TILE = 32768  # the 128x128 bf16 epilogue tile
+
+
+def _gemm(drop: Callable[[dict[str, Any]], bool] = lambda _: False) -> PlanRequest:
+    data: dict[str, Any] = json.loads(GEMM.read_text())
+    data["syncs"] = [s for s in data["syncs"] if not drop(s)]
+    return PlanRequest.model_validate(data)
+
+
+def test_ws_gemm_k_loop_puts_the_epilogue_over_the_ring() -> None:
+    req = _gemm()
+    plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    assert emulate(req, plan).valid
+    assert plan.arena_bytes == plan.lower_bound == RING + 256
+    assert plan.naive_bytes == RING + C_TILE + 256
+    assert plan.barriers.inserted == []
+    assert plan.named_barriers == []
+    at = {p.id: p.offset for p in plan.placements}
+    assert len({at[f"{t}{s}"] for t in "AB" for s in range(3)}) == 6  # three stages apart
+    assert at["C"] < RING  # the epilogue tile over the ring's bytes
+
+
+def test_ws_gemm_k_loop_without_an_empty_arrive_is_refused() -> None:
+    req = _gemm(lambda s: s["kind"] == "mbarrier_arrive" and s["mbarrier"] == "empty_1")
+    with pytest.raises(RequestError) as err:
+        planner.plan(req)
+    assert "unprotected_reuse" in str(err.value.errors)
+    assert "'A1'" in str(err.value.errors)
+
+
+def test_ws_gemm_k_loop_without_the_consumers_barrier_keeps_the_epilogue_apart() -> None:
+    req = _gemm(lambda s: s["kind"] == "named_barrier")
+    plan = planner.plan(req)
+    assert plan.arena_bytes == RING + C_TILE + 256
+    assert emulate(req, plan).valid
+    # The placement of the example itself is now a race on the epilogue's bytes.
+    fitted = planner.plan(_gemm())
+    assert {v.code for v in planner.validate(req, fitted).violations} == {"missing_barrier"}
+    assert {v.code for v in emulate(req, fitted).violations} == {"race"}
+
+
+def test_a_time_limit_below_the_paths_work_is_refused_at_once() -> None:
+    data: dict[str, Any] = json.loads(GEMM.read_text())
+    data["options"]["time_limit"] = 0.001
+    with pytest.raises(RequestError) as err:
+        planner.plan(PlanRequest.model_validate(data))
+    assert [e["type"] for e in err.value.errors] == ["time_limit_too_small"]
+    assert list(err.value.errors[0]["loc"]) == ["options", "time_limit"]
+
+
+def test_a_persistent_tile_loop_around_the_k_loop_keeps_the_epilogue_apart() -> None:
+    data: dict[str, Any] = json.loads(GEMM.read_text())
+    data["loops"] = [{"start": 1, "end": 14}, {"start": 1, "end": 10, "min_trips": 1}]
+    req = PlanRequest.model_validate(data)
+    assert len(partition_paths(req)) == 1 + 3 + 9 + 27  # 0 to 3 tiles, 1 to 3 K trips each
+    plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    assert emulate(req, plan).valid
+    # Nothing orders the next tile's loads after this tile's epilogue: C stays apart.
+    assert plan.arena_bytes == plan.lower_bound == RING + C_TILE + 256
+    fitted = planner.plan(_gemm())
+    found = planner.validate(req, fitted).violations
+    assert {v.code for v in found} == {"missing_barrier"}
+    assert {tuple(sorted(v.buffers)) for v in found} <= {("A0", "C"), ("B0", "C")}
+    assert "race" in {v.code for v in emulate(req, fitted).violations}
