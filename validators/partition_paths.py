@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 if TYPE_CHECKING:
     from planner.core.models import Plan, PlanRequest
 
@@ -31,8 +33,20 @@ MAX_RUN_POINTS = 4096  # points of one path
 _TRIPS = (0, 1, 2, 3)  # trip counts a path runs a loop; 3 stands for any more
 
 
+Found = tuple[str, str, list[str], int | None]  # (code, message, buffers, point)
+
+
 class TooManyPathsError(Exception):
     """The request unrolls to more paths, or longer ones, than the validators check."""
+
+
+class UnwaitedOnPathError(Exception):
+    """A path where an asynchronous access never completes: no request with that path is
+    well formed, so the path is not checked further; ``found`` says which accesses."""
+
+    def __init__(self, found: list[Found]) -> None:
+        super().__init__(found)
+        self.found = found
 
 
 @dataclass(frozen=True)
@@ -229,15 +243,18 @@ def path_programs(request: PlanRequest, plan: Plan, barriers: list[int]) -> list
         ]
         data = request.model_dump(exclude_defaults=True, exclude={"loops", "branches"})
         options = {**data.get("options", {}), "barrier_candidates": None}
-        path = Request.model_validate(
-            {
-                **data,
-                "buffers": buffers,
-                "syncs": syncs,
-                "barriers": [n for n in copies(list(request.barriers)) if n <= last],
-                "options": options,
-            }
-        )
+        try:
+            path = Request.model_validate(
+                {
+                    **data,
+                    "buffers": buffers,
+                    "syncs": syncs,
+                    "barriers": [n for n in copies(list(request.barriers)) if n <= last],
+                    "options": options,
+                }
+            )
+        except ValidationError as e:
+            raise UnwaitedOnPathError(_unwaited(e, buffers, origin, label)) from None
         out.append(
             PathProgram(
                 request=path,
@@ -288,7 +305,20 @@ def _path_plan(
     )
 
 
-Found = tuple[str, str, list[str], int | None]  # (code, message, buffers, point)
+def _unwaited(
+    e: ValidationError, buffers: list[dict[str, Any]], origin: dict[str, str], label: str
+) -> list[Found]:
+    """``missing_wait`` for each asynchronous access of a path that nothing completes (the
+    path's refusal as ``uncovered_async_access``); any other refusal of a path is an error
+    of the expansion, raised."""
+    out: list[Found] = []
+    for err in e.errors():
+        loc = err["loc"]
+        if err["type"] != "uncovered_async_access" or loc[:1] != ("buffers",):
+            raise e
+        name = str(buffers[int(loc[1])]["id"])
+        out.append(("missing_wait", f"{err['msg']} (on the path {label})", [origin[name]], None))
+    return out
 
 
 def on_paths(
@@ -303,6 +333,8 @@ def on_paths(
         paths = path_programs(request, plan, barriers)
     except TooManyPathsError as e:
         return [("too_many_paths", f"not checked: {e}", [], None)]
+    except UnwaitedOnPathError as e:
+        return e.found
     out: list[Found] = []
     seen: set[tuple[str, tuple[str, ...]]] = set()
     for path in paths:

@@ -34,9 +34,9 @@ from planner.core.models import (
     Inval,
     NamedBarrier,
     PlanRequest,
-    Sync,
     Wait,
 )
+from planner.core.models.sync import Completed, group_of
 from planner.core.partitions import (
     Invals,
     PairOrder,
@@ -63,7 +63,8 @@ def plan_partitioned(req: PlanRequest, solver: SolverChoice) -> Outcome:
     """The outcome of a request with ``partitions``."""
     if req.loops or req.branches:
         return plan_partitioned_paths(req, solver)  # loops, branches: on every path
-    waits = _waits(req)
+    completed = added_waits(req) if req.has_async else None
+    waits = completed.waits if completed is not None else []
     if waits:
         # Planned on the kernel with its added waits: each completes its partition's groups
         # there, and orders them for the others from that partition's next release on.
@@ -120,12 +121,11 @@ def plan_partitioned(req: PlanRequest, solver: SolverChoice) -> Outcome:
             within = sync != "insert" or cap is None or alt_stabs <= cap
             if within and (alt.arena_bytes, alt_added.cost) <= (placed.arena_bytes, added.cost):
                 placed, added = alt, alt_added
-    outcome = _assemble(req, sync, verdicts, placed, added, (bound, clique), invals)
+    waited = _waited(req, completed) if completed is not None else {}
+    outcome = _assemble(req, sync, verdicts, placed, added, (bound, clique), invals, waited)
     if not waits:
         return outcome
-    origin: Literal["inserted", "required"] = (
-        "inserted" if req.options.sync == "insert" else "required"
-    )
+    origin = _origin(req)
     listed = [
         Wait(kind=w.group, at=w.at, origin=origin, partition=w.partition)
         for w in waits
@@ -134,13 +134,26 @@ def plan_partitioned(req: PlanRequest, solver: SolverChoice) -> Outcome:
     return replace(outcome, waits=listed)
 
 
-def _waits(req: PlanRequest) -> list[Sync]:
-    """The wait_groups the plan adds (sync "insert") or requires ("none") for the asynchronous
-    accesses no wait of their partition completes, each by the issuing partition
-    (``added_waits``)."""
-    if not req.has_async:
-        return []
-    return added_waits(req).waits
+def _origin(req: PlanRequest) -> Literal["inserted", "required"]:
+    """How the plan lists the syncs it adds: inserted (sync "insert") or required."""
+    return "inserted" if req.options.sync == "insert" else "required"
+
+
+def _waited(req: PlanRequest, completed: Completed) -> dict[int, str]:
+    """Per buffer, in words, the waits the plan adds (``added_waits``, each run by the
+    partition that issued the accesses it completes) that complete its accesses."""
+    ours = {(w.at, w.group, w.partition) for w in completed.waits}
+    found: dict[int, set[tuple[int, str, str]]] = {}
+    for c in completed.covered:
+        a = req.buffers[c.buffer].accesses[c.access]
+        group = group_of(a)
+        if group is not None and (c.done, group, a.partition) in ours:
+            found.setdefault(c.buffer, set()).add((c.done, group, a.partition or ""))
+    made = _origin(req)
+    return {
+        i: ", ".join(f"the {g} wait_group by {q} at point {at} ({made})" for at, g, q in sorted(w))
+        for i, w in found.items()
+    }
 
 
 def _invals(req: PlanRequest, invals: Invals, shared: set[tuple[int, int]]) -> list[Inval]:
@@ -270,6 +283,7 @@ def _assemble(
     added: NewSyncs,
     peak: tuple[int, list[int]],
     invals: Invals,
+    waited: dict[int, str],
 ) -> Outcome:
     """The outcome of a partitioned request: the placement, the syncs it relies on, and a
     note per pair of buffers reusing bytes across partitions."""
@@ -279,7 +293,7 @@ def _assemble(
     origin: Literal["inserted", "required"] = "inserted" if sync == "insert" else "required"
     shared = _sharing(sizes, offsets)
     names = [p.id for p in req.partitions]
-    notes = _reuse_notes(req, verdicts, added, invals, shared, origin, clique)
+    notes = _reuse_notes(req, verdicts, added, (invals, waited), shared, origin, clique)
     free = _free(verdicts, added)
     return Outcome(
         method=placed.name,
@@ -347,13 +361,15 @@ def _reuse_notes(
     req: PlanRequest,
     verdicts: list[PairOrder],
     added: NewSyncs,
-    invals: Invals,
+    done: tuple[Invals, dict[int, str]],
     shared: set[tuple[int, int]],
     origin: Literal["inserted", "required"],
     clique: list[int],
 ) -> list[Diagnostic]:
-    """One note per pair of buffers on common bytes and what orders them, then one on the
-    order the plan was made on and its lower bound."""
+    """One note per pair of buffers on common bytes and what orders them (after the inval
+    or the added waits that finish the earlier one, ``done``), then one on the order the plan
+    was made on and its lower bound."""
+    invals, waited = done
     names = [p.id for p in req.partitions]
     reuses: list[dict[str, str]] = []
     for v in verdicts:
@@ -366,6 +382,8 @@ def _reuse_notes(
         if x in invals:
             q, at, made = invals[x]
             how = f"the mbarrier_inval by {names[q]} at point {at} ({made}), then {how}"
+        if x in waited:
+            how = f"{waited[x]}, then {how}"
         reuses.append(
             {
                 "level": "info",

@@ -323,3 +323,19 @@ def test_a_persistent_tile_loop_around_the_k_loop_keeps_the_epilogue_apart() -> 
     assert {v.code for v in found} == {"missing_barrier"}
     assert {tuple(sorted(v.buffers)) for v in found} <= {("A0", "C"), ("B0", "C")}
     assert "race" in {v.code for v in emulate(req, fitted).violations}
+
+
+def test_both_validators_report_a_wait_dropped_from_a_looped_request() -> None:
+    """The request without the epilogue store's wait (a request no path of which is well
+    formed) is judged, not raised on: both validators report the access never completing."""
+    req = PlanRequest.model_validate(
+        json.loads((ROOT / "examples" / "ws_gemm_k_loop.json").read_text())
+    )
+    plan = planner.plan(req)
+    assert planner.validate(req, plan).valid
+    dropped = [s for s in req.syncs if not (s.kind == "wait_group" and s.group == "bulk")]
+    assert len(dropped) == len(req.syncs) - 1
+    faulty = req.model_copy(update={"syncs": dropped})
+    for report in (planner.validate(faulty, plan), emulate(faulty, plan)):
+        assert not report.valid
+        assert {(v.code, tuple(v.buffers)) for v in report.violations} >= {("missing_wait", ("C",))}

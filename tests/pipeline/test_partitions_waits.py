@@ -410,3 +410,32 @@ def test_the_selftest_plants_a_partitioned_drop_wait_and_drop_inval_both_validat
     assert not tally.failed
     assert not tally.other_misses
     assert all(tally.caught[k, v] == 1 for k in tally.planted for v in ("static", "emulator"))
+
+
+def test_a_reuse_note_names_the_added_wait_that_finishes_the_earlier_buffer() -> None:
+    """The C tile takes the ring stages' bytes once the consumer's added wgmma waits have
+    completed their reads: each reuse note names that wait, the point and the partition."""
+    req = parse_request(WS_WAITS.read_text())
+    plan = planner.plan(req)
+    assert planner.validate(req, plan).valid
+    notes = {
+        d.message.split(", ordered by ")[0]: d.message.split(", ordered by ")[1]
+        for d in plan.diagnostics
+        if d.code == "reuse_across_partitions"
+    }
+    by_wait = {
+        reuse: how
+        for reuse, how in notes.items()
+        if how.startswith("the wgmma wait_group by consumer at point")
+    }
+    assert by_wait, notes
+    for reuse, how in by_wait.items():
+        earlier = reuse.split(" reuses bytes of ")[1]
+        point = int(how.split(" at point ")[1].split(" ")[0])
+        assert any(w.at == point and w.partition == "consumer" for w in plan.waits), how
+        assert any(
+            a.agent == "mma" and a.at < point
+            for b in req.buffers
+            if b.id == earlier
+            for a in b.accesses
+        ), (reuse, how)

@@ -49,6 +49,7 @@ __all__ = [
     "check_syncs",
     "completing_waits",
     "completions",
+    "group_of",
     "scope_of",
 ]
 
@@ -209,7 +210,8 @@ class Covered(BaseModel):
     done: int  # program point of the covering sync: complete before the accesses there
 
 
-def _group(access: Access) -> GroupKind | None:
+def group_of(access: Access) -> GroupKind | None:
+    """The wait_group kind that completes ``access`` (None: a thread access or a TMA write)."""
     return _GROUP_OF.get((access.agent, access.op))
 
 
@@ -224,7 +226,7 @@ def completions(
     by_scope_points: dict[_GroupKey, list[int]] = {}
     for b in buffers:
         for a in b.accesses:
-            group = _group(a)
+            group = group_of(a)
             if group is not None:
                 key = (group, scope_of(a.at, loops, branches), a.partition)
                 by_scope_points.setdefault(key, []).append(a.at)
@@ -283,7 +285,7 @@ def _cover(
                 "range, in the same scope"
             )
         return wait.at
-    group = _group(a)
+    group = group_of(a)
     if group is None:
         return f"a {a.agent} {a.op} is no asynchronous access"
     points = issued.get((group, scope, a.partition), [])
@@ -334,7 +336,7 @@ def completing_waits(
     points: set[tuple[int, GroupKind, str]] = set()  # (point, group, partition or "")
     for i, k, _ in missing if waits else []:
         a = buffers[i].accesses[k]
-        group = _group(a)
+        group = group_of(a)
         if group is None:
             continue
         limit = next(e for s, e in buffers[i].lifetimes if s <= a.at < e)
@@ -465,7 +467,7 @@ def check_syncs(
     missing = completing_waits(buffers, syncs, loops, branches, waits=waits).missing
     for i, k, why in missing:
         a = buffers[i].accesses[k]
-        if waits and _group(a) is not None:
+        if waits and group_of(a) is not None:
             why += ", and no point after the issue in its scope, by that end, for a wait"
         errors.add(
             ("buffers", i, "accesses", k, "agent"),
