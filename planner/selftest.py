@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CORRECT",
+    "CPU_CHECKS",
     "MUST_CATCH",
     "Subject",
     "Tally",
@@ -54,7 +55,8 @@ __all__ = [
 ]
 
 CORRECT = "(correct plans)"
-MUST_CATCH = ("overlap",)  # fault kinds every validator must catch
+MUST_CATCH = ("overlap",)  # fault kinds every validator must catch, the GPU harness too
+CPU_CHECKS = ("static", "emulator")  # these must catch every kind of fault planted
 EXAMPLES = Path(__file__).resolve().parent / "examples"  # shipped in the wheel too
 RANDOM_BLOCK = [64, 1, 1]  # threads: more than one, so cross-thread hazards are real
 RANDOM_BUFFERS = (12, 24, 40)  # buffers per random request, in turn (half in a program)
@@ -229,7 +231,8 @@ def _judge(subject: Subject, kind: str, checks: dict[str, Check], tally: Tally) 
         tally.count(kind, name, not passed)
         if passed:
             line = f"{name} missed {kind} in {subject.name}"
-            (tally.misses if kind in MUST_CATCH else tally.other_misses).append(line)
+            must = kind in MUST_CATCH or name in CPU_CHECKS
+            (tally.misses if must else tally.other_misses).append(line)
 
 
 def format_table(tally: Tally, names: Sequence[str]) -> str:
@@ -248,8 +251,9 @@ def format_table(tally: Tally, names: Sequence[str]) -> str:
 
 
 def command(args: argparse.Namespace) -> int:
-    """Run ``planner selftest``: 0 when every validator passed the correct plans and caught
-    every overlap, 1 otherwise, 2 for bad usage."""
+    """Run ``planner selftest``: 0 when every validator passed the correct plans, the CPU
+    validators caught every planted fault and the GPU harness every overlap; 1 otherwise, 2
+    for bad usage."""
     gpu_options = None
     if args.gpu:
         from planner.validators.cuda import GpuOptions, gpu_available

@@ -1,5 +1,6 @@
 """``planner selftest``: planted faults are caught, correct plans pass, and a validator that
-misses an overlap or rejects a correct plan fails the run."""
+rejects a correct plan, a CPU validator that misses any planted fault, or any validator that
+misses an overlap fails the run."""
 
 from __future__ import annotations
 
@@ -116,6 +117,19 @@ def test_a_validator_that_misses_overlaps_fails_the_run(cases: list[Subject]) ->
     assert result.failed
     assert result.misses[0].startswith("lenient missed overlap in ")
     assert not result.false_alarms
+
+
+def test_a_cpu_validator_that_misses_any_fault_fails_the_run(cases: list[Subject]) -> None:
+    """The static check and the emulator must catch every kind planted; another check (the
+    GPU harness) must catch overlaps only."""
+    as_cpu = run_selftest(cases[:2], {"static": _lenient}, seed=7, kinds=["misalign"])
+    assert as_cpu.planted["misalign"] > 0
+    assert as_cpu.failed
+    assert as_cpu.misses[0].startswith("static missed misalign in ")
+    other = run_selftest(cases[:2], {"gpu": _lenient}, seed=7, kinds=["misalign"])
+    assert not other.failed
+    assert other.other_misses
+    assert not other.misses
 
 
 def test_a_validator_that_rejects_correct_plans_fails_the_run(cases: list[Subject]) -> None:
