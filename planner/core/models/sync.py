@@ -187,8 +187,13 @@ Scope = tuple[tuple[int, ...], tuple[tuple[int, int], ...]]  # (loops, (branch, 
 _GroupKey = tuple[GroupKind, Scope, str | None]
 
 
+_STRAIGHT: Scope = ((), ())  # the scope of every point of a program without loops or branches
+
+
 def scope_of(point: int, loops: Sequence[Loop], branches: Sequence[Branch]) -> Scope:
     """The loops and branch arms around ``point``: two points of one scope run together."""
+    if not loops and not branches:
+        return _STRAIGHT
     around = tuple(i for i, lp in enumerate(loops) if lp.start <= point < lp.end)
     arms = tuple(
         (i, k)
