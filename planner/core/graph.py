@@ -176,6 +176,10 @@ class InterferenceGraph:
         plain = self.lower_bound
         if self.n == 0 or self.n > ALIGNED_BOUND_MAX_BUFFERS:
             return plain
+        if not bool((self.size % int(self.alignment.max())).any()):
+            # Every size is a multiple of every alignment (powers of two): no rounding pads
+            # a buffer, and the bound at each point is its live bytes, at most the peak.
+            return plain
         points = distinct(self.start)
         at = points[:, None]
         live = (self.start[None, :] <= at) & (self.occupied_end[None, :] > at)
