@@ -404,26 +404,17 @@ def _padding_lists(
     stack with the padding their alignments force (``solvers._stack_kernel``).
 
     Returns the free non-empty buffers live in each section (CSR, those of one class
-    adjacent), each buffer's class (alignment and size modulo the period, the largest
-    alignment), and per section the period (0 where the check does not apply: no alignment
-    can pad there, a pinned buffer is live there, or the graph is too large for the check's
-    bit sets) and the most padding its buffers could ever need (a section with more slack
-    is not checked).
+    adjacent; none where no section is checked), each buffer's class (alignment and size
+    modulo the period, the largest alignment), and per section the period (0 where the check
+    does not apply: no alignment can pad there, a pinned buffer is live there, or the graph
+    is too large for the check's bit sets) and the most padding its buffers could ever need
+    (a section with more slack is not checked).
     """
     sections = int(sec_pin_ptr.size) - 1
     step = granularity(g)
     free = np.flatnonzero((g.pinned < 0) & (g.size > 0))
     period = int(g.alignment[free].max(initial=1))
     cls = (g.alignment * period + g.size % period).astype(np.int64)
-    sec_of, owner = _sections_of(free, first, last)
-    # By section, then class, then index: one sort of the section and the rank of the rest.
-    by_class = np.lexsort((np.arange(g.n), cls)).astype(np.int64)
-    rank = np.empty(g.n, dtype=np.int64)
-    rank[by_class] = np.arange(g.n, dtype=np.int64)
-    keys = np.sort(sec_of * max(1, g.n) + rank[owner])
-    ptr = np.zeros(sections + 1, dtype=np.int64)
-    np.cumsum(np.bincount(sec_of, minlength=sections), out=ptr[1:])
-    cols = by_class[keys % max(1, g.n)].astype(np.int64)
     # Each free buffer's padding counts in every section it is live in: a running sum of
     # where they come and go.
     pad = g.alignment[free] - np.minimum(g.alignment[free], step)
@@ -433,7 +424,26 @@ def _padding_lists(
     max_pad = np.cumsum(change)[:sections].astype(np.int64)
     pinned_live = np.diff(sec_pin_ptr) > 0
     off = (max_pad == 0) | pinned_live | (g.n > STACK_MAX_BUFFERS)
-    return ptr, cols, cls, np.where(off, 0, period).astype(np.int64), max_pad
+    periods = np.where(off, 0, period).astype(np.int64)
+    if not bool(periods.any()):
+        # No section is checked, so the kernel reads no list: they stay empty.
+        return (
+            np.zeros(sections + 1, dtype=np.int64),
+            np.zeros(0, dtype=np.int64),
+            cls,
+            periods,
+            max_pad,
+        )
+    sec_of, owner = _sections_of(free, first, last)
+    # By section, then class, then index: one sort of the section and the rank of the rest.
+    by_class = np.lexsort((np.arange(g.n), cls)).astype(np.int64)
+    rank = np.empty(g.n, dtype=np.int64)
+    rank[by_class] = np.arange(g.n, dtype=np.int64)
+    keys = np.sort(sec_of * max(1, g.n) + rank[owner])
+    ptr = np.zeros(sections + 1, dtype=np.int64)
+    np.cumsum(np.bincount(sec_of, minlength=sections), out=ptr[1:])
+    cols = by_class[keys % max(1, g.n)].astype(np.int64)
+    return ptr, cols, cls, periods, max_pad
 
 
 def node_budget(g: InterferenceGraph, time_limit: float) -> int:
