@@ -310,12 +310,12 @@ def _improve(
     # holds for that target, not for the request, and no bound is taken from them.
     target = bound if stop_at is None else max(bound, stop_at)
     roof = _roof(target, slack, capacity)
-    parts = [m for m in g.members() if arena_of(g.subgraph(m), plan.offsets[m]) > roof]
+    parts = [m for m in g.members() if arena_of(_part_graph(g, m), plan.offsets[m]) > roof]
     if not _exact_affordable(g, parts, time_limit):
         return best
     per_part = time_limit / max(1, len(parts))  # seconds
-    for members in sorted(parts, key=lambda m: -arena_of(g.subgraph(m), plan.offsets[m])):
-        sub = g.subgraph(members)
+    for members in sorted(parts, key=lambda m: -arena_of(_part_graph(g, m), plan.offsets[m])):
+        sub = _part_graph(g, members)
         if arena_of(sub, plan.offsets[members]) <= roof:
             continue  # the arena is the largest component's: lower gains nothing
         part = _Part(g, members, sub, capacity, per_part, target, bound, slack)
@@ -345,6 +345,12 @@ def _improve(
         tried=plan.tried,
         notes=notes,
     )
+
+
+def _part_graph(g: InterferenceGraph, members: I64) -> InterferenceGraph:
+    """The graph of ``members`` (distinct indices): ``g`` itself, with what it has
+    computed already, when they are all its buffers."""
+    return g if members.size == g.n else g.subgraph(members)
 
 
 @dataclass(frozen=True)
@@ -449,8 +455,7 @@ def _exact_affordable(g: InterferenceGraph, parts: list[I64], time_limit: float)
     ``EXACT_SETUP_SHARE`` of the time limit, the greedy plan stands."""
     if not parts:
         return True
-    members = np.concatenate(parts)
-    sub = g if members.size == g.n else g.subgraph(members)
+    sub = _part_graph(g, np.concatenate(parts))
     edges = sub.conflict_edges
     setup = (sub.n + edges) / EXACT_SETUP_RATE  # seconds
     return edges <= EXACT_MAX_EDGES and setup <= EXACT_SETUP_SHARE * time_limit

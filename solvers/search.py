@@ -179,11 +179,12 @@ def _csr(src: I64, dst: I64, n: int) -> tuple[I64, I64]:
 def _sections_of(buffers: I64, first: I64, last: I64) -> tuple[I64, I64]:
     """(section, buffer) for every section each of ``buffers`` is live in, by buffer."""
     lengths = last[buffers] - first[buffers]
-    sec_of = np.concatenate(
-        [np.arange(first[i], last[i], dtype=np.int64) for i in buffers.tolist()]
-        or [np.zeros(0, np.int64)]
+    # Each buffer's run of sections counts up from its first, from where the run begins.
+    begins = np.cumsum(lengths) - lengths
+    sec_of = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(
+        first[buffers] - begins, lengths
     )
-    return sec_of, np.repeat(buffers, lengths).astype(np.int64)
+    return sec_of.astype(np.int64), np.repeat(buffers, lengths).astype(np.int64)
 
 
 def _instance(g: InterferenceGraph, order: str = ORDERS[0]) -> _Instance:
@@ -199,11 +200,12 @@ def _instances(g: InterferenceGraph, orders: tuple[str, ...]) -> list[_Instance]
 @dataclass(frozen=True)
 class _Common:
     """What every order's instance of one graph shares: the kernel's arrays but the ranking,
-    the ranking keys and the sections' ends."""
+    the ranking keys, the sections' ends and the classes of interchangeable buffers."""
 
     shared: dict[str, I64]
     keys: dict[str, I64]
     end_at: I64
+    twins: I64  # per buffer its class of interchangeable buffers (``_twin_classes``)
 
     @staticmethod
     def of(g: InterferenceGraph) -> _Common:
@@ -220,11 +222,10 @@ class _Common:
         b = by_start[src_pos + 1 + within]
         src = np.concatenate([a, b])
         dst = np.concatenate([b, a])
-        # Each buffer's neighbours smallest first: a waiting buffer's lowest offset is the
-        # least lift of its unplaced neighbours, and the kernel stops reading once a neighbour
-        # is too large to lift it any lower.
-        by_size = np.lexsort((dst, g.size[dst]))
-        adj_ptr, adj = _csr(src[by_size], dst[by_size], n)
+        # Each buffer's neighbours smallest first (ties by index): a waiting buffer's lowest
+        # offset is the least lift of its unplaced neighbours, and the kernel stops reading
+        # once a neighbour is too large to lift it any lower.
+        adj_ptr, adj = _by_size_lists(g.size, src, dst)
         to_pin = g.pinned[dst] >= 0
         pin_ptr, pin_adj = _csr(src[to_pin], dst[to_pin], n)
         points = np.unique(np.concatenate([g.start, g.occupied_end]))
@@ -240,6 +241,7 @@ class _Common:
         keys = _rank_keys(g, first, last, sections)
         end_at = np.zeros(sections + 1, dtype=np.int64)
         end_at[last] = 1
+        twins = _twin_classes(g)
         shared = {
             "size": g.size.astype(np.int64),
             "alignment": g.alignment.astype(np.int64),
@@ -258,7 +260,7 @@ class _Common:
             "sec_period": sec_period,
             "sec_max_pad": sec_max_pad,
         }
-        return _Common(shared, keys, end_at)
+        return _Common(shared, keys, end_at, twins)
 
     def instances(self, g: InterferenceGraph, orders: tuple[str, ...]) -> list[_Instance]:
         """One instance per order of ``orders``."""
@@ -266,7 +268,7 @@ class _Common:
         return [
             _Instance(
                 **self.shared,
-                **_ranked(g, self.keys, order),
+                **_ranked(g, self.keys, order, self.twins),
                 end_at=self.end_at if order in MINIMALLOC_ORDERS else none,
             )
             for order in orders
@@ -283,9 +285,7 @@ def _rank_keys(g: InterferenceGraph, first: I64, last: I64, sections: int) -> di
     np.add.at(load, first, g.size)
     np.add.at(load, last, -g.size)
     load = np.cumsum(load)[:sections]
-    fullest = np.array(
-        [int(load[first[i] : last[i]].max(initial=0)) for i in range(g.n)], dtype=np.int64
-    )
+    fullest = _range_max(load, first, last)
     return {
         "T": -fullest,
         "W": -(g.occupied_end - g.start).astype(np.int64),
@@ -298,10 +298,13 @@ def _rank_keys(g: InterferenceGraph, first: I64, last: I64, sections: int) -> di
     }
 
 
-def _ranked(g: InterferenceGraph, keys: dict[str, I64], order: str) -> dict[str, I64]:
+def _ranked(
+    g: InterferenceGraph, keys: dict[str, I64], order: str, twins: I64 | None = None
+) -> dict[str, I64]:
     """``by_rank``, ``rank``, ``twin_prev``, ``pre_rank`` and ``post_rank`` under the priority
-    ``order``; ties go to request order in MiniMalloc's orders (``MINIMALLOC_ORDERS``), as
-    its solver breaks them, and to the earliest start, then request order, in the others.
+    ``order`` (``twins``: the graph's ``_twin_classes``, computed here when None); ties go
+    to request order in MiniMalloc's orders (``MINIMALLOC_ORDERS``), as its solver breaks
+    them, and to the earliest start, then request order, in the others.
 
     In MiniMalloc's orders a sub-problem of a decomposition is ranked afresh, as its solver
     does: "T" is then taken on the unplaced bytes left. ``pre_rank`` ranks by the keys before
@@ -313,14 +316,7 @@ def _ranked(g: InterferenceGraph, keys: dict[str, I64], order: str) -> dict[str,
     rank = np.empty(n, dtype=np.int64)
     rank[by_rank] = np.arange(n, dtype=np.int64)
     # Interchangeable free buffers are placed in rank order: each waits for the one before.
-    twin_prev = np.full(n, -1, dtype=np.int64)
-    seen: dict[tuple[int, int, int, int], int] = {}
-    for i in by_rank.tolist():
-        if g.pinned[i] >= 0:
-            continue
-        key = (int(g.start[i]), int(g.occupied_end[i]), int(g.size[i]), int(g.alignment[i]))
-        twin_prev[i] = seen.get(key, -1)
-        seen[key] = i
+    twin_prev = _twin_prev(by_rank, _twin_classes(g) if twins is None else twins)
     head, _, tail = order.partition("T")
     pre_rank = _dense_rank([keys[ch] for ch in head], n)
     post_rank = (
@@ -342,9 +338,63 @@ def _dense_rank(keys: list[I64], n: int) -> I64:
     rank; no keys: all 0."""
     if not keys:
         return np.zeros(n, dtype=np.int64)
-    stacked = np.stack([np.asarray(k, dtype=np.int64) for k in keys], axis=1)
-    _, dense = np.unique(stacked, axis=0, return_inverse=True)
-    return np.asarray(dense, dtype=np.int64).reshape(-1)
+    columns = [np.asarray(k, dtype=np.int64) for k in keys]
+    order = np.lexsort(columns[::-1])
+    change = np.zeros(n, dtype=bool)
+    for column in columns:
+        ranked = column[order]
+        change[1:] |= ranked[1:] != ranked[:-1]
+    dense = np.empty(n, dtype=np.int64)
+    dense[order] = np.cumsum(change)
+    return dense
+
+
+def _range_max(values: I64, first: I64, last: I64) -> I64:
+    """Per pair the largest of ``values[first:last]`` (0 for an empty range; ``values`` are
+    not negative), in one pass of ``np.maximum.reduceat``."""
+    if first.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    padded = np.append(values, 0).astype(np.int64)  # ``last`` may be one past the end
+    bounds = np.empty(2 * first.size, dtype=np.int64)
+    bounds[0::2], bounds[1::2] = first, last
+    # A pair with first < last reduces over the range; an empty one gives one value, unused.
+    found = np.maximum.reduceat(padded, bounds)[0::2]
+    return np.where(last > first, found, 0).astype(np.int64)
+
+
+def _twin_classes(g: InterferenceGraph) -> I64:
+    """Per buffer its class of interchangeable buffers (the same start, occupied end, size and
+    alignment); -1 for a pinned buffer, which has no twin."""
+    classes = _dense_rank([g.start, g.occupied_end, g.size, g.alignment], g.n)
+    classes[g.pinned >= 0] = -1
+    return classes
+
+
+def _twin_prev(by_rank: I64, twins: I64) -> I64:
+    """Per buffer the free buffer of its class ranked just before it (``by_rank``), or -1."""
+    n = int(by_rank.size)
+    ranked = by_rank[twins[by_rank] >= 0]
+    ranked = ranked[np.argsort(twins[ranked], kind="stable")]  # by class, rank order within
+    classes = twins[ranked]
+    follows = np.flatnonzero(classes[1:] == classes[:-1]) + 1
+    twin_prev = np.full(n, -1, dtype=np.int64)
+    twin_prev[ranked[follows]] = ranked[follows - 1]
+    return twin_prev
+
+
+def _by_size_lists(size: I64, src: I64, dst: I64) -> tuple[I64, I64]:
+    """Row pointers and columns of the pairs ``(src, dst)`` (each pair once), each row's
+    columns by size, ties by index: one sort of ``src * n + rank``, the rank of a column's
+    (size, index)."""
+    n = int(size.size)
+    by_size = np.lexsort((np.arange(n), size)).astype(np.int64)
+    rank = np.empty(n, dtype=np.int64)
+    rank[by_size] = np.arange(n, dtype=np.int64)
+    keys = np.sort(src.astype(np.int64) * n + rank[dst])
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=ptr[1:])
+    cols: I64 = by_size[keys % n] if n else keys
+    return ptr, cols
 
 
 def _padding_lists(
@@ -354,25 +404,46 @@ def _padding_lists(
     stack with the padding their alignments force (``solvers._stack_kernel``).
 
     Returns the free non-empty buffers live in each section (CSR, those of one class
-    adjacent), each buffer's class (alignment and size modulo the period, the largest
-    alignment), and per section the period (0 where the check does not apply: no alignment
-    can pad there, a pinned buffer is live there, or the graph is too large for the check's
-    bit sets) and the most padding its buffers could ever need (a section with more slack
-    is not checked).
+    adjacent; none where no section is checked), each buffer's class (alignment and size
+    modulo the period, the largest alignment), and per section the period (0 where the check
+    does not apply: no alignment can pad there, a pinned buffer is live there, or the graph
+    is too large for the check's bit sets) and the most padding its buffers could ever need
+    (a section with more slack is not checked).
     """
     sections = int(sec_pin_ptr.size) - 1
     step = granularity(g)
     free = np.flatnonzero((g.pinned < 0) & (g.size > 0))
     period = int(g.alignment[free].max(initial=1))
     cls = (g.alignment * period + g.size % period).astype(np.int64)
-    sec_of, owner = _sections_of(free, first, last)
-    order = np.lexsort((owner, cls[owner], sec_of))
-    ptr, cols = _csr(sec_of[order], owner[order], sections)
-    max_pad = np.zeros(sections, dtype=np.int64)
-    np.add.at(max_pad, sec_of, g.alignment[owner] - np.minimum(g.alignment[owner], step))
+    # Each free buffer's padding counts in every section it is live in: a running sum of
+    # where they come and go.
+    pad = g.alignment[free] - np.minimum(g.alignment[free], step)
+    change = np.zeros(sections + 1, dtype=np.int64)
+    np.add.at(change, first[free], pad)
+    np.add.at(change, last[free], -pad)
+    max_pad = np.cumsum(change)[:sections].astype(np.int64)
     pinned_live = np.diff(sec_pin_ptr) > 0
     off = (max_pad == 0) | pinned_live | (g.n > STACK_MAX_BUFFERS)
-    return ptr, cols, cls, np.where(off, 0, period).astype(np.int64), max_pad
+    periods = np.where(off, 0, period).astype(np.int64)
+    if not bool(periods.any()):
+        # No section is checked, so the kernel reads no list: they stay empty.
+        return (
+            np.zeros(sections + 1, dtype=np.int64),
+            np.zeros(0, dtype=np.int64),
+            cls,
+            periods,
+            max_pad,
+        )
+    sec_of, owner = _sections_of(free, first, last)
+    # By section, then class, then index: one sort of the section and the rank of the rest.
+    by_class = np.lexsort((np.arange(g.n), cls)).astype(np.int64)
+    rank = np.empty(g.n, dtype=np.int64)
+    rank[by_class] = np.arange(g.n, dtype=np.int64)
+    keys = np.sort(sec_of * max(1, g.n) + rank[owner])
+    ptr = np.zeros(sections + 1, dtype=np.int64)
+    np.cumsum(np.bincount(sec_of, minlength=sections), out=ptr[1:])
+    cols = by_class[keys % max(1, g.n)].astype(np.int64)
+    return ptr, cols, cls, periods, max_pad
 
 
 def node_budget(g: InterferenceGraph, time_limit: float) -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from planner.core._jit import njit
+from planner.core._jit import njit, ready
 
 I64 = npt.NDArray[np.int64]
 NEVER = np.iinfo(np.int64).max  # release point of an extent no barrier releases
@@ -86,3 +86,13 @@ def _any_clash(order: I64, gone: I64, lo: I64, hi: I64, start: I64, release: I64
             tree[k] += 1
             k += k & -k
     return False
+
+
+# The kernel itself, held where loading leaves it: a kernel's load puts numba's dispatcher in
+# place of every kernel named in its module.
+_KERNEL = (_any_clash,)
+
+
+def loaded() -> bool:
+    """Whether this process has run the compiled check: calling it loads nothing."""
+    return ready(_KERNEL[0])

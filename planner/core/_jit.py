@@ -81,6 +81,7 @@ __all__ = [
     "interpreted",
     "njit",
     "pause",
+    "ready",
 ]
 
 _said: set[str] = set()  # parts this process has announced or found compiled
@@ -244,6 +245,12 @@ def njit(
         return cast(F, Kernel(f, small=small, borrows=borrows))
 
     return wrap if func is None else wrap(func)
+
+
+def ready(kernel: Callable[..., Any]) -> bool:
+    """Whether ``kernel`` (an ``njit`` function) has run compiled in this process: its next
+    call loads nothing."""
+    return isinstance(kernel, Kernel) and kernel._compiled is not None and kernel._called
 
 
 @contextmanager

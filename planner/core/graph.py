@@ -176,6 +176,10 @@ class InterferenceGraph:
         plain = self.lower_bound
         if self.n == 0 or self.n > ALIGNED_BOUND_MAX_BUFFERS:
             return plain
+        if not bool((self.size % int(self.alignment.max())).any()):
+            # Every size is a multiple of every alignment (powers of two): no rounding pads
+            # a buffer, and the bound at each point is its live bytes, at most the peak.
+            return plain
         points = distinct(self.start)
         at = points[:, None]
         live = (self.start[None, :] <= at) & (self.occupied_end[None, :] > at)
@@ -234,9 +238,12 @@ class InterferenceGraph:
     ) -> InterferenceGraph:
         """The same buffers (arrays shared; no graph writes them) with each occupied interval
         ending at the first of ``barriers`` at or after ``after_last`` (last access + 1), and
-        at least at the lifetime's end; ``barriers`` None: no extension."""
-        released = extend_to_barriers(after_last, barriers, horizon)
-        return replace(self, occupied_end=np.maximum(released, self.end))
+        at least at the lifetime's end; ``barriers`` None: no extension. This graph itself,
+        with what it has computed, when no occupied interval changes."""
+        occupied_end = np.maximum(extend_to_barriers(after_last, barriers, horizon), self.end)
+        if np.array_equal(occupied_end, self.occupied_end):
+            return self
+        return replace(self, occupied_end=occupied_end)
 
     def subgraph(self, members: I64) -> InterferenceGraph:
         """The buffers ``members`` (indices, in that order) as a graph of their own."""

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner.validators._disjoint import NEVER, any_clash, releases
+from planner.core._jit import compiled
+from planner.validators._disjoint import NEVER, any_clash, loaded, releases
+from planner.validators.sweep import PRESWEEP_READY_MIN_EXTENTS, _presweeps
 
 
 def _brute(lo: np.ndarray, hi: np.ndarray, start: np.ndarray, release: np.ndarray) -> bool:
@@ -42,3 +44,15 @@ def test_disjoint_stack_and_one_overlap() -> None:
     release = end.copy()
     assert not any_clash(lo, lo + 16, start, end, release)
     assert any_clash(lo, lo + 17, start, end, release)
+
+
+def test_loaded_once_run_compiled() -> None:
+    """After a compiled call the pre-sweep counts as loaded, so the static check runs it first
+    on plans of ``PRESWEEP_READY_MIN_EXTENTS`` extents and more."""
+    lo = np.array([0, 16], dtype=np.int64)
+    start, end = np.zeros(2, dtype=np.int64), np.ones(2, dtype=np.int64)
+    with compiled():
+        any_clash(lo, lo + 16, start, end, end.copy())
+    assert loaded()
+    assert _presweeps(PRESWEEP_READY_MIN_EXTENTS)
+    assert not _presweeps(PRESWEEP_READY_MIN_EXTENTS - 1)

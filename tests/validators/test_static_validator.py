@@ -5,10 +5,12 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from planner.core._jit import compiled
 from planner.core.models import (
     Barriers,
     GraphStats,
@@ -20,6 +22,8 @@ from planner.core.models import (
     ValidationReport,
 )
 from planner.validators import validate_plan
+from planner.validators._disjoint import any_clash
+from planner.validators.sweep import PRESWEEP_READY_MIN_EXTENTS, _presweeps
 from tests.support.samples import TWO_PHASE
 
 BASE = TWO_PHASE  # a, b share bytes across the barrier at 4; c lives beside both
@@ -373,8 +377,12 @@ def test_report_is_deterministic() -> None:
 
 
 @st.composite
-def _instances(draw: st.DrawFn) -> tuple[PlanRequest, Plan]:
-    n = draw(st.integers(0, 9))
+def _instances(
+    draw: st.DrawFn, buffers_from: int = 0, buffers_to: int = 9, stacked: bool = False
+) -> tuple[PlanRequest, Plan]:
+    """A request and a plan; ``stacked``: each buffer in a slot of its own or one byte up,
+    so that most plans are valid and a few share a byte."""
+    n = draw(st.integers(buffers_from, buffers_to))
     buffers: list[dict[str, Any]] = []
     offsets: dict[str, int] = {}
     horizon = 0
@@ -390,7 +398,7 @@ def _instances(draw: st.DrawFn) -> tuple[PlanRequest, Plan]:
                 "end": end,
             }
         )
-        offsets[f"b{i}"] = draw(st.integers(0, 16))
+        offsets[f"b{i}"] = 8 * i + draw(st.integers(0, 1)) if stacked else draw(st.integers(0, 16))
     points = st.lists(st.integers(0, horizon), max_size=5)
     sync = draw(st.sampled_from(["existing", "insert", "none"]))
     request = PlanRequest.model_validate(
@@ -425,7 +433,21 @@ def _oracle(request: PlanRequest, plan: Plan) -> tuple[set[frozenset[str]], set[
 @settings(max_examples=400, deadline=None)
 @given(_instances())
 def test_sweep_matches_all_pairs(instance: tuple[PlanRequest, Plan]) -> None:
-    request, plan = instance
+    _matches_all_pairs(*instance)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_instances(PRESWEEP_READY_MIN_EXTENTS, PRESWEEP_READY_MIN_EXTENTS + 16, stacked=True))
+def test_presweep_then_sweep_matches_all_pairs(instance: tuple[PlanRequest, Plan]) -> None:
+    """Once the compiled pre-sweep is loaded it runs first on plans of this size: valid
+    ones end there, the others go on to the sweep, and either way the report is exact."""
+    with compiled():
+        any_clash(*(np.zeros(1, dtype=np.int64) for _ in range(5)))
+    assert _presweeps(len(instance[0].buffers))
+    _matches_all_pairs(*instance)
+
+
+def _matches_all_pairs(request: PlanRequest, plan: Plan) -> None:
     report = validate_plan(request, plan, max_violations=10_000)
     overlaps = [frozenset(v.buffers) for v in report.violations if v.code == "overlap"]
     missing = [tuple(v.buffers) for v in report.violations if v.code == "missing_barrier"]
