@@ -247,7 +247,8 @@ def njit(
     for that than for its own work on small graphs. ``inline=True``: a step that makes
     arrays, inlined by numba into the kernels that call it, so no call hands it theirs:
     arrays that no call takes are known apart from every other, which keeps the caller's
-    loops as fast as they are written inline."""
+    loops as fast as they are written inline. Not for a step of a ``small`` kernel: run as
+    Python, that kernel calls its steps from Python, and an inlined step is compiled then."""
 
     def wrap(f: F) -> F:
         return cast(F, Kernel(f, small=small, borrows=borrows, inline=inline))
