@@ -59,3 +59,15 @@ def keep_pace(efforts: I64, cap: I64, nodes: int) -> bool:
         pause(wait)
         wait = min(2 * wait, LONGEST_WAIT_US)
         margin = 0
+
+
+@njit(borrows=True)
+def halts(nodes: int, node_budget: int, cap: I64, efforts: I64, paced: int) -> tuple[bool, int]:
+    """(whether a search stops, nodes when it last kept pace): at ``node_budget`` nodes or
+    ``cap[0]``, which another thread may lower; racing (``efforts`` not empty), every
+    ``EVERY`` nodes it keeps pace with the others (``keep_pace``)."""
+    if nodes >= node_budget or nodes >= cap[0]:
+        return True, paced
+    if efforts.size > 0 and nodes >= paced + EVERY:
+        return not keep_pace(efforts, cap, nodes), nodes
+    return False, paced

@@ -96,6 +96,133 @@ def fit(lo: I64, up: I64, sorted_idx: I64, m: int, a: int, s: int, best_fit: boo
     return best
 
 
+@njit(small=True, borrows=True)
+def _rank(a: I64, n: int, value: int, right: bool) -> int:
+    """Where ``value`` goes among the first ``n`` values of ``a`` (sorted), before any equal
+    to it, or after them with ``right``: ``np.searchsorted`` without making a view."""
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < value or (right and a[mid] == value):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(small=True, borrows=True)
+def _shift(a: I64, lo: int, hi: int, by: int) -> None:
+    """Moves ``a[lo:hi]`` by ``by`` places (1 or -1), as a copy would."""
+    if by > 0:
+        for t in range(hi - 1, lo - 1, -1):
+            a[t + 1] = a[t]
+    else:
+        for t in range(lo, hi):
+            a[t - 1] = a[t]
+
+
+@njit(small=True, borrows=True)
+def _release(gap_lo: I64, gap_hi: I64, gaps: int, top: int, lo: int, hi: int) -> tuple[int, int]:
+    """Gives the bytes ``[lo, hi)`` of a buffer no longer occupied back to the free gaps below
+    ``top`` (the first ``gaps`` of ``gap_lo``/``gap_hi``, sorted, disjoint), merged with the
+    gaps they touch; returns (gaps, top): a gap that reaches ``top`` folds back into the space
+    above."""
+    k = _rank(gap_lo, gaps, lo, False)
+    if k > 0 and gap_hi[k - 1] == lo:
+        k -= 1
+        lo = gap_lo[k]
+        if k + 1 < gaps and gap_lo[k + 1] == hi:
+            hi = gap_hi[k + 1]
+            _shift(gap_lo, k + 2, gaps, -1)
+            _shift(gap_hi, k + 2, gaps, -1)
+            gaps -= 1
+        gap_hi[k] = hi
+    elif k < gaps and gap_lo[k] == hi:
+        gap_lo[k] = lo
+    else:
+        _shift(gap_lo, k, gaps, 1)
+        _shift(gap_hi, k, gaps, 1)
+        gap_lo[k] = lo
+        gap_hi[k] = hi
+        gaps += 1
+    if gap_hi[gaps - 1] >= top:
+        top = gap_lo[gaps - 1]
+        gaps -= 1
+    return gaps, top
+
+
+@njit(small=True, borrows=True)
+def _lowest_fit(
+    b: int,
+    gap_lo: I64,
+    gap_hi: I64,
+    gaps: int,
+    top: int,
+    pins: I64,
+    start: I64,
+    occupied_end: I64,
+    size: I64,
+    alignment: I64,
+    pinned: I64,
+) -> int:
+    """The lowest offset (bytes) aligned for buffer ``b`` at which it fits in a free gap (or
+    the space above ``top``) and clears the pinned buffers whose occupied interval meets its
+    own."""
+    s = size[b]
+    a = alignment[b]
+    s0 = start[b]
+    e0 = occupied_end[b]
+    k = 0
+    while True:
+        glo = gap_lo[k] if k < gaps else top
+        ghi = gap_hi[k] if k < gaps else np.iinfo(np.int64).max
+        cand = (glo + a - 1) & -a
+        moved = True
+        while moved:  # lift the candidate over the pinned buffers it meets
+            moved = False
+            for p in pins:
+                if start[p] < e0 and s0 < occupied_end[p]:
+                    plo = pinned[p]
+                    phi = plo + size[p]
+                    if plo < cand + s and cand < phi and plo < phi:
+                        cand = (phi + a - 1) & -a
+                        moved = True
+        if cand + s <= ghi:
+            return int(cand)
+        k += 1
+
+
+@njit(small=True, borrows=True)
+def _carve(gap_lo: I64, gap_hi: I64, gaps: int, top: int, best: int, end: int) -> tuple[int, int]:
+    """Takes the bytes ``[best, end)`` of a buffer just placed out of the free gaps below
+    ``top`` (``gaps`` of them); returns (gaps, top): placed at or above ``top``, the buffer
+    raises it to ``end``, the padding below it becoming a gap."""
+    if best >= top:
+        if best > top:
+            gap_lo[gaps] = top
+            gap_hi[gaps] = best
+            gaps += 1
+        return gaps, end
+    k = _rank(gap_lo, gaps, best, True) - 1
+    glo, ghi = gap_lo[k], gap_hi[k]
+    if glo < best and end < ghi:
+        _shift(gap_lo, k + 1, gaps, 1)
+        _shift(gap_hi, k + 1, gaps, 1)
+        gap_hi[k] = best
+        gap_lo[k + 1] = end
+        gap_hi[k + 1] = ghi
+        gaps += 1
+    elif glo < best:
+        gap_hi[k] = best
+    elif end < ghi:
+        gap_lo[k] = end
+    else:
+        _shift(gap_lo, k + 1, gaps, -1)
+        _shift(gap_hi, k + 1, gaps, -1)
+        gaps -= 1
+    return gaps, top
+
+
 @njit(small=True)
 def place_sweep(
     order: I64,
@@ -129,84 +256,15 @@ def place_sweep(
     r = 0
     for i in range(m):
         b = order[i]
-        s0 = start[b]
-        while r < m and occupied_end[releases[r]] <= s0:
+        while r < m and occupied_end[releases[r]] <= start[b]:
             c = releases[r]
             r += 1
-            lo, hi = offset[c], offset[c] + size[c]
-            if hi <= lo:
-                continue
-            # Insert [lo, hi) into the gaps, merged with the gaps it touches.
-            k = np.searchsorted(gap_lo[:gaps], lo)
-            if k > 0 and gap_hi[k - 1] == lo:
-                k -= 1
-                lo = gap_lo[k]
-                if k + 1 < gaps and gap_lo[k + 1] == hi:
-                    hi = gap_hi[k + 1]
-                    gap_lo[k + 1 : gaps - 1] = gap_lo[k + 2 : gaps].copy()
-                    gap_hi[k + 1 : gaps - 1] = gap_hi[k + 2 : gaps].copy()
-                    gaps -= 1
-                gap_hi[k] = hi
-            elif k < gaps and gap_lo[k] == hi:
-                gap_lo[k] = lo
-            else:
-                gap_lo[k + 1 : gaps + 1] = gap_lo[k:gaps].copy()
-                gap_hi[k + 1 : gaps + 1] = gap_hi[k:gaps].copy()
-                gap_lo[k] = lo
-                gap_hi[k] = hi
-                gaps += 1
-            if gap_hi[gaps - 1] >= top:  # the top gap folds back into the space above
-                top = gap_lo[gaps - 1]
-                gaps -= 1
-        s = size[b]
-        a = alignment[b]
-        e0 = occupied_end[b]
-        best = -1
-        k = 0
-        while best < 0:
-            glo = gap_lo[k] if k < gaps else top
-            ghi = gap_hi[k] if k < gaps else np.iinfo(np.int64).max
-            cand = (glo + a - 1) & -a
-            moved = True
-            while moved:  # lift the candidate over the pinned buffers it meets
-                moved = False
-                for p in pins:
-                    if start[p] < e0 and s0 < occupied_end[p]:
-                        plo = pinned[p]
-                        phi = plo + size[p]
-                        if plo < cand + s and cand < phi and plo < phi:
-                            cand = (phi + a - 1) & -a
-                            moved = True
-            if cand + s <= ghi:
-                best = cand
-            k += 1
+            if size[c] > 0:
+                gaps, top = _release(gap_lo, gap_hi, gaps, top, offset[c], offset[c] + size[c])
+        best = _lowest_fit(
+            b, gap_lo, gap_hi, gaps, top, pins, start, occupied_end, size, alignment, pinned
+        )
         offset[b] = best
-        if s <= 0:
-            continue
-        end = best + s
-        if best >= top:
-            if best > top:  # padding below the new buffer becomes a gap
-                gap_lo[gaps] = top
-                gap_hi[gaps] = best
-                gaps += 1
-            top = end
-            continue
-        # Carve [best, end) out of the gap that holds it.
-        k = np.searchsorted(gap_lo[:gaps], best, side="right") - 1
-        glo, ghi = gap_lo[k], gap_hi[k]
-        if glo < best and end < ghi:
-            gap_lo[k + 2 : gaps + 1] = gap_lo[k + 1 : gaps].copy()
-            gap_hi[k + 2 : gaps + 1] = gap_hi[k + 1 : gaps].copy()
-            gap_hi[k] = best
-            gap_lo[k + 1] = end
-            gap_hi[k + 1] = ghi
-            gaps += 1
-        elif glo < best:
-            gap_hi[k] = best
-        elif end < ghi:
-            gap_lo[k] = end
-        else:
-            gap_lo[k : gaps - 1] = gap_lo[k + 1 : gaps].copy()
-            gap_hi[k : gaps - 1] = gap_hi[k + 1 : gaps].copy()
-            gaps -= 1
+        if size[b] > 0:
+            gaps, top = _carve(gap_lo, gap_hi, gaps, top, best, best + size[b])
     return offset

@@ -53,7 +53,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core._jit import njit
-from planner.solvers._pace_kernel import EVERY, keep_pace
+from planner.solvers._pace_kernel import halts
 from planner.solvers._stack_kernel import new_memo, stack_fits
 
 I64 = npt.NDArray[np.int64]
@@ -118,6 +118,36 @@ class SearchArrays(NamedTuple):
     end_at: I64  # per section boundary: 1 where some buffer ends; empty: not MiniMalloc's order
 
 
+class SearchState(NamedTuple):
+    """What one decision changes as it searches (made by ``_new_state``), per buffer, per
+    section, per depth (``frames``) and per scope (``scopes``); the steps take it whole. The
+    children table and the rank log grow, so ``decide`` holds them apart."""
+
+    offset: I64  # per buffer: bytes; -1 while unplaced
+    rank: I64  # per buffer: its priority now (sub-problems are ranked afresh)
+    by_rank: I64  # the buffers by priority now
+    lab: I64  # per buffer: its scope
+    base: I64  # per buffer: max top of its placed free neighbours, bytes
+    unplaced_nbrs: I64  # per buffer: its unplaced free neighbours
+    lifts: I64  # per buffer: lowest top a placement can lift it to, bytes
+    cand: I64  # per buffer: its candidate while unplaced, bytes
+    comp_of: I64  # per buffer: its group in a splitting scope
+    members: I64  # a sub-problem's or a padding check's buffers
+    comp_min: I64  # per group of a splitting scope: its highest priority
+    by_first: I64  # the buffers by first section
+    rem: I64  # per section: bytes of unplaced free buffers live there
+    height: I64  # per section: max top of placed free buffers live there, bytes
+    section_floor: I64  # per section: lowest bound of an unplaced buffer live there, bytes
+    split_level: I64  # per section, at a node that splits: bytes
+    spanned: I64  # per section boundary: the unplaced free buffers live on both sides
+    scratch: Rows  # the node's children by rank, their candidates
+    trail: Rows  # undo log of bases and heights
+    frames: Rows  # the search stack: a row per depth
+    scopes: Rows  # the scope table: a row per scope
+    memo: I64  # the padding checks' table (empty: never checked)
+    stats: I64  # padding checks, their steps, the nodes they pruned
+
+
 @njit(borrows=True)
 def _align_up(value: int, alignment: int) -> int:
     # A mask, not a division: every alignment is a power of two (an integer division costs
@@ -164,28 +194,19 @@ def _pins_overflow(size: I64, pinned: I64, capacity: int) -> bool:
 
 
 @njit(borrows=True)
-def _count_free(
-    size: I64,
-    pinned: I64,
-    adj_ptr: I64,
-    adj: I64,
-    first: I64,
-    last: I64,
-    rem: I64,
-    spanned: I64,
-    unplaced_nbrs: I64,
-) -> tuple[int, int]:
+def _count_free(inst: SearchArrays, rem: I64, spanned: I64, unplaced_nbrs: I64) -> tuple[int, int]:
     """(free buffers, undo log rows a search can need); fills, before any placement, each
     section's unplaced bytes (``rem``), each boundary's buffers live on both sides
     (``spanned``) and each buffer's free neighbours (``unplaced_nbrs``)."""
+    pinned, first, last, adj_ptr, adj = inst.pinned, inst.first, inst.last, inst.adj_ptr, inst.adj
     free = 0
     trail_len = 0
-    for i in range(size.shape[0]):
+    for i in range(inst.size.shape[0]):
         if pinned[i] >= 0:
             continue
         free += 1
         for s in range(first[i], last[i]):
-            rem[s] += size[i]
+            rem[s] += inst.size[i]
         for s in range(first[i] + 1, last[i]):
             spanned[s] += 1
         trail_len += last[i] - first[i]
@@ -215,6 +236,45 @@ def _new_scopes(free: int) -> Rows:
     scopes[:, NEXT] = -1
     scopes[:, SCOPE_FLOOR_RANK] = -1
     return scopes
+
+
+@njit(inline=True)
+def _new_state(inst: SearchArrays, stats: I64) -> tuple[SearchState, int]:
+    """(the state of a search from no placement, free buffers to place)."""
+    n = inst.size.shape[0]
+    nsec = inst.sec_pin_ptr.shape[0] - 1
+    rem = np.zeros(nsec, dtype=np.int64)
+    spanned = np.zeros(nsec + 1, dtype=np.int64)
+    unplaced_nbrs = np.zeros(n, dtype=np.int64)
+    free, trail_len = _count_free(inst, rem, spanned, unplaced_nbrs)
+    z = np.zeros
+    checked = inst.sec_period.size > 0 and inst.sec_period.max() > 0
+    st = SearchState(
+        inst.pinned.copy(),
+        inst.rank.copy(),
+        inst.by_rank.copy(),
+        z(n, dtype=np.int64),
+        z(n, dtype=np.int64),
+        unplaced_nbrs,
+        z(n, dtype=np.int64),
+        z(n, dtype=np.int64),
+        z(n, dtype=np.int64),
+        z(n, dtype=np.int64),
+        z(n, dtype=np.int64),
+        np.argsort(inst.first, kind="mergesort"),
+        rem,
+        z(nsec, dtype=np.int64),
+        z(nsec, dtype=np.int64),
+        z(nsec, dtype=np.int64),
+        spanned,
+        np.empty((2, n), dtype=np.int64),
+        np.empty((trail_len + 1, 2), dtype=np.int64),
+        _new_frames(free),
+        _new_scopes(free),
+        new_memo(checked),
+        stats,
+    )
+    return st, free
 
 
 @njit(borrows=True)
@@ -260,24 +320,16 @@ def _stays_whole(b: int, first: I64, last: I64, spanned: I64, end_at: I64) -> bo
 
 
 @njit(borrows=True)
-def _groups(
-    sc: int,
-    offset: I64,
-    lab: I64,
-    rank: I64,
-    first: I64,
-    last: I64,
-    by_first: I64,
-    comp_of: I64,
-    comp_min: I64,
-) -> int:
+def _groups(inst: SearchArrays, st: SearchState, sc: int) -> int:
     """Groups of the unplaced buffers of scope ``sc`` that share no section, earliest first:
-    each buffer's group in ``comp_of``, each group's highest priority (lowest rank) in
-    ``comp_min``."""
+    each buffer's group in ``st.comp_of``, each group's highest priority (lowest rank) in
+    ``st.comp_min``."""
+    offset, lab, rank, first, last = st.offset, st.lab, st.rank, inst.first, inst.last
+    comp_min = st.comp_min
     groups = 0
     reach = -1
-    for t in range(by_first.shape[0]):
-        c = by_first[t]
+    for t in range(st.by_first.shape[0]):
+        c = st.by_first[t]
         if offset[c] >= 0 or lab[c] != sc:
             continue
         if first[c] >= reach:
@@ -285,7 +337,7 @@ def _groups(
             groups += 1
         elif rank[c] < comp_min[groups - 1]:
             comp_min[groups - 1] = rank[c]
-        comp_of[c] = groups - 1
+        st.comp_of[c] = groups - 1
         reach = max(reach, last[c])
     return groups
 
@@ -389,27 +441,17 @@ def _rerank(
 
 
 @njit(borrows=True)
-def _candidates(
-    sc: int,
-    offset: I64,
-    lab: I64,
-    base: I64,
-    size: I64,
-    alignment: I64,
-    pin_ptr: I64,
-    pin_adj: I64,
-    cand: I64,
-    lifts: I64,
-) -> int:
+def _candidates(inst: SearchArrays, st: SearchState, sc: int) -> int:
     """Gap dominance's ``gap`` (bytes) over the unplaced buffers of scope ``sc``; writes each
-    one's candidate to ``cand`` and the lowest top a placement can lift it to, the floor
-    aside, to ``lifts``."""
+    one's candidate to ``st.cand`` and the lowest top a placement can lift it to, the floor
+    aside, to ``st.lifts``."""
+    offset, lab, base, size, alignment = st.offset, st.lab, st.base, inst.size, inst.alignment
     gap = NEVER
     for c in range(offset.shape[0]):
         if offset[c] < 0 and lab[c] == sc:
-            lifts[c] = _align_up(base[c], alignment[c]) + size[c]
-            o = _candidate(c, base, size, alignment, offset, pin_ptr, pin_adj)
-            cand[c] = o
+            st.lifts[c] = _align_up(base[c], alignment[c]) + size[c]
+            o = _candidate(c, base, size, alignment, offset, inst.pin_ptr, inst.pin_adj)
+            st.cand[c] = o
             if size[c] > 0 and o + size[c] < gap:
                 gap = o + size[c]
     return gap
@@ -436,35 +478,25 @@ def _lifted(c: int, lo: int, adj_ptr: I64, adj: I64, size: I64, offset: I64, lif
 
 @njit(borrows=True)
 def _bounds(
-    sc: int,
-    lo: int,
-    lo_rank: int,
-    gap: int,
-    capacity: int,
-    offset: I64,
-    lab: I64,
-    by_rank: I64,
-    twin_prev: I64,
-    cand: I64,
-    lifts: I64,
-    adj_ptr: I64,
-    adj: I64,
-    size: I64,
-    alignment: I64,
-    first: I64,
-    last: I64,
-    section_floor: I64,
-    scratch: Rows,
+    inst: SearchArrays, st: SearchState, sc: int, lo: int, lo_rank: int, gap: int, capacity: int
 ) -> int:
     """Children of the node on scope ``sc`` whose last placement is at ``lo`` bytes with rank
-    ``lo_rank``, in rank order in ``scratch`` (two rows: buffers, candidates); -1 when a buffer
-    cannot stand within ``capacity`` bytes, and the node fails. Writes each section's floor,
-    the lowest bound of an unplaced buffer live there, to ``section_floor``."""
+    ``lo_rank``, in rank order in ``st.scratch`` (two rows: buffers, candidates); -1 when a
+    buffer cannot stand within ``capacity`` bytes, and the node fails. Writes each section's
+    floor, the lowest bound of an unplaced buffer live there, to ``st.section_floor``."""
+    offset, lab, cand, scratch, section_floor = (
+        st.offset,
+        st.lab,
+        st.cand,
+        st.scratch,
+        st.section_floor,
+    )
+    size, first, last, twin_prev = inst.size, inst.first, inst.last, inst.twin_prev
     for s in range(section_floor.shape[0]):
         section_floor[s] = NEVER
     count = 0
-    for r in range(by_rank.shape[0]):
-        c = by_rank[r]
+    for r in range(st.by_rank.shape[0]):
+        c = st.by_rank[r]
         if offset[c] >= 0 or lab[c] != sc:
             continue
         o = cand[c]
@@ -477,10 +509,10 @@ def _bounds(
                 count += 1
         else:
             # Waiting: it will sit on a neighbour placed later, at or above the floor.
-            o = _lifted(c, lo, adj_ptr, adj, size, offset, lifts)
+            o = _lifted(c, lo, inst.adj_ptr, inst.adj, size, offset, st.lifts)
             if o == NEVER:
                 return -1  # no neighbour is left to lift it
-            o = _align_up(o, alignment[c])
+            o = _align_up(o, inst.alignment[c])
         if o + size[c] > capacity:
             return -1
         # Unsigned indices: no negative-index wrap check in the hottest loop.
@@ -494,93 +526,61 @@ def _bounds(
 
 @njit(borrows=True)
 def _padding_fits(
-    s: int,
-    level: int,
-    slack: int,
-    offset: I64,
-    size: I64,
-    alignment: I64,
-    cls: I64,
-    sec_period: I64,
-    sec_free_ptr: I64,
-    sec_free: I64,
-    members: I64,
-    memo: I64,
-    stats: I64,
+    inst: SearchArrays, st: SearchState, s: int, level: int, slack: int
 ) -> tuple[bool, int]:
     """(whether the unplaced buffers of section ``s`` stack above ``level`` within ``slack``
-    bytes of padding, the check's work to charge as nodes); ``stats`` counts the checks, their
-    steps and those that pruned."""
+    bytes of padding, the check's work to charge as nodes); ``st.stats`` counts the checks,
+    their steps and those that pruned."""
+    members = st.members
     m = 0
-    for k in range(sec_free_ptr[s], sec_free_ptr[s + 1]):
-        c = sec_free[k]
-        if offset[c] < 0:
+    for k in range(inst.sec_free_ptr[s], inst.sec_free_ptr[s + 1]):
+        c = inst.sec_free[k]
+        if st.offset[c] < 0:
             members[m] = c
             m += 1
+    period = inst.sec_period[s]
     fits, steps = stack_fits(
-        members, m, cls, size, alignment, sec_period[s], level, slack, STACK_STEPS, memo
+        members, m, inst.cls, inst.size, inst.alignment, period, level, slack, STACK_STEPS, st.memo
     )
-    stats[0] += 1
-    stats[1] += steps
-    stats[2] += 0 if fits else 1
+    st.stats[0] += 1
+    st.stats[1] += steps
+    st.stats[2] += 0 if fits else 1
     return fits, steps * (m + 8)  # a step scans the m buffers, reads the table
 
 
 @njit(borrows=True)
 def _split_fits(
-    capacity: int,
-    split_lo: int,
-    split_floor: int,
-    offset: I64,
-    lab: I64,
-    base: I64,
-    alignment: I64,
-    first: I64,
-    last: I64,
-    height: I64,
-    rem: I64,
-    sec_pin_ptr: I64,
-    sec_pin: I64,
-    size: I64,
-    split_level: I64,
+    inst: SearchArrays, st: SearchState, split_lo: int, split_floor: int, capacity: int
 ) -> bool:
     """At a node that splits in MiniMalloc's orders: whether every section still fits with
     the buffers of every new sub-problem (scopes from ``split_lo``) at or above the node's
     floor ``split_floor``, as MiniMalloc checks a placement before it decomposes."""
-    never = np.iinfo(np.int64).max // 4
+    offset, split_level, height = st.offset, st.split_level, st.height
     nsec = height.shape[0]
     for s in range(nsec):
-        split_level[s] = never
+        split_level[s] = NEVER
     for c in range(offset.shape[0]):
-        if offset[c] < 0 and lab[c] >= split_lo:
-            o = max(_align_up(base[c], alignment[c]), split_floor)
-            for s in range(first[c], last[c]):
+        if offset[c] < 0 and st.lab[c] >= split_lo:
+            o = max(_align_up(st.base[c], inst.alignment[c]), split_floor)
+            for s in range(inst.first[c], inst.last[c]):
                 split_level[s] = min(split_level[s], o)
     for s in range(nsec):
-        if split_level[s] == never:
+        if split_level[s] == NEVER:
             continue
         level = max(split_level[s], height[s])
-        if _section_need(s, level, rem, sec_pin_ptr, sec_pin, offset, size, capacity) > capacity:
+        if _section_need(inst, st, s, level, capacity) > capacity:
             return False
     return True
 
 
 @njit(borrows=True)
-def _section_need(
-    s: int,
-    level: int,
-    rem: I64,
-    sec_pin_ptr: I64,
-    sec_pin: I64,
-    offset: I64,
-    size: I64,
-    capacity: int,
-) -> int:
+def _section_need(inst: SearchArrays, st: SearchState, s: int, level: int, capacity: int) -> int:
     """Bytes section ``s`` needs: its unplaced buffers stacked from ``level`` up, and the
     pinned buffers' bytes above ``level`` (within ``capacity``) they must clear."""
-    need = level + rem[s]
-    for k in range(sec_pin_ptr[s], sec_pin_ptr[s + 1]):
-        p = sec_pin[k]
+    offset, size = st.offset, inst.size
+    need = level + st.rem[s]
+    for k in range(inst.sec_pin_ptr[s], inst.sec_pin_ptr[s + 1]):
+        p = inst.sec_pin[k]
         covered = min(offset[p] + size[p], capacity) - max(offset[p], level)
         if covered > 0:
             need += covered
@@ -588,58 +588,26 @@ def _section_need(
 
 
 @njit(borrows=True)
-def _sections_fit(
-    capacity: int,
-    section_floor: I64,
-    height: I64,
-    rem: I64,
-    offset: I64,
-    size: I64,
-    alignment: I64,
-    sec_pin_ptr: I64,
-    sec_pin: I64,
-    sec_max_pad: I64,
-    cls: I64,
-    sec_period: I64,
-    sec_free_ptr: I64,
-    sec_free: I64,
-    members: I64,
-    memo: I64,
-    stats: I64,
-) -> tuple[bool, int]:
+def _sections_fit(inst: SearchArrays, st: SearchState, capacity: int) -> tuple[bool, int]:
     """(whether every section's unplaced buffers stack up, disjoint, above its floor and the
     placed buffers there, clearing the pinned buffers, within ``capacity`` bytes, the padding
     checks' work): where alignment may matter (``sec_period`` not 0), with the padding their
     alignments force (``_padding_fits``)."""
+    rem = st.rem
     work = 0
-    for s in range(section_floor.shape[0]):
-        level = section_floor[s]
+    for s in range(st.section_floor.shape[0]):
+        level = st.section_floor[s]
         if rem[s] == 0 or level == NEVER:
             continue  # empty, or another scope's section
-        level = max(level, height[s])  # they conflict with the placed ones there
-        need = _section_need(s, level, rem, sec_pin_ptr, sec_pin, offset, size, capacity)
-        if need > capacity:
+        level = max(level, st.height[s])  # they conflict with the placed ones there
+        if _section_need(inst, st, s, level, capacity) > capacity:
             return False, work
-        if sec_period[s] == 0:
+        if inst.sec_period[s] == 0:
             continue
         slack = capacity - level - rem[s]
-        if slack >= sec_max_pad[s]:
+        if slack >= inst.sec_max_pad[s]:
             continue  # no order can pad more than that
-        fits, steps = _padding_fits(
-            s,
-            level,
-            slack,
-            offset,
-            size,
-            alignment,
-            cls,
-            sec_period,
-            sec_free_ptr,
-            sec_free,
-            members,
-            memo,
-            stats,
-        )
+        fits, steps = _padding_fits(inst, st, s, level, slack)
         work += steps
         if not fits:
             return False, work
@@ -647,27 +615,28 @@ def _sections_fit(
 
 
 @njit(borrows=True)
-def _undo(
-    b: int,
-    size: I64,
-    first: I64,
-    last: I64,
-    adj_ptr: I64,
-    adj: I64,
-    rem: I64,
-    spanned: I64,
-    unplaced_nbrs: I64,
-    offset: I64,
+def _unplace(
+    inst: SearchArrays, st: SearchState, log: Rows, depth: int, trail_top: int, log_top: int
 ) -> None:
-    """Takes buffer ``b`` back off the arena: its sections' unplaced bytes, the boundaries it
-    spans and its neighbours' unplaced neighbours count it again."""
-    for s in range(first[b], last[b]):
-        rem[s] += size[b]
-    for s in range(first[b] + 1, last[b]):
-        spanned[s] += 1
-    for k in range(adj_ptr[b], adj_ptr[b + 1]):
-        unplaced_nbrs[adj[k]] += 1
-    offset[b] = -1
+    """Undoes the node at ``depth``, the undo log ``trail_top`` rows long and the rank log
+    ``log_top``: the scopes it split off go back to their parent, the ranks it logged on
+    ``log`` and the bases and heights it logged on the undo log come back (both logs are then
+    as long as its ``RK_MARK`` and ``MARK`` say), and its buffer leaves the arena (its
+    sections' unplaced bytes, the boundaries it spans and its neighbours' unplaced
+    neighbours count it again)."""
+    frames = st.frames
+    if frames[depth, SPLIT_HI] > frames[depth, SPLIT_LO]:
+        _merge_scopes(st.lab, st.scopes, frames[depth, SPLIT_LO], frames[depth, SPLIT_HI])
+    _restore_ranks(log, log_top, frames[depth, RK_MARK], st.rank, st.by_rank)
+    b = frames[depth, PLACED]
+    for s in range(inst.first[b], inst.last[b]):
+        st.rem[s] += inst.size[b]
+    for s in range(inst.first[b] + 1, inst.last[b]):
+        st.spanned[s] += 1
+    for k in range(inst.adj_ptr[b], inst.adj_ptr[b + 1]):
+        st.unplaced_nbrs[inst.adj[k]] += 1
+    st.offset[b] = -1
+    _unwind(st.trail, trail_top, frames[depth, MARK], st.base, st.height)
 
 
 @njit(borrows=True)
@@ -705,23 +674,14 @@ def _merge_scopes(lab: I64, scopes: Rows, lo_scope: int, hi_scope: int) -> None:
 
 
 @njit(borrows=True)
-def _raise_bases(
-    b: int,
-    end: int,
-    adj_ptr: I64,
-    adj: I64,
-    offset: I64,
-    base: I64,
-    unplaced_nbrs: I64,
-    trail: Rows,
-    top: int,
-) -> int:
+def _raise_bases(inst: SearchArrays, st: SearchState, b: int, end: int, top: int) -> int:
     """Lifts the base of each unplaced neighbour of buffer ``b``, just placed to end at
-    ``end`` bytes, to it, logging each base it raises on ``trail`` (rows: buffer, old base)
-    from row ``top``; returns the log's new top."""
-    for k in range(adj_ptr[b], adj_ptr[b + 1]):
-        c = adj[k]
-        unplaced_nbrs[c] -= 1
+    ``end`` bytes, to it, logging each base it raises on the undo log (rows: buffer, old
+    base) from row ``top``; returns the log's new top."""
+    offset, base, trail = st.offset, st.base, st.trail
+    for k in range(inst.adj_ptr[b], inst.adj_ptr[b + 1]):
+        c = inst.adj[k]
+        st.unplaced_nbrs[c] -= 1
         if offset[c] < 0 and end > base[c]:
             trail[top, 0] = c
             trail[top, 1] = base[c]
@@ -731,27 +691,17 @@ def _raise_bases(
 
 
 @njit(borrows=True)
-def _fill_sections(
-    b: int,
-    end: int,
-    size: I64,
-    first: I64,
-    last: I64,
-    rem: I64,
-    spanned: I64,
-    height: I64,
-    trail: Rows,
-    top: int,
-) -> int:
+def _fill_sections(inst: SearchArrays, st: SearchState, b: int, end: int, top: int) -> int:
     """Takes buffer ``b``, just placed to end at ``end`` bytes, off its sections' unplaced
     bytes and the boundaries it spans, and raises their heights to ``end``, logging each
-    height it raises on ``trail`` (rows: ``n`` + section, old height) from row ``top``;
+    height it raises on the undo log (rows: ``n`` + section, old height) from row ``top``;
     returns the log's new top."""
-    n = size.shape[0]
-    for s in range(first[b] + 1, last[b]):
-        spanned[s] -= 1
-    for s in range(first[b], last[b]):
-        rem[s] -= size[b]
+    n = inst.size.shape[0]
+    height, trail = st.height, st.trail
+    for s in range(inst.first[b] + 1, inst.last[b]):
+        st.spanned[s] -= 1
+    for s in range(inst.first[b], inst.last[b]):
+        st.rem[s] -= inst.size[b]
         if end > height[s]:
             trail[top, 0] = n + s
             trail[top, 1] = height[s]
@@ -761,15 +711,184 @@ def _fill_sections(
 
 
 @njit(borrows=True)
-def _halt(nodes: int, node_budget: int, cap: I64, efforts: I64, paced: int) -> tuple[bool, int]:
-    """(whether the search stops, nodes when it last kept pace): at ``node_budget`` nodes or
-    ``cap[0]``, which another thread may lower; racing (``efforts`` not empty), every
-    ``EVERY`` nodes it keeps pace with the others (``solvers._pace_kernel``)."""
-    if nodes >= node_budget or nodes >= cap[0]:
-        return True, paced
-    if efforts.size > 0 and nodes >= paced + EVERY:
-        return not keep_pace(efforts, cap, nodes), nodes
-    return False, paced
+def _enter(
+    inst: SearchArrays, st: SearchState, depth: int, opened: int, log_top: int
+) -> tuple[int, int, int, int]:
+    """(scope, floor, floor rank, groups) the node at ``depth`` goes on with (``_scope``),
+    ``opened`` scopes opened and the rank log ``log_top`` rows long;
+    ``groups`` > 0 where that scope splits into as many sub-problems (``_split``), else 0.
+    A scope splits where its unplaced buffers fall into groups that share no section; in
+    MiniMalloc's decomposition also into one, where the buffer just placed was the last
+    across a cut."""
+    frames = st.frames
+    frames[depth, SPLIT_LO] = opened
+    frames[depth, SPLIT_HI] = opened
+    frames[depth, RK_MARK] = log_top
+    sc, lo, lo_rank = _scope(st.offset, st.lab, frames, st.scopes, depth)
+    # The parent's scope was one group: without the buffer placed since, it falls apart
+    # only at a boundary that buffer alone spanned, so where there is none the scan is
+    # skipped.
+    if (
+        depth > 0
+        and sc == frames[depth, ACTIVE]
+        and _stays_whole(frames[depth, PLACED], inst.first, inst.last, st.spanned, inst.end_at)
+    ):
+        return sc, lo, lo_rank, 0
+    groups = _groups(inst, st, sc)
+    handed = depth > 0 and sc != frames[depth, ACTIVE]  # a sibling sub-problem, ranked already
+    if groups > 1 or (inst.end_at.size > 0 and groups == 1 and not handed):
+        return sc, lo, lo_rank, groups
+    return sc, lo, lo_rank, 0
+
+
+@njit(inline=True)
+def _split(
+    inst: SearchArrays,
+    st: SearchState,
+    depth: int,
+    sc: int,
+    lo: int,
+    lo_rank: int,
+    groups: int,
+    log: Rows,
+    log_top: int,
+) -> tuple[int, int, int, Rows, int]:
+    """Splits scope ``sc`` of the node at ``depth`` (its floor ``lo`` bytes, rank ``lo_rank``)
+    into a scope per group (``_open_scopes``), each ranked afresh where the order says so
+    (``_rerank``, the old ranks logged on ``log`` from row ``log_top``); returns the first
+    sub-problem's (scope, floor, floor rank), the rank log, grown if it had to be, and its
+    length."""
+    opened = st.frames[depth, SPLIT_LO]
+    published = inst.end_at.size > 0
+    comp_scope = _open_scopes(
+        st.scopes, st.comp_min, groups, opened, sc, depth, lo, lo_rank, published
+    )
+    _relabel(st.offset, st.lab, st.comp_of, comp_scope, sc)
+    if inst.post_rank.size > 0:
+        for g_id in range(opened, opened + groups):
+            m = _gather(st.offset, st.lab, g_id, st.members)
+            log = grow_rows(log, log_top + m)
+            log_top = _rerank(
+                st.members[:m],
+                st.rank,
+                st.by_rank,
+                inst.pre_rank,
+                inst.post_rank,
+                inst.first,
+                inst.last,
+                st.rem,
+                log,
+                log_top,
+            )
+    st.frames[depth, SPLIT_HI] = opened + groups
+    return opened, st.scopes[opened, SCOPE_FLOOR], st.scopes[opened, SCOPE_FLOOR_RANK], log, log_top
+
+
+@njit(borrows=True)
+def _expand(
+    inst: SearchArrays,
+    st: SearchState,
+    depth: int,
+    sc: int,
+    lo: int,
+    lo_rank: int,
+    split_floor: int,
+    capacity: int,
+) -> tuple[int, int]:
+    """(children, the padding checks' work) of the node at ``depth`` on scope ``sc``, its
+    last placement at ``lo`` bytes with rank ``lo_rank``: the children are in ``st.scratch``
+    by rank (``_bounds``); none where a bound prunes the node: a buffer that cannot stand, at
+    a node that split in MiniMalloc's orders a section its sub-problems overfill from the
+    node's floor ``split_floor`` (``_split_fits``), or any section (``_sections_fit``)."""
+    gap = _candidates(inst, st, sc)
+    count = _bounds(inst, st, sc, lo, lo_rank, gap, capacity)
+    if count < 0:
+        return 0, 0
+    split_lo = st.frames[depth, SPLIT_LO]
+    if (
+        inst.end_at.size > 0
+        and st.frames[depth, SPLIT_HI] > split_lo
+        and not _split_fits(inst, st, split_lo, split_floor, capacity)
+    ):
+        return 0, 0
+    fits, work = _sections_fit(inst, st, capacity)
+    return (count if fits else 0), work
+
+
+@njit(inline=True)
+def _list_children(scratch: Rows, frames: Rows, depth: int, count: int, kid: Rows) -> Rows:
+    """Lists the ``count`` children of the node at ``depth`` (``scratch``, by rank) in the
+    children table ``kid`` by (candidate, rank); returns the table, grown if it had to be."""
+    start = frames[depth, KID_BASE]
+    if start + count > kid.shape[0]:
+        kid = grow_rows(kid, start + count)
+    if count > 0:
+        # Scanned in rank order, so a stable sort by candidate orders by (offset, rank).
+        order = np.argsort(scratch[1, :count], kind="mergesort")
+        for t in range(count):
+            kid[start + t, 0] = scratch[0, order[t]]
+            kid[start + t, 1] = scratch[1, order[t]]
+    frames[depth, KID_COUNT] = count
+    frames[depth, KID_NEXT] = 0
+    return kid
+
+
+@njit(borrows=True)
+def _backtrack(
+    inst: SearchArrays, st: SearchState, log: Rows, depth: int, trail_top: int, log_top: int
+) -> tuple[int, int, int, int]:
+    """(depth, undo log rows, rank log rows, scopes opened) to go on from once the nodes from
+    ``depth`` down with no child left are undone (``_unplace``; the undo log was ``trail_top``
+    rows long, the rank log ``log_top``); depth -1 when none is left: the search is
+    exhausted. A node that fails fails the node that split off its scope too, if its scope
+    started there (backjumping)."""
+    frames = st.frames
+    opened = frames[depth, SPLIT_HI]
+    while frames[depth, KID_NEXT] == frames[depth, KID_COUNT]:
+        if depth == 0:
+            return -1, trail_top, log_top, opened
+        jumped = frames[depth, JUMP] >= 0
+        target = frames[depth, JUMP] if jumped else depth - 1
+        while depth > target:
+            _unplace(inst, st, log, depth, trail_top, log_top)
+            trail_top = frames[depth, MARK]
+            log_top = frames[depth, RK_MARK]
+            opened = frames[depth, SPLIT_LO]
+            depth -= 1
+        if jumped or frames[depth + 1, HATLESS] != 0:
+            # MiniMalloc's hatless pruning: the buffer that failed had no unplaced
+            # neighbour, so it sits where it is in every plan of this node, and every
+            # later child would leave it waiting with nothing left to lift it.
+            frames[depth, KID_NEXT] = frames[depth, KID_COUNT]
+    return depth, trail_top, log_top, opened
+
+
+@njit(borrows=True)
+def _descend(
+    inst: SearchArrays, st: SearchState, kid: Rows, depth: int, trail_top: int
+) -> tuple[int, int]:
+    """Places the next child of the node at ``depth`` (from the children table ``kid``) at
+    its candidate, its neighbours' bases and its sections' heights raised (``_raise_bases``,
+    ``_fill_sections``, logged on the undo log from row ``trail_top``); returns the new
+    node's depth and the undo log's length."""
+    frames = st.frames
+    t = frames[depth, KID_BASE] + frames[depth, KID_NEXT]
+    frames[depth, KID_NEXT] += 1
+    b = kid[t, 0]
+    o = kid[t, 1]
+    frames[depth + 1, MARK] = trail_top
+    frames[depth + 1, HATLESS] = 1 if st.unplaced_nbrs[b] == 0 else 0
+    st.offset[b] = o
+    end = o + inst.size[b]
+    trail_top = _raise_bases(inst, st, b, end, trail_top)
+    trail_top = _fill_sections(inst, st, b, end, trail_top)
+    depth += 1
+    frames[depth, PLACED] = b
+    frames[depth, FLOOR] = o
+    frames[depth, FLOOR_RANK] = st.rank[b]
+    frames[depth, ACTIVE] = frames[depth - 1, ACTIVE]
+    frames[depth, KID_BASE] = frames[depth - 1, KID_BASE] + frames[depth - 1, KID_COUNT]
+    return depth, trail_top
 
 
 @njit
@@ -793,231 +912,44 @@ def decide(
     where its buffers fall into several groups; the group holding the highest-priority buffer
     goes first and each starts from the node's floor.
     """
-    size, alignment, pinned, by_rank, rank, twin_prev = inst[:6]
-    adj_ptr, adj, pin_ptr, pin_adj, first, last = inst[6:12]
-    sec_pin_ptr, sec_pin, sec_free_ptr, sec_free, cls, sec_period, sec_max_pad = inst[12:19]
-    pre_rank, post_rank, end_at = inst[19:]
-    n = size.shape[0]
-    nsec = sec_pin_ptr.shape[0] - 1
-    offset = pinned.copy()  # bytes; -1 while unplaced
-    if _pins_overflow(size, pinned, capacity):
-        return EXHAUSTED, offset, 0
-    rank = rank.copy()  # decompositions rank their sub-problems afresh
-    by_rank = by_rank.copy()
-    rem = np.zeros(nsec, dtype=np.int64)  # bytes of unplaced free buffers live there
-    # Per section boundary ``x``: the unplaced free buffers live on both sides of it.
-    spanned = np.zeros(nsec + 1, dtype=np.int64)
-    unplaced_nbrs = np.zeros(n, dtype=np.int64)  # unplaced free neighbours
-    free, trail_len = _count_free(
-        size, pinned, adj_ptr, adj, first, last, rem, spanned, unplaced_nbrs
-    )
+    if _pins_overflow(inst.size, inst.pinned, capacity):
+        return EXHAUSTED, inst.pinned.copy(), 0
+    st, free = _new_state(inst, stats)
     if free == 0:
-        return FOUND, offset, 0
-    base = np.zeros(n, dtype=np.int64)  # max top of placed free neighbours, bytes
-    height = np.zeros(nsec, dtype=np.int64)  # max top of placed free buffers live there
-    section_floor = np.zeros(nsec, dtype=np.int64)  # bytes
-    split_level = np.zeros(nsec, dtype=np.int64)  # bytes, at a node that splits
-    lifts = np.zeros(n, dtype=np.int64)  # lowest top a placement can lift it to, bytes
-    cand = np.zeros(n, dtype=np.int64)  # candidate of each unplaced buffer, bytes
-    scratch = np.empty((2, n), dtype=np.int64)  # the node's children by rank, candidates
-    members = np.zeros(n, dtype=np.int64)  # a sub-problem's or a padding check's buffers
-    trail = np.empty((trail_len + 1, 2), dtype=np.int64)  # undo log of bases and heights
-    frames = _new_frames(free)
+        return FOUND, st.offset, 0
+    n = inst.size.shape[0]
     kid = np.empty((4 * n + 16, 2), dtype=np.int64)  # children of every open depth
     log = np.empty((4 * n + 16, 2), dtype=np.int64)  # rank log: buffer, old rank
-    # Scopes: independent groups of unplaced buffers, solved one after the other. Scope 0
-    # holds every free buffer; a split makes one child scope per group, chained by ``NEXT``;
-    # a scope with no unplaced buffer left hands over to its next sibling, else to its parent.
-    scopes = _new_scopes(free)
-    lab = np.zeros(n, dtype=np.int64)  # scope of each free buffer
-    by_first = np.argsort(first, kind="mergesort")
-    comp_of = np.zeros(n, dtype=np.int64)  # group of each buffer of a splitting scope
-    comp_min = np.zeros(n, dtype=np.int64)  # each group's highest priority
-    published = end_at.size > 0  # MiniMalloc's decomposition, else the portfolio's
-    memo = new_memo(sec_period.size > 0 and sec_period.max() > 0)  # empty: never checked
-    node_work = n + nsec + 1  # what a node costs in the padding checks' units
+    node_work = n + st.rem.shape[0] + 1  # what a node costs in the padding checks' units
     pad_work = 0  # padding checks' work not yet charged as nodes
-    trail_top = 0
-    rk_top = 0
-    n_scopes = 1
-    split_floor = 0  # floor of the node that split, before its sub-problems start, bytes
+    trail_top = 0  # rows of the undo log
+    log_top = 0  # rows of the rank log
+    opened = 1  # scopes opened: scope 0 holds every free buffer
     depth = 0
     nodes = 0
     paced = 0  # nodes when it last kept pace with the others
     while True:
-        # Expand the node at ``depth``: find its scope, split it, prune the node or list its
-        # children.
-        frames[depth, SPLIT_LO] = n_scopes
-        frames[depth, SPLIT_HI] = n_scopes
-        frames[depth, RK_MARK] = rk_top
-        sc, lo, lo_rank = _scope(offset, lab, frames, scopes, depth)
-        whole = depth > 0 and sc == frames[depth, ACTIVE]
-        handed = depth > 0 and not whole  # a sibling sub-problem, ranked already
-        # The parent's scope was one group: without the buffer placed since, it falls apart
-        # only at a boundary that buffer alone spanned, so where there is none the scan is
-        # skipped.
-        whole = whole and _stays_whole(frames[depth, PLACED], first, last, spanned, end_at)
-        groups = 1
-        if not whole:
-            groups = _groups(sc, offset, lab, rank, first, last, by_first, comp_of, comp_min)
-        if groups > 1 or (published and groups == 1 and not whole and not handed):
-            # Sub-problems (MiniMalloc's dynamic decomposition: also where the cut leaves one).
-            comp_scope = _open_scopes(
-                scopes, comp_min, groups, n_scopes, sc, depth, lo, lo_rank, published
+        sc, lo, lo_rank, groups = _enter(inst, st, depth, opened, log_top)
+        split_floor = lo  # the node's floor, before its sub-problems start from their own
+        if groups > 0:
+            sc, lo, lo_rank, log, log_top = _split(
+                inst, st, depth, sc, lo, lo_rank, groups, log, log_top
             )
-            _relabel(offset, lab, comp_of, comp_scope, sc)
-            if post_rank.size > 0:
-                for g_id in range(n_scopes, n_scopes + groups):
-                    m = _gather(offset, lab, g_id, members)
-                    log = grow_rows(log, rk_top + m)
-                    rk_top = _rerank(
-                        members[:m],
-                        rank,
-                        by_rank,
-                        pre_rank,
-                        post_rank,
-                        first,
-                        last,
-                        rem,
-                        log,
-                        rk_top,
-                    )
-            sc = n_scopes
-            split_floor = lo  # the floor of the node that splits
-            lo = scopes[sc, SCOPE_FLOOR]
-            lo_rank = scopes[sc, SCOPE_FLOOR_RANK]
-            n_scopes += groups
-            frames[depth, SPLIT_HI] = n_scopes
-        frames[depth, ACTIVE] = sc
-        gap = _candidates(sc, offset, lab, base, size, alignment, pin_ptr, pin_adj, cand, lifts)
-        count = _bounds(
-            sc,
-            lo,
-            lo_rank,
-            gap,
-            capacity,
-            offset,
-            lab,
-            by_rank,
-            twin_prev,
-            cand,
-            lifts,
-            adj_ptr,
-            adj,
-            size,
-            alignment,
-            first,
-            last,
-            section_floor,
-            scratch,
-        )
-        if (
-            count >= 0
-            and published
-            and frames[depth, SPLIT_HI] > frames[depth, SPLIT_LO]
-            and not _split_fits(
-                capacity,
-                frames[depth, SPLIT_LO],
-                split_floor,
-                offset,
-                lab,
-                base,
-                alignment,
-                first,
-                last,
-                height,
-                rem,
-                sec_pin_ptr,
-                sec_pin,
-                size,
-                split_level,
-            )
-        ):
-            count = -1
-        if count >= 0:
-            fits, work = _sections_fit(
-                capacity,
-                section_floor,
-                height,
-                rem,
-                offset,
-                size,
-                alignment,
-                sec_pin_ptr,
-                sec_pin,
-                sec_max_pad,
-                cls,
-                sec_period,
-                sec_free_ptr,
-                sec_free,
-                members,
-                memo,
-                stats,
-            )
-            pad_work += work
-            if not fits:
-                count = 0
-        else:
-            count = 0
+            opened += groups
+        st.frames[depth, ACTIVE] = sc
+        count, work = _expand(inst, st, depth, sc, lo, lo_rank, split_floor, capacity)
+        pad_work += work
         if pad_work >= node_work:
             nodes += pad_work // node_work  # charged as the nodes that work is worth
             pad_work %= node_work
-        start = frames[depth, KID_BASE]
-        if start + count > kid.shape[0]:
-            kid = grow_rows(kid, start + count)
-        if count > 0:
-            # Scanned in rank order, so a stable sort by candidate orders by (offset, rank).
-            order = np.argsort(scratch[1, :count], kind="mergesort")
-            for t in range(count):
-                kid[start + t, 0] = scratch[0, order[t]]
-                kid[start + t, 1] = scratch[1, order[t]]
-        frames[depth, KID_COUNT] = count
-        frames[depth, KID_NEXT] = 0
-        # Backtrack past nodes with no child left. A node that fails fails the node that
-        # split off its scope too, if it started here (backjumping).
-        while frames[depth, KID_NEXT] == frames[depth, KID_COUNT]:
-            if depth == 0:
-                return EXHAUSTED, offset, nodes
-            jumped = frames[depth, JUMP] >= 0
-            target = frames[depth, JUMP] if jumped else depth - 1
-            while depth > target:
-                if frames[depth, SPLIT_HI] > frames[depth, SPLIT_LO]:
-                    n_scopes = frames[depth, SPLIT_LO]
-                    _merge_scopes(lab, scopes, n_scopes, frames[depth, SPLIT_HI])
-                rk_top = _restore_ranks(log, rk_top, frames[depth, RK_MARK], rank, by_rank)
-                b = frames[depth, PLACED]
-                _undo(b, size, first, last, adj_ptr, adj, rem, spanned, unplaced_nbrs, offset)
-                trail_top = _unwind(trail, trail_top, frames[depth, MARK], base, height)
-                depth -= 1
-            if jumped or frames[depth + 1, HATLESS] != 0:
-                # MiniMalloc's hatless pruning: the buffer that failed had no unplaced
-                # neighbour, so it sits where it is in every plan of this node, and every
-                # later child would leave it waiting with nothing left to lift it.
-                frames[depth, KID_NEXT] = frames[depth, KID_COUNT]
-        halt, paced = _halt(nodes, node_budget, cap, efforts, paced)
+        kid = _list_children(st.scratch, st.frames, depth, count, kid)
+        depth, trail_top, log_top, opened = _backtrack(inst, st, log, depth, trail_top, log_top)
+        if depth < 0:
+            return EXHAUSTED, st.offset, nodes
+        halt, paced = halts(nodes, node_budget, cap, efforts, paced)
         if halt:
-            return OUT_OF_NODES, offset, nodes
-        # Descend into the node's next child.
+            return OUT_OF_NODES, st.offset, nodes
         nodes += 1
-        t = frames[depth, KID_BASE] + frames[depth, KID_NEXT]
-        frames[depth, KID_NEXT] += 1
-        b = kid[t, 0]
-        o = kid[t, 1]
-        frames[depth + 1, MARK] = trail_top
-        frames[depth + 1, HATLESS] = 1 if unplaced_nbrs[b] == 0 else 0
-        offset[b] = o
-        end = o + size[b]
-        trail_top = _raise_bases(
-            b, end, adj_ptr, adj, offset, base, unplaced_nbrs, trail, trail_top
-        )
-        trail_top = _fill_sections(
-            b, end, size, first, last, rem, spanned, height, trail, trail_top
-        )
-        depth += 1
-        frames[depth, PLACED] = b
-        frames[depth, FLOOR] = o
-        frames[depth, FLOOR_RANK] = rank[b]
-        frames[depth, ACTIVE] = frames[depth - 1, ACTIVE]
-        frames[depth, KID_BASE] = frames[depth - 1, KID_BASE] + frames[depth - 1, KID_COUNT]
+        depth, trail_top = _descend(inst, st, kid, depth, trail_top)
         if depth == free:
-            return FOUND, offset, nodes
+            return FOUND, st.offset, nodes

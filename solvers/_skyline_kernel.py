@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core._jit import njit
-from planner.solvers._pace_kernel import EVERY, keep_pace
+from planner.solvers._pace_kernel import halts
 from planner.solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES, grow_rows
 
 I64 = npt.NDArray[np.int64]
@@ -471,12 +471,9 @@ def decide_skyline(
         if depth < 0:
             return EXHAUSTED, st.offset, nodes
         placed -= unplaced
-        if nodes >= node_budget or nodes >= cap[0]:
+        halt, paced = halts(nodes, node_budget, cap, efforts, paced)
+        if halt:
             return OUT_OF_NODES, st.offset, nodes
-        if efforts.size > 0 and nodes >= paced + EVERY:
-            paced = nodes
-            if not keep_pace(efforts, cap, nodes):
-                return OUT_OF_NODES, st.offset, nodes
         work += n + nsec + 1  # the move itself
         depth, put, frames = _descend(inst, st, frames, depth, kid)
         if put:

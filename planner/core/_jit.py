@@ -103,10 +103,13 @@ class Kernel:
     randomness of its own), so which one runs changes the speed of a call, never its plan.
     """
 
-    def __init__(self, func: Callable[..., Any], *, small: bool, borrows: bool = False) -> None:
+    def __init__(
+        self, func: Callable[..., Any], *, small: bool, borrows: bool = False, inline: bool = False
+    ) -> None:
         self.py_func = func
         self.small = small
         self.borrows = borrows  # compiled without reference counts (see ``njit``)
+        self.inline = inline  # inlined into its callers by numba (see ``njit``)
         self._compiled: Callable[..., Any] | None = None  # set once its callees are loaded
         self._loading: Callable[..., Any] | None = None  # its dispatcher while they load
         self._called = False  # a compiled call has run (and paid the loading)
@@ -157,6 +160,7 @@ class Kernel:
                     nogil=True,
                     _nrt=not self.borrows,
                     forceinline=self.borrows,
+                    inline="always" if self.inline else "never",
                 )(self.py_func)
                 self._loading = dispatcher
                 scope = self.py_func.__globals__
@@ -227,11 +231,13 @@ def njit(func: F) -> F: ...
 
 
 @overload
-def njit(*, small: bool = False, borrows: bool = False) -> Callable[[F], F]: ...
+def njit(
+    *, small: bool = False, borrows: bool = False, inline: bool = False
+) -> Callable[[F], F]: ...
 
 
 def njit(
-    func: F | None = None, *, small: bool = False, borrows: bool = False
+    func: F | None = None, *, small: bool = False, borrows: bool = False, inline: bool = False
 ) -> F | Callable[[F], F]:
     """Decorate a kernel (typed as the Python function). ``small=True``: within
     ``interpreted()`` it runs as Python until this process has loaded it. ``borrows=True``:
@@ -239,10 +245,14 @@ def njit(
     (it may not make an array; numba refuses to compile one that does). Counted, a step
     takes a reference on every array it is given and drops it on return, two atomic
     operations each, on every call; a step called once a node on fifteen arrays pays more
-    for that than for its own work on small graphs."""
+    for that than for its own work on small graphs. ``inline=True``: a step that makes
+    arrays, inlined by numba into the kernels that call it, so no call hands it theirs:
+    arrays that no call takes are known apart from every other, which keeps the caller's
+    loops as fast as they are written inline. Not for a step of a ``small`` kernel: run as
+    Python, that kernel calls its steps from Python, and an inlined step is compiled then."""
 
     def wrap(f: F) -> F:
-        return cast(F, Kernel(f, small=small, borrows=borrows))
+        return cast(F, Kernel(f, small=small, borrows=borrows, inline=inline))
 
     return wrap if func is None else wrap(func)
 

@@ -174,3 +174,24 @@ def test_a_step_that_borrows_its_arrays_may_not_make_one(
     )
     with pytest.raises(numba.core.errors.NumbaError):
         caller(5)
+
+
+def test_a_step_inlined_by_numba_makes_arrays_and_computes_as_python(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_jit, "CACHE_DIR", None)
+    scope: dict[str, Any] = {"__name__": "tests.jit_inline", "np": np}
+    exec(
+        "def made(n):\n    a = np.arange(n)\n    return a, a * 2\n\n"
+        "def caller(n):\n    total = 0\n    for k in range(3):\n"
+        "        a, b = made(n + k)\n        total += a.sum() + b[-1]\n    return total\n",
+        scope,
+    )
+    made = _jit.Kernel(scope["made"], small=False, inline=True)
+    caller = _jit.Kernel(scope["caller"], small=False)
+    scope["made"], scope["caller"] = made, caller
+    assert caller(50) == caller.py_func(50)
+    dispatcher: Any = caller.load()
+    ir = "".join(dispatcher.inspect_llvm().values())
+    assert "jit_inline4made" not in ir  # no call of the step: numba inlined it
+    assert "jit_inline6caller" in ir
