@@ -151,6 +151,33 @@ def _parse(ttgir: str, ctx: Any) -> Any:
     return module
 
 
+def _run(pm: Any, module: Any) -> None:
+    """Triton's passes on ``module``; a module they refuse (no ``ttg.num-warps``, say) is a
+    request error naming the first error line they print, not a crash. Their messages go to
+    the process's standard error, so it is held in a file while they run."""
+    with tempfile.TemporaryFile("w+b") as held:
+        saved = os.dup(2)
+        os.dup2(held.fileno(), 2)
+        try:
+            pm.run(module, "planner")
+        except RuntimeError:
+            failed = True
+        else:
+            failed = False
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        if not failed:
+            return
+        held.seek(0)
+        lines = held.read().decode(errors="replace").splitlines()
+    first = next((ln for ln in lines if "error:" in ln), "the pass pipeline failed")
+    why = first.split("error:", 1)[-1].strip()
+    raise RequestError.field(
+        ("ttgir",), f"Triton's passes refused the module: {why}", "bad_ttgir", None
+    )
+
+
 def _allocation(pm: Any, capability: int, ptx: int, *, cfg: bool) -> None:
     from triton._C.libtriton import nvidia, passes
 
@@ -201,7 +228,7 @@ def allocate(ttgir: str, capability: int) -> Allocated:
     module = _parse(ttgir, ctx)
     pm = ir.pass_manager(ctx)
     _allocation(pm, capability, ptx, cfg=False)
-    pm.run(module, "planner")
+    _run(pm, module)
     before = str(module.str_nodebug())
     if _OFFSETS.search(before) is None and "tmem" not in before:
         # No shared (or tensor) memory allocated: the barrier passes order accesses to it
@@ -209,14 +236,14 @@ def allocate(ttgir: str, capability: int) -> Allocated:
         return Allocated(before, before, [])
     pm = ir.pass_manager(ctx)
     _barrier_passes(pm, capability, ptx)
-    pm.run(module, "planner")
+    _run(pm, module)
     after = str(module.str_nodebug())
     if "scf." not in before:  # no structured control flow: scf_to_cf changes nothing
         return Allocated(before, after, _OFFSETS.findall(before))
     module = _parse(ttgir, ctx)
     pm = ir.pass_manager(ctx)
     _allocation(pm, capability, ptx, cfg=True)
-    pm.run(module, "planner")
+    _run(pm, module)
     return Allocated(before, after, _OFFSETS.findall(str(module.str_nodebug())))
 
 
@@ -234,7 +261,7 @@ def allocated_ttgir(ttgir: str, capability: int, *, membar: bool, cfg: bool = Fa
     _allocation(pm, capability, ptx, cfg=cfg)
     if membar:
         _barrier_passes(pm, capability, ptx)
-    pm.run(module, "planner")
+    _run(pm, module)
     return str(module.str_nodebug())
 
 

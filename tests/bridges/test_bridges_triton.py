@@ -193,6 +193,27 @@ def test_cli_triton(
     assert "target" in capsys.readouterr().err
 
 
+def test_a_module_triton_refuses_is_one_line(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A module Triton's own passes refuse (no ``ttg.num-warps``) is a field error naming
+    their first error line: no traceback, and none of the passes' dump on standard error."""
+    from planner.cli import main
+
+    path = tmp_path / "bare.ttgir"
+    path.write_text("module {\n}\n")
+    assert main(["triton", str(path), "--target", "sm_90"]) == 2
+    err = capfd.readouterr().err
+    assert "Triton's passes refused the module" in err
+    assert "number of warps" in err
+    assert "Traceback" not in err
+    assert "mlir_reproducer" not in err
+    with pytest.raises(RequestError) as caught:
+        check_ttgir(path.read_text(), target="sm_90")
+    assert caught.value.errors[0]["loc"] == ["ttgir"]
+    assert caught.value.errors[0]["type"] == "bad_ttgir"
+
+
 def test_a_dropped_async_wait_is_caught(compiled: dict[tuple[str, int], Any]) -> None:
     """Without the wait that retires the pipeline's cp.async copies, the epilogue's scratch
     takes bytes a copy may still write: both validators see the race."""
