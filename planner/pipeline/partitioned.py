@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Literal
 
-import numpy as np
 from pydantic import TypeAdapter
 
 from planner.core.asyncs import added_waits
@@ -48,9 +47,8 @@ from planner.core.partitions import (
 from planner.pipeline.outcome import Outcome
 from planner.pipeline.partition_syncs import NewSyncs, choose_syncs
 from planner.pipeline.partitioned_paths import plan_partitioned_paths
-from planner.pipeline.placement import place_on_pairs
+from planner.pipeline.placement import component_count, on_common_bytes, place_request_pairs
 from planner.solvers.auto import Solution
-from planner.solvers.edges import ExplicitGraph
 from planner.solvers.registry import SolverChoice
 
 __all__ = ["plan_partitioned"]
@@ -93,15 +91,17 @@ def plan_partitioned(req: PlanRequest, solver: SolverChoice) -> Outcome:
                 hard.add((v.i, v.j))
     sizes = [b.size for b in req.buffers]
     bound, clique = _bound(req, sizes, hard)
-    placed = _place(req, sizes, hard, bound, exact=solver.pair_model)
-    added, stabs = _syncs(req, verdicts, _sharing(sizes, placed.plan_offsets), windows, clusters)
+    placed = place_request_pairs(req, sizes, hard, bound, exact=solver.pair_model)
+    added, stabs = _syncs(
+        req, verdicts, on_common_bytes(sizes, placed.plan_offsets), windows, clusters
+    )
     cap = req.options.max_new_barriers
     if stabs or added.fences:
         # The plan on no new sync: taken when it needs no more bytes, or past the cap.
         over_cap = sync == "insert" and cap is not None and stabs > cap
         apart = hard | set(windows) | set(clusters) | fenced
         if over_cap or _clique_weight(sizes, apart) <= placed.plan_arena:
-            kept = _place(req, sizes, apart, bound, exact=False)
+            kept = place_request_pairs(req, sizes, apart, bound, exact=False)
             if kept.plan_arena <= placed.plan_arena or over_cap:
                 placed, added, stabs = kept, NewSyncs(), 0
     if added.fences:
@@ -110,11 +110,11 @@ def plan_partitioned(req: PlanRequest, solver: SolverChoice) -> Outcome:
         need = {(v.i, v.j) for v in verdicts if v.fences}
         apart = hard | need
         if _clique_weight(sizes, apart) <= placed.plan_arena:
-            alt = _place(req, sizes, apart, bound, exact=False)
+            alt = place_request_pairs(req, sizes, apart, bound, exact=False)
             alt_added, alt_stabs = _syncs(
                 req,
                 verdicts,
-                _sharing(sizes, alt.plan_offsets),
+                on_common_bytes(sizes, alt.plan_offsets),
                 {k: w for k, w in windows.items() if k not in need},
                 {k: w for k, w in clusters.items() if k not in need},
             )
@@ -234,37 +234,6 @@ def _clique_weight(sizes: list[int], edges: set[tuple[int, int]]) -> int:
     return sum(sizes[k] for k in weight_clique(len(sizes), sizes, edges))
 
 
-def _place(
-    req: PlanRequest,
-    sizes: list[int],
-    edges: set[tuple[int, int]],
-    bound: int,
-    *,
-    exact: bool,
-) -> Solution:
-    n = len(req.buffers)
-    g = ExplicitGraph(
-        size=np.asarray(sizes, dtype=np.int64),
-        alignment=np.fromiter((req.alignment_of(b) for b in req.buffers), dtype=np.int64, count=n),
-        pinned=np.fromiter(
-            (-1 if b.offset is None else b.offset for b in req.buffers), dtype=np.int64, count=n
-        ),
-        start=np.asarray([b.start for b in req.buffers], dtype=np.int64),
-        length=np.asarray([b.end - b.start for b in req.buffers], dtype=np.int64),
-        edges=edges,
-    )
-    return place_on_pairs(req, g, bound, None, exact)
-
-
-def _sharing(sizes: list[int], offsets: np.ndarray) -> set[tuple[int, int]]:
-    """Pairs ``(i, j)``, ``i < j``, placed on common bytes."""
-    lo = np.asarray(offsets, dtype=np.int64)
-    hi = lo + np.asarray(sizes, dtype=np.int64)
-    common = np.triu((lo[:, None] < hi[None, :]) & (lo[None, :] < hi[:, None]), k=1)
-    rows, cols = np.nonzero(common)
-    return set(zip(rows.tolist(), cols.tolist(), strict=True))
-
-
 def _stab(windows: dict[tuple[int, int], list[int]], shared: set[tuple[int, int]]) -> list[int]:
     """The fewest points that give every sharing pair's window one (greedy by the window's
     last point, each at that point: exact, as the windows are runs of allowed points)."""
@@ -291,7 +260,7 @@ def _assemble(
     bound, clique = peak
     sizes = [b.size for b in req.buffers]
     origin: Literal["inserted", "required"] = "inserted" if sync == "insert" else "required"
-    shared = _sharing(sizes, offsets)
+    shared = on_common_bytes(sizes, offsets)
     names = [p.id for p in req.partitions]
     notes = _reuse_notes(req, verdicts, added, (invals, waited), shared, origin, clique)
     free = _free(verdicts, added)
@@ -309,7 +278,9 @@ def _assemble(
             buffers=len(req.buffers),
             live_edges=sum(1 for v in verdicts if v.overlap),
             hazard_edges=sum(1 for v in verdicts if not v.overlap and (v.i, v.j) not in free),
-            components=_components(len(sizes), verdicts, free),
+            components=component_count(
+                len(sizes), ((v.i, v.j) for v in verdicts if (v.i, v.j) not in free)
+            ),
         ),
         certify=_certifier(req, peak, placed.bound),
         explain=lambda _status: notes,
@@ -507,19 +478,3 @@ def _stabbed(window: tuple[int, int, int, int], chosen: list[int]) -> bool:
     """Whether a point of ``chosen`` (sorted) lies in the window's ``[lo, hi]``."""
     k = bisect.bisect_left(chosen, window[2])
     return k < len(chosen) and chosen[k] <= window[3]
-
-
-def _components(n: int, verdicts: list[PairOrder], free: set[tuple[int, int]]) -> int:
-    """Connected components of the conflict graph the plan keeps."""
-    parent = list(range(n))
-
-    def root(k: int) -> int:
-        while parent[k] != k:
-            parent[k] = parent[parent[k]]
-            k = parent[k]
-        return k
-
-    for v in verdicts:
-        if (v.i, v.j) not in free:
-            parent[root(v.i)] = root(v.j)
-    return len({root(k) for k in range(n)})

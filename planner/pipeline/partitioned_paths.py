@@ -13,9 +13,6 @@ and under "existing" also unordered on some path.
 
 from __future__ import annotations
 
-import numpy as np
-import numpy.typing as npt
-
 from planner.core.errors import RequestError
 from planner.core.models import Barriers, Certificate, Diagnostic, GraphStats, PlanRequest
 from planner.core.models.partition_control import count_paths, path_trips
@@ -23,9 +20,7 @@ from planner.core.partition_paths import Path, partition_paths
 from planner.core.partitions import pair_orders, weight_clique
 from planner.pipeline.outcome import Outcome
 from planner.pipeline.partitioned_path_barriers import Needs, stab
-from planner.pipeline.placement import place_on_pairs
-from planner.solvers.auto import Solution
-from planner.solvers.edges import ExplicitGraph
+from planner.pipeline.placement import component_count, on_common_bytes, place_request_pairs
 from planner.solvers.registry import SolverChoice
 
 __all__ = ["plan_partitioned_paths"]
@@ -69,10 +64,10 @@ def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
     floor = live | unordered if sync == "existing" else live
     clique = weight_clique(n, sizes, floor)
     bound = sum(sizes[k] for k in clique)
-    placed = _place(req, hard, bound, exact=solver.pair_model)
+    placed = place_request_pairs(req, sizes, hard, bound, exact=solver.pair_model)
     chosen = mandatory
     if servable:
-        shared = _sharing(placed.plan_offsets, sizes)
+        shared = on_common_bytes(sizes, placed.plan_offsets)
         chosen = stab(
             [*own, *(pts for p, pts in servable.items() if p in shared)], req.executions_at
         )
@@ -82,10 +77,10 @@ def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
             # more bytes, or past the cap.
             served = set(mandatory)
             apart = hard | {p for p, pts in servable.items() if not pts & served}
-            alt = _place(req, apart, bound, exact=False)
+            alt = place_request_pairs(req, sizes, apart, bound, exact=False)
             if over_cap or alt.plan_arena <= placed.plan_arena:
                 placed, chosen = alt, mandatory
-    shared = _sharing(placed.plan_offsets, sizes)
+    shared = on_common_bytes(sizes, placed.plan_offsets)
     origin = "inserted" if sync == "insert" else "required"
     notes = _notes(
         req, paths, shared, clique, {p: servable[p] & set(chosen) for p in servable}, origin
@@ -114,7 +109,7 @@ def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
             buffers=n,
             live_edges=len(live),
             hazard_edges=len(hard - live),
-            components=_components(n, hard),
+            components=component_count(n, hard),
         ),
         certify=certify,
         explain=lambda _status: notes,
@@ -230,31 +225,6 @@ def _own_unserved(req: PlanRequest, k: int) -> RequestError:
     )
 
 
-def _place(req: PlanRequest, edges: set[Pair], bound: int, *, exact: bool) -> Solution:
-    """The fits (and CP-SAT on the pairs) on the conflict graph ``edges``."""
-    bufs = req.buffers
-    n = len(bufs)
-    g = ExplicitGraph(
-        size=np.asarray([b.size for b in bufs], dtype=np.int64),
-        alignment=np.fromiter((req.alignment_of(b) for b in bufs), dtype=np.int64, count=n),
-        pinned=np.fromiter((-1 if b.offset is None else b.offset for b in bufs), np.int64, n),
-        start=np.asarray([b.start for b in bufs], dtype=np.int64),
-        length=np.asarray([b.end - b.start for b in bufs], dtype=np.int64),
-        edges=edges,
-    )
-    return place_on_pairs(req, g, bound, None, exact)
-
-
-def _sharing(offsets: npt.NDArray[np.int64], sizes: list[int]) -> set[Pair]:
-    where = [int(o) for o in offsets]
-    return {
-        (i, j)
-        for i in range(len(sizes))
-        for j in range(i + 1, len(sizes))
-        if where[i] < where[j] + sizes[j] and where[j] < where[i] + sizes[i]
-    }
-
-
 def _notes(
     req: PlanRequest,
     paths: list[Path],
@@ -292,17 +262,3 @@ def _notes(
         )
     )
     return out
-
-
-def _components(n: int, edges: set[Pair]) -> int:
-    parent = list(range(n))
-
-    def root(k: int) -> int:
-        while parent[k] != k:
-            parent[k] = parent[parent[k]]
-            k = parent[k]
-        return k
-
-    for i, j in edges:
-        parent[root(i)] = root(j)
-    return len({root(k) for k in range(n)})

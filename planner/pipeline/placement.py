@@ -3,11 +3,13 @@ assembly, and the placement step on explicit conflict pairs (programs and partit
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
+from planner.core.arrays import distinct
 from planner.core.barriers import BarrierChoice
 from planner.core.budget import PAIRS_EXACT_SHARE
 from planner.core.models import PlanRequest
@@ -18,7 +20,13 @@ from planner.solvers.edges import fits as greedy_fits
 from planner.solvers.exact import exact_budget
 from planner.solvers.solution import Solution
 
-__all__ = ["Placement", "place_on_pairs"]
+__all__ = [
+    "Placement",
+    "component_count",
+    "on_common_bytes",
+    "place_on_pairs",
+    "place_request_pairs",
+]
 
 I64 = npt.NDArray[np.int64]
 
@@ -99,3 +107,51 @@ def place_on_pairs(
         proved_optimal=optimal or arena <= bound,
         tried=tried,
     )
+
+
+def place_request_pairs(
+    req: PlanRequest, sizes: list[int], edges: set[tuple[int, int]], bound: int, *, exact: bool
+) -> Solution:
+    """``place_on_pairs`` on the request's buffers (``sizes`` bytes each, their alignment,
+    pins and lifetimes) with the conflict pairs ``edges`` and the fits' default order."""
+    bufs = req.buffers
+    n = len(bufs)
+    g = ExplicitGraph(
+        size=np.asarray(sizes, dtype=np.int64),
+        alignment=np.fromiter((req.alignment_of(b) for b in bufs), dtype=np.int64, count=n),
+        pinned=np.fromiter(
+            (-1 if b.offset is None else b.offset for b in bufs), dtype=np.int64, count=n
+        ),
+        start=np.asarray([b.start for b in bufs], dtype=np.int64),
+        length=np.asarray([b.end - b.start for b in bufs], dtype=np.int64),
+        edges=edges,
+    )
+    return place_on_pairs(req, g, bound, None, exact)
+
+
+def on_common_bytes(sizes: list[int], offsets: npt.NDArray[np.int64]) -> set[tuple[int, int]]:
+    """Pairs ``(i, j)``, ``i < j``, placed on common bytes."""
+    lo = np.asarray(offsets, dtype=np.int64)
+    hi = lo + np.asarray(sizes, dtype=np.int64)
+    common = np.triu((lo[:, None] < hi[None, :]) & (lo[None, :] < hi[:, None]), k=1)
+    rows, cols = np.nonzero(common)
+    return set(zip(rows.tolist(), cols.tolist(), strict=True))
+
+
+def component_count(n: int, edges: I64 | Iterable[tuple[int, int]]) -> int:
+    """Connected components of the graph on ``n`` buffers with ``edges`` (an ``(m, 2)``
+    array or pairs): labels spread as minima along the edges, with pointer jumping, until
+    they settle."""
+    pairs = np.asarray(edges if isinstance(edges, np.ndarray) else list(edges), dtype=np.int64)
+    labels = np.arange(n, dtype=np.int64)
+    if pairs.size:
+        a, b = pairs[:, 0], pairs[:, 1]
+        while True:
+            spread = labels.copy()
+            np.minimum.at(spread, a, labels[b])
+            np.minimum.at(spread, b, labels[a])
+            spread = spread[spread]
+            if np.array_equal(spread, labels):
+                break
+            labels = spread
+    return int(distinct(labels).size)

@@ -25,7 +25,6 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from planner.core.arrays import distinct
 from planner.core.asyncs import (
     FenceWindows,
     Invals,
@@ -52,7 +51,7 @@ from planner.core.models import (
 )
 from planner.pipeline.context import CAP_SETS_MAX, planned_sizes
 from planner.pipeline.outcome import Outcome
-from planner.pipeline.placement import Placement, place_on_pairs
+from planner.pipeline.placement import Placement, component_count, place_on_pairs
 from planner.pipeline.program import Program, build_program, held_peak
 from planner.pipeline.unrolled_aliases import PieceAliases
 from planner.pipeline.unrolled_stab import SEARCH_NODES, choose, greedy
@@ -563,23 +562,6 @@ def _unproved_notes(req: PlanRequest, chosen: Placement) -> list[Diagnostic]:
     ]
 
 
-def _components(n: int, edges: I64) -> int:
-    """Connected components of the graph on ``n`` buffers: labels spread as minima along
-    the edges, with pointer jumping, until they settle."""
-    labels = np.arange(n, dtype=np.int64)
-    if edges.size:
-        a, b = edges[:, 0], edges[:, 1]
-        while True:
-            spread = labels.copy()
-            np.minimum.at(spread, a, labels[b])
-            np.minimum.at(spread, b, labels[a])
-            spread = spread[spread]
-            if np.array_equal(spread, labels):
-                break
-            labels = spread
-    return int(distinct(labels).size)
-
-
 def _assemble(
     req: PlanRequest,
     sizes: list[int],
@@ -646,7 +628,7 @@ def _assemble(
             buffers=len(req.buffers),
             live_edges=live_edges,
             hazard_edges=len(edges) - live_edges,
-            components=_components(len(req.buffers), edges),
+            components=component_count(len(req.buffers), edges),
         ),
         certify=certify,
         explain=lambda _status: notes,

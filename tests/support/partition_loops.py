@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from planner.core.models import Buffer, PlanRequest
 from planner.core.partition_paths import Path
 from tests.support.interleavings import ordered_pairs
-from tests.support.partition_programs import access, edge
+from tests.support.partition_programs import drawn_buffer, edge
 
 __all__ = ["looped_programs", "path_truth"]
 
@@ -47,23 +47,7 @@ def looped_programs(
     for n in range(3):
         s = draw(st.integers(0, horizon - 1))
         e = draw(st.integers(s + 1, min(s + 4, horizon)))
-        accesses = []
-        for _ in range(draw(st.integers(1, 2))):
-            at = draw(st.integers(s, e - 1))
-            part = draw(st.sampled_from(names))
-            kind = draw(st.sampled_from(["write", "read", "tma"]))
-            if kind == "tma" and at + 1 < e:
-                m = f"m{n}"
-                wait = draw(st.integers(at + 1, e))
-                accesses.append(access("write", at, part, agent="tma", mbarrier=m))
-                syncs.append({"kind": "expect_tx", "at": at, "mbarrier": m, "partition": part})
-                who = draw(st.sampled_from(names))
-                syncs.append({"kind": "mbarrier_wait", "at": wait, "mbarrier": m, "partition": who})
-            else:
-                accesses.append(access("read" if kind == "tma" else kind, at, part))
-        buffers.append(
-            {"id": f"b{n}", "size": 64 * (n + 1), "start": s, "end": e, "accesses": accesses}
-        )
+        buffers.append(drawn_buffer(draw, n, (s, e), names, syncs))
     barriers = sorted(set(draw(st.lists(st.integers(0, horizon), max_size=1))))
     back = draw(st.sampled_from(["none", "barrier", "edge"]))  # what orders one trip's end
     if back == "barrier":  # before the next trip's start

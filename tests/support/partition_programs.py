@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from planner.core.models import PlanRequest
 
-__all__ = ["THREE", "access", "edge", "programs"]
+__all__ = ["THREE", "access", "drawn_buffer", "edge", "programs"]
 
 
 def access(op: str, at: int, part: str, **more: Any) -> dict[str, Any]:
@@ -26,6 +26,34 @@ def edge(m: str, arrive: int, by: str, wait: int, to: str) -> list[dict[str, Any
     ]
 
 
+def drawn_buffer(
+    draw: st.DrawFn,
+    n: int,
+    span: tuple[int, int],
+    names: tuple[str, ...],
+    syncs: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """Buffer ``b{n}`` (``64 * (n + 1)`` bytes) live on ``span`` with one or two accesses
+    by drawn partitions: a thread read or write, or a TMA write whose expect_tx and covering
+    mbarrier wait (by a drawn partition) go to ``syncs``."""
+    s, e = span
+    accesses = []
+    for _ in range(draw(st.integers(1, 2))):
+        at = draw(st.integers(s, e - 1))
+        part = draw(st.sampled_from(names))
+        kind = draw(st.sampled_from(["write", "read", "tma"]))
+        if kind == "tma" and at + 1 < e:
+            m = f"m{n}"
+            wait = draw(st.integers(at + 1, e))
+            accesses.append(access("write", at, part, agent="tma", mbarrier=m))
+            syncs.append({"kind": "expect_tx", "at": at, "mbarrier": m, "partition": part})
+            who = draw(st.sampled_from(names))
+            syncs.append({"kind": "mbarrier_wait", "at": wait, "mbarrier": m, "partition": who})
+        else:
+            accesses.append(access("read" if kind == "tma" else kind, at, part))
+    return {"id": f"b{n}", "size": 64 * (n + 1), "start": s, "end": e, "accesses": accesses}
+
+
 THREE = ("producer", "consumer0", "consumer1")  # named barriers of two of three
 
 
@@ -39,23 +67,7 @@ def programs(draw: st.DrawFn, names: tuple[str, ...] = ("producer", "consumer"))
     if draw(st.booleans()):  # a pair live together
         spans[1] = (max(0, cuts[0] - 1), cuts[1])
     for n, (s, e) in enumerate(spans):
-        accesses = []
-        for _ in range(draw(st.integers(1, 2))):
-            at = draw(st.integers(s, e - 1))
-            part = draw(st.sampled_from(names))
-            kind = draw(st.sampled_from(["write", "read", "tma"]))
-            if kind == "tma" and at + 1 < e:
-                m = f"m{n}"
-                wait = draw(st.integers(at + 1, e))
-                accesses.append(access("write", at, part, agent="tma", mbarrier=m))
-                syncs.append({"kind": "expect_tx", "at": at, "mbarrier": m, "partition": part})
-                who = draw(st.sampled_from(names))
-                syncs.append({"kind": "mbarrier_wait", "at": wait, "mbarrier": m, "partition": who})
-            else:
-                accesses.append(access("read" if kind == "tma" else kind, at, part))
-        buffers.append(
-            {"id": f"b{n}", "size": 64 * (n + 1), "start": s, "end": e, "accesses": accesses}
-        )
+        buffers.append(drawn_buffer(draw, n, (s, e), names, syncs))
     for _ in range(draw(st.integers(0, 4))):
         kind = draw(st.sampled_from(["edge", "named", "block"]))
         at = draw(st.integers(1, horizon))
