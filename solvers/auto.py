@@ -1,5 +1,8 @@
 """Solver ``"auto"``: the greedy portfolio, then exact methods where it leaves a gap.
 
+Where the portfolio's first heuristic misses the bound, the search first tries the bound
+alone on a few nodes a buffer (``_first_try``); a plan met there ends the request.
+
 The bound is the aligned peak, rounded up to the granularity every arena is a multiple of,
 and, when greedy misses it, the clique bound (``solvers.bounds``). Independent connected
 components of the interference graph never share a point in time, so each is solved on its
@@ -34,6 +37,7 @@ from planner.core._jit import announce, compiled
 from planner.core.budget import (
     EXACT_SETUP_RATE,
     EXACT_SETUP_SHARE,
+    FIRST_TRY_SHARE,
     GREEDY_SHARE,
     LOAD_SECONDS,
     SMALL_ABOVE_SEARCH,
@@ -200,13 +204,22 @@ def _solve(
     step = granularity(g)
     bound = round_up(g.aligned_bound.bytes, step)
     witness = g.aligned_bound.buffers  # buffers that alone need ``bound`` bytes
-    greedy = portfolio(
-        g,
-        heuristics,
-        bound if stop_at is None else max(bound, stop_at),
-        seconds=seconds,
-        without=later,
-    )
+    target = bound if stop_at is None else max(bound, stop_at)
+    greedy = None
+    if heuristics is None and stop_at is None and (capacity is None or bound <= capacity):
+        # Where the portfolio's first heuristic misses the bound by more than the gap
+        # tolerance, the search's first try may meet it for less than the rest of the
+        # portfolio costs.
+        greedy = portfolio(g, None, target, seconds=seconds, without=later, head=1)
+        _, slack = exact_budget(
+            gap_tolerance, greedy.plan_arena - target, bound, _max_alignment(g), time_limit
+        )
+        if greedy.plan_arena > _roof(target, slack, capacity):
+            first = _first_try(g, names, bound, capacity, time_limit, greedy.tried)
+            if first is not None:
+                return first
+    if greedy is None or greedy.plan_arena > target:  # the whole portfolio
+        greedy = portfolio(g, heuristics, target, seconds=seconds, without=later)
     if greedy.plan_arena > bound:
         clique = clique_bound(g, bound)  # dearer, so only where it may help
         if round_up(clique.bytes, step) > bound:
@@ -246,6 +259,51 @@ def _solve(
         return replace(best, notes=notes)
     _load(methods)
     return _improve(g, best, methods, capacity, time_limit, notes, stop_at, slack)
+
+
+def _first_try(
+    g: InterferenceGraph,
+    names: tuple[str, ...],
+    bound: int,
+    capacity: int | None,
+    time_limit: float,
+    greedy_tried: list[tuple[str, int]],
+) -> Solution | None:
+    """A plan at ``bound`` from the search's first try (MiniMalloc's published orders, a few
+    nodes a buffer each) after the portfolio's first heuristic (``greedy_tried``) missed it,
+    or None. It runs where the search
+    is one of ``names`` and its nodes cost at most ``FIRST_TRY_SHARE`` of ``time_limit`` by
+    the search's node rate: on the dense instances where every heuristic misses the bound
+    it costs less than the portfolio, which then does not run."""
+    if "search" not in names or g.n <= SMALL_PART:
+        return None
+    if not _exact_affordable(g, [np.arange(g.n, dtype=np.int64)], time_limit):
+        return None
+    with paused():  # the first import of the method's module
+        method = registry.exact_method("search")
+    if method is None:
+        return None
+    from planner.solvers.search import first_try_nodes, node_budget
+
+    nodes = first_try_nodes(g)
+    if nodes > FIRST_TRY_SHARE * node_budget(g, time_limit):
+        return None
+    _load([("search", method)])
+    options: dict[str, Any] = {"first_try": True, "nodes": nodes}
+    found = method(
+        g, capacity=capacity, lower_bound=bound, hint=None, time_limit=time_limit, **options
+    )
+    if not found.proved_optimal or found.offsets is None or found.arena_bytes is None:
+        return None
+    _tell(found.arena_bytes, found.bound)
+    return Solution(
+        name="exact:search",
+        offsets=found.offsets,
+        arena_bytes=found.arena_bytes,
+        bound=found.bound,
+        proved_optimal=True,
+        tried=[*((f"greedy:{n}", a) for n, a in greedy_tried), ("exact:search", bound)],
+    )
 
 
 def _roof(bound: int, slack: int, capacity: int | None) -> int:

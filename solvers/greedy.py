@@ -497,6 +497,7 @@ def portfolio(
     *,
     seconds: float | None = None,
     without: tuple[str, ...] = (),
+    head: int | None = None,
 ) -> Solution:
     """Run each heuristic; keep the smallest arena, ties to the earliest listed: the winner's
     name and offsets, every arena in ``tried``, and the aligned peak as the bound.
@@ -505,7 +506,9 @@ def portfolio(
     in parallel (the kernels release the GIL), but the result and ``tried`` are those of
     running them one by one in order, whatever the number of cores. ``seconds``: the default
     portfolio keeps the heuristics ``affordable`` in that time; heuristics asked for by name
-    all run; ``without`` leaves heuristics out of the default portfolio. Past
+    all run; ``without`` leaves heuristics out of the default portfolio; ``head`` runs only
+    that many of the first heuristics (the result the whole run gives when they meet
+    ``bound``). Past
     ``NEIGHBOUR_EDGES_MAX`` conflicts only heuristics without neighbour lists apply; when none
     of those is asked for, ``RequestError`` names the limit.
     """
@@ -528,6 +531,7 @@ def portfolio(
         names = listless
     if heuristics is None:
         names = _distinct(g, affordable(g, names, seconds))
+    names = names[:head]
     best: tuple[int, str, I64] | None = None
     tried: list[tuple[str, int]] = []
     workers = _workers(g, len(names))

@@ -446,6 +446,11 @@ def _padding_lists(
     return ptr, cols, cls, periods, max_pad
 
 
+def first_try_nodes(g: InterferenceGraph) -> int:
+    """Nodes of the published orders' first try on ``g`` (``_decide_staged``)."""
+    return FIRST_NODES_PER_BUFFER * g.n * len(MINIMALLOC_ORDERS)
+
+
 def node_budget(g: InterferenceGraph, time_limit: float) -> int:
     """Nodes the search may expand in ``time_limit`` seconds (deterministic per graph)."""
     sections = int(np.unique(np.concatenate([g.start, g.occupied_end])).size)
@@ -594,12 +599,19 @@ def _rounds(
     caps = [np.array([per >> w], dtype=np.int64) for w in weights]
     _stop_on(stop, caps)
     limit = min(per, 2 * max(1, int(insts[0].size.size)))
+    found = False  # a member found a plan: this capacity holds one
     while True:
         results = []
         for i, inst in enumerate(insts):
-            result = _decide(inst, capacity, min(limit >> weights[i], int(caps[i][0])), caps[i])
+            nodes = min(limit >> weights[i], int(caps[i][0]))
+            if found and isinstance(inst, _Instance) and nodes < _fewest_to_find(inst):
+                # It can neither find a plan in so few nodes nor prove there is none.
+                results.append((OUT_OF_NODES, inst.pinned.copy(), 0))
+                continue
+            result = _decide(inst, capacity, nodes, caps[i])
             if result[0] != OUT_OF_NODES:
                 _limit_others(caps, weights, i, result[2])
+                found = found or result[0] == FOUND
             results.append(result)
         if any(r[0] != OUT_OF_NODES for r in results) or limit >= per:
             return results
@@ -609,6 +621,12 @@ def _rounds(
             note_cut()
             return results
         limit = min(per, 2 * limit)
+
+
+def _fewest_to_find(inst: _Instance) -> int:
+    """Nodes a canonical member needs at least to find a plan: a node places one free
+    buffer."""
+    return int((inst.pinned < 0).sum())
 
 
 def _race(
@@ -820,6 +838,7 @@ def solve_search(
     tolerance: int = 0,
     bound_only: bool = False,
     above_bound: bool = False,
+    first_try: bool = False,
 ) -> Solution:
     """Smallest arena (bytes) within ``capacity``, or a proof that none fits.
 
@@ -829,6 +848,9 @@ def solve_search(
     ``bound_only``: decide only the lowest capacity worth trying (the lower bound, where a
     plan is optimal) with every node, and stop there: no bisection above it.
     ``above_bound``: the bound was left undecided by a run before; bisect above it at once.
+    ``first_try``: decide only the lowest capacity worth trying, by MiniMalloc's published
+    orders' first try alone (``FIRST_NODES_PER_BUFFER`` nodes a buffer each, within
+    ``nodes``): a cheap look for a plan at the bound before anything else runs.
     ``tolerance``: bytes; the search stops once its best plan is within them of the bound it
     has proved (``options.gap_tolerance``). ``stop`` may end the search early from another
     thread (then the result means nothing). Satisfies ``solvers.exact.ExactMethod``.
@@ -860,7 +882,10 @@ def solve_search(
     search.clock = time.perf_counter()
     search.wall = wall_limit(time_limit)  # seconds: the clock's cap; the node budget decides
     descend = g.n > DESCEND_MIN
-    if (
+    if first_try:
+        if search.low <= search.high and search.time_left():
+            search.first_try()
+    elif (
         cap is not None
         and search.best is None
         and search.low <= cap == search.high
@@ -946,6 +971,22 @@ class _Descent:
         status, offsets, used = _decide_staged(
             self.portfolio, target, share, self.clock + self.wall, self.stop
         )
+        return self._record(target, status, offsets, used)
+
+    def first_try(self) -> None:
+        """Look for a plan at the lowest capacity worth trying: MiniMalloc's published orders
+        in turn, each on ``FIRST_NODES_PER_BUFFER`` nodes a buffer (within the nodes left),
+        until one decides."""
+        for inst in self.portfolio.first:
+            nodes = min(self.left, FIRST_NODES_PER_BUFFER * int(inst.size.size))
+            if nodes <= 0 or time.perf_counter() - self.clock >= self.wall:
+                return
+            if self._record(self.low, *_decide(inst, self.low, nodes)) != OUT_OF_NODES:
+                return
+
+    def _record(self, target: int, status: int, offsets: I64, used: int) -> int:
+        """What deciding ``target`` gave: the nodes spent, a plan found (the best now) or
+        the capacity proved impossible (the bound rises past it). Returns ``status``."""
         self.left -= used
         if status == FOUND:
             self.best, self.best_arena = offsets, arena_of(self.g, offsets)

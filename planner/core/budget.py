@@ -42,6 +42,7 @@ INSERT = {
 GREEDY_SHARE = 0.5  # the greedy heuristics, chosen by estimated cost
 GREEDY_MIN_SECONDS = 0.05  # below this the whole small portfolio still runs (``solvers.greedy``)
 DENSE_REST_SHARE = 0.2  # of the portfolio on dense graphs: the dearer best fits after first fits
+FIRST_TRY_SHARE = 0.01  # at most this for the search's first try before the portfolio
 EXACT_SETUP_SHARE = 0.25  # at most this estimated to build the exact methods' instances
 LOAD_SECONDS = 60.0  # the once-per-process warm-up's own deadline
 # The exact part of a kernel-sized request (``solvers.auto``): shares of its time.

@@ -1,0 +1,96 @@
+"""The search's first try at the bound, where the portfolio's first heuristic misses it: a
+plan met there ends the plan without the rest of the portfolio; where it is not met, the plan
+is the one the portfolio and the exact methods give without it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import planner
+import planner.solvers.auto as auto
+import planner.solvers.search as search
+from planner.core.graph import build_graph
+from planner.core.models import Plan, PlanRequest
+from planner.families import CAPACITY, CHECK_SEED, family_instance
+from planner.generate import random_request
+from planner.solvers._search_kernel import FOUND
+
+pytestmark = pytest.mark.slow
+
+
+def _request(family: str, buffers: int, seed: int) -> PlanRequest:
+    request = family_instance(family, buffers, seed).request
+    options = request.options.model_copy(update={"time_limit": 10.0})
+    return request.model_copy(update={"options": options})
+
+
+def _planned(request: PlanRequest) -> Plan:
+    plan = planner.plan(request)
+    assert planner.validate(request, plan).valid
+    return plan
+
+
+def test_a_plan_at_the_bound_from_the_first_try_skips_the_rest_of_the_portfolio(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    request = _request("random-narrow", 330, CHECK_SEED + 41)
+    plan = _planned(request)
+    assert plan.status == "optimal"
+    assert plan.arena_bytes == CAPACITY
+    # One heuristic, then the search: the other heuristics never ran.
+    names = [t.name for t in plan.solver.tried]
+    assert len(names) == 2, names
+    assert names[0].startswith("greedy:")
+    assert names[1] == "exact:search"
+    assert plan.solver.name == "exact:search"
+    # Without the first try the same arena comes from the whole portfolio and the search.
+    monkeypatch.setattr(auto, "FIRST_TRY_SHARE", 0.0)
+    without = _planned(request)
+    assert without.arena_bytes == plan.arena_bytes
+    assert without.status == "optimal"
+    assert len(without.solver.tried) > len(plan.solver.tried)
+
+
+def test_a_first_heuristic_at_the_bound_needs_no_search() -> None:
+    request = random_request(200, seed=CHECK_SEED + 3, sync="none")
+    plan = _planned(request)
+    assert plan.status == "optimal"
+    assert [t.name for t in plan.solver.tried] == [plan.solver.name]
+    assert plan.solver.name.startswith("greedy:")
+
+
+def test_the_first_try_stays_out_where_it_costs_more_than_its_share(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    request = _request("random-narrow", 330, CHECK_SEED + 41)
+    # A share below one try's nodes at this time limit: the portfolio runs as without it.
+    monkeypatch.setattr(auto, "FIRST_TRY_SHARE", 1e-6)
+    plan = _planned(request)
+    assert len(plan.solver.tried) > 2
+
+
+def test_rounds_skip_members_that_cannot_beat_a_plan_found_and_answer_alike(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    g = build_graph(family_instance("random-narrow", 322, CHECK_SEED + 13).request, "none")
+    portfolio = search._Portfolio(g)
+    first = portfolio.first
+    quick = search.first_try_nodes(g)
+    raced = search._decide_all(first, CAPACITY, quick, parallel=True)
+    calls: list[int] = []
+    real = search._decide
+
+    def counted(*args: object, **kwargs: object) -> tuple[int, np.ndarray, int]:
+        result = real(*args, **kwargs)  # type: ignore[arg-type]
+        calls.append(result[0])
+        return result
+
+    monkeypatch.setattr(search, "_decide", counted)
+    rounds = search._decide_all(first, CAPACITY, quick, parallel=False)
+    assert rounds[0] == raced[0] == FOUND
+    assert rounds[2] == raced[2]
+    assert np.array_equal(rounds[1], raced[1])
+    # The first order finds a plan in one node a buffer, which no later order can beat:
+    # they never run.
+    assert calls == [FOUND]
