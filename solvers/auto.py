@@ -271,10 +271,10 @@ def _first_try(
 ) -> Solution | None:
     """A plan at ``bound`` from the search's first try (MiniMalloc's published orders, a few
     nodes a buffer each) after the portfolio's first heuristic (``greedy_tried``) missed it,
-    or None. It runs where the search
-    is one of ``names`` and its nodes cost at most ``FIRST_TRY_SHARE`` of ``time_limit`` by
-    the search's node rate: on the dense instances where every heuristic misses the bound
-    it costs less than the portfolio, which then does not run."""
+    or None. It runs where the search is one of ``names`` and its nodes cost at most
+    ``FIRST_TRY_SHARE`` of ``time_limit`` by the search's node rate: on the dense instances
+    where every heuristic misses the bound it costs less than the rest of the portfolio,
+    which then does not run."""
     if "search" not in names or g.n <= SMALL_PART:
         return None
     if not _exact_affordable(g, [np.arange(g.n, dtype=np.int64)], time_limit):
@@ -302,7 +302,7 @@ def _first_try(
         arena_bytes=found.arena_bytes,
         bound=found.bound,
         proved_optimal=True,
-        tried=[*((f"greedy:{n}", a) for n, a in greedy_tried), ("exact:search", bound)],
+        tried=[*((f"greedy:{n}", a) for n, a in greedy_tried), ("exact:search", found.arena_bytes)],
     )
 
 
