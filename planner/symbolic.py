@@ -21,10 +21,11 @@ import numpy as np
 
 from planner.core.errors import RequestError
 from planner.core.expr import Expr, read_plan_expr
-from planner.core.graph import build_graph
+from planner.core.graph import InterferenceGraph, build_graph
 from planner.core.models import Plan, PlanRequest
 from planner.core.models.symbolic import Corner, ParamRange, SymbolicOffset, SymbolicPlan
 from planner.core.params import Template, corners, parse_template
+from planner.core.sync_choice import Intervals, hits_each, stab
 from planner.pipeline.pinned import pinned_plan
 from planner.solvers.batch import peaks, place_batch, visit_orders
 
@@ -63,34 +64,76 @@ def symbolic_plan(request: dict[str, Any] | str | bytes) -> SymbolicPlan:
     _supported(template, base)
     barriers = _barriers(base)
     graph = build_graph(base, barriers=barriers) if barriers is not None else build_graph(base)
-    n = graph.n
-    sizes = [_size_expr(template, base, i) for i in range(n)]
+    sizes = [_size_expr(template, base, i) for i in range(graph.n)]
     align = [base.alignment_of(b) for b in base.buffers]
-    conflicts = [set[int]() for _ in range(n)]
+    conflicts = _conflicts(graph)
+    box = corners(template)
+    upper = {name: p.bounds[1] for name, p in template.params.items()}
+    orders = _corner_orders(graph, conflicts, sizes, align, [upper, *box])
+    order, offsets_expr = _best_order(orders, conflicts, sizes, align, upper, box)
+    arena = _arena(offsets_expr, sizes)
+    return SymbolicPlan(
+        name=base.name,
+        params=[
+            ParamRange(name=k, min=p.bounds[0], max=p.bounds[1]) for k, p in template.params.items()
+        ],
+        offsets=_symbolic_offsets(base, order, conflicts, offsets_expr, sizes, align),
+        order=[base.buffers[i].id for i in order],
+        arena=arena.render(),
+        barriers=sorted(set(base.barriers) if barriers is None else barriers),
+        corners=_corners(graph, sizes, box, arena, offsets_expr),
+    )
+
+
+def _conflicts(graph: InterferenceGraph) -> list[set[int]]:
+    """Each buffer's conflicting buffers."""
+    conflicts = [set[int]() for _ in range(graph.n)]
     for a, b in graph.edges():
         conflicts[a].add(b)
         conflicts[b].add(a)
-    box = corners(template)
-    upper = {name: p.bounds[1] for name, p in template.params.items()}
-    candidates = [upper, *box]
+    return conflicts
+
+
+def _corner_orders(
+    graph: InterferenceGraph,
+    conflicts: list[set[int]],
+    sizes: list[Expr],
+    align: list[int],
+    candidates: list[dict[str, int]],
+) -> list[list[int]]:
+    """The distinct orders (buffers by offset, ties by index) of greedy plans at the
+    candidate configurations, in the order found."""
+    n = graph.n
+    if not n:
+        return [[]]
     size_at = np.array([[s.value(c) for s in sizes] for c in candidates], dtype=np.int64).reshape(
         len(candidates), n
     )
     align_row = np.array(align, dtype=np.int64)
     orders: list[list[int]] = []
-    if n:
-        ptr, adj = _csr(conflicts)
-        for visit in visit_orders(graph.start, size_at):
-            offsets, _ = place_batch(
-                visit[None], size_at, np.broadcast_to(align_row, size_at.shape).copy(), ptr, adj
-            )
-            rows: list[list[int]] = offsets.tolist()
-            for row in rows:
-                order = sorted(range(n), key=row.__getitem__)  # stable: ties by index
-                if order not in orders:
-                    orders.append(order)
-    else:
-        orders.append([])
+    ptr, adj = _csr(conflicts)
+    for visit in visit_orders(graph.start, size_at):
+        offsets, _ = place_batch(
+            visit[None], size_at, np.broadcast_to(align_row, size_at.shape).copy(), ptr, adj
+        )
+        rows: list[list[int]] = offsets.tolist()
+        for row in rows:
+            order = sorted(range(n), key=row.__getitem__)  # stable: ties by index
+            if order not in orders:
+                orders.append(order)
+    return orders
+
+
+def _best_order(
+    orders: list[list[int]],
+    conflicts: list[set[int]],
+    sizes: list[Expr],
+    align: list[int],
+    upper: dict[str, int],
+    box: list[dict[str, int]],
+) -> tuple[list[int], list[Expr]]:
+    """The order whose arena is least at the upper corner, ties by the sum over the
+    corners (the first found of equals), and its offset expressions."""
     best: tuple[tuple[int, int], list[int], list[Expr]] | None = None
     for order in orders:
         offsets_expr = _offsets(order, conflicts, sizes, align)
@@ -99,9 +142,45 @@ def symbolic_plan(request: dict[str, Any] | str | bytes) -> SymbolicPlan:
         if best is None or key < best[0]:
             best = (key, order, offsets_expr)
     assert best is not None
-    _, order, offsets_expr = best
+    return best[1], best[2]
+
+
+def _symbolic_offsets(
+    base: PlanRequest,
+    order: list[int],
+    conflicts: list[set[int]],
+    offsets_expr: list[Expr],
+    sizes: list[Expr],
+    align: list[int],
+) -> list[SymbolicOffset]:
+    """Each buffer's offset and size expressions, and the conflicting buffers below it."""
     rank = {i: k for k, i in enumerate(order)}
-    arena = _arena(offsets_expr, sizes)
+    return [
+        SymbolicOffset(
+            id=b.id,
+            name=f"offset_{i}",
+            offset=offsets_expr[i].render(),
+            size=sizes[i].render(),
+            alignment=align[i],
+            below=[
+                base.buffers[j].id
+                for j in sorted(conflicts[i], key=rank.__getitem__)
+                if rank[j] < rank[i]
+            ],
+        )
+        for i, b in enumerate(base.buffers)
+    ]
+
+
+def _corners(
+    graph: InterferenceGraph,
+    sizes: list[Expr],
+    box: list[dict[str, int]],
+    arena: Expr,
+    offsets_expr: list[Expr],
+) -> list[Corner]:
+    """Per corner of the box: the arena there and the peak of live bytes (a lower bound)."""
+    n = graph.n
     lows = (
         peaks(
             graph.start,
@@ -113,73 +192,32 @@ def symbolic_plan(request: dict[str, Any] | str | bytes) -> SymbolicPlan:
         if n
         else np.zeros(len(box), dtype=np.int64)
     )
-    return SymbolicPlan(
-        name=base.name,
-        params=[
-            ParamRange(name=k, min=p.bounds[0], max=p.bounds[1]) for k, p in template.params.items()
-        ],
-        offsets=[
-            SymbolicOffset(
-                id=b.id,
-                name=f"offset_{i}",
-                offset=offsets_expr[i].render(),
-                size=sizes[i].render(),
-                alignment=align[i],
-                below=[
-                    base.buffers[j].id
-                    for j in sorted(conflicts[i], key=rank.__getitem__)
-                    if rank[j] < rank[i]
-                ],
-            )
-            for i, b in enumerate(base.buffers)
-        ],
-        order=[base.buffers[i].id for i in order],
-        arena=arena.render(),
-        barriers=sorted(set(base.barriers) if barriers is None else barriers),
-        corners=[
-            Corner(config=c, arena_bytes=_value(arena, offsets_expr, c), lower_bound=int(lows[k]))
-            for k, c in enumerate(box)
-        ],
-    )
+    return [
+        Corner(config=c, arena_bytes=_value(arena, offsets_expr, c), lower_bound=int(lows[k]))
+        for k, c in enumerate(box)
+    ]
 
 
 def _barriers(base: PlanRequest) -> list[int] | None:
-    """Under sync "insert", the request's barriers and the fewest more (interval stabbing,
-    at allowed points) that separate every pair of buffers one after the other, so any two
-    buffers not live together may share bytes at any point of the box; None under the other
-    policies (their own graph)."""
+    """Under sync "insert", the request's barriers and the fewest more (the synchronisation
+    choice on intervals, at allowed points) that separate every pair of buffers one after
+    the other, so any two buffers not live together may share bytes at any point of the
+    box; None under the other policies (their own graph)."""
     opts = base.options
     if opts.sync != "insert" or opts.max_new_barriers == 0:
         return None
     existing = sorted(set(base.barriers))
     allowed = sorted(set(opts.barrier_candidates)) if opts.barrier_candidates is not None else None
+    # A barrier p with a.end <= p <= b.start separates a from b.
     gaps = sorted(
-        {
-            (b.start, a.end)  # a barrier p with a.end <= p <= b.start separates them
-            for a in base.buffers
-            for b in base.buffers
-            if a.end <= b.start
-        }
+        {(a.end, b.start) for a in base.buffers for b in base.buffers if a.end <= b.start}
     )
-    chosen: list[int] = []
-    import bisect
-
-    def stabbed(lo: int, hi: int, points: list[int]) -> bool:
-        k = bisect.bisect_left(points, lo)
-        return k < len(points) and points[k] <= hi
-
-    for hi, lo in gaps:  # by right end
-        if stabbed(lo, hi, existing) or stabbed(lo, hi, chosen):
-            continue
-        if allowed is None:
-            point: int | None = hi
-        else:
-            k = bisect.bisect_right(allowed, hi) - 1
-            point = allowed[k] if k >= 0 and allowed[k] >= lo else None
-        if point is not None:
-            bisect.insort(chosen, point)
+    lo = np.asarray([g[0] for g in gaps], dtype=np.int64)
+    hi = np.asarray([g[1] for g in gaps], dtype=np.int64)
+    open_ = ~hits_each(existing, lo, hi)
+    chosen, _ = stab(Intervals(lo[open_], hi[open_]), allowed)
     if opts.max_new_barriers is not None:
-        chosen = chosen[: opts.max_new_barriers]
+        chosen = sorted(chosen)[: opts.max_new_barriers]
     return sorted(set(existing) | set(chosen))
 
 

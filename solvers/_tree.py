@@ -241,6 +241,90 @@ def _lists(left: int, right: int, nodes: int, lists: I64) -> int:
 
 
 @njit
+def _leaves(start: I64, occupied_end: I64) -> tuple[I64, I64, int]:
+    """Each interval's first and last leaf (inclusive) of a tree over the sorted distinct
+    start points, and the tree's width (leaves, a power of two)."""
+    points = np.unique(start)
+    leaf_lo = np.searchsorted(points, start, side="left")
+    leaf_hi = np.searchsorted(points, occupied_end, side="left") - 1  # >= leaf_lo
+    width = 1
+    while width < points.shape[0]:
+        width *= 2
+    return leaf_lo, leaf_hi, width
+
+
+@njit
+def _gathered_fit(
+    lists: I64,
+    k: int,
+    size: int,
+    alignment: int,
+    best_fit: bool,
+    offset_bits: int,
+    pool: tuple[I64, I64, I64],
+    head: I64,
+    count: I64,
+    bufs: tuple[I64, I64, I64],
+) -> tuple[int, tuple[I64, I64, I64]]:
+    """The fit on the runs of the ``k`` lists gathered into one array and sorted by their
+    start; ``bufs`` (the runs' starts and ends, the sort keys) grow as needed and come back."""
+    lo_buf, hi_buf, key = bufs
+    m = 0
+    for t in range(k):
+        lo_buf, hi_buf, m = _gather(lists[t], pool, head, count, lo_buf, hi_buf, m)
+    if key.shape[0] < m:
+        key = np.empty(lo_buf.shape[0], dtype=np.int64)
+    index_bits = 1
+    while (1 << index_bits) <= m:
+        index_bits += 1
+    if offset_bits + index_bits <= 62:  # packed keys sort faster than an argsort
+        mask = (1 << index_bits) - 1
+        for t in range(m):
+            key[t] = (lo_buf[t] << index_bits) | t
+        sorted_idx = np.sort(key[:m]) & mask
+    else:
+        sorted_idx = np.argsort(lo_buf[:m], kind="mergesort")
+    best = fit(lo_buf, hi_buf, sorted_idx, m, alignment, size, best_fit)
+    return best, (lo_buf, hi_buf, key)
+
+
+@njit
+def _add_placed(
+    left: int,
+    right: int,
+    nodes: int,
+    lo: int,
+    hi: int,
+    head: I64,
+    count: I64,
+    cap: I64,
+    pool: tuple[I64, I64, I64],
+) -> tuple[I64, I64, I64]:
+    """Add bytes ``[lo, hi)`` of a buffer on leaves ``left .. right``: to ``own`` and
+    ``sub`` of its canonical nodes, and to ``sub`` of the nodes on both boundary paths."""
+    lq, rq = left, right + 1
+    while lq < rq:
+        if lq & 1:
+            pool = _insert(lq, lo, hi, head, count, cap, pool)
+            pool = _insert(lq + nodes, lo, hi, head, count, cap, pool)
+            lq += 1
+        if rq & 1:
+            rq -= 1
+            pool = _insert(rq, lo, hi, head, count, cap, pool)
+            pool = _insert(rq + nodes, lo, hi, head, count, cap, pool)
+        lq >>= 1
+        rq >>= 1
+    x, y = left, right
+    while x >= 1:
+        pool = _insert(x + nodes, lo, hi, head, count, cap, pool)
+        if y != x:
+            pool = _insert(y + nodes, lo, hi, head, count, cap, pool)
+        x >>= 1
+        y >>= 1
+    return pool
+
+
+@njit
 def place_tree(
     order: I64,
     start: I64,
@@ -254,17 +338,15 @@ def place_tree(
     """Offsets (bytes) for buffers visited in ``order`` (pinned ones first); pinned ones keep
     their offset. The same offsets as ``_place.place`` for sizes of at least one byte.
     ``offset_bits``: bits of the highest offset possible; the runs of one query then sort as
-    packed (offset, slot) keys when both fit in 62 bits, as in ``place``."""
+    packed (offset, slot) keys when both fit in 62 bits, as in ``place``. Per buffer: the
+    lists its range reads (``_lists``), the fit on their merged runs (``_merge_fit``) or on
+    them gathered and sorted (``_gathered_fit``: offsets too wide to pack, or an empty
+    buffer), and its bytes added to the tree (``_add_placed``)."""
     n = start.shape[0]
     offset = np.full(n, -1, dtype=np.int64)
     if n == 0:
         return offset
-    points = np.unique(start)
-    leaf_lo = np.searchsorted(points, start, side="left")
-    leaf_hi = np.searchsorted(points, occupied_end, side="left")  # exclusive; > leaf_lo
-    width = 1
-    while width < points.shape[0]:
-        width *= 2
+    leaf_lo, leaf_hi, width = _leaves(start, occupied_end)
     nodes = 2 * width  # node 1 is the root; leaves at width .. 2*width-1
     head = np.zeros(2 * nodes, dtype=np.int64)  # list s: own of node s, sub of node s-nodes
     count = np.zeros(2 * nodes, dtype=np.int64)
@@ -274,75 +356,27 @@ def place_tree(
         np.empty(16 * n + 64, dtype=np.int64),
         np.zeros(1, dtype=np.int64),
     )
-    lo_buf = np.empty(64, dtype=np.int64)
-    hi_buf = np.empty(64, dtype=np.int64)
-    key = np.empty(64, dtype=np.int64)
+    bufs = (
+        np.empty(64, dtype=np.int64),
+        np.empty(64, dtype=np.int64),
+        np.empty(64, dtype=np.int64),
+    )
     lists = np.empty(256, dtype=np.int64)  # 4 lists a tree level at most
     for i in range(order.shape[0]):
         b = order[i]
         left = leaf_lo[b] + width
-        right = leaf_hi[b] - 1 + width  # inclusive leaf
+        right = leaf_hi[b] + width  # inclusive leaf
         if pinned[b] >= 0:
             best = pinned[b]
-        elif size[b] > 0 and offset_bits + 8 <= 62:
-            k = _lists(left, right, nodes, lists)
-            best = _merge_fit(lists, k, size[b], alignment[b], best_fit, pool, head, count)
         else:
-            # Gather the runs of every list the query range reads.
-            m = 0
-            x, y = left, right
-            while x >= 1:
-                lo_buf, hi_buf, m = _gather(x, pool, head, count, lo_buf, hi_buf, m)
-                if y != x:
-                    lo_buf, hi_buf, m = _gather(y, pool, head, count, lo_buf, hi_buf, m)
-                x >>= 1
-                y >>= 1
-            lq, rq = left, right + 1
-            while lq < rq:
-                if lq & 1:
-                    lo_buf, hi_buf, m = _gather(lq + nodes, pool, head, count, lo_buf, hi_buf, m)
-                    lq += 1
-                if rq & 1:
-                    rq -= 1
-                    lo_buf, hi_buf, m = _gather(rq + nodes, pool, head, count, lo_buf, hi_buf, m)
-                lq >>= 1
-                rq >>= 1
-            if key.shape[0] < m:
-                key = np.empty(lo_buf.shape[0], dtype=np.int64)
-            index_bits = 1
-            while (1 << index_bits) <= m:
-                index_bits += 1
-            if offset_bits + index_bits <= 62:  # packed keys sort faster than an argsort
-                mask = (1 << index_bits) - 1
-                for t in range(m):
-                    key[t] = (lo_buf[t] << index_bits) | t
-                sorted_idx = np.sort(key[:m]) & mask
+            k = _lists(left, right, nodes, lists)
+            if size[b] > 0 and offset_bits + 8 <= 62:
+                best = _merge_fit(lists, k, size[b], alignment[b], best_fit, pool, head, count)
             else:
-                sorted_idx = np.argsort(lo_buf[:m], kind="mergesort")
-            best = fit(lo_buf, hi_buf, sorted_idx, m, alignment[b], size[b], best_fit)
+                best, bufs = _gathered_fit(
+                    lists, k, size[b], alignment[b], best_fit, offset_bits, pool, head, count, bufs
+                )
         offset[b] = best
-        lo_b = best
-        hi_b = best + size[b]
-        if hi_b <= lo_b:
-            continue
-        # own of the canonical nodes, sub of them and of both boundary paths.
-        lq, rq = left, right + 1
-        while lq < rq:
-            if lq & 1:
-                pool = _insert(lq, lo_b, hi_b, head, count, cap, pool)
-                pool = _insert(lq + nodes, lo_b, hi_b, head, count, cap, pool)
-                lq += 1
-            if rq & 1:
-                rq -= 1
-                pool = _insert(rq, lo_b, hi_b, head, count, cap, pool)
-                pool = _insert(rq + nodes, lo_b, hi_b, head, count, cap, pool)
-            lq >>= 1
-            rq >>= 1
-        x, y = left, right
-        while x >= 1:
-            pool = _insert(x + nodes, lo_b, hi_b, head, count, cap, pool)
-            if y != x:
-                pool = _insert(y + nodes, lo_b, hi_b, head, count, cap, pool)
-            x >>= 1
-            y >>= 1
+        if size[b] > 0:
+            pool = _add_placed(left, right, nodes, best, best + size[b], head, count, cap, pool)
     return offset

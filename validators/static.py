@@ -20,6 +20,7 @@ footprint's size, recomputed here from its accesses.
 from __future__ import annotations
 
 import bisect
+import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, overload
@@ -134,7 +135,9 @@ def validate_plan(
     """Check ``plan`` against ``request`` and return every violation, up to ``max_violations``.
 
     ``truncated`` is set when more violations exist than are listed; the checks stop there.
-    The same request and plan always give the same report.
+    The same request and plan always give the same report. The steps: rings expanded into
+    their stages, cluster barriers, then partitions (their own checks) or the asynchronous
+    accesses' syncs, then the placements and the reuse of bytes (``_check_lifetimes``).
     """
     # Imported here: planner/__init__ imports the pipeline, which imports this package, so a
     # module-level import would make `import validators` on its own a circular import.
@@ -153,64 +156,68 @@ def validate_plan(
         _check_clusters(request, plan, out)
     if request.partitions:
         _check_partitioned(request, plan, out)
-        violations = sorted(out.items, key=_sort_key)
-        return ValidationReport(
-            valid=not violations and not out.truncated,
-            violations=violations,
-            truncated=out.truncated,
-        )
-    if request.has_async:
-        from planner.validators.asyncs import in_flight, unfenced, uninvalidated, unwaited
-        from planner.validators.program import runtime_barriers as running
-
-        for buffer, at, why in unwaited(request, plan):
-            out.add("missing_wait", f"never completes: {why}", [buffer], at)
-        for mbarrier, later, why in uninvalidated(request, plan):
-            out.add(
-                "missing_inval",
-                f"{later!r} takes bytes of mbarrier {mbarrier!r}: {why}",
-                [mbarrier, later],
-            )
-        for earlier, later, why in unfenced(request, plan):
-            out.add(
-                "missing_fence",
-                f"{later!r} reads or writes through the async proxy bytes that {earlier!r} wrote "
-                f"through the generic proxy: {why}",
-                [earlier, later],
-            )
-        # Each asynchronous access in flight until its covering sync, as the agent's own.
-        request = in_flight(request, running(request, plan), plan)
-    try:
-        extents = _check_placements(request, plan, out)
-        _check_base_alignment(request, plan, out)
-        _check_footprints(request, plan, out)
-        _check_arena(request, plan, out)
-        runtime_barriers = _check_barriers(request, plan, out)
-        if request.has_control_flow:
-            from planner.validators.static_paths import PathCheck  # loops, branches, ranges
-
-            paths = PathCheck(request, plan, runtime_barriers, set(_shrunk(request)), out)
-            listed = list(extents)
-            workspace = _workspace(request, plan)
-            paths.check_claims([listed, workspace])
-            paths.sweep(listed)
-            _check_workspace(request, plan, workspace, out, paths.sweep)
-        else:
-            aliases = _Aliases(request, plan, runtime_barriers)
-            workspace = _workspace(request, plan)
-            _check_aliases(request, plan, [extents, workspace], aliases, out)
-            sweep(extents, runtime_barriers, aliases, out)
-            _check_workspace(
-                request, plan, workspace, out, lambda e: sweep(e, runtime_barriers, aliases, out)
-            )
-    except ReportFullError:
-        pass
+    else:
+        if request.has_async:
+            request = _check_async(request, plan, out)
+        with contextlib.suppress(ReportFullError):  # the report is full: the checks stop
+            _check_lifetimes(request, plan, out)
     violations = sorted(out.items, key=_sort_key)
     return ValidationReport(
         valid=not violations and not out.truncated,
         violations=violations,
         truncated=out.truncated,
     )
+
+
+def _check_async(request: PlanRequest, plan: Plan, out: Collector) -> PlanRequest:
+    """Asynchronous accesses: every one waited for, mbarriers invalidated before their bytes
+    are taken, proxy fences; then the request with each asynchronous access in flight until
+    its covering sync, as the agent's own."""
+    from planner.validators.asyncs import in_flight, unfenced, uninvalidated, unwaited
+    from planner.validators.program import runtime_barriers as running
+
+    for buffer, at, why in unwaited(request, plan):
+        out.add("missing_wait", f"never completes: {why}", [buffer], at)
+    for mbarrier, later, why in uninvalidated(request, plan):
+        out.add(
+            "missing_inval",
+            f"{later!r} takes bytes of mbarrier {mbarrier!r}: {why}",
+            [mbarrier, later],
+        )
+    for earlier, later, why in unfenced(request, plan):
+        out.add(
+            "missing_fence",
+            f"{later!r} reads or writes through the async proxy bytes that {earlier!r} wrote "
+            f"through the generic proxy: {why}",
+            [earlier, later],
+        )
+    return in_flight(request, running(request, plan), plan)
+
+
+def _check_lifetimes(request: PlanRequest, plan: Plan, out: Collector) -> None:
+    """Placements, alignment, footprints, the arena and the barriers, then every reuse of
+    bytes: on the program's paths (loops, branches, ranges) or on one straight line."""
+    extents = _check_placements(request, plan, out)
+    _check_base_alignment(request, plan, out)
+    _check_footprints(request, plan, out)
+    _check_arena(request, plan, out)
+    runtime_barriers = _check_barriers(request, plan, out)
+    workspace = _workspace(request, plan)
+    if request.has_control_flow:
+        from planner.validators.static_paths import PathCheck  # loops, branches, ranges
+
+        paths = PathCheck(request, plan, runtime_barriers, set(_shrunk(request)), out)
+        listed = list(extents)
+        paths.check_claims([listed, workspace])
+        paths.sweep(listed)
+        _check_workspace(request, plan, workspace, out, paths.sweep)
+    else:
+        aliases = _Aliases(request, plan, runtime_barriers)
+        _check_aliases(request, plan, [extents, workspace], aliases, out)
+        sweep(extents, runtime_barriers, aliases, out)
+        _check_workspace(
+            request, plan, workspace, out, lambda e: sweep(e, runtime_barriers, aliases, out)
+        )
 
 
 def _check_partitioned(request: PlanRequest, plan: Plan, out: Collector) -> None:

@@ -5,7 +5,8 @@ barrier stands at some p with ``last_access(A) < p <= first_access(B)`` (docs/de
 Reuse hazard; without access patterns ``last_access = end - 1`` and
 ``first_access = start``), or when it is a thread-local alias (``planner.core.aliasing``),
 which the caller drops from the list. Choosing the fewest points that hit every such interval
-is interval stabbing: sort by right end, take the rightmost allowed point, which is exact.
+is interval stabbing, exact: the shared synchronisation choice on intervals
+(``planner.core.sync_choice.stab``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy.typing as npt
 from planner.core._jit import njit
 from planner.core.arrays import distinct
 from planner.core.models.request import SyncPolicy
+from planner.core.sync_choice import Intervals, hits_each, stab
 
 __all__ = [
     "BarrierChoice",
@@ -29,7 +31,6 @@ __all__ = [
     "choose_barriers",
     "hits",
     "reuses",
-    "stabbing_points",
 ]
 
 I64 = npt.NDArray[np.int64]
@@ -207,44 +208,6 @@ def hits(points: list[int], left: int, right: int) -> bool:
     return k < len(points) and points[k] <= right
 
 
-def _hit_mask(points: list[int], left: I64, right: I64) -> npt.NDArray[np.bool_]:
-    """Per interval ``[left, right]``: whether a point of ``points`` (sorted) lies in it."""
-    pts = np.asarray(points, dtype=np.int64)
-    if pts.size == 0:
-        return np.zeros(left.size, dtype=np.bool_)
-    k = np.searchsorted(pts, left, side="left")
-    inside = k < pts.size
-    mask: npt.NDArray[np.bool_] = np.zeros(left.size, dtype=np.bool_)
-    mask[inside] = pts[k[inside]] <= right[inside]
-    return mask
-
-
-def stabbing_points(
-    intervals: list[tuple[int, int]], candidates: list[int] | None
-) -> tuple[list[int], list[tuple[int, int]]]:
-    """Fewest points hitting every ``[left, right]``; ``candidates`` sorted, None: any point.
-
-    Returns the points (sorted) and the intervals no candidate can hit.
-    """
-    chosen: list[int] = []
-    missed: list[tuple[int, int]] = []
-    last = -1
-    for left, right in sorted(intervals, key=lambda iv: (iv[1], iv[0])):
-        if last >= left:  # last <= right: it was chosen for an interval ending no later
-            continue
-        if candidates is None:
-            point = right
-        else:
-            k = bisect.bisect_right(candidates, right) - 1
-            if k < 0 or candidates[k] < left:
-                missed.append((left, right))
-                continue
-            point = candidates[k]
-        chosen.append(point)
-        last = point
-    return chosen, missed
-
-
 @dataclass(frozen=True)
 class BarrierChoice:
     """Barriers for one placement under one policy."""
@@ -260,59 +223,22 @@ def choose_barriers(
     sync: SyncPolicy,
     candidates: list[int] | None,
 ) -> BarrierChoice:
-    """New barriers (fewest) and the barriers relied on, preferring existing ones;
-    ``stabbing_points`` on arrays, so a million reuses cost compiled steps, not Python
-    tuples."""
+    """New barriers (fewest) and the barriers relied on, preferring existing ones: the
+    synchronisation choice on intervals, first the new points for the reuses no existing
+    barrier serves, then the existing points the rest rely on."""
     after, before = _columns(found)
-    uncovered = np.flatnonzero(~_hit_mask(existing, after, before))
+    uncovered = np.flatnonzero(~hits_each(existing, after, before))
     # Candidates are where "insert" may add barriers; under "none" the caller synchronizes
     # wherever the plan says, so any point may be required.
     allowed: list[int] | None = {"existing": [], "insert": candidates, "none": None}[sync]
     if allowed is not None:
         allowed = sorted(set(allowed) - set(existing))
-    new, missed_mask = _stab_arrays(after[uncovered], before[uncovered], allowed)
-    rest = np.flatnonzero(~_hit_mask(new, after, before))
-    kept, _ = _stab_arrays(after[rest], before[rest], existing)
+    new, missed_mask = stab(Intervals(after[uncovered], before[uncovered]), allowed)
+    rest = np.flatnonzero(~hits_each(new, after, before))
+    kept, _ = stab(Intervals(after[rest], before[rest]), existing)
     missed = [found[int(i)] for i in uncovered[missed_mask].tolist()]
     required = sorted(set(kept) | set(new))
     return BarrierChoice(inserted=new if sync == "insert" else [], required=required, missed=missed)
-
-
-def _stab_arrays(
-    left: I64, right: I64, candidates: list[int] | None
-) -> tuple[list[int], npt.NDArray[np.bool_]]:
-    """``stabbing_points`` on arrays: the points, and per interval whether no candidate can
-    hit it."""
-    order = np.lexsort((left, right)).astype(np.int64)
-    any_point = candidates is None
-    points = np.asarray([] if candidates is None else candidates, dtype=np.int64)
-    chosen, missed = _stab_sorted(order, left, right, points, any_point)
-    return [int(p) for p in chosen.tolist()], missed
-
-
-@njit(small=True)
-def _stab_sorted(
-    order: I64, left: I64, right: I64, candidates: I64, any_point: bool
-) -> tuple[I64, npt.NDArray[np.bool_]]:
-    chosen = np.empty(order.size, dtype=np.int64)
-    missed = np.zeros(order.size, dtype=np.bool_)
-    count = 0
-    last = -1
-    for i in order:
-        if last >= left[i]:  # last <= right: it was chosen for an interval ending no later
-            continue
-        if any_point:
-            point = right[i]
-        else:
-            k = np.searchsorted(candidates, right[i], side="right") - 1
-            if k < 0 or candidates[k] < left[i]:
-                missed[i] = True
-                continue
-            point = candidates[k]
-        chosen[count] = point
-        count += 1
-        last = point
-    return chosen[:count], missed
 
 
 _WARM: list[bool] = []

@@ -13,8 +13,8 @@ from planner.core.arrays import distinct
 from planner.core.barriers import BarrierChoice
 from planner.core.budget import PAIRS_EXACT_SHARE
 from planner.core.models import PlanRequest
+from planner.core.sync_choice import SyncChoice
 from planner.pipeline.schedule import Kind
-from planner.pipeline.unrolled_stab import Choice
 from planner.solvers.edges import EXACT_MAX_BUFFERS, ExplicitGraph, exact_pairs
 from planner.solvers.edges import fits as greedy_fits
 from planner.solvers.exact import exact_budget
@@ -49,7 +49,7 @@ class Placement:
     aliases: tuple[tuple[int, int], ...] = ()  # (earlier, later) reusing with no barrier
     kind: Kind | None = None
     edges: I64 | None = None  # conflicting buffer pairs (i, j), i < j, it was placed on
-    unproved: tuple[Choice, ...] = ()  # barrier choices not proved the cheapest
+    unproved: tuple[SyncChoice, ...] = ()  # barrier choices not proved the cheapest
 
     @property
     def offsets(self) -> I64:

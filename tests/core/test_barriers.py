@@ -8,7 +8,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.core.barriers import choose_barriers, reuses, stabbing_points
+from planner.core.barriers import choose_barriers, reuses
+from planner.core.sync_choice import stabbing_points
 
 intervals_st = st.lists(
     st.tuples(st.integers(0, 12), st.integers(0, 6)).map(lambda t: (t[0], t[0] + t[1])),
