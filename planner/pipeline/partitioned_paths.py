@@ -13,14 +13,27 @@ and under "existing" also unordered on some path.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 from planner.core.errors import RequestError
-from planner.core.models import Barriers, Certificate, Diagnostic, GraphStats, PlanRequest
+from planner.core.models import (
+    Barriers,
+    Certificate,
+    Diagnostic,
+    Fence,
+    GraphStats,
+    NamedBarrier,
+    PlanRequest,
+)
 from planner.core.models.partition_control import count_paths, path_trips
 from planner.core.partition_paths import Path, partition_paths
 from planner.core.partitions import pair_orders, weight_clique
 from planner.pipeline.outcome import Outcome
-from planner.pipeline.partitioned_path_barriers import Needs, stab
+from planner.pipeline.partitioned_path_barriers import Key, Needs, stab
+from planner.pipeline.partitioned_path_syncs import PathSyncs, kernel_with, name_points
 from planner.pipeline.placement import component_count, on_common_bytes, place_request_pairs
+from planner.solvers.auto import Solution
 from planner.solvers.registry import SolverChoice
 
 __all__ = ["plan_partitioned_paths"]
@@ -29,13 +42,22 @@ Pair = tuple[int, int]
 SECONDS_PER_PATH_PAIR = 5e-5  # expansion, verdicts and the static check, per instance pair
 
 
+@dataclass
+class _Variant:
+    """A placement and the new syncs it relies on."""
+
+    placed: Solution
+    chosen: list[int]  # barrier points (block or named)
+    keys: list[Key]  # what the barriers and fences serve: own instances, pairs on common bytes
+    with_fences: bool
+
+
 def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
     """The outcome of a partitioned request with loops or branches."""
     _check_work(req)
     paths = partition_paths(req)
     sync = req.options.sync
-    cap = req.options.max_new_barriers
-    if sync == "insert" and cap == 0:
+    if sync == "insert" and req.options.max_new_barriers == 0:
         sync = "existing"
     needs = None if sync == "existing" else Needs(frozenset(_allowed(req)))
     live, unordered = fold(req, paths, needs)
@@ -43,48 +65,24 @@ def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
     sizes = [b.size for b in req.buffers]
     mbarriers = [k for k, b in enumerate(req.buffers) if b.kind == "mbarrier"]
     kept = {(min(i, k), max(i, k)) for i in mbarriers for k in range(n) if k != i}
-    own: list[frozenset[int]] = []
-    servable: dict[Pair, frozenset[int]] = {}
-    if needs is not None:
-        for k, pts in sorted(needs.own.items()):
-            if pts is None:
-                raise _own_unserved(req, k)
-            own.append(pts)
-        servable = {p: pts for p, pts in needs.pairs.items() if pts is not None}
-    mandatory = stab(own, req.executions_at)
-    if sync == "insert" and cap is not None and len(mandatory) > cap:
-        raise RequestError.field(
-            ("options", "max_new_barriers"),
-            f"the buffers in loops need {len(mandatory)} new barriers (points "
-            f"{mandatory}) to order their own instances; the cap is {cap}",
-            "too_few_barriers",
-            cap,
-        )
-    hard = live | kept | (unordered - set(servable))
     floor = live | unordered if sync == "existing" else live
     clique = weight_clique(n, sizes, floor)
     bound = sum(sizes[k] for k in clique)
-    placed = place_request_pairs(req, sizes, hard, bound, exact=solver.pair_model)
-    chosen = mandatory
-    if servable:
-        shared = on_common_bytes(sizes, placed.plan_offsets)
-        chosen = stab(
-            [*own, *(pts for p, pts in servable.items() if p in shared)], req.executions_at
+    base = (live | kept, unordered, bound)
+    added = PathSyncs()
+    if needs is None:
+        placed = place_request_pairs(
+            req, sizes, live | kept | unordered, bound, exact=solver.pair_model
         )
-        over_cap = sync == "insert" and cap is not None and len(chosen) > cap
-        if len(chosen) > len(mandatory):
-            # The plan on the barriers its own instances need only: taken when it needs no
-            # more bytes, or past the cap.
-            served = set(mandatory)
-            apart = hard | {p for p, pts in servable.items() if not pts & served}
-            alt = place_request_pairs(req, sizes, apart, bound, exact=False)
-            if over_cap or alt.plan_arena <= placed.plan_arena:
-                placed, chosen = alt, mandatory
+    else:
+        chosen = _choose(req, needs, base, solver, sync)
+        placed = chosen.placed
+        added = _added(req, needs, chosen)
     shared = on_common_bytes(sizes, placed.plan_offsets)
-    origin = "inserted" if sync == "insert" else "required"
-    notes = _notes(
-        req, paths, shared, clique, {p: servable[p] & set(chosen) for p in servable}, origin
-    )
+    origin: Literal["inserted", "required"] = "inserted" if sync == "insert" else "required"
+    names = [p.id for p in req.partitions]
+    threads = [p.size for p in req.partitions]
+    notes = _notes(req, paths, shared, clique, needs, added, origin)
 
     def certify(capacity: int) -> Certificate:
         over = bound > capacity
@@ -95,6 +93,7 @@ def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
             buffers=[req.buffers[k].id for k in (clique if over else range(n))],
         )
 
+    hard = live | kept | (unordered - {k for k in added.at if isinstance(k, tuple)})
     return Outcome(
         method=placed.name,
         offsets=placed.plan_offsets,
@@ -104,7 +103,7 @@ def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
         lower_bound=bound,
         bound=placed.bound,
         proved=placed.proved_optimal,
-        barriers=_barriers(req, sync, chosen),
+        barriers=_barriers(req, sync, added.blocks),
         graph=GraphStats(
             buffers=n,
             live_edges=len(live),
@@ -113,7 +112,121 @@ def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
         ),
         certify=certify,
         explain=lambda _status: notes,
+        fences=[Fence(at=at, origin=origin, partition=names[q]) for q, at in added.fences],
+        named_barriers=[
+            NamedBarrier(
+                at=at,
+                id=ident,
+                partitions=[names[q] for q in who],
+                threads=sum(threads[q] for q in who),
+                origin=origin,
+            )
+            for at, ident, who in added.named
+        ],
     )
+
+
+def _choose(
+    req: PlanRequest,
+    needs: Needs,
+    base: tuple[set[Pair], set[Pair], int],
+    solver: SolverChoice,
+    sync: str,
+) -> _Variant:
+    """The plan on new block barriers alone, or the one on new barriers with proxy fences
+    where it needs fewer bytes (or where only the fences order a buffer's own instances)."""
+    plain = _variant(req, needs, base, solver, sync, with_fences=False)
+    if not needs.fences:
+        if isinstance(plain, RequestError):
+            raise plain
+        return plain
+    fenced = _variant(req, needs, base, solver, sync, with_fences=True)
+    if isinstance(fenced, RequestError):
+        raise plain if isinstance(plain, RequestError) else fenced
+    better = isinstance(plain, RequestError) or fenced.placed.plan_arena < plain.placed.plan_arena
+    blocks = name_points(req, needs, fenced.keys, fenced.chosen, True, named_ok=False)
+    if better and _holds(req, fenced.keys, blocks):
+        return fenced
+    if isinstance(plain, RequestError):
+        raise plain
+    return plain
+
+
+def _variant(
+    req: PlanRequest,
+    needs: Needs,
+    base: tuple[set[Pair], set[Pair], int],
+    solver: SolverChoice,
+    sync: str,
+    with_fences: bool,
+) -> _Variant | RequestError:
+    """The placement with the pairs new syncs serve free (with the fences they need where
+    ``with_fences``), and the barrier points for the pairs then on common bytes."""
+    hard_base, unordered, bound = base
+    sizes = [b.size for b in req.buffers]
+    cap = req.options.max_new_barriers
+    table = {**needs.plain} if not with_fences else {**needs.fences, **needs.fenced}
+    own_keys = sorted(k for k in table if isinstance(k, int))
+    own: list[frozenset[int]] = []
+    for k in own_keys:
+        if not needs.served(k, with_fences):
+            return _own_unserved(req, k, with_fences)
+        own.append(needs.points(k, with_fences))
+    servable = sorted(p for p in table if isinstance(p, tuple) and needs.served(p, with_fences))
+    mandatory = stab(own, req.executions_at)
+    if sync == "insert" and cap is not None and len(mandatory) > cap:
+        return RequestError.field(
+            ("options", "max_new_barriers"),
+            f"the buffers in loops need {len(mandatory)} new barriers (points "
+            f"{mandatory}) to order their own instances; the cap is {cap}",
+            "too_few_barriers",
+            cap,
+        )
+    hard = hard_base | (unordered - set(servable))
+    placed = place_request_pairs(req, sizes, hard, bound, exact=solver.pair_model)
+    chosen = mandatory
+    if servable:
+        shared = on_common_bytes(sizes, placed.plan_offsets)
+        chosen = stab(
+            [*own, *(needs.points(p, with_fences) for p in servable if p in shared)],
+            req.executions_at,
+        )
+        over_cap = sync == "insert" and cap is not None and len(chosen) > cap
+        if len(chosen) > len(mandatory):
+            # The plan on the barriers its own instances need only: taken when it needs no
+            # more bytes, or past the cap.
+            served = set(mandatory)
+            apart = hard | {
+                p
+                for p in servable
+                if needs.points(p, with_fences) and not needs.points(p, with_fences) & served
+            }
+            alt = place_request_pairs(req, sizes, apart, bound, exact=False)
+            if over_cap or alt.plan_arena <= placed.plan_arena:
+                placed, chosen = alt, mandatory
+    shared = on_common_bytes(sizes, placed.plan_offsets)
+    keys: list[Key] = [*own_keys, *(p for p in servable if p in shared)]
+    return _Variant(placed, chosen, keys, with_fences)
+
+
+def _added(req: PlanRequest, needs: Needs, v: _Variant) -> PathSyncs:
+    """The new syncs of variant ``v``: its barrier points, named where that suffices and the
+    kernel with them still orders every key, and the fences its keys need."""
+    added = name_points(req, needs, v.keys, v.chosen, v.with_fences)
+    if added.named and not _holds(req, v.keys, added):
+        added = name_points(req, needs, v.keys, v.chosen, v.with_fences, named_ok=False)
+    return added
+
+
+def _holds(req: PlanRequest, keys: list[Key], added: PathSyncs) -> bool:
+    """Whether the kernel with the new syncs ``added`` orders every buffer's own instances
+    and every pair of ``keys`` on every path (the pair verdicts over again)."""
+    try:
+        kernel = kernel_with(req, added)
+        live, unordered = fold(kernel, partition_paths(kernel))
+    except (RequestError, ValueError):
+        return False
+    return not {k for k in keys if isinstance(k, tuple)} & (live | unordered)
 
 
 def _allowed(req: PlanRequest) -> list[int]:
@@ -213,13 +326,14 @@ def _own_race(req: PlanRequest, path: Path, a: int, b: int) -> RequestError:
     )
 
 
-def _own_unserved(req: PlanRequest, k: int) -> RequestError:
+def _own_unserved(req: PlanRequest, k: int, with_fences: bool) -> RequestError:
+    why = "no allowed point runs in between" if with_fences else "a proxy fence would be needed"
     return RequestError.field(
         ("buffers", k),
         f"buffer {req.buffers[k].id!r} reuses its own bytes from one iteration to the next "
-        "and neither the request's syncs nor a barrier at an allowed point orders its "
-        "accesses in one iteration before those of the next on every path (a proxy fence "
-        "would be needed, or no allowed point runs in between): add the sync that frees it",
+        "and neither the request's syncs nor new syncs at allowed points order its "
+        f"accesses in one iteration before those of the next on every path ({why}): add "
+        "the sync that frees it",
         "unprotected_reuse",
         req.buffers[k].id,
     )
@@ -230,17 +344,28 @@ def _notes(
     paths: list[Path],
     shared: set[Pair],
     clique: list[int],
-    served: dict[Pair, frozenset[int]],
+    needs: Needs | None,
+    added: PathSyncs,
     origin: str,
 ) -> list[Diagnostic]:
     ids = [b.id for b in req.buffers]
+    names = [p.id for p in req.partitions]
+    named = {at: ident for at, ident, _ in added.named}
     bufs = req.buffers
     out: list[Diagnostic] = []
     for i, j in sorted(shared):
         x, y = (i, j) if (bufs[i].start, i) <= (bufs[j].start, j) else (j, i)
         how = "the request's syncs"
-        if served.get((i, j)):
-            how = f"a block barrier at point {min(served[(i, j)])} ({origin})"
+        at = added.at.get((i, j))
+        if at is not None and at in named:
+            how = f"a named barrier (id {named[at]}) at point {at} ({origin})"
+        elif at is not None:
+            how = f"a block barrier at point {at} ({origin})"
+        if needs is not None and added.fences:
+            mine = sorted(needs.fences.get((i, j), ()))
+            how += "".join(
+                f", with a proxy fence by {names[q]} at point {p} ({origin})" for q, p in mine
+            )
         out.append(
             Diagnostic(
                 level="info",

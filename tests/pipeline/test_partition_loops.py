@@ -19,6 +19,7 @@ from planner.core.errors import RequestError
 from planner.core.models import Barriers, PlanRequest
 from planner.core.partition_paths import partition_paths
 from planner.validators.emulator import emulate
+from planner.validators.program import with_plan_syncs
 from tests.support.partition_loops import looped_programs, path_truth
 from tests.support.partition_programs import THREE, access, edge
 from tests.support.paths import ROOT
@@ -188,23 +189,29 @@ def test_new_barriers_order_every_shared_pair_on_every_path(req: PlanRequest, sy
         plan = planner.plan(req)  # validated inside: the static check runs on every plan
     except RequestError as err:
         refused = err
-    if refused is not None:  # a buffer's own instances need a fence, or no point serves
+    if refused is not None:  # no allowed point orders a buffer's own instances
         assert [e["type"] for e in refused.errors] == ["unprotected_reuse"]
         return
     assert emulate(req, plan).valid
-    # The kernel as it runs, with the plan's barriers, against the brute force.
+    # The kernel as it runs, with the plan's barriers, named barriers and fences, against
+    # the brute force (the fences judged by both validators above).
     data["barriers"] = sorted({*req.barriers, *plan.barriers.required})
     data["options"]["sync"] = "existing"
-    kernel = PlanRequest.model_validate(data)
-    own, good, _ = path_truth(partition_paths(kernel), len(req.buffers))
+    kernel = with_plan_syncs(PlanRequest.model_validate(data), plan)
+    own, good, _ = path_truth(partition_paths(kernel), len(req.buffers), bool(plan.fences))
     assert own
     where = [(p.offset, p.offset + p.size) for p in plan.placements]
     for i, j in itertools.combinations(range(len(where)), 2):
         if where[i][0] < where[j][1] and where[j][0] < where[i][1]:
             assert (i, j) in good, (i, j)
-    if plan.barriers.required:
+    if plan.barriers.required or plan.named_barriers or plan.fences:
+        # Without what the plan adds, some reuse is unordered or unfenced: both say so.
         bare = plan.model_copy(
-            update={"barriers": plan.barriers.model_copy(update={"inserted": [], "required": []})}
+            update={
+                "barriers": plan.barriers.model_copy(update={"inserted": [], "required": []}),
+                "named_barriers": [],
+                "fences": [],
+            }
         )
         assert not planner.validate(req, bare).valid
         assert not emulate(req, bare).valid
@@ -339,3 +346,129 @@ def test_both_validators_report_a_wait_dropped_from_a_looped_request() -> None:
     for report in (planner.validate(faulty, plan), emulate(faulty, plan)):
         assert not report.valid
         assert {(v.code, tuple(v.buffers)) for v in report.violations} >= {("missing_wait", ("C",))}
+
+
+# New syncs at original points for reuses with loops: a proxy fence, a named barrier.
+
+
+def _fenced_ring(sync: str) -> PlanRequest:
+    """The ring of ``_ring`` whose epilogue buffer the consumer fills by TMA: the producer's
+    generic writes of the tile, in every trip, need a proxy fence before the epilogue's
+    async-proxy write may take the tile's bytes."""
+    data = _ring(sync=sync).model_dump(mode="json", exclude_defaults=True)
+    data["buffers"][1]["accesses"] = [
+        access("write", 5, "consumer", agent="tma", mbarrier="landed"),
+        access("read", 6, "consumer"),
+    ]
+    data["syncs"] += [
+        {"kind": "expect_tx", "at": 5, "mbarrier": "landed", "partition": "consumer"},
+        {"kind": "mbarrier_wait", "at": 6, "mbarrier": "landed", "partition": "consumer"},
+    ]
+    return PlanRequest.model_validate(data)
+
+
+@pytest.mark.parametrize("sync", ["insert", "none"])
+def test_a_proxy_fence_in_the_loop_lets_a_tma_epilogue_take_the_ring(sync: str) -> None:
+    req = _fenced_ring(sync)
+    plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    assert emulate(req, plan).valid
+    assert plan.arena_bytes == 256  # kept apart without the fence: 512
+    origin = "inserted" if sync == "insert" else "required"
+    # Right after the producer's write, in every trip: its arrive on full then carries it.
+    assert [(f.at, f.partition, f.origin) for f in plan.fences] == [(2, "producer", origin)]
+    assert plan.barriers.required == []
+    notes = [d.message for d in plan.diagnostics if d.code == "reuse_across_partitions"]
+    assert notes == [
+        "out reuses bytes of tile, ordered by the request's syncs, with a proxy fence by "
+        f"producer at point 2 ({origin}) on every one of the 4 paths of its loops and branches"
+    ]
+    bare = plan.model_copy(update={"fences": []})
+    assert "missing_fence" in {v.code for v in planner.validate(req, bare).violations}
+    assert "missing_fence" in {v.code for v in emulate(req, bare).violations}
+
+
+def test_existing_keeps_the_tma_epilogue_apart_without_its_fence() -> None:
+    plan = planner.plan(_fenced_ring("existing"))
+    assert plan.arena_bytes == 512
+    assert plan.fences == []
+
+
+def _three_ring(sync: str) -> PlanRequest:
+    """Three partitions: consumer0 writes and reads a tile in every trip (its warps meet
+    at a named barrier before the next trip), then after the loop consumer1 alone writes a
+    scratch buffer; the producer touches neither, so a barrier of the two consumers orders
+    the reuse."""
+    parts = [
+        {"id": "producer", "threads": [0, 128]},
+        {"id": "consumer0", "threads": [128, 256]},
+        {"id": "consumer1", "threads": [256, 384]},
+    ]
+    return PlanRequest.model_validate(
+        {
+            "partitions": parts,
+            "loops": [{"start": 1, "end": 5}],
+            "buffers": [
+                {
+                    "id": "tile",
+                    "size": 256,
+                    "start": 1,
+                    "end": 5,
+                    "accesses": [access("write", 1, "consumer0"), access("read", 3, "consumer0")],
+                },
+                {
+                    "id": "scratch",
+                    "size": 256,
+                    "start": 5,
+                    "end": 7,
+                    "accesses": [access("write", 5, "consumer1"), access("read", 6, "consumer1")],
+                },
+            ],
+            "syncs": [{"kind": "named_barrier", "at": 4, "id": 1, "partitions": ["consumer0"]}],
+            "options": {"sync": sync},
+        }
+    )
+
+
+@pytest.mark.parametrize("sync", ["insert", "none"])
+def test_a_named_barrier_of_the_two_consumers_orders_the_reuse_after_the_loop(sync: str) -> None:
+    req = _three_ring(sync)
+    plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    assert emulate(req, plan).valid
+    assert plan.arena_bytes == 256
+    origin = "inserted" if sync == "insert" else "required"
+    assert plan.barriers.required == []  # no block barrier: the producer does not wait
+    assert [(b.at, b.id, b.partitions, b.threads, b.origin) for b in plan.named_barriers] == [
+        (5, 2, ["consumer0", "consumer1"], 256, origin)
+    ]
+    notes = [d.message for d in plan.diagnostics if d.code == "reuse_across_partitions"]
+    assert notes == [
+        f"scratch reuses bytes of tile, ordered by a named barrier (id 2) at point 5 ({origin})"
+        " on every one of the 4 paths of its loops and branches"
+    ]
+    bare = plan.model_copy(update={"named_barriers": []})
+    assert {v.code for v in planner.validate(req, bare).violations} == {"missing_barrier"}
+    assert {v.code for v in emulate(req, bare).violations} == {"race"}
+
+
+def test_a_fence_orders_a_slots_own_reuse_that_was_refused() -> None:
+    """The tile is filled by TMA in every trip after the consumer's generic write of it in
+    the trip before: only a proxy fence by the consumer (with the empty edge) frees the
+    slot, so the request was refused; now the fence is added inside the loop."""
+    data = _ring(sync="insert").model_dump(mode="json", exclude_defaults=True)
+    data["buffers"][0]["accesses"] = [
+        access("write", 1, "producer", agent="tma", mbarrier="full"),
+        access("write", 3, "consumer"),
+    ]
+    data["syncs"] = [
+        {"kind": "expect_tx", "at": 1, "mbarrier": "full", "partition": "producer"},
+        {"kind": "mbarrier_wait", "at": 3, "mbarrier": "full", "partition": "consumer"},
+        *edge("empty", 4, "consumer", 1, "producer"),
+        {"kind": "named_barrier", "at": 5, "id": 1, "partitions": ["consumer"]},
+    ]
+    req = PlanRequest.model_validate(data)
+    plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    assert emulate(req, plan).valid
+    assert [(f.at, f.partition) for f in plan.fences] == [(4, "consumer")]
+    bare = plan.model_copy(update={"fences": []})
+    assert "missing_fence" in {v.code for v in planner.validate(req, bare).violations}
+    assert "missing_fence" in {v.code for v in emulate(req, bare).violations}

@@ -94,11 +94,13 @@ def _tma(b: Buffer) -> bool:
 
 
 def path_truth(
-    paths: list[Path], n: int
+    paths: list[Path], n: int, fenced: bool = False
 ) -> tuple[bool, set[tuple[int, int]], set[tuple[int, int]]]:
     """By the brute force on every path: whether every buffer's own instances are ordered,
     the buffer pairs (i, j), i != j, every instance pair of which is ordered one way on
-    every path (neither live together), and the pairs live together on some path."""
+    every path (neither live together), and the pairs live together on some path.
+    ``fenced``: the kernel has proxy fences, judged by the two validators (the brute force
+    decides the order only)."""
     own = True
     bad: set[tuple[int, int]] = set()
     live: set[tuple[int, int]] = set()
@@ -107,9 +109,9 @@ def path_truth(
         bufs = path.request.buffers
         for a, b in itertools.combinations(range(len(path.buffer)), 2):
             x, y = (a, b) if (a, b) in truth else (b, a)
-            # No program here has a proxy fence: a generic write before a TMA write stays
-            # unordered.
-            if (x, y) in truth and not (_generic_writes(bufs[x]) and _tma(bufs[y])):
+            # Without proxy fences a generic write before a TMA write stays unordered.
+            proxy = _generic_writes(bufs[x]) and _tma(bufs[y])
+            if (x, y) in truth and (fenced or not proxy):
                 continue
             i, j = path.buffer[a], path.buffer[b]
             if bufs[a].start < bufs[b].end and bufs[b].start < bufs[a].end:
