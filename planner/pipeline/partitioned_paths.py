@@ -3,12 +3,17 @@ partitions, Loops and branches): the pair verdicts of ``planner.core.partitions`
 path (``planner.core.partition_paths``), folded per buffer pair.
 
 Two buffers may share bytes only if, on every path, every instance of one is ordered before
-every instance of the other: by the request's syncs, or under "insert" and "none" by new block
-barriers at original points (``planner.pipeline.partitioned_path_barriers``). A buffer's own
-instances in consecutive iterations share their bytes, so they must be ordered so too, or the
-request is refused (``unprotected_reuse``). An mbarrier buffer keeps its bytes. The lower
-bound is the heaviest clique of the pairs no plan may let share: live together on some path,
-and under "existing" also unordered on some path.
+every instance of the other: by the request's syncs, or under "insert" and "none" by new syncs
+at original points, each run at every run of its point: block barriers, named barriers of
+just the partitions a pair needs, proxy fences right after generic writes
+(``planner.pipeline.partitioned_path_barriers``, ``partitioned_path_syncs``) and mbarrier
+invals (``partitioned_path_invals``). A buffer's own instances in consecutive iterations share
+their bytes, so they must be ordered so too, or the request is refused
+(``unprotected_reuse``). The plan with fences, or with invals, is taken when it needs fewer
+bytes (or only the fences order a buffer's own instances), and any plan with new syncs only
+once the request with them, read over again on every path, orders every pair it lets share.
+The lower bound is the heaviest clique of the pairs no plan may let share: live together on
+some path, and under "existing" also unordered on some path.
 """
 
 from __future__ import annotations
@@ -23,14 +28,16 @@ from planner.core.models import (
     Diagnostic,
     Fence,
     GraphStats,
+    Inval,
     NamedBarrier,
     PlanRequest,
 )
 from planner.core.models.partition_control import count_paths, path_trips
-from planner.core.partition_paths import Path, partition_paths
+from planner.core.partition_paths import Path, grown_lifetime, partition_paths
 from planner.core.partitions import pair_orders, weight_clique
 from planner.pipeline.outcome import Outcome
 from planner.pipeline.partitioned_path_barriers import Key, Needs, stab
+from planner.pipeline.partitioned_path_invals import inval_candidates, with_invals
 from planner.pipeline.partitioned_path_syncs import PathSyncs, kernel_with, name_points
 from planner.pipeline.placement import component_count, on_common_bytes, place_request_pairs
 from planner.solvers.auto import Solution
@@ -50,39 +57,77 @@ class _Variant:
     chosen: list[int]  # barrier points (block or named)
     keys: list[Key]  # what the barriers and fences serve: own instances, pairs on common bytes
     with_fences: bool
+    hard: set[Pair]  # the pairs kept apart
+
+
+@dataclass
+class _Frame:
+    """A request (the caller's, or with the invals added) read on its paths."""
+
+    req: PlanRequest
+    paths: list[Path]
+    needs: Needs | None
+    live: set[Pair]
+    kept: set[Pair]
+    unordered: set[Pair]
+    clique: list[int]
+    bound: int
+
+
+def _frame(req: PlanRequest, sync: str, free: frozenset[int] = frozenset()) -> _Frame:
+    """``req`` read on its paths: the pair verdicts folded, what new syncs would serve, and
+    the lower bound; the mbarriers ``free`` (with an inval) are kept apart only where some
+    path finds them live."""
+    paths = partition_paths(req)
+    needs = None if sync == "existing" else Needs(frozenset(_allowed(req)))
+    live, unordered = fold(req, paths, needs)
+    n = len(req.buffers)
+    sizes = [b.size for b in req.buffers]
+    mbarriers = [k for k, b in enumerate(req.buffers) if b.kind == "mbarrier" and k not in free]
+    kept = {(min(i, k), max(i, k)) for i in mbarriers for k in range(n) if k != i}
+    floor = live | unordered if sync == "existing" else live
+    clique = weight_clique(n, sizes, floor)
+    return _Frame(req, paths, needs, live, kept, unordered, clique, sum(sizes[k] for k in clique))
 
 
 def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
     """The outcome of a partitioned request with loops or branches."""
     _check_work(req)
-    paths = partition_paths(req)
     sync = req.options.sync
     if sync == "insert" and req.options.max_new_barriers == 0:
         sync = "existing"
-    needs = None if sync == "existing" else Needs(frozenset(_allowed(req)))
-    live, unordered = fold(req, paths, needs)
+    frame = _frame(req, sync)
     n = len(req.buffers)
     sizes = [b.size for b in req.buffers]
-    mbarriers = [k for k, b in enumerate(req.buffers) if b.kind == "mbarrier"]
-    kept = {(min(i, k), max(i, k)) for i in mbarriers for k in range(n) if k != i}
-    floor = live | unordered if sync == "existing" else live
-    clique = weight_clique(n, sizes, floor)
-    bound = sum(sizes[k] for k in clique)
-    base = (live | kept, unordered, bound)
     added = PathSyncs()
-    if needs is None:
-        placed = place_request_pairs(
-            req, sizes, live | kept | unordered, bound, exact=solver.pair_model
-        )
+    invals: dict[int, tuple[int, int]] = {}
+    if frame.needs is None:
+        hard = frame.live | frame.kept | frame.unordered
+        placed = place_request_pairs(req, sizes, hard, frame.bound, exact=solver.pair_model)
     else:
-        chosen = _choose(req, needs, base, solver, sync)
-        placed = chosen.placed
-        added = _added(req, needs, chosen)
+        chosen = _choose(frame, solver, sync)
+        candidates = inval_candidates(req, frame.paths)
+        if candidates:
+            # The plan with the mbarriers' invals added: taken when it needs fewer bytes.
+            other = _frame(with_invals(req, candidates), sync, frozenset(candidates))
+            try:
+                alt = _choose(other, solver, sync)
+            except RequestError:
+                alt = None
+            if alt is not None and alt.placed.plan_arena < chosen.placed.plan_arena:
+                assert other.needs is not None
+                if _holds(other.req, alt.keys, _added(other, alt, named_ok=False)):
+                    frame, chosen, invals = other, alt, candidates
+        assert frame.needs is not None
+        placed, hard = chosen.placed, chosen.hard
+        added = _added(frame, chosen)
     shared = on_common_bytes(sizes, placed.plan_offsets)
     origin: Literal["inserted", "required"] = "inserted" if sync == "insert" else "required"
     names = [p.id for p in req.partitions]
     threads = [p.size for p in req.partitions]
-    notes = _notes(req, paths, shared, clique, needs, added, origin)
+    listed = _listed_invals(req, invals, shared)
+    notes = _notes(frame, shared, added, listed, origin)
+    clique, bound = frame.clique, frame.bound
 
     def certify(capacity: int) -> Certificate:
         over = bound > capacity
@@ -93,7 +138,6 @@ def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
             buffers=[req.buffers[k].id for k in (clique if over else range(n))],
         )
 
-    hard = live | kept | (unordered - {k for k in added.at if isinstance(k, tuple)})
     return Outcome(
         method=placed.name,
         offsets=placed.plan_offsets,
@@ -106,12 +150,16 @@ def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
         barriers=_barriers(req, sync, added.blocks),
         graph=GraphStats(
             buffers=n,
-            live_edges=len(live),
-            hazard_edges=len(hard - live),
+            live_edges=len(frame.live),
+            hazard_edges=len(hard - frame.live),
             components=component_count(n, hard),
         ),
         certify=certify,
         explain=lambda _status: notes,
+        invals=[
+            Inval(mbarrier=req.buffers[k].id, at=at, origin=origin, partition=names[q])
+            for k, (q, at) in sorted(listed.items())
+        ],
         fences=[Fence(at=at, origin=origin, partition=names[q]) for q, at in added.fences],
         named_barriers=[
             NamedBarrier(
@@ -126,26 +174,37 @@ def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
     )
 
 
-def _choose(
-    req: PlanRequest,
-    needs: Needs,
-    base: tuple[set[Pair], set[Pair], int],
-    solver: SolverChoice,
-    sync: str,
-) -> _Variant:
+def _listed_invals(
+    req: PlanRequest, invals: dict[int, tuple[int, int]], shared: set[Pair]
+) -> dict[int, tuple[int, int]]:
+    """The added invals of the mbarriers whose bytes a later buffer takes."""
+    spans = [grown_lifetime(req, b.start, b.end) for b in req.buffers]
+    return {
+        k: v
+        for k, v in invals.items()
+        if any(
+            (min(j, k), max(j, k)) in shared and spans[j][0] >= spans[k][1]
+            for j in range(len(req.buffers))
+            if j != k
+        )
+    }
+
+
+def _choose(frame: _Frame, solver: SolverChoice, sync: str) -> _Variant:
     """The plan on new block barriers alone, or the one on new barriers with proxy fences
     where it needs fewer bytes (or where only the fences order a buffer's own instances)."""
-    plain = _variant(req, needs, base, solver, sync, with_fences=False)
+    needs = frame.needs
+    assert needs is not None
+    plain = _variant(frame, needs, solver, sync, with_fences=False)
     if not needs.fences:
         if isinstance(plain, RequestError):
             raise plain
         return plain
-    fenced = _variant(req, needs, base, solver, sync, with_fences=True)
+    fenced = _variant(frame, needs, solver, sync, with_fences=True)
     if isinstance(fenced, RequestError):
         raise plain if isinstance(plain, RequestError) else fenced
     better = isinstance(plain, RequestError) or fenced.placed.plan_arena < plain.placed.plan_arena
-    blocks = name_points(req, needs, fenced.keys, fenced.chosen, True, named_ok=False)
-    if better and _holds(req, fenced.keys, blocks):
+    if better and _holds(frame.req, fenced.keys, _added(frame, fenced, named_ok=False)):
         return fenced
     if isinstance(plain, RequestError):
         raise plain
@@ -153,16 +212,12 @@ def _choose(
 
 
 def _variant(
-    req: PlanRequest,
-    needs: Needs,
-    base: tuple[set[Pair], set[Pair], int],
-    solver: SolverChoice,
-    sync: str,
-    with_fences: bool,
+    frame: _Frame, needs: Needs, solver: SolverChoice, sync: str, with_fences: bool
 ) -> _Variant | RequestError:
     """The placement with the pairs new syncs serve free (with the fences they need where
     ``with_fences``), and the barrier points for the pairs then on common bytes."""
-    hard_base, unordered, bound = base
+    req, unordered, bound = frame.req, frame.unordered, frame.bound
+    hard_base = frame.live | frame.kept
     sizes = [b.size for b in req.buffers]
     cap = req.options.max_new_barriers
     table = {**needs.plain} if not with_fences else {**needs.fences, **needs.fenced}
@@ -206,15 +261,17 @@ def _variant(
                 placed, chosen = alt, mandatory
     shared = on_common_bytes(sizes, placed.plan_offsets)
     keys: list[Key] = [*own_keys, *(p for p in servable if p in shared)]
-    return _Variant(placed, chosen, keys, with_fences)
+    return _Variant(placed, chosen, keys, with_fences, hard)
 
 
-def _added(req: PlanRequest, needs: Needs, v: _Variant) -> PathSyncs:
-    """The new syncs of variant ``v``: its barrier points, named where that suffices and the
-    kernel with them still orders every key, and the fences its keys need."""
-    added = name_points(req, needs, v.keys, v.chosen, v.with_fences)
-    if added.named and not _holds(req, v.keys, added):
-        added = name_points(req, needs, v.keys, v.chosen, v.with_fences, named_ok=False)
+def _added(frame: _Frame, v: _Variant, named_ok: bool = True) -> PathSyncs:
+    """The new syncs of variant ``v``: its barrier points, named where that suffices (and
+    ``named_ok``) and the kernel with them still orders every key, and the fences its keys
+    need."""
+    assert frame.needs is not None
+    added = name_points(frame.req, frame.needs, v.keys, v.chosen, v.with_fences, named_ok)
+    if added.named and not _holds(frame.req, v.keys, added):
+        added = name_points(frame.req, frame.needs, v.keys, v.chosen, v.with_fences, False)
     return added
 
 
@@ -340,14 +397,13 @@ def _own_unserved(req: PlanRequest, k: int, with_fences: bool) -> RequestError:
 
 
 def _notes(
-    req: PlanRequest,
-    paths: list[Path],
+    frame: _Frame,
     shared: set[Pair],
-    clique: list[int],
-    needs: Needs | None,
     added: PathSyncs,
+    invals: dict[int, tuple[int, int]],
     origin: str,
 ) -> list[Diagnostic]:
+    req, needs = frame.req, frame.needs
     ids = [b.id for b in req.buffers]
     names = [p.id for p in req.partitions]
     named = {at: ident for at, ident, _ in added.named}
@@ -366,13 +422,16 @@ def _notes(
             how += "".join(
                 f", with a proxy fence by {names[q]} at point {p} ({origin})" for q, p in mine
             )
+        if x in invals:
+            q, p = invals[x]
+            how = f"the mbarrier_inval by {names[q]} at point {p} ({origin}), then {how}"
         out.append(
             Diagnostic(
                 level="info",
                 code="reuse_across_partitions",
                 message=(
                     f"{ids[y]} reuses bytes of {ids[x]}, ordered by {how} on every one of "
-                    f"the {len(paths)} paths of its loops and branches"
+                    f"the {len(frame.paths)} paths of its loops and branches"
                 ),
             )
         )
@@ -381,9 +440,9 @@ def _notes(
             level="info",
             code="partitioned_program",
             message=f"planned on the happens-before order of {len(req.partitions)} partitions "
-            f"on each of {len(paths)} paths (every loop run 0 to 3 times as it admits, every "
-            f"arm); lower bound: the heaviest clique of kept-apart buffers "
-            f"({', '.join(ids[k] for k in clique)})",
+            f"on each of {len(frame.paths)} paths (every loop run 0 to 3 times as it admits, "
+            f"every arm); lower bound: the heaviest clique of kept-apart buffers "
+            f"({', '.join(ids[k] for k in frame.clique)})",
         )
     )
     return out

@@ -20,6 +20,7 @@ from planner.core.models import Barriers, PlanRequest
 from planner.core.partition_paths import partition_paths
 from planner.validators.emulator import emulate
 from planner.validators.program import with_plan_syncs
+from tests.support.mbarrier_truth import inval_truth
 from tests.support.partition_loops import looped_programs, path_truth
 from tests.support.partition_programs import THREE, access, edge
 from tests.support.paths import ROOT
@@ -472,3 +473,136 @@ def test_a_fence_orders_a_slots_own_reuse_that_was_refused() -> None:
     bare = plan.model_copy(update={"fences": []})
     assert "missing_fence" in {v.code for v in planner.validate(req, bare).violations}
     assert "missing_fence" in {v.code for v in emulate(req, bare).violations}
+
+
+def _ring_with_mbarriers(sync: str) -> PlanRequest:
+    """The ring of ``_ring`` (at least one trip) with its ``full`` and ``empty`` mbarriers
+    as buffers, and an epilogue buffer a little larger than the tile after them."""
+    data = _ring(sync=sync, min_trips=1).model_dump(mode="json", exclude_defaults=True)
+    tile, out = data["buffers"]
+    out.update(size=272, start=6, end=8)
+    out["accesses"] = [access("write", 6, "consumer"), access("read", 7, "consumer")]
+    data["buffers"] = [
+        tile,
+        *(
+            {"id": m, "kind": "mbarrier", "size": 8, "start": 0, "end": 6}
+            for m in ("full", "empty")
+        ),
+        out,
+    ]
+    return PlanRequest.model_validate(data)
+
+
+@pytest.mark.parametrize("sync", ["insert", "none"])
+def test_an_inval_after_the_loop_lets_the_epilogue_take_an_mbarriers_bytes(sync: str) -> None:
+    req = _ring_with_mbarriers(sync)
+    plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    assert emulate(req, plan).valid
+    assert plan.arena_bytes == plan.lower_bound == 280  # kept apart without the inval: 288
+    origin = "inserted" if sync == "insert" else "required"
+    # After the consumer's last arrive on empty (its warps met at point 5): it runs once.
+    assert [(v.mbarrier, v.at, v.partition, v.origin) for v in plan.invals] == [
+        ("empty", 5, "consumer", origin)
+    ]
+    assert plan.barriers.required == [6]  # the inval's threads before the epilogue's
+    notes = [d.message for d in plan.diagnostics if d.code == "reuse_across_partitions"]
+    assert (
+        f"out reuses bytes of empty, ordered by the mbarrier_inval by consumer at point 5 "
+        f"({origin}), then a block barrier at point 6 ({origin}) on every one of the 3 paths "
+        "of its loops and branches"
+    ) in notes
+    bare = plan.model_copy(update={"invals": []})
+    assert "missing_inval" in {v.code for v in planner.validate(req, bare).violations}
+    assert "missing_inval" in {v.code for v in emulate(req, bare).violations}
+
+
+def test_existing_keeps_the_mbarriers_bytes_without_an_inval() -> None:
+    plan = planner.plan(_ring_with_mbarriers("existing"))
+    assert plan.arena_bytes == 288
+    assert plan.invals == []
+
+
+@st.composite
+def _looped_mbarrier_programs(draw: st.DrawFn) -> PlanRequest:
+    """An mbarrier ``M`` (lifetime [0, cut)) over a loop, random operations on it inside
+    and around the loop, random syncs, and a buffer ``B`` ([cut, 8)) that may take its
+    bytes under sync "insert" or "none"."""
+    names = draw(st.sampled_from([("producer", "consumer"), THREE]))
+    ls = draw(st.integers(1, 2))
+    le = draw(st.integers(ls + 1, ls + 3))
+    cut = draw(st.integers(le + 1, 6))
+    syncs: list[dict[str, Any]] = []
+    for _ in range(draw(st.integers(1, 3))):
+        at = draw(st.integers(1, cut - 2))
+        by = draw(st.sampled_from(names))
+        if draw(st.booleans()) and at + 1 <= cut - 1:
+            syncs += edge(
+                "M", at, by, draw(st.integers(at + 1, cut - 1)), draw(st.sampled_from(names))
+            )
+        else:
+            syncs.append({"kind": "mbarrier_arrive", "at": at, "mbarrier": "M", "partition": by})
+    for _ in range(draw(st.integers(0, 3))):
+        at = draw(st.integers(1, 7))
+        if draw(st.booleans()):
+            by, to = draw(st.sampled_from(names)), draw(st.sampled_from(names))
+            syncs += edge(f"e{at}", at, by, draw(st.integers(at + 1, 8)), to)
+        else:
+            members = draw(st.lists(st.sampled_from(names), min_size=1, unique=True))
+            syncs.append({"kind": "named_barrier", "at": at, "id": 1, "partitions": members})
+    accesses = [
+        access(draw(st.sampled_from(["write", "read"])), draw(st.integers(cut, 7)), q)
+        for q in draw(st.lists(st.sampled_from(names), min_size=1, max_size=2))
+    ]
+    # Often a block barrier after the init and after the mbarrier's last operation.
+    barriers = sorted(
+        {
+            *([1] if draw(st.integers(0, 3)) else []),
+            *([cut - 1] if draw(st.booleans()) else []),
+            *draw(st.lists(st.integers(1, 7), max_size=1)),
+        }
+    )
+    return PlanRequest.model_validate(
+        {
+            "partitions": [
+                {"id": x, "threads": [128 * k, 128 * k + 128]} for k, x in enumerate(names)
+            ],
+            "loops": [{"start": ls, "end": le, **draw(st.sampled_from(_LOOP_TRIPS))}],
+            "barriers": barriers,
+            "buffers": [
+                {"id": "M", "kind": "mbarrier", "size": 8, "start": 0, "end": cut},
+                {"id": "B", "size": 8, "start": cut, "end": 8, "accesses": accesses},
+            ],
+            "syncs": syncs,
+            "options": {"sync": draw(st.sampled_from(["insert", "none"]))},
+        }
+    )
+
+
+_LOOP_TRIPS: list[dict[str, int]] = [{"trips": 2}, {"min_trips": 1}, {}]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_looped_mbarrier_programs())
+def test_an_added_inval_follows_every_operation_on_every_path(req: PlanRequest) -> None:
+    note(req.model_dump_json(exclude_defaults=True))
+    plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    assert emulate(req, plan).valid
+    at = {p.id: p.offset for p in plan.placements}
+    if at["M"] != at["B"]:
+        assert plan.invals == []
+        return
+    # B over M: on every path the kernel as it runs orders the inval after every other
+    # operation on M and before B, in every interleaving.
+    assert [v.mbarrier for v in plan.invals] == ["M"]
+    names = [p.id for p in req.partitions]
+    inval = plan.invals[0]
+    data = with_plan_syncs(req, plan).model_dump(mode="json", exclude_defaults=True)
+    data["barriers"] = sorted({*req.barriers, *plan.barriers.required})
+    data["options"] = {"sync": "existing"}
+    for path in partition_paths(PlanRequest.model_validate(data)):
+        runs = [k for k, p in enumerate(path.points) if p == inval.at]
+        assert len(runs) == 1  # outside the loop: it runs once
+        assert inval_truth(path.request, (names.index(inval.partition or ""), runs[0]))
+    bare = plan.model_copy(update={"invals": []})
+    assert "missing_inval" in {v.code for v in planner.validate(req, bare).violations}
+    assert "missing_inval" in {v.code for v in emulate(req, bare).violations}
