@@ -7,7 +7,9 @@ every instance of the other: by the request's syncs, or under "insert" and "none
 at original points, each run at every run of its point: block barriers, named barriers of
 just the partitions a pair needs, proxy fences right after generic writes
 (``planner.pipeline.partitioned_path_barriers``, ``partitioned_path_syncs``) and mbarrier
-invals (``partitioned_path_invals``). A buffer's own instances in consecutive iterations share
+invals (``partitioned_path_invals``); the wait_groups no sync of the request gives are
+added first (``added_waits``, in the issue's scope) and the plan is made on the kernel with
+them. A buffer's own instances in consecutive iterations share
 their bytes, so they must be ordered so too, or the request is refused
 (``unprotected_reuse``). The plan with fences, or with invals, is taken when it needs fewer
 bytes (or only the fences order a buffer's own instances), and any plan with new syncs only
@@ -21,6 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from pydantic import ValidationError
+
+from planner.core.asyncs import added_waits
 from planner.core.errors import RequestError
 from planner.core.models import (
     Barriers,
@@ -31,8 +36,10 @@ from planner.core.models import (
     Inval,
     NamedBarrier,
     PlanRequest,
+    Wait,
 )
 from planner.core.models.partition_control import count_paths, path_trips
+from planner.core.models.sync import Completed, group_of
 from planner.core.partition_paths import Path, grown_lifetime, partition_paths
 from planner.core.partitions import pair_orders, weight_clique
 from planner.pipeline.outcome import Outcome
@@ -96,7 +103,17 @@ def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
     sync = req.options.sync
     if sync == "insert" and req.options.max_new_barriers == 0:
         sync = "existing"
-    frame = _frame(req, sync)
+    origin: Literal["inserted", "required"] = "inserted" if sync == "insert" else "required"
+    completed = added_waits(req) if req.has_async else None
+    added_wait = completed.waits if completed is not None else []
+    if added_wait:
+        # Planned on the kernel with its added waits, each at every run of its point.
+        req = req.model_copy(update={"syncs": [*req.syncs, *added_wait]})
+    try:
+        frame = _frame(req, sync)
+    except ValidationError as e:
+        raise _unwaited_on_a_path(e) from None
+    waited = _waited(req, completed, origin) if completed is not None else {}
     n = len(req.buffers)
     sizes = [b.size for b in req.buffers]
     added = PathSyncs()
@@ -122,11 +139,10 @@ def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
         placed, hard = chosen.placed, chosen.hard
         added = _added(frame, chosen)
     shared = on_common_bytes(sizes, placed.plan_offsets)
-    origin: Literal["inserted", "required"] = "inserted" if sync == "insert" else "required"
     names = [p.id for p in req.partitions]
     threads = [p.size for p in req.partitions]
     listed = _listed_invals(req, invals, shared)
-    notes = _notes(frame, shared, added, listed, origin)
+    notes = _notes(frame, shared, added, (listed, waited), origin)
     clique, bound = frame.clique, frame.bound
 
     def certify(capacity: int) -> Certificate:
@@ -161,6 +177,11 @@ def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
             for k, (q, at) in sorted(listed.items())
         ],
         fences=[Fence(at=at, origin=origin, partition=names[q]) for q, at in added.fences],
+        waits=[
+            Wait(kind=w.group, at=w.at, origin=origin, partition=w.partition)
+            for w in added_wait
+            if w.group is not None
+        ],
         named_barriers=[
             NamedBarrier(
                 at=at,
@@ -172,6 +193,39 @@ def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
             for at, ident, who in added.named
         ],
     )
+
+
+def _unwaited_on_a_path(e: ValidationError) -> RequestError:
+    """``uncovered_async_access``: an asynchronous access that the waits (the request's and
+    those added at original points) leave uncovered on some path."""
+    first = e.errors()[0]
+    return RequestError.field(
+        ("syncs",),
+        "a wait_group at an original point completes an asynchronous access on one path but "
+        f"not on another: {first['msg']}; give the wait that covers it",
+        "uncovered_async_access",
+        None,
+    )
+
+
+def _waited(
+    req: PlanRequest, completed: Completed, origin: Literal["inserted", "required"]
+) -> dict[int, str]:
+    """Per buffer, in words, the waits the plan adds (each run by the partition that issued
+    the accesses it completes, at every run of its point) that complete its accesses."""
+    ours = {(w.at, w.group, w.partition) for w in completed.waits}
+    found: dict[int, set[tuple[int, str, str]]] = {}
+    for c in completed.covered:
+        a = req.buffers[c.buffer].accesses[c.access]
+        group = group_of(a)
+        if group is not None and (c.done, group, a.partition) in ours:
+            found.setdefault(c.buffer, set()).add((c.done, group, a.partition or ""))
+    return {
+        i: ", ".join(
+            f"the {g} wait_group by {q} at point {at} ({origin})" for at, g, q in sorted(w)
+        )
+        for i, w in found.items()
+    }
 
 
 def _listed_invals(
@@ -400,9 +454,13 @@ def _notes(
     frame: _Frame,
     shared: set[Pair],
     added: PathSyncs,
-    invals: dict[int, tuple[int, int]],
+    done: tuple[dict[int, tuple[int, int]], dict[int, str]],
     origin: str,
 ) -> list[Diagnostic]:
+    """One note per pair of buffers on common bytes and what orders them (after the inval
+    or the added waits that finish the earlier one, ``done``), then one on the order the
+    plan was made on and its lower bound."""
+    invals, waited = done
     req, needs = frame.req, frame.needs
     ids = [b.id for b in req.buffers]
     names = [p.id for p in req.partitions]
@@ -425,6 +483,8 @@ def _notes(
         if x in invals:
             q, p = invals[x]
             how = f"the mbarrier_inval by {names[q]} at point {p} ({origin}), then {how}"
+        if x in waited:
+            how = f"{waited[x]}, then {how}"
         out.append(
             Diagnostic(
                 level="info",

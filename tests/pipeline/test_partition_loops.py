@@ -158,14 +158,36 @@ def test_a_cluster_with_loops_is_refused() -> None:
 
 
 @pytest.mark.parametrize("sync", ["insert", "none"])
-def test_a_missing_wait_around_a_loop_is_refused_not_added(sync: str) -> None:
-    """Waits are added for partitions on a straight line only: with a loop around them the
-    request gives its waits, so one left out is a field error under every policy."""
+def test_a_missing_wait_in_the_loop_is_added_at_every_trip(sync: str) -> None:
+    """The consumer's wgmma wait of stage 0 left out: the plan adds it right after the
+    issue, in the loop body (a wait_group 0 completes every earlier group of its thread,
+    those of earlier trips too), and the epilogue still takes the ring's bytes."""
     base = json.loads((ROOT / "examples" / "ws_gemm_k_loop.json").read_text())
     base["syncs"] = [s for s in base["syncs"] if not (s["kind"] == "wait_group" and s["at"] == 3)]
     base.setdefault("options", {})["sync"] = sync
+    req = PlanRequest.model_validate(base)
+    plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    assert emulate(req, plan).valid
+    assert plan.arena_bytes == RING + 256  # as with the request's own wait
+    origin = "inserted" if sync == "insert" else "required"
+    assert [(w.kind, w.at, w.partition, w.origin) for w in plan.waits] == [
+        ("wgmma", 3, "consumer", origin)
+    ]
+    notes = [d.message for d in plan.diagnostics if d.code == "reuse_across_partitions"]
+    assert any(f"the wgmma wait_group by consumer at point 3 ({origin}), then" in m for m in notes)
+    bare = plan.model_copy(update={"waits": []})
+    assert "missing_wait" in {v.code for v in planner.validate(req, bare).violations}
+    assert "missing_wait" in {v.code for v in emulate(req, bare).violations}
+
+
+@pytest.mark.parametrize("sync", ["insert", "none"])
+def test_an_access_issued_at_the_end_of_the_loop_body_is_still_refused(sync: str) -> None:
+    """A wgmma read issued at the last point of the loop body has no later point in its
+    scope for a wait: the request gives it or is refused, under every policy."""
+    data = _ring(sync=sync).model_dump(mode="json", exclude_defaults=True)
+    data["buffers"][0]["accesses"][1] = access("read", 4, "consumer", agent="mma")
     with pytest.raises(ValidationError) as err:
-        PlanRequest.model_validate(base)
+        PlanRequest.model_validate(data)
     assert "uncovered_async_access" in {e["type"] for e in err.value.errors()}
 
 
@@ -606,3 +628,50 @@ def test_an_added_inval_follows_every_operation_on_every_path(req: PlanRequest) 
     bare = plan.model_copy(update={"invals": []})
     assert "missing_inval" in {v.code for v in planner.validate(req, bare).violations}
     assert "missing_inval" in {v.code for v in emulate(req, bare).violations}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    looped_programs(waits=True) | looped_programs(THREE, waits=True),
+    st.sampled_from(["insert", "none"]),
+)
+def test_added_waits_complete_every_access_on_every_path(req: PlanRequest, sync: str) -> None:
+    data = req.model_dump(mode="json", exclude_defaults=True)
+    data.setdefault("options", {})["sync"] = sync
+    req = PlanRequest.model_validate(data)
+    note(req.model_dump_json(exclude_defaults=True))
+    refused: RequestError | None = None
+    try:
+        plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    except RequestError as err:
+        refused = err
+    if refused is not None:  # no allowed point orders a buffer's own instances
+        assert [e["type"] for e in refused.errors] == ["unprotected_reuse"]
+        return
+    assert emulate(req, plan).valid
+    # The kernel as it runs, with every sync the plan adds (its waits at every run of their
+    # points: the kernel is refused if one leaves an access uncovered on some path), against
+    # the brute force, whose waits complete each thread's own copies.
+    data["barriers"] = sorted({*req.barriers, *plan.barriers.required})
+    data["options"]["sync"] = "existing"
+    data["syncs"] = [
+        *data.get("syncs", []),
+        *(
+            {"kind": "wait_group", "at": w.at, "group": w.kind, "partition": w.partition}
+            | ({"read": True} if w.kind == "bulk" else {})
+            for w in plan.waits
+        ),
+    ]
+    kernel = with_plan_syncs(
+        PlanRequest.model_validate(data), plan.model_copy(update={"waits": []})
+    )
+    own, good, _ = path_truth(partition_paths(kernel), len(req.buffers), bool(plan.fences))
+    assert own
+    where = [(p.offset, p.offset + p.size) for p in plan.placements]
+    for i, j in itertools.combinations(range(len(where)), 2):
+        if where[i][0] < where[j][1] and where[j][0] < where[i][1]:
+            assert (i, j) in good, (i, j)
+    if plan.waits:
+        bare = plan.model_copy(update={"waits": []})
+        assert "missing_wait" in {v.code for v in planner.validate(req, bare).violations}
+        assert "missing_wait" in {v.code for v in emulate(req, bare).violations}

@@ -27,11 +27,16 @@ _TRIPS: list[dict[str, int]] = [
 ]
 
 
+_ASYNC = {"read": ("mma", "read"), "write": ("cp.async", "write")}  # completed by a wait_group
+
+
 @st.composite
 def looped_programs(
-    draw: st.DrawFn, names: tuple[str, ...] = ("producer", "consumer")
+    draw: st.DrawFn, names: tuple[str, ...] = ("producer", "consumer"), waits: bool = False
 ) -> PlanRequest:
-    """Three buffers over ``names`` with one loop and maybe one branch, random syncs."""
+    """Three buffers over ``names`` with one loop and maybe one branch, random syncs;
+    ``waits``: some thread accesses are ``mma`` reads or ``cp.async`` writes that no
+    wait_group of the request covers (sync "insert": the plan adds the waits)."""
     horizon = 8
     ls = draw(st.integers(1, 3))
     le = draw(st.integers(ls + 2, min(ls + 3, horizon - 1)))
@@ -47,7 +52,11 @@ def looped_programs(
     for n in range(3):
         s = draw(st.integers(0, horizon - 1))
         e = draw(st.integers(s + 1, min(s + 4, horizon)))
-        buffers.append(drawn_buffer(draw, n, (s, e), names, syncs))
+        buffer = drawn_buffer(draw, n, (s, e), names, syncs)
+        for a in buffer["accesses"]:
+            if waits and a.get("agent") is None and draw(st.booleans()):
+                a["agent"], a["op"] = _ASYNC[a["op"]]
+        buffers.append(buffer)
     barriers = sorted(set(draw(st.lists(st.integers(0, horizon), max_size=1))))
     back = draw(st.sampled_from(["none", "barrier", "edge"]))  # what orders one trip's end
     if back == "barrier":  # before the next trip's start
@@ -78,7 +87,7 @@ def looped_programs(
                 "barriers": sorted(set(barriers)),
                 "buffers": buffers,
                 "syncs": syncs,
-                "options": {"sync": "existing"},
+                "options": {"sync": "insert" if waits else "existing"},
             }
         )
     except ValidationError:
