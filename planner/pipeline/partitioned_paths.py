@@ -122,20 +122,7 @@ def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
         hard = frame.live | frame.kept | frame.unordered
         placed = place_request_pairs(req, sizes, hard, frame.bound, exact=solver.pair_model)
     else:
-        chosen = _choose(frame, solver, sync)
-        candidates = inval_candidates(req, frame.paths)
-        if candidates:
-            # The plan with the mbarriers' invals added: taken when it needs fewer bytes.
-            other = _frame(with_invals(req, candidates), sync, frozenset(candidates))
-            try:
-                alt = _choose(other, solver, sync)
-            except RequestError:
-                alt = None
-            if alt is not None and alt.placed.plan_arena < chosen.placed.plan_arena:
-                assert other.needs is not None
-                if _holds(other.req, alt.keys, _added(other, alt, named_ok=False)):
-                    frame, chosen, invals = other, alt, candidates
-        assert frame.needs is not None
+        frame, chosen, invals = _with_invals(frame, _choose(frame, solver, sync), solver, sync)
         placed, hard = chosen.placed, chosen.hard
         added = _added(frame, chosen)
     shared = on_common_bytes(sizes, placed.plan_offsets)
@@ -242,6 +229,26 @@ def _listed_invals(
             if j != k
         )
     }
+
+
+def _with_invals(
+    frame: _Frame, chosen: _Variant, solver: SolverChoice, sync: str
+) -> tuple[_Frame, _Variant, dict[int, tuple[int, int]]]:
+    """The plan with the mbarriers' invals added (``inval_candidates``) where it needs fewer
+    bytes than ``chosen`` and the request with its syncs orders what it lets share; else
+    ``chosen`` on ``frame``."""
+    candidates = inval_candidates(frame.req, frame.paths)
+    if not candidates:
+        return frame, chosen, {}
+    other = _frame(with_invals(frame.req, candidates), sync, frozenset(candidates))
+    try:
+        alt = _choose(other, solver, sync)
+    except RequestError:
+        return frame, chosen, {}
+    smaller = alt.placed.plan_arena < chosen.placed.plan_arena
+    if smaller and _holds(other.req, alt.keys, _added(other, alt, named_ok=False)):
+        return other, alt, candidates
+    return frame, chosen, {}
 
 
 def _choose(frame: _Frame, solver: SolverChoice, sync: str) -> _Variant:
