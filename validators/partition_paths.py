@@ -282,6 +282,7 @@ def _path_plan(
         nb.model_copy(update={"at": n}) for nb in plan.named_barriers for n in where.get(nb.at, [])
     ]
     fences = [f.model_copy(update={"at": n}) for f in plan.fences for n in where.get(f.at, [])]
+    waits = [w.model_copy(update={"at": n}) for w in plan.waits for n in where.get(w.at, [])]
     invals = [
         v.model_copy(update={"at": n, "mbarrier": inst.at(v.mbarrier, n)})
         for v in plan.invals
@@ -299,6 +300,7 @@ def _path_plan(
             "placements": placements,
             "named_barriers": named,
             "fences": fences,
+            "waits": waits,
             "invals": invals,
             "barriers": barriers,
         }

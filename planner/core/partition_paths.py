@@ -20,7 +20,7 @@ from typing import Any
 from planner.core.models import PlanRequest
 from planner.core.models.partition_control import path_trips
 
-__all__ = ["Path", "partition_paths"]
+__all__ = ["Path", "grown_lifetime", "partition_paths"]
 
 
 @dataclass
@@ -98,7 +98,7 @@ def _steps(
     return [[s for piece in combo for s in piece] for combo in itertools.product(*pieces)]
 
 
-def _lifetime(req: PlanRequest, start: int, end: int) -> tuple[int, int]:
+def grown_lifetime(req: PlanRequest, start: int, end: int) -> tuple[int, int]:
     """``[start, end)`` grown over every loop it enters or leaves."""
     changed = True
     while changed:
@@ -136,7 +136,7 @@ def _path(req: PlanRequest, steps: list[_Step]) -> Path:
     # Per buffer its instances: (first step, end step), by the iterations of its loops.
     spans: list[list[tuple[int, int]]] = []
     for b in req.buffers:
-        s0, e0 = _lifetime(req, b.start, b.end)
+        s0, e0 = grown_lifetime(req, b.start, b.end)
         mine = {k for k, lp in enumerate(req.loops) if lp.start <= s0 and e0 <= lp.end}
         first: dict[tuple[tuple[int, int], ...], list[int]] = {}
         for p in range(s0, e0):

@@ -3,24 +3,51 @@ partitions, Loops and branches): the pair verdicts of ``planner.core.partitions`
 path (``planner.core.partition_paths``), folded per buffer pair.
 
 Two buffers may share bytes only if, on every path, every instance of one is ordered before
-every instance of the other: by the request's syncs, or under "insert" and "none" by new block
-barriers at original points (``planner.pipeline.partitioned_path_barriers``). A buffer's own
-instances in consecutive iterations share their bytes, so they must be ordered so too, or the
-request is refused (``unprotected_reuse``). An mbarrier buffer keeps its bytes. The lower
-bound is the heaviest clique of the pairs no plan may let share: live together on some path,
-and under "existing" also unordered on some path.
+every instance of the other: by the request's syncs, or under "insert" and "none" by new syncs
+at original points, each run at every run of its point: block barriers, named barriers of
+just the partitions a pair needs, proxy fences right after generic writes
+(``planner.pipeline.partitioned_path_barriers``, ``partitioned_path_syncs``) and mbarrier
+invals (``partitioned_path_invals``); the wait_groups no sync of the request gives are
+added first (``added_waits``, in the issue's scope) and the plan is made on the kernel with
+them. A buffer's own instances in consecutive iterations share
+their bytes, so they must be ordered so too, or the request is refused
+(``unprotected_reuse``). The plan with fences, or with invals, is taken when it needs fewer
+bytes (or only the fences order a buffer's own instances), and any plan with new syncs only
+once the request with them, read over again on every path, orders every pair it lets share.
+The lower bound is the heaviest clique of the pairs no plan may let share: live together on
+some path, and under "existing" also unordered on some path.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import ValidationError
+
+from planner.core.asyncs import added_waits
 from planner.core.errors import RequestError
-from planner.core.models import Barriers, Certificate, Diagnostic, GraphStats, PlanRequest
+from planner.core.models import (
+    Barriers,
+    Certificate,
+    Diagnostic,
+    Fence,
+    GraphStats,
+    Inval,
+    NamedBarrier,
+    PlanRequest,
+    Wait,
+)
 from planner.core.models.partition_control import count_paths, path_trips
-from planner.core.partition_paths import Path, partition_paths
+from planner.core.models.sync import Completed, group_of
+from planner.core.partition_paths import Path, grown_lifetime, partition_paths
 from planner.core.partitions import pair_orders, weight_clique
 from planner.pipeline.outcome import Outcome
-from planner.pipeline.partitioned_path_barriers import Needs, stab
+from planner.pipeline.partitioned_path_barriers import Key, Needs, stab
+from planner.pipeline.partitioned_path_invals import inval_candidates, with_invals
+from planner.pipeline.partitioned_path_syncs import PathSyncs, kernel_with, name_points
 from planner.pipeline.placement import component_count, on_common_bytes, place_request_pairs
+from planner.solvers.auto import Solution
 from planner.solvers.registry import SolverChoice
 
 __all__ = ["plan_partitioned_paths"]
@@ -29,62 +56,81 @@ Pair = tuple[int, int]
 SECONDS_PER_PATH_PAIR = 5e-5  # expansion, verdicts and the static check, per instance pair
 
 
-def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
-    """The outcome of a partitioned request with loops or branches."""
-    _check_work(req)
+@dataclass
+class _Variant:
+    """A placement and the new syncs it relies on."""
+
+    placed: Solution
+    chosen: list[int]  # barrier points (block or named)
+    keys: list[Key]  # what the barriers and fences serve: own instances, pairs on common bytes
+    with_fences: bool
+    hard: set[Pair]  # the pairs kept apart
+
+
+@dataclass
+class _Frame:
+    """A request (the caller's, or with the invals added) read on its paths."""
+
+    req: PlanRequest
+    paths: list[Path]
+    needs: Needs | None
+    live: set[Pair]
+    kept: set[Pair]
+    unordered: set[Pair]
+    clique: list[int]
+    bound: int
+
+
+def _frame(req: PlanRequest, sync: str, free: frozenset[int] = frozenset()) -> _Frame:
+    """``req`` read on its paths: the pair verdicts folded, what new syncs would serve, and
+    the lower bound; the mbarriers ``free`` (with an inval) are kept apart only where some
+    path finds them live."""
     paths = partition_paths(req)
-    sync = req.options.sync
-    cap = req.options.max_new_barriers
-    if sync == "insert" and cap == 0:
-        sync = "existing"
     needs = None if sync == "existing" else Needs(frozenset(_allowed(req)))
     live, unordered = fold(req, paths, needs)
     n = len(req.buffers)
     sizes = [b.size for b in req.buffers]
-    mbarriers = [k for k, b in enumerate(req.buffers) if b.kind == "mbarrier"]
+    mbarriers = [k for k, b in enumerate(req.buffers) if b.kind == "mbarrier" and k not in free]
     kept = {(min(i, k), max(i, k)) for i in mbarriers for k in range(n) if k != i}
-    own: list[frozenset[int]] = []
-    servable: dict[Pair, frozenset[int]] = {}
-    if needs is not None:
-        for k, pts in sorted(needs.own.items()):
-            if pts is None:
-                raise _own_unserved(req, k)
-            own.append(pts)
-        servable = {p: pts for p, pts in needs.pairs.items() if pts is not None}
-    mandatory = stab(own, req.executions_at)
-    if sync == "insert" and cap is not None and len(mandatory) > cap:
-        raise RequestError.field(
-            ("options", "max_new_barriers"),
-            f"the buffers in loops need {len(mandatory)} new barriers (points "
-            f"{mandatory}) to order their own instances; the cap is {cap}",
-            "too_few_barriers",
-            cap,
-        )
-    hard = live | kept | (unordered - set(servable))
     floor = live | unordered if sync == "existing" else live
     clique = weight_clique(n, sizes, floor)
-    bound = sum(sizes[k] for k in clique)
-    placed = place_request_pairs(req, sizes, hard, bound, exact=solver.pair_model)
-    chosen = mandatory
-    if servable:
-        shared = on_common_bytes(sizes, placed.plan_offsets)
-        chosen = stab(
-            [*own, *(pts for p, pts in servable.items() if p in shared)], req.executions_at
-        )
-        over_cap = sync == "insert" and cap is not None and len(chosen) > cap
-        if len(chosen) > len(mandatory):
-            # The plan on the barriers its own instances need only: taken when it needs no
-            # more bytes, or past the cap.
-            served = set(mandatory)
-            apart = hard | {p for p, pts in servable.items() if not pts & served}
-            alt = place_request_pairs(req, sizes, apart, bound, exact=False)
-            if over_cap or alt.plan_arena <= placed.plan_arena:
-                placed, chosen = alt, mandatory
+    return _Frame(req, paths, needs, live, kept, unordered, clique, sum(sizes[k] for k in clique))
+
+
+def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
+    """The outcome of a partitioned request with loops or branches."""
+    _check_work(req)
+    sync = req.options.sync
+    if sync == "insert" and req.options.max_new_barriers == 0:
+        sync = "existing"
+    origin: Literal["inserted", "required"] = "inserted" if sync == "insert" else "required"
+    completed = added_waits(req) if req.has_async else None
+    added_wait = completed.waits if completed is not None else []
+    if added_wait:
+        # Planned on the kernel with its added waits, each at every run of its point.
+        req = req.model_copy(update={"syncs": [*req.syncs, *added_wait]})
+    try:
+        frame = _frame(req, sync)
+    except ValidationError as e:
+        raise _unwaited_on_a_path(e) from None
+    waited = _waited(req, completed, origin) if completed is not None else {}
+    n = len(req.buffers)
+    sizes = [b.size for b in req.buffers]
+    added = PathSyncs()
+    invals: dict[int, tuple[int, int]] = {}
+    if frame.needs is None:
+        hard = frame.live | frame.kept | frame.unordered
+        placed = place_request_pairs(req, sizes, hard, frame.bound, exact=solver.pair_model)
+    else:
+        frame, chosen, invals = _with_invals(frame, _choose(frame, solver, sync), solver, sync)
+        placed, hard = chosen.placed, chosen.hard
+        added = _added(frame, chosen)
     shared = on_common_bytes(sizes, placed.plan_offsets)
-    origin = "inserted" if sync == "insert" else "required"
-    notes = _notes(
-        req, paths, shared, clique, {p: servable[p] & set(chosen) for p in servable}, origin
-    )
+    names = [p.id for p in req.partitions]
+    threads = [p.size for p in req.partitions]
+    listed = _listed_invals(req, invals, shared)
+    notes = _notes(frame, shared, added, (listed, waited), origin)
+    clique, bound = frame.clique, frame.bound
 
     def certify(capacity: int) -> Certificate:
         over = bound > capacity
@@ -104,16 +150,201 @@ def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
         lower_bound=bound,
         bound=placed.bound,
         proved=placed.proved_optimal,
-        barriers=_barriers(req, sync, chosen),
+        barriers=_barriers(req, sync, added.blocks),
         graph=GraphStats(
             buffers=n,
-            live_edges=len(live),
-            hazard_edges=len(hard - live),
+            live_edges=len(frame.live),
+            hazard_edges=len(hard - frame.live),
             components=component_count(n, hard),
         ),
         certify=certify,
         explain=lambda _status: notes,
+        invals=[
+            Inval(mbarrier=req.buffers[k].id, at=at, origin=origin, partition=names[q])
+            for k, (q, at) in sorted(listed.items())
+        ],
+        fences=[Fence(at=at, origin=origin, partition=names[q]) for q, at in added.fences],
+        waits=[
+            Wait(kind=w.group, at=w.at, origin=origin, partition=w.partition)
+            for w in added_wait
+            if w.group is not None
+        ],
+        named_barriers=[
+            NamedBarrier(
+                at=at,
+                id=ident,
+                partitions=[names[q] for q in who],
+                threads=sum(threads[q] for q in who),
+                origin=origin,
+            )
+            for at, ident, who in added.named
+        ],
     )
+
+
+def _unwaited_on_a_path(e: ValidationError) -> RequestError:
+    """``uncovered_async_access``: an asynchronous access that the waits (the request's and
+    those added at original points) leave uncovered on some path."""
+    first = e.errors()[0]
+    return RequestError.field(
+        ("syncs",),
+        "a wait_group at an original point completes an asynchronous access on one path but "
+        f"not on another: {first['msg']}; give the wait that covers it",
+        "uncovered_async_access",
+        None,
+    )
+
+
+def _waited(
+    req: PlanRequest, completed: Completed, origin: Literal["inserted", "required"]
+) -> dict[int, str]:
+    """Per buffer, in words, the waits the plan adds (each run by the partition that issued
+    the accesses it completes, at every run of its point) that complete its accesses."""
+    ours = {(w.at, w.group, w.partition) for w in completed.waits}
+    found: dict[int, set[tuple[int, str, str]]] = {}
+    for c in completed.covered:
+        a = req.buffers[c.buffer].accesses[c.access]
+        group = group_of(a)
+        if group is not None and (c.done, group, a.partition) in ours:
+            found.setdefault(c.buffer, set()).add((c.done, group, a.partition or ""))
+    return {
+        i: ", ".join(
+            f"the {g} wait_group by {q} at point {at} ({origin})" for at, g, q in sorted(w)
+        )
+        for i, w in found.items()
+    }
+
+
+def _listed_invals(
+    req: PlanRequest, invals: dict[int, tuple[int, int]], shared: set[Pair]
+) -> dict[int, tuple[int, int]]:
+    """The added invals of the mbarriers whose bytes a later buffer takes."""
+    spans = [grown_lifetime(req, b.start, b.end) for b in req.buffers]
+    return {
+        k: v
+        for k, v in invals.items()
+        if any(
+            (min(j, k), max(j, k)) in shared and spans[j][0] >= spans[k][1]
+            for j in range(len(req.buffers))
+            if j != k
+        )
+    }
+
+
+def _with_invals(
+    frame: _Frame, chosen: _Variant, solver: SolverChoice, sync: str
+) -> tuple[_Frame, _Variant, dict[int, tuple[int, int]]]:
+    """The plan with the mbarriers' invals added (``inval_candidates``) where it needs fewer
+    bytes than ``chosen`` and the request with its syncs orders what it lets share; else
+    ``chosen`` on ``frame``."""
+    candidates = inval_candidates(frame.req, frame.paths)
+    if not candidates:
+        return frame, chosen, {}
+    other = _frame(with_invals(frame.req, candidates), sync, frozenset(candidates))
+    try:
+        alt = _choose(other, solver, sync)
+    except RequestError:
+        return frame, chosen, {}
+    smaller = alt.placed.plan_arena < chosen.placed.plan_arena
+    if smaller and _holds(other.req, alt.keys, _added(other, alt, named_ok=False)):
+        return other, alt, candidates
+    return frame, chosen, {}
+
+
+def _choose(frame: _Frame, solver: SolverChoice, sync: str) -> _Variant:
+    """The plan on new block barriers alone, or the one on new barriers with proxy fences
+    where it needs fewer bytes (or where only the fences order a buffer's own instances)."""
+    needs = frame.needs
+    assert needs is not None
+    plain = _variant(frame, needs, solver, sync, with_fences=False)
+    if not needs.fences:
+        if isinstance(plain, RequestError):
+            raise plain
+        return plain
+    fenced = _variant(frame, needs, solver, sync, with_fences=True)
+    if isinstance(fenced, RequestError):
+        raise plain if isinstance(plain, RequestError) else fenced
+    better = isinstance(plain, RequestError) or fenced.placed.plan_arena < plain.placed.plan_arena
+    if better and _holds(frame.req, fenced.keys, _added(frame, fenced, named_ok=False)):
+        return fenced
+    if isinstance(plain, RequestError):
+        raise plain
+    return plain
+
+
+def _variant(
+    frame: _Frame, needs: Needs, solver: SolverChoice, sync: str, with_fences: bool
+) -> _Variant | RequestError:
+    """The placement with the pairs new syncs serve free (with the fences they need where
+    ``with_fences``), and the barrier points for the pairs then on common bytes."""
+    req, unordered, bound = frame.req, frame.unordered, frame.bound
+    hard_base = frame.live | frame.kept
+    sizes = [b.size for b in req.buffers]
+    cap = req.options.max_new_barriers
+    table = {**needs.plain} if not with_fences else {**needs.fences, **needs.fenced}
+    own_keys = sorted(k for k in table if isinstance(k, int))
+    own: list[frozenset[int]] = []
+    for k in own_keys:
+        if not needs.served(k, with_fences):
+            return _own_unserved(req, k, with_fences)
+        own.append(needs.points(k, with_fences))
+    servable = sorted(p for p in table if isinstance(p, tuple) and needs.served(p, with_fences))
+    mandatory = stab(own, req.executions_at)
+    if sync == "insert" and cap is not None and len(mandatory) > cap:
+        return RequestError.field(
+            ("options", "max_new_barriers"),
+            f"the buffers in loops need {len(mandatory)} new barriers (points "
+            f"{mandatory}) to order their own instances; the cap is {cap}",
+            "too_few_barriers",
+            cap,
+        )
+    hard = hard_base | (unordered - set(servable))
+    placed = place_request_pairs(req, sizes, hard, bound, exact=solver.pair_model)
+    chosen = mandatory
+    if servable:
+        shared = on_common_bytes(sizes, placed.plan_offsets)
+        chosen = stab(
+            [*own, *(needs.points(p, with_fences) for p in servable if p in shared)],
+            req.executions_at,
+        )
+        over_cap = sync == "insert" and cap is not None and len(chosen) > cap
+        if len(chosen) > len(mandatory):
+            # The plan on the barriers its own instances need only: taken when it needs no
+            # more bytes, or past the cap.
+            served = set(mandatory)
+            apart = hard | {
+                p
+                for p in servable
+                if needs.points(p, with_fences) and not needs.points(p, with_fences) & served
+            }
+            alt = place_request_pairs(req, sizes, apart, bound, exact=False)
+            if over_cap or alt.plan_arena <= placed.plan_arena:
+                placed, chosen = alt, mandatory
+    shared = on_common_bytes(sizes, placed.plan_offsets)
+    keys: list[Key] = [*own_keys, *(p for p in servable if p in shared)]
+    return _Variant(placed, chosen, keys, with_fences, hard)
+
+
+def _added(frame: _Frame, v: _Variant, named_ok: bool = True) -> PathSyncs:
+    """The new syncs of variant ``v``: its barrier points, named where that suffices (and
+    ``named_ok``) and the kernel with them still orders every key, and the fences its keys
+    need."""
+    assert frame.needs is not None
+    added = name_points(frame.req, frame.needs, v.keys, v.chosen, v.with_fences, named_ok)
+    if added.named and not _holds(frame.req, v.keys, added):
+        added = name_points(frame.req, frame.needs, v.keys, v.chosen, v.with_fences, False)
+    return added
+
+
+def _holds(req: PlanRequest, keys: list[Key], added: PathSyncs) -> bool:
+    """Whether the kernel with the new syncs ``added`` orders every buffer's own instances
+    and every pair of ``keys`` on every path (the pair verdicts over again)."""
+    try:
+        kernel = kernel_with(req, added)
+        live, unordered = fold(kernel, partition_paths(kernel))
+    except (RequestError, ValueError):
+        return False
+    return not {k for k in keys if isinstance(k, tuple)} & (live | unordered)
 
 
 def _allowed(req: PlanRequest) -> list[int]:
@@ -213,41 +444,61 @@ def _own_race(req: PlanRequest, path: Path, a: int, b: int) -> RequestError:
     )
 
 
-def _own_unserved(req: PlanRequest, k: int) -> RequestError:
+def _own_unserved(req: PlanRequest, k: int, with_fences: bool) -> RequestError:
+    why = "no allowed point runs in between" if with_fences else "a proxy fence would be needed"
     return RequestError.field(
         ("buffers", k),
         f"buffer {req.buffers[k].id!r} reuses its own bytes from one iteration to the next "
-        "and neither the request's syncs nor a barrier at an allowed point orders its "
-        "accesses in one iteration before those of the next on every path (a proxy fence "
-        "would be needed, or no allowed point runs in between): add the sync that frees it",
+        "and neither the request's syncs nor new syncs at allowed points order its "
+        f"accesses in one iteration before those of the next on every path ({why}): add "
+        "the sync that frees it",
         "unprotected_reuse",
         req.buffers[k].id,
     )
 
 
 def _notes(
-    req: PlanRequest,
-    paths: list[Path],
+    frame: _Frame,
     shared: set[Pair],
-    clique: list[int],
-    served: dict[Pair, frozenset[int]],
+    added: PathSyncs,
+    done: tuple[dict[int, tuple[int, int]], dict[int, str]],
     origin: str,
 ) -> list[Diagnostic]:
+    """One note per pair of buffers on common bytes and what orders them (after the inval
+    or the added waits that finish the earlier one, ``done``), then one on the order the
+    plan was made on and its lower bound."""
+    invals, waited = done
+    req, needs = frame.req, frame.needs
     ids = [b.id for b in req.buffers]
+    names = [p.id for p in req.partitions]
+    named = {at: ident for at, ident, _ in added.named}
     bufs = req.buffers
     out: list[Diagnostic] = []
     for i, j in sorted(shared):
         x, y = (i, j) if (bufs[i].start, i) <= (bufs[j].start, j) else (j, i)
         how = "the request's syncs"
-        if served.get((i, j)):
-            how = f"a block barrier at point {min(served[(i, j)])} ({origin})"
+        at = added.at.get((i, j))
+        if at is not None and at in named:
+            how = f"a named barrier (id {named[at]}) at point {at} ({origin})"
+        elif at is not None:
+            how = f"a block barrier at point {at} ({origin})"
+        if needs is not None and added.fences:
+            mine = sorted(needs.fences.get((i, j), ()))
+            how += "".join(
+                f", with a proxy fence by {names[q]} at point {p} ({origin})" for q, p in mine
+            )
+        if x in invals:
+            q, p = invals[x]
+            how = f"the mbarrier_inval by {names[q]} at point {p} ({origin}), then {how}"
+        if x in waited:
+            how = f"{waited[x]}, then {how}"
         out.append(
             Diagnostic(
                 level="info",
                 code="reuse_across_partitions",
                 message=(
                     f"{ids[y]} reuses bytes of {ids[x]}, ordered by {how} on every one of "
-                    f"the {len(paths)} paths of its loops and branches"
+                    f"the {len(frame.paths)} paths of its loops and branches"
                 ),
             )
         )
@@ -256,9 +507,9 @@ def _notes(
             level="info",
             code="partitioned_program",
             message=f"planned on the happens-before order of {len(req.partitions)} partitions "
-            f"on each of {len(paths)} paths (every loop run 0 to 3 times as it admits, every "
-            f"arm); lower bound: the heaviest clique of kept-apart buffers "
-            f"({', '.join(ids[k] for k in clique)})",
+            f"on each of {len(frame.paths)} paths (every loop run 0 to 3 times as it admits, "
+            f"every arm); lower bound: the heaviest clique of kept-apart buffers "
+            f"({', '.join(ids[k] for k in frame.clique)})",
         )
     )
     return out

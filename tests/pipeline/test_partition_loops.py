@@ -19,6 +19,8 @@ from planner.core.errors import RequestError
 from planner.core.models import Barriers, PlanRequest
 from planner.core.partition_paths import partition_paths
 from planner.validators.emulator import emulate
+from planner.validators.program import with_plan_syncs
+from tests.support.mbarrier_truth import inval_truth
 from tests.support.partition_loops import looped_programs, path_truth
 from tests.support.partition_programs import THREE, access, edge
 from tests.support.paths import ROOT
@@ -156,14 +158,36 @@ def test_a_cluster_with_loops_is_refused() -> None:
 
 
 @pytest.mark.parametrize("sync", ["insert", "none"])
-def test_a_missing_wait_around_a_loop_is_refused_not_added(sync: str) -> None:
-    """Waits are added for partitions on a straight line only: with a loop around them the
-    request gives its waits, so one left out is a field error under every policy."""
+def test_a_missing_wait_in_the_loop_is_added_at_every_trip(sync: str) -> None:
+    """The consumer's wgmma wait of stage 0 left out: the plan adds it right after the
+    issue, in the loop body (a wait_group 0 completes every earlier group of its thread,
+    those of earlier trips too), and the epilogue still takes the ring's bytes."""
     base = json.loads((ROOT / "examples" / "ws_gemm_k_loop.json").read_text())
     base["syncs"] = [s for s in base["syncs"] if not (s["kind"] == "wait_group" and s["at"] == 3)]
     base.setdefault("options", {})["sync"] = sync
+    req = PlanRequest.model_validate(base)
+    plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    assert emulate(req, plan).valid
+    assert plan.arena_bytes == RING + 256  # as with the request's own wait
+    origin = "inserted" if sync == "insert" else "required"
+    assert [(w.kind, w.at, w.partition, w.origin) for w in plan.waits] == [
+        ("wgmma", 3, "consumer", origin)
+    ]
+    notes = [d.message for d in plan.diagnostics if d.code == "reuse_across_partitions"]
+    assert any(f"the wgmma wait_group by consumer at point 3 ({origin}), then" in m for m in notes)
+    bare = plan.model_copy(update={"waits": []})
+    assert "missing_wait" in {v.code for v in planner.validate(req, bare).violations}
+    assert "missing_wait" in {v.code for v in emulate(req, bare).violations}
+
+
+@pytest.mark.parametrize("sync", ["insert", "none"])
+def test_an_access_issued_at_the_end_of_the_loop_body_is_still_refused(sync: str) -> None:
+    """A wgmma read issued at the last point of the loop body has no later point in its
+    scope for a wait: the request gives it or is refused, under every policy."""
+    data = _ring(sync=sync).model_dump(mode="json", exclude_defaults=True)
+    data["buffers"][0]["accesses"][1] = access("read", 4, "consumer", agent="mma")
     with pytest.raises(ValidationError) as err:
-        PlanRequest.model_validate(base)
+        PlanRequest.model_validate(data)
     assert "uncovered_async_access" in {e["type"] for e in err.value.errors()}
 
 
@@ -188,23 +212,29 @@ def test_new_barriers_order_every_shared_pair_on_every_path(req: PlanRequest, sy
         plan = planner.plan(req)  # validated inside: the static check runs on every plan
     except RequestError as err:
         refused = err
-    if refused is not None:  # a buffer's own instances need a fence, or no point serves
+    if refused is not None:  # no allowed point orders a buffer's own instances
         assert [e["type"] for e in refused.errors] == ["unprotected_reuse"]
         return
     assert emulate(req, plan).valid
-    # The kernel as it runs, with the plan's barriers, against the brute force.
+    # The kernel as it runs, with the plan's barriers, named barriers and fences, against
+    # the brute force (the fences judged by both validators above).
     data["barriers"] = sorted({*req.barriers, *plan.barriers.required})
     data["options"]["sync"] = "existing"
-    kernel = PlanRequest.model_validate(data)
-    own, good, _ = path_truth(partition_paths(kernel), len(req.buffers))
+    kernel = with_plan_syncs(PlanRequest.model_validate(data), plan)
+    own, good, _ = path_truth(partition_paths(kernel), len(req.buffers), bool(plan.fences))
     assert own
     where = [(p.offset, p.offset + p.size) for p in plan.placements]
     for i, j in itertools.combinations(range(len(where)), 2):
         if where[i][0] < where[j][1] and where[j][0] < where[i][1]:
             assert (i, j) in good, (i, j)
-    if plan.barriers.required:
+    if plan.barriers.required or plan.named_barriers or plan.fences:
+        # Without what the plan adds, some reuse is unordered or unfenced: both say so.
         bare = plan.model_copy(
-            update={"barriers": plan.barriers.model_copy(update={"inserted": [], "required": []})}
+            update={
+                "barriers": plan.barriers.model_copy(update={"inserted": [], "required": []}),
+                "named_barriers": [],
+                "fences": [],
+            }
         )
         assert not planner.validate(req, bare).valid
         assert not emulate(req, bare).valid
@@ -339,3 +369,309 @@ def test_both_validators_report_a_wait_dropped_from_a_looped_request() -> None:
     for report in (planner.validate(faulty, plan), emulate(faulty, plan)):
         assert not report.valid
         assert {(v.code, tuple(v.buffers)) for v in report.violations} >= {("missing_wait", ("C",))}
+
+
+# New syncs at original points for reuses with loops: a proxy fence, a named barrier.
+
+
+def _fenced_ring(sync: str) -> PlanRequest:
+    """The ring of ``_ring`` whose epilogue buffer the consumer fills by TMA: the producer's
+    generic writes of the tile, in every trip, need a proxy fence before the epilogue's
+    async-proxy write may take the tile's bytes."""
+    data = _ring(sync=sync).model_dump(mode="json", exclude_defaults=True)
+    data["buffers"][1]["accesses"] = [
+        access("write", 5, "consumer", agent="tma", mbarrier="landed"),
+        access("read", 6, "consumer"),
+    ]
+    data["syncs"] += [
+        {"kind": "expect_tx", "at": 5, "mbarrier": "landed", "partition": "consumer"},
+        {"kind": "mbarrier_wait", "at": 6, "mbarrier": "landed", "partition": "consumer"},
+    ]
+    return PlanRequest.model_validate(data)
+
+
+@pytest.mark.parametrize("sync", ["insert", "none"])
+def test_a_proxy_fence_in_the_loop_lets_a_tma_epilogue_take_the_ring(sync: str) -> None:
+    req = _fenced_ring(sync)
+    plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    assert emulate(req, plan).valid
+    assert plan.arena_bytes == 256  # kept apart without the fence: 512
+    origin = "inserted" if sync == "insert" else "required"
+    # Right after the producer's write, in every trip: its arrive on full then carries it.
+    assert [(f.at, f.partition, f.origin) for f in plan.fences] == [(2, "producer", origin)]
+    assert plan.barriers.required == []
+    notes = [d.message for d in plan.diagnostics if d.code == "reuse_across_partitions"]
+    assert notes == [
+        "out reuses bytes of tile, ordered by the request's syncs, with a proxy fence by "
+        f"producer at point 2 ({origin}) on every one of the 4 paths of its loops and branches"
+    ]
+    bare = plan.model_copy(update={"fences": []})
+    assert "missing_fence" in {v.code for v in planner.validate(req, bare).violations}
+    assert "missing_fence" in {v.code for v in emulate(req, bare).violations}
+
+
+def test_existing_keeps_the_tma_epilogue_apart_without_its_fence() -> None:
+    plan = planner.plan(_fenced_ring("existing"))
+    assert plan.arena_bytes == 512
+    assert plan.fences == []
+
+
+def _three_ring(sync: str) -> PlanRequest:
+    """Three partitions: consumer0 writes and reads a tile in every trip (its warps meet
+    at a named barrier before the next trip), then after the loop consumer1 alone writes a
+    scratch buffer; the producer touches neither, so a barrier of the two consumers orders
+    the reuse."""
+    parts = [
+        {"id": "producer", "threads": [0, 128]},
+        {"id": "consumer0", "threads": [128, 256]},
+        {"id": "consumer1", "threads": [256, 384]},
+    ]
+    return PlanRequest.model_validate(
+        {
+            "partitions": parts,
+            "loops": [{"start": 1, "end": 5}],
+            "buffers": [
+                {
+                    "id": "tile",
+                    "size": 256,
+                    "start": 1,
+                    "end": 5,
+                    "accesses": [access("write", 1, "consumer0"), access("read", 3, "consumer0")],
+                },
+                {
+                    "id": "scratch",
+                    "size": 256,
+                    "start": 5,
+                    "end": 7,
+                    "accesses": [access("write", 5, "consumer1"), access("read", 6, "consumer1")],
+                },
+            ],
+            "syncs": [{"kind": "named_barrier", "at": 4, "id": 1, "partitions": ["consumer0"]}],
+            "options": {"sync": sync},
+        }
+    )
+
+
+@pytest.mark.parametrize("sync", ["insert", "none"])
+def test_a_named_barrier_of_the_two_consumers_orders_the_reuse_after_the_loop(sync: str) -> None:
+    req = _three_ring(sync)
+    plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    assert emulate(req, plan).valid
+    assert plan.arena_bytes == 256
+    origin = "inserted" if sync == "insert" else "required"
+    assert plan.barriers.required == []  # no block barrier: the producer does not wait
+    assert [(b.at, b.id, b.partitions, b.threads, b.origin) for b in plan.named_barriers] == [
+        (5, 2, ["consumer0", "consumer1"], 256, origin)
+    ]
+    notes = [d.message for d in plan.diagnostics if d.code == "reuse_across_partitions"]
+    assert notes == [
+        f"scratch reuses bytes of tile, ordered by a named barrier (id 2) at point 5 ({origin})"
+        " on every one of the 4 paths of its loops and branches"
+    ]
+    bare = plan.model_copy(update={"named_barriers": []})
+    assert {v.code for v in planner.validate(req, bare).violations} == {"missing_barrier"}
+    assert {v.code for v in emulate(req, bare).violations} == {"race"}
+
+
+def test_a_fence_orders_a_slots_own_reuse_that_was_refused() -> None:
+    """The tile is filled by TMA in every trip after the consumer's generic write of it in
+    the trip before: only a proxy fence by the consumer (with the empty edge) frees the
+    slot, so the request was refused; now the fence is added inside the loop."""
+    data = _ring(sync="insert").model_dump(mode="json", exclude_defaults=True)
+    data["buffers"][0]["accesses"] = [
+        access("write", 1, "producer", agent="tma", mbarrier="full"),
+        access("write", 3, "consumer"),
+    ]
+    data["syncs"] = [
+        {"kind": "expect_tx", "at": 1, "mbarrier": "full", "partition": "producer"},
+        {"kind": "mbarrier_wait", "at": 3, "mbarrier": "full", "partition": "consumer"},
+        *edge("empty", 4, "consumer", 1, "producer"),
+        {"kind": "named_barrier", "at": 5, "id": 1, "partitions": ["consumer"]},
+    ]
+    req = PlanRequest.model_validate(data)
+    plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    assert emulate(req, plan).valid
+    assert [(f.at, f.partition) for f in plan.fences] == [(4, "consumer")]
+    bare = plan.model_copy(update={"fences": []})
+    assert "missing_fence" in {v.code for v in planner.validate(req, bare).violations}
+    assert "missing_fence" in {v.code for v in emulate(req, bare).violations}
+
+
+def _ring_with_mbarriers(sync: str) -> PlanRequest:
+    """The ring of ``_ring`` (at least one trip) with its ``full`` and ``empty`` mbarriers
+    as buffers, and an epilogue buffer a little larger than the tile after them."""
+    data = _ring(sync=sync, min_trips=1).model_dump(mode="json", exclude_defaults=True)
+    tile, out = data["buffers"]
+    out.update(size=272, start=6, end=8)
+    out["accesses"] = [access("write", 6, "consumer"), access("read", 7, "consumer")]
+    data["buffers"] = [
+        tile,
+        *(
+            {"id": m, "kind": "mbarrier", "size": 8, "start": 0, "end": 6}
+            for m in ("full", "empty")
+        ),
+        out,
+    ]
+    return PlanRequest.model_validate(data)
+
+
+@pytest.mark.parametrize("sync", ["insert", "none"])
+def test_an_inval_after_the_loop_lets_the_epilogue_take_an_mbarriers_bytes(sync: str) -> None:
+    req = _ring_with_mbarriers(sync)
+    plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    assert emulate(req, plan).valid
+    assert plan.arena_bytes == plan.lower_bound == 280  # kept apart without the inval: 288
+    origin = "inserted" if sync == "insert" else "required"
+    # After the consumer's last arrive on empty (its warps met at point 5): it runs once.
+    assert [(v.mbarrier, v.at, v.partition, v.origin) for v in plan.invals] == [
+        ("empty", 5, "consumer", origin)
+    ]
+    assert plan.barriers.required == [6]  # the inval's threads before the epilogue's
+    notes = [d.message for d in plan.diagnostics if d.code == "reuse_across_partitions"]
+    assert (
+        f"out reuses bytes of empty, ordered by the mbarrier_inval by consumer at point 5 "
+        f"({origin}), then a block barrier at point 6 ({origin}) on every one of the 3 paths "
+        "of its loops and branches"
+    ) in notes
+    bare = plan.model_copy(update={"invals": []})
+    assert "missing_inval" in {v.code for v in planner.validate(req, bare).violations}
+    assert "missing_inval" in {v.code for v in emulate(req, bare).violations}
+
+
+def test_existing_keeps_the_mbarriers_bytes_without_an_inval() -> None:
+    plan = planner.plan(_ring_with_mbarriers("existing"))
+    assert plan.arena_bytes == 288
+    assert plan.invals == []
+
+
+@st.composite
+def _looped_mbarrier_programs(draw: st.DrawFn) -> PlanRequest:
+    """An mbarrier ``M`` (lifetime [0, cut)) over a loop, random operations on it inside
+    and around the loop, random syncs, and a buffer ``B`` ([cut, 8)) that may take its
+    bytes under sync "insert" or "none"."""
+    names = draw(st.sampled_from([("producer", "consumer"), THREE]))
+    ls = draw(st.integers(1, 2))
+    le = draw(st.integers(ls + 1, ls + 3))
+    cut = draw(st.integers(le + 1, 6))
+    syncs: list[dict[str, Any]] = []
+    for _ in range(draw(st.integers(1, 3))):
+        at = draw(st.integers(1, cut - 2))
+        by = draw(st.sampled_from(names))
+        if draw(st.booleans()) and at + 1 <= cut - 1:
+            syncs += edge(
+                "M", at, by, draw(st.integers(at + 1, cut - 1)), draw(st.sampled_from(names))
+            )
+        else:
+            syncs.append({"kind": "mbarrier_arrive", "at": at, "mbarrier": "M", "partition": by})
+    for _ in range(draw(st.integers(0, 3))):
+        at = draw(st.integers(1, 7))
+        if draw(st.booleans()):
+            by, to = draw(st.sampled_from(names)), draw(st.sampled_from(names))
+            syncs += edge(f"e{at}", at, by, draw(st.integers(at + 1, 8)), to)
+        else:
+            members = draw(st.lists(st.sampled_from(names), min_size=1, unique=True))
+            syncs.append({"kind": "named_barrier", "at": at, "id": 1, "partitions": members})
+    accesses = [
+        access(draw(st.sampled_from(["write", "read"])), draw(st.integers(cut, 7)), q)
+        for q in draw(st.lists(st.sampled_from(names), min_size=1, max_size=2))
+    ]
+    # Often a block barrier after the init and after the mbarrier's last operation.
+    barriers = sorted(
+        {
+            *([1] if draw(st.integers(0, 3)) else []),
+            *([cut - 1] if draw(st.booleans()) else []),
+            *draw(st.lists(st.integers(1, 7), max_size=1)),
+        }
+    )
+    return PlanRequest.model_validate(
+        {
+            "partitions": [
+                {"id": x, "threads": [128 * k, 128 * k + 128]} for k, x in enumerate(names)
+            ],
+            "loops": [{"start": ls, "end": le, **draw(st.sampled_from(_LOOP_TRIPS))}],
+            "barriers": barriers,
+            "buffers": [
+                {"id": "M", "kind": "mbarrier", "size": 8, "start": 0, "end": cut},
+                {"id": "B", "size": 8, "start": cut, "end": 8, "accesses": accesses},
+            ],
+            "syncs": syncs,
+            "options": {"sync": draw(st.sampled_from(["insert", "none"]))},
+        }
+    )
+
+
+_LOOP_TRIPS: list[dict[str, int]] = [{"trips": 2}, {"min_trips": 1}, {}]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_looped_mbarrier_programs())
+def test_an_added_inval_follows_every_operation_on_every_path(req: PlanRequest) -> None:
+    note(req.model_dump_json(exclude_defaults=True))
+    plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    assert emulate(req, plan).valid
+    at = {p.id: p.offset for p in plan.placements}
+    if at["M"] != at["B"]:
+        assert plan.invals == []
+        return
+    # B over M: on every path the kernel as it runs orders the inval after every other
+    # operation on M and before B, in every interleaving.
+    assert [v.mbarrier for v in plan.invals] == ["M"]
+    names = [p.id for p in req.partitions]
+    inval = plan.invals[0]
+    data = with_plan_syncs(req, plan).model_dump(mode="json", exclude_defaults=True)
+    data["barriers"] = sorted({*req.barriers, *plan.barriers.required})
+    data["options"] = {"sync": "existing"}
+    for path in partition_paths(PlanRequest.model_validate(data)):
+        runs = [k for k, p in enumerate(path.points) if p == inval.at]
+        assert len(runs) == 1  # outside the loop: it runs once
+        assert inval_truth(path.request, (names.index(inval.partition or ""), runs[0]))
+    bare = plan.model_copy(update={"invals": []})
+    assert "missing_inval" in {v.code for v in planner.validate(req, bare).violations}
+    assert "missing_inval" in {v.code for v in emulate(req, bare).violations}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    looped_programs(waits=True) | looped_programs(THREE, waits=True),
+    st.sampled_from(["insert", "none"]),
+)
+def test_added_waits_complete_every_access_on_every_path(req: PlanRequest, sync: str) -> None:
+    data = req.model_dump(mode="json", exclude_defaults=True)
+    data.setdefault("options", {})["sync"] = sync
+    req = PlanRequest.model_validate(data)
+    note(req.model_dump_json(exclude_defaults=True))
+    refused: RequestError | None = None
+    try:
+        plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    except RequestError as err:
+        refused = err
+    if refused is not None:  # no allowed point orders a buffer's own instances
+        assert [e["type"] for e in refused.errors] == ["unprotected_reuse"]
+        return
+    assert emulate(req, plan).valid
+    # The kernel as it runs, with every sync the plan adds (its waits at every run of their
+    # points: the kernel is refused if one leaves an access uncovered on some path), against
+    # the brute force, whose waits complete each thread's own copies.
+    data["barriers"] = sorted({*req.barriers, *plan.barriers.required})
+    data["options"]["sync"] = "existing"
+    data["syncs"] = [
+        *data.get("syncs", []),
+        *(
+            {"kind": "wait_group", "at": w.at, "group": w.kind, "partition": w.partition}
+            | ({"read": True} if w.kind == "bulk" else {})
+            for w in plan.waits
+        ),
+    ]
+    kernel = with_plan_syncs(
+        PlanRequest.model_validate(data), plan.model_copy(update={"waits": []})
+    )
+    own, good, _ = path_truth(partition_paths(kernel), len(req.buffers), bool(plan.fences))
+    assert own
+    where = [(p.offset, p.offset + p.size) for p in plan.placements]
+    for i, j in itertools.combinations(range(len(where)), 2):
+        if where[i][0] < where[j][1] and where[j][0] < where[i][1]:
+            assert (i, j) in good, (i, j)
+    if plan.waits:
+        bare = plan.model_copy(update={"waits": []})
+        assert "missing_wait" in {v.code for v in planner.validate(req, bare).violations}
+        assert "missing_wait" in {v.code for v in emulate(req, bare).violations}

@@ -23,6 +23,7 @@ from planner.validators.partition_run import run_partitions
 from planner.validators.partitions import check_partitions
 from planner.validators.program import with_plan_syncs
 from tests.support.interleavings import ordered_pairs
+from tests.support.mbarrier_truth import as_buffers, inval_truth, touches
 from tests.support.partition_programs import THREE, access, edge
 from tests.support.paths import ROOT
 
@@ -265,59 +266,6 @@ def _mbarrier_programs(draw: st.DrawFn) -> tuple[PlanRequest, tuple[int, int] | 
     return req, candidate
 
 
-Touch = tuple[str, int, str, bool]  # (partition, point, op, an inval)
-
-
-def _touches(req: PlanRequest, plan_inval: tuple[int, int] | None) -> list[Touch]:
-    """(partition, point, op, an inval) of each operation on M, the plan's inval included."""
-    names = [p.id for p in req.partitions]
-    out = [(q, 0, "write", False) for q in names]
-    for s in req.syncs:
-        if s.mbarrier == "M":
-            op = "read" if s.kind == "mbarrier_wait" else "write"
-            out.append((s.partition or "", s.at, op, s.kind == "mbarrier_inval"))
-    if plan_inval is not None:
-        out.append((names[plan_inval[0]], plan_inval[1], "write", True))
-    return sorted(set(out))
-
-
-def _brute_force(req: PlanRequest, plan_inval: tuple[int, int] | None) -> bool:
-    """Whether B may take M's bytes, over every interleaving: each operation on M runs as a
-    thread access of its partition (a buffer of its own, live at its point); some inval
-    inside M's lifetime comes after every other operation and before all of B, and every
-    operation (every inval too) comes before all of B."""
-    touches = _touches(req, plan_inval)
-    m, b = req.buffers
-    pairs = ordered_pairs(_as_buffers(req, touches, [b.model_dump(exclude_defaults=True)]))
-    later = len(touches)
-    if any((k, later) not in pairs for k in range(len(touches))):
-        return False
-    return any(
-        inval
-        and m.start < at < m.end
-        and all((k, x) in pairs for k, t in enumerate(touches) if not t[3])
-        for x, (_, at, _, inval) in enumerate(touches)
-    )
-
-
-def _as_buffers(req: PlanRequest, touches: list[Touch], more: list[dict[str, Any]]) -> PlanRequest:
-    """``req``'s partitions and sync edges with each of ``touches`` as a buffer of its own,
-    live at its point, then the buffers ``more``."""
-    own = [
-        {"id": f"t{k}", "size": 4, "start": at, "end": at + 1, "accesses": [access(op, at, q)]}
-        for k, (q, at, op, _) in enumerate(touches)
-    ]
-    edges = ("mbarrier_arrive", "mbarrier_wait", "named_barrier")
-    return PlanRequest.model_validate(
-        {
-            "partitions": [p.model_dump() for p in req.partitions],
-            "barriers": req.barriers,
-            "buffers": own + more,
-            "syncs": [s.model_dump(exclude_defaults=True) for s in req.syncs if s.kind in edges],
-        }
-    )
-
-
 def _on_common_bytes(req: PlanRequest, plan_inval: tuple[int, int] | None) -> Plan:
     """The request's plan with M and B at offset 0 and the candidate inval listed."""
     plan = planner.plan(req)
@@ -338,7 +286,7 @@ def test_both_validators_agree_with_every_interleaving(
     req, candidate = drawn
     note(req.model_dump_json(exclude_defaults=True))
     note(f"plan inval: {candidate}")
-    truth = _brute_force(req, candidate)
+    truth = inval_truth(req, candidate)
     plan = _on_common_bytes(req, candidate)
     barriers = sorted(set(req.barriers))
     static = {c for c, _, _ in check_partitions(req, plan, barriers)}
@@ -362,14 +310,14 @@ def test_the_planners_inval_follows_every_operation_in_every_interleaving(
     assert emulate(req, plan).valid
     m = req.buffers[0]
     names = [p.id for p in req.partitions]
-    others = [t for t in _touches(req, None) if not t[3]]
+    others = [t for t in touches(req, None) if not t[3]]
 
     def follows(q: int, at: int) -> bool:
         """Whether every other operation on M comes before an inval by partition ``q`` at
         ``at`` in every interleaving."""
         inval = {"id": "inval", "size": 4, "start": at, "end": HORIZON}  # every sync in range
         inval["accesses"] = [access("write", at, names[q])]
-        pairs = ordered_pairs(_as_buffers(req, others, [inval]))
+        pairs = ordered_pairs(as_buffers(req, others, [inval]))
         return all((k, len(others)) in pairs for k in range(len(others)))
 
     own = sorted(
@@ -398,7 +346,7 @@ def test_the_planners_inval_follows_every_operation_in_every_interleaving(
         kernel = with_plan_syncs(req, plan).model_copy(
             update={"barriers": sorted({*req.barriers, *plan.barriers.required})}
         )
-        assert _brute_force(kernel, None if origin == "existing" else (q, at))
+        assert inval_truth(kernel, None if origin == "existing" else (q, at))
         if origin != "existing":
             dropped = plan.model_copy(update={"invals": []})
             assert _missing_inval(req, dropped) == (True, True)

@@ -27,11 +27,16 @@ _TRIPS: list[dict[str, int]] = [
 ]
 
 
+_ASYNC = {"read": ("mma", "read"), "write": ("cp.async", "write")}  # completed by a wait_group
+
+
 @st.composite
 def looped_programs(
-    draw: st.DrawFn, names: tuple[str, ...] = ("producer", "consumer")
+    draw: st.DrawFn, names: tuple[str, ...] = ("producer", "consumer"), waits: bool = False
 ) -> PlanRequest:
-    """Three buffers over ``names`` with one loop and maybe one branch, random syncs."""
+    """Three buffers over ``names`` with one loop and maybe one branch, random syncs;
+    ``waits``: some thread accesses are ``mma`` reads or ``cp.async`` writes that no
+    wait_group of the request covers (sync "insert": the plan adds the waits)."""
     horizon = 8
     ls = draw(st.integers(1, 3))
     le = draw(st.integers(ls + 2, min(ls + 3, horizon - 1)))
@@ -47,7 +52,11 @@ def looped_programs(
     for n in range(3):
         s = draw(st.integers(0, horizon - 1))
         e = draw(st.integers(s + 1, min(s + 4, horizon)))
-        buffers.append(drawn_buffer(draw, n, (s, e), names, syncs))
+        buffer = drawn_buffer(draw, n, (s, e), names, syncs)
+        for a in buffer["accesses"]:
+            if waits and a.get("agent") is None and draw(st.booleans()):
+                a["agent"], a["op"] = _ASYNC[a["op"]]
+        buffers.append(buffer)
     barriers = sorted(set(draw(st.lists(st.integers(0, horizon), max_size=1))))
     back = draw(st.sampled_from(["none", "barrier", "edge"]))  # what orders one trip's end
     if back == "barrier":  # before the next trip's start
@@ -78,7 +87,7 @@ def looped_programs(
                 "barriers": sorted(set(barriers)),
                 "buffers": buffers,
                 "syncs": syncs,
-                "options": {"sync": "existing"},
+                "options": {"sync": "insert" if waits else "existing"},
             }
         )
     except ValidationError:
@@ -94,11 +103,13 @@ def _tma(b: Buffer) -> bool:
 
 
 def path_truth(
-    paths: list[Path], n: int
+    paths: list[Path], n: int, fenced: bool = False
 ) -> tuple[bool, set[tuple[int, int]], set[tuple[int, int]]]:
     """By the brute force on every path: whether every buffer's own instances are ordered,
     the buffer pairs (i, j), i != j, every instance pair of which is ordered one way on
-    every path (neither live together), and the pairs live together on some path."""
+    every path (neither live together), and the pairs live together on some path.
+    ``fenced``: the kernel has proxy fences, judged by the two validators (the brute force
+    decides the order only)."""
     own = True
     bad: set[tuple[int, int]] = set()
     live: set[tuple[int, int]] = set()
@@ -107,9 +118,9 @@ def path_truth(
         bufs = path.request.buffers
         for a, b in itertools.combinations(range(len(path.buffer)), 2):
             x, y = (a, b) if (a, b) in truth else (b, a)
-            # No program here has a proxy fence: a generic write before a TMA write stays
-            # unordered.
-            if (x, y) in truth and not (_generic_writes(bufs[x]) and _tma(bufs[y])):
+            # Without proxy fences a generic write before a TMA write stays unordered.
+            proxy = _generic_writes(bufs[x]) and _tma(bufs[y])
+            if (x, y) in truth and (fenced or not proxy):
                 continue
             i, j = path.buffer[a], path.buffer[b]
             if bufs[a].start < bufs[b].end and bufs[b].start < bufs[a].end:

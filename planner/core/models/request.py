@@ -1041,10 +1041,8 @@ class PlanRequest(BaseModel):
     def waits_allowed(self) -> bool:
         """Whether a wait_group that completes an asynchronous access may be the plan's:
         inserted under sync "insert", required under "none" (with partitions, run by the
-        partition that issued the access); not with partitions around loops or branches,
-        whose waits the request gives."""
-        planned_on_paths = bool(self.partitions) and bool(self.loops or self.branches)
-        return self.options.sync in ("insert", "none") and not planned_on_paths
+        partition that issued the access, also inside loops and branches)."""
+        return self.options.sync in ("insert", "none")
 
     @property
     def has_async(self) -> bool:
