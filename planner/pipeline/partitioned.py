@@ -44,6 +44,7 @@ from planner.core.partitions import (
     pair_orders,
     weight_clique,
 )
+from planner.core.sync_choice import stabbing_points
 from planner.pipeline.outcome import Outcome
 from planner.pipeline.partition_syncs import NewSyncs, choose_syncs
 from planner.pipeline.partitioned_paths import plan_partitioned_paths
@@ -235,12 +236,11 @@ def _clique_weight(sizes: list[int], edges: set[tuple[int, int]]) -> int:
 
 
 def _stab(windows: dict[tuple[int, int], list[int]], shared: set[tuple[int, int]]) -> list[int]:
-    """The fewest points that give every sharing pair's window one (greedy by the window's
-    last point, each at that point: exact, as the windows are runs of allowed points)."""
-    chosen: list[int] = []
-    for pts in sorted((w for k, w in windows.items() if k in shared), key=lambda w: w[-1]):
-        if not any(p in pts for p in chosen):
-            chosen.append(pts[-1])
+    """The fewest points that give every sharing pair's window one: interval stabbing
+    (``core.sync_choice``), exact, as each window is a run of the allowed points."""
+    runs = [w for k, w in windows.items() if k in shared]
+    candidates = sorted({p for w in runs for p in w})
+    chosen, _ = stabbing_points([(w[0], w[-1]) for w in runs], candidates)
     return sorted(chosen)
 
 

@@ -10,8 +10,8 @@ the original point of each fence its instance pairs need (right after the generi
 by the partition that knows it done): ``plain`` holds what block barriers alone serve,
 ``fenced`` what they serve with those fences. A named barrier of just the partitions a pair
 needs serves it at the points where, on every path, a run lies in the named window of
-every unordered instance pair. The points are chosen greedily: the one serving the most
-open pairs first, then the one that runs fewest times, then the later point.
+every unordered instance pair. The points are those of the synchronisation choice on
+explicit sets (``core.sync_choice``): the fewest executions, then the fewest points.
 """
 
 from __future__ import annotations
@@ -19,10 +19,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from planner.core.partition_paths import Path
 from planner.core.partitions import PairOrder
+from planner.core.sync_choice import ExplicitSets, choose_on_sets
 
 __all__ = ["Key", "Needs", "stab"]
+
+STAB_NODES = 500  # sets of points the choice judges before it keeps the best found
 
 Pair = tuple[int, int]
 Key = Pair | int  # a buffer pair (i < j), or a buffer's own instances
@@ -96,16 +101,14 @@ def _narrowed(
 
 
 def stab(sets: list[frozenset[int]], runs: Callable[[int], int]) -> list[int]:
-    """Points meeting every set (each non-empty): greedily the point in most open sets, then
-    the one that runs fewest times (``runs``), then the later one."""
-    chosen: list[int] = []
-    open_sets = [s for s in sets if s]
-    while open_sets:
-        count: dict[int, int] = {}
-        for s in open_sets:
-            for p in s:
-                count[p] = count.get(p, 0) + 1
-        best = max(count, key=lambda p: (count[p], -runs(p), p))
-        chosen.append(best)
-        open_sets = [s for s in open_sets if best not in s]
-    return sorted(chosen)
+    """Points meeting every non-empty set at the fewest executions (``runs``), then the fewest
+    points: the synchronisation choice on explicit sets (``core.sync_choice``), proved
+    within ``STAB_NODES`` sets of points judged, else the best found."""
+    kept = [s for s in sets if s]
+    if not kept:
+        return []
+    points = sorted(frozenset().union(*kept))
+    needs = ExplicitSets(kept, {p: runs(p) for p in points}, points)
+    want = np.ones(len(kept), dtype=np.bool_)
+    work = STAB_NODES * (len(kept) + len(points))
+    return sorted(choose_on_sets(needs, want, points, [], max_nodes=STAB_NODES, work=work).points)
