@@ -359,6 +359,12 @@ def _add_bench(sub: argparse._SubParsersAction[Any]) -> None:
         "solvers side by side",
     )
     b.add_argument("--time-limit", type=positive_float, metavar="S", help="seconds")
+    _add_bench_generated(b)
+    _add_bench_runs(b)
+
+
+def _add_bench_generated(b: argparse.ArgumentParser) -> None:
+    """``planner bench``'s generated instances: random ones and families."""
     b.add_argument(
         "--random",
         type=positive_int,
@@ -391,6 +397,10 @@ def _add_bench(sub: argparse._SubParsersAction[Any]) -> None:
         metavar="N[-M]",
         help="buffers per --family instance, or a range to draw from (default 150-450)",
     )
+
+
+def _add_bench_runs(b: argparse.ArgumentParser) -> None:
+    """``planner bench``'s runs and output: repeats, OmniMalloc beside, JSON, scaling cases."""
     b.add_argument(
         "--repeat",
         type=positive_int,

@@ -44,6 +44,8 @@ __all__ = [
 ]
 
 I64 = npt.NDArray[np.int64]
+_ModelKind = tuple[int, str, I64, I64, I64]
+"""(kind rank, name prefix, sizes, starts, ends): arrays of shape (layers, k)."""
 MIN_BYTES = 16
 MAX_BYTES = 65536
 _GRANULE = 16  # bytes; sizes are rounded up to a multiple of this
@@ -176,6 +178,27 @@ def model_request(n: int, *, seed: int = 0, alignment: int = 16) -> PlanRequest:
         raise ValueError(f"n must be >= 0, got {n}")
     rng = np.random.default_rng([seed, 7])
     layers = max(1, -(-n // _PER_LAYER))
+    names, size_all, start_all, end_all, rank_all, layer_all = _model_flat(
+        _model_kinds(rng, layers), layers
+    )
+    keep = np.lexsort((layer_all, rank_all, start_all))
+    keep = keep[np.sort(rng.permutation(keep.size)[:n])] if keep.size > n else keep
+    label = [names[i] for i in keep.tolist()]
+    return _request(
+        f"model-{n}-seed{seed}",
+        start_all[keep],
+        end_all[keep] - start_all[keep],
+        size_all[keep],
+        alignment,
+        None,
+        "none",
+        label,
+    )
+
+
+def _model_kinds(rng: np.random.Generator, layers: int) -> list[_ModelKind]:
+    """Every layer's buffers of each kind, drawn from ``rng``: weights, saved activations,
+    forward and backward temporaries, gradients."""
     layer = np.arange(layers, dtype=np.int64)
     forward = layer * _FORWARD_POINTS  # first point of each layer's forward pass
     backward = layers * _FORWARD_POINTS + (layers - 1 - layer) * _BACKWARD_POINTS
@@ -183,33 +206,47 @@ def model_request(n: int, *, seed: int = 0, alignment: int = 16) -> PlanRequest:
     step = layers * (_FORWARD_POINTS + _BACKWARD_POINTS) + _TEMP_SPAN
     # A per-layer width scales its activations and temporaries (wide and narrow layers).
     width = np.exp(rng.uniform(math.log(1 / 16), 0.0, size=layers))
-
-    def draw(count: int, lo: float, hi: float, scale: npt.NDArray[np.float64]) -> I64:
-        raw = np.exp(rng.uniform(math.log(lo), math.log(hi), size=(layers, count)))
-        raw = np.maximum(raw * scale[:, None], MODEL_MIN_BYTES)
-        sized = np.ceil(raw / _GRANULE).astype(np.int64) * _GRANULE
-        return np.minimum(sized, MODEL_MAX_BYTES)
-
     ones = np.ones(layers)
-    weight = draw(1, 4096, MODEL_MAX_BYTES / 4, ones)[:, 0]
-    saved = draw(_SAVED, 16 * MODEL_MIN_BYTES, MODEL_MAX_BYTES, width)
-    ftemp = draw(_FORWARD_TEMPS, MODEL_MIN_BYTES, MODEL_MAX_BYTES, width)
-    btemp = draw(_BACKWARD_TEMPS, MODEL_MIN_BYTES, MODEL_MAX_BYTES, width)
+    weight = _model_sizes(rng, layers, 1, 4096, MODEL_MAX_BYTES / 4, ones)[:, 0]
+    saved = _model_sizes(rng, layers, _SAVED, 16 * MODEL_MIN_BYTES, MODEL_MAX_BYTES, width)
+    ftemp = _model_sizes(rng, layers, _FORWARD_TEMPS, MODEL_MIN_BYTES, MODEL_MAX_BYTES, width)
+    btemp = _model_sizes(rng, layers, _BACKWARD_TEMPS, MODEL_MIN_BYTES, MODEL_MAX_BYTES, width)
     saved_at = rng.integers(0, _FORWARD_POINTS, size=(layers, _SAVED))
     used_at = rng.integers(0, _BACKWARD_POINTS, size=(layers, _SAVED))
     ftemp_at = rng.integers(0, _FORWARD_POINTS, size=(layers, _FORWARD_TEMPS))
     btemp_at = rng.integers(0, _BACKWARD_POINTS, size=(layers, _BACKWARD_TEMPS))
     fspan = rng.integers(1, _TEMP_SPAN, size=(layers, _FORWARD_TEMPS), endpoint=True)
     bspan = rng.integers(1, _TEMP_SPAN, size=(layers, _BACKWARD_TEMPS), endpoint=True)
-
     col = layer[:, None]
-    kinds = [  # (kind rank, name prefix, sizes, starts, ends): arrays of shape (layers, k)
+    return [
         (0, "w", weight[:, None], np.zeros((layers, 1), np.int64), np.full((layers, 1), step + 1)),
         (1, "a", saved, forward[:, None] + saved_at, backward[:, None] + used_at + 1),
         (2, "f", ftemp, forward[:, None] + ftemp_at, forward[:, None] + ftemp_at + fspan),
         (3, "b", btemp, backward[:, None] + btemp_at, backward[:, None] + btemp_at + bspan),
         (4, "g", weight[:, None], backward[:, None] + _BACKWARD_POINTS - 1, col * 0 + step + 1),
     ]
+
+
+def _model_sizes(
+    rng: np.random.Generator,
+    layers: int,
+    count: int,
+    lo: float,
+    hi: float,
+    scale: npt.NDArray[np.float64],
+) -> I64:
+    """``count`` sizes per layer, log-uniform on ``[lo, hi)`` times the layer's ``scale``,
+    clamped to the model's bounds and rounded up to the granule; shape (layers, count)."""
+    raw = np.exp(rng.uniform(math.log(lo), math.log(hi), size=(layers, count)))
+    raw = np.maximum(raw * scale[:, None], MODEL_MIN_BYTES)
+    sized = np.ceil(raw / _GRANULE).astype(np.int64) * _GRANULE
+    return np.minimum(sized, MODEL_MAX_BYTES)
+
+
+def _model_flat(kinds: list[_ModelKind], layers: int) -> tuple[list[str], I64, I64, I64, I64, I64]:
+    """The kinds' buffers in one list: names, then sizes, starts, ends, kind ranks and layers,
+    kind by kind, layer by layer."""
+    col = np.arange(layers, dtype=np.int64)[:, None]
     names: list[str] = []
     parts: list[tuple[I64, I64, I64, I64, I64]] = []
     for rank, prefix, size, begin, finish in kinds:
@@ -232,19 +269,7 @@ def model_request(n: int, *, seed: int = 0, alignment: int = 16) -> PlanRequest:
     size_all, start_all, end_all, rank_all, layer_all = (
         np.concatenate([p[f] for p in parts]) for f in range(5)
     )
-    keep = np.lexsort((layer_all, rank_all, start_all))
-    keep = keep[np.sort(rng.permutation(keep.size)[:n])] if keep.size > n else keep
-    label = [names[i] for i in keep.tolist()]
-    return _request(
-        f"model-{n}-seed{seed}",
-        start_all[keep],
-        end_all[keep] - start_all[keep],
-        size_all[keep],
-        alignment,
-        None,
-        "none",
-        label,
-    )
+    return names, size_all, start_all, end_all, rank_all, layer_all
 
 
 def _sizes(rng: np.random.Generator, n: int) -> npt.NDArray[np.int64]:

@@ -950,6 +950,65 @@ def _partitioned_cluster_break(
     return (found[0][2][0], found[0][2][1]) if found else None
 
 
+def _straight_cluster_break(
+    request: PlanRequest, shared: dict[str, Placement], p: int, rest: list[int]
+) -> tuple[str, str] | None:
+    """A cluster-scoped pair on common bytes whose only running cluster barrier between the
+    accesses is the one at ``p`` (``rest`` being the others)."""
+    for a in request.buffers:
+        for b in request.buffers:
+            if a is b or "cluster" not in (a.scope, b.scope) or b.start < a.end:
+                continue
+            if a.id not in shared or b.id not in shared:
+                continue
+            pa, pb = shared[a.id], shared[b.id]
+            if not (pa.offset < pb.offset + pb.size and pb.offset < pa.offset + pa.size):
+                continue
+            last, first = _window(a)[1], _window(b)[0]
+            if last < p <= first and not any(last < q <= first for q in rest):
+                return (a.id, b.id)
+    return None
+
+
+def _without_cluster_barrier(
+    request: PlanRequest, plan: Plan, p: int, own: bool
+) -> tuple[PlanRequest, Plan]:
+    """The request and plan without the cluster barrier at ``p`` (the request's own if
+    ``own``), the block barrier it stood for kept."""
+    listed = plan.cluster_barriers
+    assert listed is not None
+    faulty = request
+    if own:
+        syncs = [s for s in request.syncs if not (s.kind == "cluster_barrier" and s.at == p)]
+        faulty = request.model_copy(update={"syncs": syncs})
+        kept = listed.model_copy(
+            update={
+                "existing": [q for q in listed.existing if q != p],
+                "required": [q for q in listed.required if q != p],
+            }
+        )
+    else:
+        kept = listed.model_copy(
+            update={
+                "inserted": [q for q in listed.inserted if q != p],
+                "required": [q for q in listed.required if q != p],
+            }
+        )
+    faulty_plan = plan.model_copy(update={"cluster_barriers": kept})
+    # The block barrier it stood for stays: only the cluster ordering goes.
+    barriers = plan.barriers
+    if p not in request.barriers and p not in barriers.inserted:
+        if request.options.sync == "none":
+            barriers = barriers.model_copy(update={"required": sorted({*barriers.required, p})})
+        elif own:
+            faulty = faulty.model_copy(update={"barriers": sorted({*faulty.barriers, p})})
+            barriers = barriers.model_copy(update={"existing": sorted({*barriers.existing, p})})
+        else:
+            barriers = barriers.model_copy(update={"inserted": sorted({*barriers.inserted, p})})
+        faulty_plan = faulty_plan.model_copy(update={"barriers": barriers})
+    return faulty, faulty_plan
+
+
 def _drop_cluster_barrier(
     request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool
 ) -> Fault | None:
@@ -965,58 +1024,13 @@ def _drop_cluster_barrier(
     for p in _shuffled(rng, running):
         if plan_only and p in own:
             continue
-        rest = [q for q in running if q != p]
-        broken = None
         if request.partitions:
             broken = _partitioned_cluster_break(request, plan, p, p in own)
-        for a in [] if request.partitions else request.buffers:
-            for b in request.buffers:
-                if a is b or "cluster" not in (a.scope, b.scope) or b.start < a.end:
-                    continue
-                if a.id not in shared or b.id not in shared:
-                    continue
-                pa, pb = shared[a.id], shared[b.id]
-                if not (pa.offset < pb.offset + pb.size and pb.offset < pa.offset + pa.size):
-                    continue
-                last, first = _window(a)[1], _window(b)[0]
-                if last < p <= first and not any(last < q <= first for q in rest):
-                    broken = (a.id, b.id)
-                    break
-            if broken is not None:
-                break
+        else:
+            broken = _straight_cluster_break(request, shared, p, [q for q in running if q != p])
         if broken is None:
             continue
-        listed = plan.cluster_barriers
-        assert listed is not None
-        faulty, faulty_plan = request, plan
-        if p in own:
-            syncs = [s for s in request.syncs if not (s.kind == "cluster_barrier" and s.at == p)]
-            faulty = request.model_copy(update={"syncs": syncs})
-            kept = listed.model_copy(
-                update={
-                    "existing": [q for q in listed.existing if q != p],
-                    "required": [q for q in listed.required if q != p],
-                }
-            )
-        else:
-            kept = listed.model_copy(
-                update={
-                    "inserted": [q for q in listed.inserted if q != p],
-                    "required": [q for q in listed.required if q != p],
-                }
-            )
-        faulty_plan = plan.model_copy(update={"cluster_barriers": kept})
-        # The block barrier it stood for stays: only the cluster ordering goes.
-        barriers = plan.barriers
-        if p not in request.barriers and p not in barriers.inserted:
-            if request.options.sync == "none":
-                barriers = barriers.model_copy(update={"required": sorted({*barriers.required, p})})
-            elif p in own:
-                faulty = faulty.model_copy(update={"barriers": sorted({*faulty.barriers, p})})
-                barriers = barriers.model_copy(update={"existing": sorted({*barriers.existing, p})})
-            else:
-                barriers = barriers.model_copy(update={"inserted": sorted({*barriers.inserted, p})})
-            faulty_plan = faulty_plan.model_copy(update={"barriers": barriers})
+        faulty, faulty_plan = _without_cluster_barrier(request, plan, p, p in own)
         return Fault(
             "drop_cluster_barrier",
             faulty,
@@ -1030,48 +1044,45 @@ def _drop_cluster_barrier(
     return None
 
 
-def _drop_partition_sync(
-    request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool
-) -> Fault | None:
+def _partition_break(req: PlanRequest, changed: Plan) -> tuple[str, ...] | None:
+    """The pair of the first reuse the partitions check finds unordered, or None."""
     from planner.validators.partitions import check_partitions
 
-    if not request.partitions:
-        return None
+    found = check_partitions(req, changed, runtime_barriers(req, changed))
+    return tuple(found[0][2]) if found else None
 
-    def broken(req: PlanRequest, changed: Plan) -> tuple[str, ...] | None:
-        found = check_partitions(req, changed, runtime_barriers(req, changed))
-        return tuple(found[0][2]) if found else None
 
-    def dropped(tried: list[tuple[str, int, Plan]]) -> Fault | None:
-        """The first of ``tried`` (what was dropped, where, the plan without it) that breaks
-        a reuse."""
-        for what, at, changed_plan in tried:
-            pair = broken(request, changed_plan)
-            if pair:
-                return Fault(
-                    "drop_partition_sync",
-                    request,
-                    changed_plan,
-                    pair,
-                    f"dropped the {what} that orders {pair[0]!r} before {pair[1]!r}",
-                    at,
-                )
-        return None
+def _first_breaking(request: PlanRequest, tried: list[tuple[str, int, Plan]]) -> Fault | None:
+    """The first of ``tried`` (what was dropped, where, the plan without it) that breaks a
+    reuse."""
+    for what, at, changed_plan in tried:
+        pair = _partition_break(request, changed_plan)
+        if pair:
+            return Fault(
+                "drop_partition_sync",
+                request,
+                changed_plan,
+                pair,
+                f"dropped the {what} that orders {pair[0]!r} before {pair[1]!r}",
+                at,
+            )
+    return None
 
-    def without_barrier(p: int) -> Plan:
-        barriers = plan.barriers.model_copy(
-            update={
-                "inserted": [x for x in plan.barriers.inserted if x != p],
-                "required": [x for x in plan.barriers.required if x != p],
-            }
-        )
-        return plan.model_copy(update={"barriers": barriers})
 
-    listed = sorted({*plan.barriers.inserted, *plan.barriers.required})
-    fault = dropped([(f"barrier at {p}", p, without_barrier(p)) for p in _shuffled(rng, listed)])
-    if fault is not None:
-        return fault
-    # The named barriers and fences the plan adds (or requires) for a reuse.
+def _plan_without_barrier(plan: Plan, p: int) -> Plan:
+    """``plan`` without its inserted or required barrier at ``p``."""
+    barriers = plan.barriers.model_copy(
+        update={
+            "inserted": [x for x in plan.barriers.inserted if x != p],
+            "required": [x for x in plan.barriers.required if x != p],
+        }
+    )
+    return plan.model_copy(update={"barriers": barriers})
+
+
+def _added_sync_drops(plan: Plan) -> list[tuple[str, int, Plan]]:
+    """The named barriers and fences the plan adds (or requires) for a reuse, each as (what,
+    where, the plan without it)."""
     added: list[tuple[str, int, Plan]] = [
         (
             f"named barrier {nb.id} at {nb.at}",
@@ -1089,11 +1100,12 @@ def _drop_partition_sync(
         for f in plan.fences
         if f.partition is not None
     ]
-    fault = dropped([added[k] for k in _shuffled(rng, list(range(len(added))))])
-    if fault is not None:
-        return fault
-    if plan_only:
-        return None
+    return added
+
+
+def _drop_request_partition_sync(request: PlanRequest, plan: Plan, rng: Rng) -> Fault | None:
+    """A request sync (named barrier, mbarrier arrive, async-proxy fence) whose removal breaks a
+    reuse across partitions, the plan unchanged."""
     kinds = ("named_barrier", "mbarrier_arrive", "fence_proxy_async")
     candidates = [k for k, s in enumerate(request.syncs) if s.kind in kinds]
     for k in _shuffled(rng, candidates):
@@ -1101,7 +1113,7 @@ def _drop_partition_sync(
         changed = request.model_copy(
             update={"syncs": [s for j, s in enumerate(request.syncs) if j != k]}
         )
-        pair = broken(changed, plan)
+        pair = _partition_break(changed, plan)
         if pair:
             return Fault(
                 "drop_partition_sync",
@@ -1113,3 +1125,24 @@ def _drop_partition_sync(
                 gone.at,
             )
     return None
+
+
+def _drop_partition_sync(
+    request: PlanRequest, plan: Plan, rng: Rng, *, plan_only: bool
+) -> Fault | None:
+    """A partition sync whose removal breaks a reuse: a barrier the plan lists, then a named
+    barrier or fence it adds, then (unless ``plan_only``) a sync of the request."""
+    if not request.partitions:
+        return None
+    listed = sorted({*plan.barriers.inserted, *plan.barriers.required})
+    fault = _first_breaking(
+        request,
+        [(f"barrier at {p}", p, _plan_without_barrier(plan, p)) for p in _shuffled(rng, listed)],
+    )
+    if fault is not None:
+        return fault
+    added = _added_sync_drops(plan)
+    fault = _first_breaking(request, [added[k] for k in _shuffled(rng, list(range(len(added))))])
+    if fault is not None or plan_only:
+        return fault
+    return _drop_request_partition_sync(request, plan, rng)

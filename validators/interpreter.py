@@ -211,34 +211,48 @@ class _Walker:
                 if top.kind == "arm" and top.rest > p:  # skip the arms not taken
                     pos = bisect.bisect_left(events, top.rest)
                 continue
-            inside = {(f.kind, f.index) for f in stack}
-            jumped = False
-            for kind, index in self.entering.get(p, ()):
-                if kind == "loop" and ("loop", index) not in inside:
-                    s, e, fewest, most = self.loops[index]
-                    if fewest == 0:  # a choice: 0 runs the body, 1 skips it
-                        d = len(arms_seen)
-                        arms_seen.append(2)
-                        if d < len(choices) and choices[d] == 1:
-                            pos = bisect.bisect_left(events, e)
-                            jumped = True
-                            break
-                    runs = ITERATIONS if most is None else min(ITERATIONS, most)
-                    stack.append(_Frame("loop", index, s, e, runs - 1))
-                elif kind == "branch" and ("arm", index) not in inside:
-                    arms = self.branches[index]
-                    d = len(arms_seen)
-                    chosen = choices[d] if d < len(choices) else 0
-                    arms_seen.append(len(arms))
-                    s, e = arms[chosen]
-                    stack.append(_Frame("arm", index, s, e, arms[-1][1]))
-                    if s > p:
-                        pos = bisect.bisect_left(events, s)
-                        jumped = True
-                        break
-            if not jumped:
+            jump = self._enter(p, stack, arms_seen, choices)
+            if jump is not None:
+                pos = jump
+            else:
                 self._step(pos, stack, slots, buffers, steps, spans)
                 pos += 1
+        return self._program(buffers, steps, spans), arms_seen
+
+    def _enter(
+        self, p: int, stack: list[_Frame], arms_seen: list[int], choices: list[int]
+    ) -> int | None:
+        """Enter the loops and the chosen arms that start at point ``p`` (pushed on ``stack``,
+        each choice's arm count on ``arms_seen``); the event index to go on from where a
+        skipped loop or a later arm jumps ahead, else None."""
+        events = self.events
+        inside = {(f.kind, f.index) for f in stack}
+        for kind, index in self.entering.get(p, ()):
+            if kind == "loop" and ("loop", index) not in inside:
+                s, e, fewest, most = self.loops[index]
+                if fewest == 0:  # a choice: 0 runs the body, 1 skips it
+                    d = len(arms_seen)
+                    arms_seen.append(2)
+                    if d < len(choices) and choices[d] == 1:
+                        return bisect.bisect_left(events, e)
+                runs = ITERATIONS if most is None else min(ITERATIONS, most)
+                stack.append(_Frame("loop", index, s, e, runs - 1))
+            elif kind == "branch" and ("arm", index) not in inside:
+                arms = self.branches[index]
+                d = len(arms_seen)
+                chosen = choices[d] if d < len(choices) else 0
+                arms_seen.append(len(arms))
+                s, e = arms[chosen]
+                stack.append(_Frame("arm", index, s, e, arms[-1][1]))
+                if s > p:
+                    return bisect.bisect_left(events, s)
+        return None
+
+    def _program(
+        self, buffers: list[ProgramBuffer], steps: list[_Visit], spans: dict[int, list[int]]
+    ) -> KernelProgram:
+        """The walked steps as a program: each synthetic slot written at its first step and
+        read at its last, steps with neither an access nor a barrier left out."""
         for slot, (first, last) in spans.items():
             size = buffers[slot].size
             write, read = (
@@ -251,7 +265,7 @@ class _Walker:
             for v in steps
             if v.accesses or v.barrier
         )
-        program = KernelProgram(
+        return KernelProgram(
             self.plan.arena_bytes,
             self.block,
             self.grid,
@@ -259,7 +273,6 @@ class _Walker:
             kept,
             arena_base(self.request, self.plan),
         )
-        return program, arms_seen
 
     def _step(
         self,

@@ -303,6 +303,31 @@ def _check_placements(request: PlanRequest, plan: Plan, out: Collector) -> Seque
     fast = _planned_extents(request, plan)
     if fast is not None:
         return fast
+    first, count = _first_placements(request, plan, out)
+    extents: list[Extent] = []
+    shrunk = _shrunk(request)
+    for index, b in enumerate(request.buffers):
+        size = shrunk.get(index, b.size)  # bytes the kernel touches per block
+        if b.id not in first:
+            out.add(
+                "missing_buffer",
+                f"buffer {b.id!r} ({b.size} bytes, live [{b.start}, {b.end})) has no placement",
+                [b.id],
+            )
+            continue
+        p = first[b.id]
+        _check_placement(request, b, p, size, count[b.id], out)
+        if p.memory == "shared":
+            # The kernel touches the buffer's own size, whatever the placement claims.
+            extents.append(_extent(b, index, p.offset, size))
+    return extents
+
+
+def _first_placements(
+    request: PlanRequest, plan: Plan, out: Collector
+) -> tuple[dict[str, Placement], dict[str, int]]:
+    """Each buffer's first placement and how many it has; placements naming no buffer are
+    reported."""
     known = {b.id for b in request.buffers}
     first: dict[str, Placement] = {}
     count: dict[str, int] = {}
@@ -322,54 +347,44 @@ def _check_placements(request: PlanRequest, plan: Plan, out: Collector) -> Seque
             f"placement {pid!r} at {where}{more} names no buffer of the request",
             [pid],
         )
+    return first, count
 
-    extents: list[Extent] = []
-    shrunk = _shrunk(request)
-    for index, b in enumerate(request.buffers):
-        size = shrunk.get(index, b.size)  # bytes the kernel touches per block
-        if b.id not in first:
-            out.add(
-                "missing_buffer",
-                f"buffer {b.id!r} ({b.size} bytes, live [{b.start}, {b.end})) has no placement",
-                [b.id],
-            )
-            continue
-        p = first[b.id]
-        if count[b.id] > 1:
-            out.add(
-                "duplicate_buffer",
-                f"buffer {b.id!r} has {count[b.id]} placements; only the first, at offset "
-                f"{p.offset}, is checked further",
-                [b.id],
-            )
-        if p.size != size:
-            per_block = " per block" if size != b.size else ""
-            out.add(
-                "wrong_size",
-                f"placement of {b.id!r} has size {p.size} bytes; the buffer has {size}{per_block}",
-                [b.id],
-            )
-        align = request.alignment_of(b)
-        if p.offset < 0:
-            out.add("misaligned", f"buffer {b.id!r} has negative offset {p.offset}", [b.id])
-        elif p.offset % align:
-            out.add(
-                "misaligned",
-                f"offset {p.offset} of {b.id!r} is not a multiple of its alignment {align} "
-                f"(remainder {p.offset % align})",
-                [b.id],
-            )
-        if b.offset is not None and (p.offset != b.offset or p.memory != "shared"):
-            where = f"offset {p.offset}" if p.memory == "shared" else f"{p.memory} memory"
-            out.add(
-                "pinned_moved",
-                f"buffer {b.id!r} is pinned at offset {b.offset} but placed at {where}",
-                [b.id],
-            )
-        if p.memory == "shared":
-            # The kernel touches the buffer's own size, whatever the placement claims.
-            extents.append(_extent(b, index, p.offset, size))
-    return extents
+
+def _check_placement(
+    request: PlanRequest, b: Buffer, p: Placement, size: int, count: int, out: Collector
+) -> None:
+    """One buffer's first placement (of ``count``): size ``size`` bytes, aligned, at its pin."""
+    if count > 1:
+        out.add(
+            "duplicate_buffer",
+            f"buffer {b.id!r} has {count} placements; only the first, at offset "
+            f"{p.offset}, is checked further",
+            [b.id],
+        )
+    if p.size != size:
+        per_block = " per block" if size != b.size else ""
+        out.add(
+            "wrong_size",
+            f"placement of {b.id!r} has size {p.size} bytes; the buffer has {size}{per_block}",
+            [b.id],
+        )
+    align = request.alignment_of(b)
+    if p.offset < 0:
+        out.add("misaligned", f"buffer {b.id!r} has negative offset {p.offset}", [b.id])
+    elif p.offset % align:
+        out.add(
+            "misaligned",
+            f"offset {p.offset} of {b.id!r} is not a multiple of its alignment {align} "
+            f"(remainder {p.offset % align})",
+            [b.id],
+        )
+    if b.offset is not None and (p.offset != b.offset or p.memory != "shared"):
+        where = f"offset {p.offset}" if p.memory == "shared" else f"{p.memory} memory"
+        out.add(
+            "pinned_moved",
+            f"buffer {b.id!r} is pinned at offset {b.offset} but placed at {where}",
+            [b.id],
+        )
 
 
 def _check_base_alignment(request: PlanRequest, plan: Plan, out: Collector) -> None:

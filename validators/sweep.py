@@ -139,12 +139,7 @@ def sweep(
     if _presweeps(n) and not _may_clash(planned, barriers):
         return
     extents = list(planned)
-    releases: list[tuple[int, int]] = []  # (program point, extent index)
-    for i, e in enumerate(extents):
-        k = bisect.bisect_right(barriers, e.last)  # the first barrier after the last access
-        if k < len(barriers):
-            releases.append((max(barriers[k], e.end), i))
-    releases.sort()
+    releases = _releases(extents, barriers)
     order = sorted(range(n), key=lambda i: (extents[i].start, extents[i].end, i))
 
     # Disjoint extents sorted by offset, (lo, hi, index): los and his increase together. A
@@ -188,6 +183,18 @@ def sweep(
         else:
             placed.add((b.lo, b.hi, i))
             where[i] = _DISJOINT
+
+
+def _releases(extents: list[Extent], barriers: list[int]) -> list[tuple[int, int]]:
+    """(program point, extent index) of each extent's release, in point order: the first
+    barrier after its last access, no earlier than its end; none after the last barrier."""
+    releases: list[tuple[int, int]] = []
+    for i, e in enumerate(extents):
+        k = bisect.bisect_right(barriers, e.last)  # the first barrier after the last access
+        if k < len(barriers):
+            releases.append((max(barriers[k], e.end), i))
+    releases.sort()
+    return releases
 
 
 def _presweeps(n: int) -> bool:

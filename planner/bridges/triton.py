@@ -375,29 +375,7 @@ def _check(passes: Allocated, target: str, time_limit: float, emulation: bool) -
     report.buffers = len(after.shape.buffers)
     report.triton_bytes = after.shared_bytes
     report.triton_barriers = after.barrier_ops
-    if after.lowered_barriers:
-        report.notes.append(
-            f"{after.lowered_barriers} barriers Triton's lowering adds (before each scalar "
-            "atomic, after each TMA descriptor's acquire fence)"
-        )
-    if after.exact_async:
-        report.notes.append(
-            "asynchronous accesses with the wait that covers them: "
-            + ", ".join(f"{n} {agent}" for agent, n in sorted(after.exact_async.items()))
-        )
-    for reason in after.unsplit:
-        report.notes.append(
-            f"{reason}: its mbarriers are one buffer, and the TMA loads that arrive on it are "
-            "approximated (which mbarrier each one arrives on is not known statically)"
-        )
-    if after.approximated:
-        report.notes.append(
-            "asynchronous operations taken as the threads' until the wait that drains them "
-            "(TMA loads: until the buffer's ttg.local_dealloc), as Triton's allocation "
-            "assumes, since the request cannot state their completion (a wait in a later "
-            "iteration or outside their region; an mbarrier phase): "
-            + ", ".join(f"{n} {agent}" for agent, n in sorted(after.approximated.items()))
-        )
+    report.notes += _read_notes(after)
     asked = _request(after, profile, time_limit)
     request = PlanRequest.model_validate(
         {**asked, "options": {"sync": "existing", "time_limit": time_limit}}
@@ -425,6 +403,37 @@ def _check(passes: Allocated, target: str, time_limit: float, emulation: bool) -
     report.alone_bytes = alone.arena_bytes
     report.alone_barriers = before.barrier_ops + len(alone.barriers.inserted)
     return report
+
+
+def _read_notes(after: TtgirRead) -> list[str]:
+    """What the reading of the allocated module adds or approximates: Triton's lowered
+    barriers, the asynchronous accesses modeled exactly, the mbarriers kept as one buffer and
+    the operations taken as the threads'."""
+    notes: list[str] = []
+    if after.lowered_barriers:
+        notes.append(
+            f"{after.lowered_barriers} barriers Triton's lowering adds (before each scalar "
+            "atomic, after each TMA descriptor's acquire fence)"
+        )
+    if after.exact_async:
+        notes.append(
+            "asynchronous accesses with the wait that covers them: "
+            + ", ".join(f"{n} {agent}" for agent, n in sorted(after.exact_async.items()))
+        )
+    for reason in after.unsplit:
+        notes.append(
+            f"{reason}: its mbarriers are one buffer, and the TMA loads that arrive on it are "
+            "approximated (which mbarrier each one arrives on is not known statically)"
+        )
+    if after.approximated:
+        notes.append(
+            "asynchronous operations taken as the threads' until the wait that drains them "
+            "(TMA loads: until the buffer's ttg.local_dealloc), as Triton's allocation "
+            "assumes, since the request cannot state their completion (a wait in a later "
+            "iteration or outside their region; an mbarrier phase): "
+            + ", ".join(f"{n} {agent}" for agent, n in sorted(after.approximated.items()))
+        )
+    return notes
 
 
 def _request(read: TtgirRead, target: str | None, time_limit: float) -> dict[str, Any]:

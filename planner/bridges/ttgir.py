@@ -261,32 +261,13 @@ def _tree(text: str) -> tuple[list[_Op], dict[str, str], int, str]:
                 names.define_all(line, number)
             continue  # a block label inside a combiner region
         if line.startswith("}"):
-            op, _ = stack.pop()
-            names.scopes.pop()
-            line, _ = names.rename(line, number)
-            if op is not None:
-                op.text += " " + line
-                if line.rstrip().endswith("{"):  # } else {
-                    op.regions.append([])
-                    stack.append((op, op.regions[-1]))
-                    names.scopes.append({})
+            _close(line, number, stack, names)
             continue
         if not stack:
             continue
         matched = _RESULTS.match(line)
         line, opened = names.rename(line, number, results_end=matched.end(1) if matched else 0)
-        results: list[str] = []
-        rest = line
-        matched = _RESULTS.match(line)
-        if matched:
-            rest = matched.group(2)
-            for token in matched.group(1).split(","):
-                token = token.strip()
-                if ":" in token:
-                    base, count = token.split(":")
-                    results += [f"{base}#{k}" for k in range(int(count))]
-                else:
-                    results.append(token)
+        results, rest = _results(line)
         found_name = _NAME.match(rest)
         op = _Op(number, found_name.group(1) if found_name else rest.split()[0], results, line)
         stack[-1][1].append(op)
@@ -295,6 +276,39 @@ def _tree(text: str) -> tuple[list[_Op], dict[str, str], int, str]:
             stack.append((op, op.regions[-1]))
             names.scopes.append(opened)
     return root, aliases, shared, name
+
+
+def _close(
+    line: str, number: int, stack: list[tuple[_Op | None, list[_Op]]], names: _Names
+) -> None:
+    """A closing brace: the innermost region ends; ``} else {`` opens the operation's next."""
+    op, _ = stack.pop()
+    names.scopes.pop()
+    line, _ = names.rename(line, number)
+    if op is not None:
+        op.text += " " + line
+        if line.rstrip().endswith("{"):  # } else {
+            op.regions.append([])
+            stack.append((op, op.regions[-1]))
+            names.scopes.append({})
+
+
+def _results(line: str) -> tuple[list[str], str]:
+    """The values an operation's line defines (``%x:2`` is ``%x#0``, ``%x#1``) and the rest of
+    the line after ``=``."""
+    results: list[str] = []
+    rest = line
+    matched = _RESULTS.match(line)
+    if matched:
+        rest = matched.group(2)
+        for token in matched.group(1).split(","):
+            token = token.strip()
+            if ":" in token:
+                base, count = token.split(":")
+                results += [f"{base}#{k}" for k in range(int(count))]
+            else:
+                results.append(token)
+    return results, rest
 
 
 def _memdesc_bytes(text: str, aliases: dict[str, str]) -> tuple[int, int]:

@@ -504,18 +504,7 @@ def pair_orders(req: PlanRequest, allow_new: bool, invals: Invals | None = None)
     ]
     sums = [summary(order, fences, ev) for ev in evs]
     n = len(req.buffers)
-    # An mbarrier without an inval keeps its bytes.
-    mbar = np.fromiter(
-        (b.kind == "mbarrier" and i not in invals for i, b in enumerate(req.buffers)),
-        dtype=bool,
-        count=n,
-    )
-    start = np.fromiter((b.start for b in req.buffers), dtype=np.int64, count=n)
-    end = np.fromiter((b.end for b in req.buffers), dtype=np.int64, count=n)
-    # One lifetime each (no ranges here): live together, or an mbarrier without an inval,
-    # keeps a pair apart.
-    overlap = (start[:, None] < end[None, :]) & (start[None, :] < end[:, None])
-    overlap |= mbar[:, None] | mbar[None, :]
+    start, end, overlap = _kept_apart(req, invals)
     ready_m, orders_m = _ordered_matrix(sums)
     ready, orders = ready_m.tolist(), orders_m.tolist()
     ends = end.tolist()
@@ -567,6 +556,24 @@ def pair_orders(req: PlanRequest, allow_new: bool, invals: Invals | None = None)
     if any(scoped):
         out = [_with_span(v, sums, ends, starts) if scoped[v.i] or scoped[v.j] else v for v in out]
     return out
+
+
+def _kept_apart(
+    req: PlanRequest, invals: Invals
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """The buffers' starts and ends, and which pairs are kept apart: live together (one
+    lifetime each, no ranges here), or one an mbarrier without an inval (it keeps its bytes)."""
+    n = len(req.buffers)
+    mbar = np.fromiter(
+        (b.kind == "mbarrier" and i not in invals for i, b in enumerate(req.buffers)),
+        dtype=bool,
+        count=n,
+    )
+    start = np.fromiter((b.start for b in req.buffers), dtype=np.int64, count=n)
+    end = np.fromiter((b.end for b in req.buffers), dtype=np.int64, count=n)
+    overlap = (start[:, None] < end[None, :]) & (start[None, :] < end[:, None])
+    overlap |= mbar[:, None] | mbar[None, :]
+    return start, end, overlap
 
 
 def _with_span(v: PairOrder, sums: list[Summary], ends: list[int], starts: list[int]) -> PairOrder:

@@ -254,13 +254,21 @@ class SyncCall:
     note: str = ""  # who runs it and why (partition, inserted or required), or empty
 
 
+_WORDS = {"inserted": "inserted by the plan: add it", "required": "required: add it"}
+
+
 def sync_calls(request: PlanRequest, plan: Plan, buffers: list[Placed]) -> list[SyncCall]:
     """Every synchronisation operation the plan relies on besides block barriers, in point
     order (stable): each mbarrier buffer's init at its start, the request's syncs, and the
     waits, fences, invals and cluster barriers the plan inserts or requires."""
     names = {b.id: b.name for b in buffers}
-    spans = {p.id: p.threads[1] - p.threads[0] for p in request.partitions}
-    words = {"inserted": "inserted by the plan: add it", "required": "required: add it"}
+    calls = [*_init_calls(request, names), *_request_calls(request, names)]
+    calls += _plan_calls(request, plan, names)
+    return sorted(calls, key=lambda c: c.at)
+
+
+def _init_calls(request: PlanRequest, names: dict[str, str]) -> list[SyncCall]:
+    """Each mbarrier buffer's init at its start, for the arrivals at its first arrive point."""
     calls: list[SyncCall] = []
     for b in request.buffers:
         if b.kind == "mbarrier":
@@ -272,6 +280,13 @@ def sync_calls(request: PlanRequest, plan: Plan, buffers: list[Placed]) -> list[
             first = min(arrivals, default=None)
             count = max(1, sum(1 for a in arrivals if a == first))
             calls.append(SyncCall(b.start, "mbarrier_init", names[b.id], True, count))
+    return calls
+
+
+def _request_calls(request: PlanRequest, names: dict[str, str]) -> list[SyncCall]:
+    """The request's own syncs, in request order."""
+    spans = {p.id: p.threads[1] - p.threads[0] for p in request.partitions}
+    calls: list[SyncCall] = []
     for s in request.syncs:
         by = f"partition {quoted(s.partition)}" if s.partition is not None else ""
         if s.kind == "wait_group":
@@ -293,12 +308,19 @@ def sync_calls(request: PlanRequest, plan: Plan, buffers: list[Placed]) -> list[
             ident = s.mbarrier or ""
             own = ident in names
             calls.append(SyncCall(s.at, s.kind, names.get(ident, quoted(ident)), own, note=by))
+    return calls
+
+
+def _plan_calls(request: PlanRequest, plan: Plan, names: dict[str, str]) -> list[SyncCall]:
+    """The waits, fences, named barriers, invals and cluster barriers the plan inserts or
+    requires, kind by kind."""
+    calls: list[SyncCall] = []
     for wait in plan.waits:
         by = "" if wait.partition is None else f", partition {quoted(wait.partition)}"
-        calls.append(SyncCall(wait.at, _WAIT_OP[wait.kind], note=words[wait.origin] + by))
+        calls.append(SyncCall(wait.at, _WAIT_OP[wait.kind], note=_WORDS[wait.origin] + by))
     for fence in plan.fences:
         by = "" if fence.partition is None else f", partition {quoted(fence.partition)}"
-        calls.append(SyncCall(fence.at, "fence_proxy_async", note=words[fence.origin] + by))
+        calls.append(SyncCall(fence.at, "fence_proxy_async", note=_WORDS[fence.origin] + by))
     for nb in plan.named_barriers:
         who = ", ".join(quoted(p) for p in nb.partitions)
         calls.append(
@@ -307,7 +329,7 @@ def sync_calls(request: PlanRequest, plan: Plan, buffers: list[Placed]) -> list[
                 "named_barrier",
                 barrier_id=nb.id,
                 threads=nb.threads,
-                note=f"partitions {who}, {words[nb.origin]}",
+                note=f"partitions {who}, {_WORDS[nb.origin]}",
             )
         )
     for inval in plan.invals:
@@ -316,16 +338,16 @@ def sync_calls(request: PlanRequest, plan: Plan, buffers: list[Placed]) -> list[
             own = ident in names
             mbar = names.get(ident, quoted(ident))
             by = "" if inval.partition is None else f", partition {quoted(inval.partition)}"
-            note = words[inval.origin] + by
+            note = _WORDS[inval.origin] + by
             calls.append(SyncCall(inval.at, "mbarrier_inval", mbar, own, note=note))
     listed = plan.cluster_barriers
     if listed is not None:
         for p in listed.inserted:
-            calls.append(SyncCall(p, "cluster_barrier", note=words["inserted"]))
+            calls.append(SyncCall(p, "cluster_barrier", note=_WORDS["inserted"]))
         if request.options.sync == "none":
             for p in sorted(set(listed.required) - set(listed.existing)):
-                calls.append(SyncCall(p, "cluster_barrier", note=words["required"]))
-    return sorted(calls, key=lambda c: c.at)
+                calls.append(SyncCall(p, "cluster_barrier", note=_WORDS["required"]))
+    return calls
 
 
 def status_warning(plan: Plan) -> str | None:

@@ -305,6 +305,17 @@ def cuda_snippet(request: PlanRequest, plan: Plan) -> CudaSnippet:
         reserved |= set(HELPERS.values())
     kernel = identifiers([request.name], reserved)[0]
     buffers = placed(request, plan, {*reserved, kernel})
+    calls = sync_calls(request, plan, buffers)
+    includes = _includes(request, plan, buffers, calls, kernel)
+    device = _device_lines(request, plan, buffers, calls)
+    host = _host_lines(plan, kernel)
+    return CudaSnippet(kernel, includes, "\n".join(device) + "\n", "\n".join(host) + "\n")
+
+
+def _includes(
+    request: PlanRequest, plan: Plan, buffers: list[Placed], calls: list[SyncCall], kernel: str
+) -> str:
+    """The header comment, the includes the buffers' types need and the helpers the calls use."""
     head = [
         f"// Shared-memory plan for kernel {kernel}: status {plan.status}, arena "
         f"{plan.arena_bytes} bytes (lower bound {plan.lower_bound}, naive sum "
@@ -320,9 +331,14 @@ def cuda_snippet(request: PlanRequest, plan: Plan) -> CudaSnippet:
         includes += _CLUSTER_HELPER
     if plan.fences or any(x.kind == "fence_proxy_async" for x in request.syncs):
         includes += _FENCE_HELPER
-    calls = sync_calls(request, plan, buffers)
-    includes += _own_helpers(calls)
+    return includes + _own_helpers(calls)
 
+
+def _device_lines(
+    request: PlanRequest, plan: Plan, buffers: list[Placed], calls: list[SyncCall]
+) -> list[str]:
+    """The kernel body's top: the arena, a pointer per buffer (shared, then spilled), and the
+    barriers, other syncs and calls by program point."""
     device = [
         "// ---- device: at the top of the kernel body ----",
         f"extern __shared__ __align__({max_alignment(request, plan)}) unsigned char {ARENA}[];  "
@@ -347,15 +363,18 @@ def cuda_snippet(request: PlanRequest, plan: Plan) -> CudaSnippet:
     elif notes:
         device.append("// Barriers by program point (each runs before the accesses there):")
         device += [f"//   point {p}: __syncthreads();  // {why}" for p, why in notes]
-
     syncs = sync_notes(request, plan, buffers)
     if syncs:
         device.append(
             "// Synchronisation by program point besides barriers (before the accesses there):"
         )
         device += [f"//   point {p}: {text}" for p, text in syncs]
-    device += call_table(calls)
+    return device + call_table(calls)
 
+
+def _host_lines(plan: Plan, kernel: str) -> list[str]:
+    """Before the launch: the opt-in attribute for a large arena, the cluster launch, the
+    launch itself."""
     n = plan.arena_bytes
     host = ["// ---- host: before the launch ----"]
     if plan.launch.requires_opt_in:
@@ -377,7 +396,7 @@ def cuda_snippet(request: PlanRequest, plan: Plan) -> CudaSnippet:
             f"{y}, {z}) on {kernel}."
         )
     host.append(f"// {kernel}<<<grid, block, {n}>>>(...);")
-    return CudaSnippet(kernel, includes, "\n".join(device) + "\n", "\n".join(host) + "\n")
+    return host
 
 
 def _pointer(name: str, ctype: str, base: str, offset: int, note: str) -> str:

@@ -95,26 +95,7 @@ def emit_svg(request: PlanRequest, plan: Plan) -> str:
         y = TOP + SHARED_HEIGHT + GAP + 20
         second = _Panel(LEFT, y, plot_width, GLOBAL_HEIGHT, horizon, _nice_top(plan.global_bytes))
         height = int(y + GLOBAL_HEIGHT + GAP + 28)
-    out: list[str] = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
-        f'viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="11" '
-        f'data-horizon="{horizon}">',
-        "<style>"
-        ".buffer{stroke:#333;stroke-width:0.5}.label{fill:#111;pointer-events:none;"
-        "paint-order:stroke;stroke:#fff;stroke-opacity:0.75;stroke-width:2.5px;"
-        "stroke-linejoin:round}.note{fill:#222}"
-        ".axis{stroke:#444}.grid{stroke:#e3e3e3}.tick{fill:#444}"
-        ".barrier{stroke:#555;stroke-width:1}.barrier.inserted{stroke:#c0392b;"
-        "stroke-dasharray:4 3}.barrier.caller{stroke:#7d3c98;stroke-dasharray:1 2}"
-        ".capacity{stroke:#c0392b;stroke-width:1.5}"
-        ".lower-bound{stroke:#1f618d;stroke-dasharray:6 4}.live{fill:none;stroke:#1f618d;"
-        "stroke-width:1.2;stroke-opacity:0.8}"
-        # Lines keep their width on screen when a viewer zooms in.
-        "line,path,rect{vector-effect:non-scaling-stroke}</style>",
-        f'<rect width="{WIDTH}" height="{height}" fill="#ffffff"/>',
-        f'<text x="{LEFT}" y="20" font-size="14" font-weight="bold">{escape(_title(plan))}</text>',
-        f'<text x="{LEFT}" y="38" class="tick">{escape(_subtitle(plan, len(spilled)))}</text>',
-    ]
+    out = _head(plan, height, horizon, len(spilled))
     out += _axes(panel, "shared memory (bytes)")
     drawn_control = _control(panel, request, out) if request.has_control_flow else []
     rects, labels = _rects(panel, shared, offset=0)
@@ -145,6 +126,35 @@ def emit_svg(request: PlanRequest, plan: Plan) -> str:
     out += _legend(height - 10, drawn)
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+_STYLE = (
+    "<style>"
+    ".buffer{stroke:#333;stroke-width:0.5}.label{fill:#111;pointer-events:none;"
+    "paint-order:stroke;stroke:#fff;stroke-opacity:0.75;stroke-width:2.5px;"
+    "stroke-linejoin:round}.note{fill:#222}"
+    ".axis{stroke:#444}.grid{stroke:#e3e3e3}.tick{fill:#444}"
+    ".barrier{stroke:#555;stroke-width:1}.barrier.inserted{stroke:#c0392b;"
+    "stroke-dasharray:4 3}.barrier.caller{stroke:#7d3c98;stroke-dasharray:1 2}"
+    ".capacity{stroke:#c0392b;stroke-width:1.5}"
+    ".lower-bound{stroke:#1f618d;stroke-dasharray:6 4}.live{fill:none;stroke:#1f618d;"
+    "stroke-width:1.2;stroke-opacity:0.8}"
+    # Lines keep their width on screen when a viewer zooms in.
+    "line,path,rect{vector-effect:non-scaling-stroke}</style>"
+)
+
+
+def _head(plan: Plan, height: int, horizon: int, spilled: int) -> list[str]:
+    """The document's opening: the root element, the style, the background and the titles."""
+    return [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
+        f'viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="11" '
+        f'data-horizon="{horizon}">',
+        _STYLE,
+        f'<rect width="{WIDTH}" height="{height}" fill="#ffffff"/>',
+        f'<text x="{LEFT}" y="20" font-size="14" font-weight="bold">{escape(_title(plan))}</text>',
+        f'<text x="{LEFT}" y="38" class="tick">{escape(_subtitle(plan, spilled))}</text>',
+    ]
 
 
 def _title(plan: Plan) -> str:

@@ -127,25 +127,10 @@ def _rules(ctx: Context) -> AliasRules | None:
             protect = _span(pool, after, before)  # new points that would protect it
             options: list[tuple[tuple[int, int], list[int]]] = []
             if owners is not None and owners.patterned[a] and owners.patterned[b]:
-                step = math.gcd(_grid(g, a), _grid(g, b)) or 1
-                lo = -((size_b - 1) // step) * step
-                if (size_a - 1 - lo) // step + 1 > MAX_SHIFTS:
+                shifted = _shift_options(ctx, owners, a, b, fixed, pool, before, checks)
+                if shifted is None:
                     return None
-                # The later buffer's cut-off: the first barrier at or after its first
-                # access, an existing one, or earlier a new one past ``before``.
-                k = bisect.bisect_left(fixed, before)
-                last = fixed[k] if k < len(fixed) else None
-                cuts = _cut_levels(ctx, b, pool, before, last)
-                held: list[int] = []
-                for cut in [last, *reversed(cuts)]:  # latest first: fewest shifts
-                    checks += size_a * size_b
-                    if checks > MAX_BYTE_CHECKS:
-                        return None
-                    allowed = _shared_shifts(owners, a, b, range(lo, size_a, step), cut)
-                    if len(allowed) > len(held):  # earlier cut-offs allow more (a superset)
-                        held = allowed
-                        enable = NOTHING if cut is last else _span_of(pool, before + 1, cut)
-                        options.append((enable, allowed))
+                options, checks = shifted
             if protect[0] == protect[1] and not options:
                 apart.append((a, b))
             elif protect[0] == protect[1] and len(options) == 1 and options[0][0] == NOTHING:
@@ -170,6 +155,44 @@ def _rules(ctx: Context) -> AliasRules | None:
     return AliasRules(
         apart=apart, shifts=shifts, guarded=guarded, points=points, max_new=cap, barriers=barriers
     )
+
+
+def _shift_options(
+    ctx: Context,
+    owners: Owners,
+    a: int,
+    b: int,
+    fixed: list[int],
+    pool: list[int],
+    before: int,
+    checks: int,
+) -> tuple[list[tuple[tuple[int, int], list[int]]], int] | None:
+    """The shifts at which patterned ``a`` and later ``b`` may share bytes, each with the new
+    barrier span that enables it, latest cut-off first; and the byte pairs compared so far
+    (``checks`` and these). None where the shifts or the comparisons pass their limits."""
+    g = ctx.reference
+    size_a, size_b = int(g.size[a]), int(g.size[b])
+    options: list[tuple[tuple[int, int], list[int]]] = []
+    step = math.gcd(_grid(g, a), _grid(g, b)) or 1
+    lo = -((size_b - 1) // step) * step
+    if (size_a - 1 - lo) // step + 1 > MAX_SHIFTS:
+        return None
+    # The later buffer's cut-off: the first barrier at or after its first
+    # access, an existing one, or earlier a new one past ``before``.
+    k = bisect.bisect_left(fixed, before)
+    last = fixed[k] if k < len(fixed) else None
+    cuts = _cut_levels(ctx, b, pool, before, last)
+    held: list[int] = []
+    for cut in [last, *reversed(cuts)]:  # latest first: fewest shifts
+        checks += size_a * size_b
+        if checks > MAX_BYTE_CHECKS:
+            return None
+        allowed = _shared_shifts(owners, a, b, range(lo, size_a, step), cut)
+        if len(allowed) > len(held):  # earlier cut-offs allow more (a superset)
+            held = allowed
+            enable = NOTHING if cut is last else _span_of(pool, before + 1, cut)
+            options.append((enable, allowed))
+    return options, checks
 
 
 def _barrier_choice(ctx: Context) -> tuple[list[int] | None, list[int], int | None]:

@@ -53,11 +53,7 @@ def attempts(ctx: Context) -> list[Placement]:
     shares = schedule(eligible(ctx, floor))
     policy = sync_barriers(req)
     if Kind.EXISTING not in shares:  # no barrier may be inserted: the policy's plans only
-        found = [attempt(ctx, policy, share(shares, Kind.POLICY, limit), Kind.POLICY)]
-        if ctx.owners is not None and not expired():
-            aliases = share(shares, Kind.ALIASES, limit)
-            found.append(attempt(ctx, policy, aliases, Kind.ALIASES, merge=True))
-        return _with_alias_model(ctx, shares, found)
+        return _policy_only(ctx, shares, policy)
     early: Placement | None = None
     if floor is not None and not expired():
         # Few barriers at the bound: when that plan exists nothing beats it, and the full
@@ -80,37 +76,9 @@ def attempts(ctx: Context) -> list[Placement]:
         )
     if not full.new_barriers:
         return _with_alias_model(ctx, shares, found)
-    # Without new barriers no plan is below that graph's bound: when it is above the full
-    # plan, such a plan is only wanted as a fallback (a cap, or candidates that may not
-    # protect every reuse) or on the Pareto front.
-    opts = req.options
-    wanted = opts.max_new_barriers is not None or opts.barrier_candidates is not None
-    wanted = wanted or opts.pareto or bool(full.barriers.missed)
-    # The plan on the existing barriers is kept when it is the fallback, even past the deadline.
-    # (The deadline is asked last: a yes is a cut only where the attempt would run.)
-    if wanted or (_bound_with(ctx, []) <= full.arena and not expired()):
-        found.append(attempt(ctx, ctx.existing, share(shares, Kind.EXISTING, limit), Kind.EXISTING))
-    if ctx.owners is not None and not expired():
-        seconds = share(shares, Kind.EXISTING_ALIASES, limit)
-        found.append(attempt(ctx, ctx.existing, seconds, Kind.EXISTING_ALIASES, merge=True))
+    found += _on_existing(ctx, shares, full)
     if full.new_barriers > 1 and Kind.FEW_BARRIERS in shares:
-        # A plan of the full one's arena is all this attempt is for when that arena is
-        # proved optimal: these lifetimes are no shorter, so no plan on them is smaller.
-        capacity = req.effective_capacity
-        fits = capacity is None or full.arena <= capacity
-        stop_at = full.arena if full.result.proved_optimal and fits else None
-        if early is not None and floor == full.arena == stop_at:
-            found.append(early)  # the attempt made above: the same target and budget
-        elif not expired():
-            found.append(
-                _few_barriers(
-                    ctx,
-                    full.arena,
-                    share(shares, Kind.FEW_BARRIERS, limit),
-                    Kind.FEW_BARRIERS,
-                    stop_at,
-                )
-            )
+        found += _few_after_full(ctx, shares, full, early, floor)
     if Kind.CAPPED_BARRIERS in shares and not expired():
         found.extend(_fewer_barriers(ctx, full, share(shares, Kind.CAPPED_BARRIERS, limit)))
     # Nothing to gain when a plan without new barriers is already as small as the full one.
@@ -120,6 +88,59 @@ def attempts(ctx: Context) -> list[Placement]:
     if Kind.EXACT in shares and not (settled and not req.options.pareto) and not expired():
         found.extend(_exact_barriers(ctx, full, share(shares, Kind.EXACT, limit)))
     return _with_alias_model(ctx, shares, found)
+
+
+def _policy_only(
+    ctx: Context, shares: dict[Kind, Fraction], policy: list[int] | None
+) -> list[Placement]:
+    """No barrier may be inserted: the policy's plan, with aliases where owners are known."""
+    limit = ctx.req.options.time_limit
+    found = [attempt(ctx, policy, share(shares, Kind.POLICY, limit), Kind.POLICY)]
+    if ctx.owners is not None and not expired():
+        aliases = share(shares, Kind.ALIASES, limit)
+        found.append(attempt(ctx, policy, aliases, Kind.ALIASES, merge=True))
+    return _with_alias_model(ctx, shares, found)
+
+
+def _on_existing(ctx: Context, shares: dict[Kind, Fraction], full: Placement) -> list[Placement]:
+    """The plans on the existing barriers alone, where the full plan inserts some."""
+    limit = ctx.req.options.time_limit
+    found: list[Placement] = []
+    # Without new barriers no plan is below that graph's bound: when it is above the full
+    # plan, such a plan is only wanted as a fallback (a cap, or candidates that may not
+    # protect every reuse) or on the Pareto front.
+    opts = ctx.req.options
+    wanted = opts.max_new_barriers is not None or opts.barrier_candidates is not None
+    wanted = wanted or opts.pareto or bool(full.barriers.missed)
+    # The plan on the existing barriers is kept when it is the fallback, even past the deadline.
+    # (The deadline is asked last: a yes is a cut only where the attempt would run.)
+    if wanted or (_bound_with(ctx, []) <= full.arena and not expired()):
+        found.append(attempt(ctx, ctx.existing, share(shares, Kind.EXISTING, limit), Kind.EXISTING))
+    if ctx.owners is not None and not expired():
+        seconds = share(shares, Kind.EXISTING_ALIASES, limit)
+        found.append(attempt(ctx, ctx.existing, seconds, Kind.EXISTING_ALIASES, merge=True))
+    return found
+
+
+def _few_after_full(
+    ctx: Context,
+    shares: dict[Kind, Fraction],
+    full: Placement,
+    early: Placement | None,
+    floor: int | None,
+) -> list[Placement]:
+    """The few-barriers plan at the full plan's arena (the early one where it is the same)."""
+    # A plan of the full one's arena is all this attempt is for when that arena is
+    # proved optimal: these lifetimes are no shorter, so no plan on them is smaller.
+    capacity = ctx.req.effective_capacity
+    fits = capacity is None or full.arena <= capacity
+    stop_at = full.arena if full.result.proved_optimal and fits else None
+    if early is not None and floor == full.arena == stop_at:
+        return [early]  # the attempt made above: the same target and budget
+    if expired():
+        return []
+    seconds = share(shares, Kind.FEW_BARRIERS, ctx.req.options.time_limit)
+    return [_few_barriers(ctx, full.arena, seconds, Kind.FEW_BARRIERS, stop_at)]
 
 
 def _with_alias_model(

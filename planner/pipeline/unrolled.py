@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -571,7 +572,7 @@ def _assemble(
     notes: list[Diagnostic],
     prog: Program,
 ) -> Outcome:
-    bound, peak_point, peak_buffers = peak
+    bound = peak[0]
     arena = chosen.arena
     existing = sorted(set(req.barriers))
     points = sorted(set(existing) | set(chosen.barriers.inserted))
@@ -588,23 +589,6 @@ def _assemble(
         ),
     ]
     result = chosen.result
-
-    def certify(capacity: int) -> Certificate:
-        if bound <= capacity:  # proved by CP-SAT on the pairs: all buffers together
-            return Certificate(
-                reason="infeasible_subset",
-                capacity=capacity,
-                live_bytes=result.bound,
-                buffers=[b.id for b in req.buffers],
-            )
-        return Certificate(
-            reason="lower_bound",
-            capacity=capacity,
-            live_bytes=bound,
-            point=peak_point,
-            buffers=[req.buffers[i].id for i in peak_buffers],
-        )
-
     edges = chosen.edges
     assert edges is not None  # placed on the program's pairs
     return Outcome(
@@ -616,22 +600,54 @@ def _assemble(
         lower_bound=bound,
         bound=result.bound,
         proved=result.proved_optimal,
-        barriers=Barriers(
-            existing=existing,
-            inserted=chosen.barriers.inserted,
-            required=chosen.barriers.required,
-            static=len(points),
-            executions=sum(req.executions_at(p) for p in points),
-            required_executions=sum(req.executions_at(p) for p in chosen.barriers.required),
-        ),
+        barriers=_barriers(req, chosen, existing, points),
         graph=GraphStats(
             buffers=len(req.buffers),
             live_edges=live_edges,
             hazard_edges=len(edges) - live_edges,
             components=component_count(len(req.buffers), edges),
         ),
-        certify=certify,
+        certify=_certifier(req, result.bound, peak),
         explain=lambda _status: notes,
         footprints=footprints,
         aliases=list(chosen.aliases),
     )
+
+
+def _barriers(
+    req: PlanRequest, chosen: Placement, existing: list[int], points: list[int]
+) -> Barriers:
+    """The barriers of the plan: the request's, those inserted and required, and how many
+    points and executions they make."""
+    return Barriers(
+        existing=existing,
+        inserted=chosen.barriers.inserted,
+        required=chosen.barriers.required,
+        static=len(points),
+        executions=sum(req.executions_at(p) for p in points),
+        required_executions=sum(req.executions_at(p) for p in chosen.barriers.required),
+    )
+
+
+def _certifier(req: PlanRequest, placed_bound: int, peak: Bound) -> Callable[[int], Certificate]:
+    """Why no plan fits a capacity: CP-SAT's bound on all buffers together when the peak bound
+    fits it, else the peak bound at its point."""
+    bound, peak_point, peak_buffers = peak
+
+    def certify(capacity: int) -> Certificate:
+        if bound <= capacity:  # proved by CP-SAT on the pairs: all buffers together
+            return Certificate(
+                reason="infeasible_subset",
+                capacity=capacity,
+                live_bytes=placed_bound,
+                buffers=[b.id for b in req.buffers],
+            )
+        return Certificate(
+            reason="lower_bound",
+            capacity=capacity,
+            live_bytes=bound,
+            point=peak_point,
+            buffers=[req.buffers[i].id for i in peak_buffers],
+        )
+
+    return certify

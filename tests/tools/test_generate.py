@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pytest
 
@@ -130,6 +132,18 @@ def test_kernel_rejects_bad_arguments() -> None:
 def test_model_request_is_deterministic_and_seeded() -> None:
     assert model_request(2000, seed=3) == model_request(2000, seed=3)
     assert model_request(2000, seed=3) != model_request(2000, seed=4)
+
+
+def test_model_request_bytes_are_pinned() -> None:
+    """Requests the benchmarks and sweeps quote stay byte for byte the same over sizes and
+    seeds (the digest of their JSON, one after the other)."""
+    digest = hashlib.sha256()
+    for n in (0, 1, 17, 123, 300):
+        for seed in (0, 1, 7):
+            digest.update(model_request(n, seed=seed).model_dump_json().encode())
+    assert digest.hexdigest() == (
+        "bd66beb65c2496e532bf5926d152f51080d77897e741ed79e43c24fddf9a651b"
+    )
 
 
 def test_model_request_shape() -> None:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from planner.core.models._base import MAX_POINT, Errors, Point, absent
+from planner.core.models._base import MAX_POINT, Errors, Loc, Point, absent
 
 if TYPE_CHECKING:
     from planner.core.models.control import Branch, Loop
@@ -412,6 +412,30 @@ def check_syncs(
     """Syncs inside the program, agents with their ops, and a covering sync for every
     asynchronous access; with ``waits`` (sync "insert" or "none"), one the plan adds or
     requires (``completing_waits``) counts too."""
+    _check_sync_points(buffers, syncs, horizon, errors)
+    bad = False
+    for i, b in enumerate(buffers):
+        for k, a in enumerate(b.accesses):
+            bad |= _check_agent_op(b, a, ("buffers", i, "accesses", k), errors)
+    if bad:
+        return
+    missing = completing_waits(buffers, syncs, loops, branches, waits=waits).missing
+    for i, k, why in missing:
+        a = buffers[i].accesses[k]
+        if waits and group_of(a) is not None:
+            why += ", and no point after the issue in its scope, by that end, for a wait"
+        errors.add(
+            ("buffers", i, "accesses", k, "agent"),
+            "uncovered_async_access",
+            f"the {a.agent} {a.op} of {buffers[i].id!r} at point {a.at} never completes: {why}",
+            a.agent,
+        )
+
+
+def _check_sync_points(
+    buffers: Sequence[Buffer], syncs: Sequence[Sync], horizon: int, errors: Errors
+) -> None:
+    """Each sync inside its mbarrier's lifetime and no later than the program's last point."""
     barriers = {b.id: b for b in buffers if b.kind == "mbarrier"}
     for k, s in enumerate(syncs):
         m = barriers.get(s.mbarrier or "")
@@ -430,53 +454,43 @@ def check_syncs(
                 f"{s.kind} at point {s.at} is past the last point {horizon} of any lifetime",
                 s.at,
             )
+
+
+def _check_agent_op(b: Buffer, a: Access, loc: Loc, errors: Errors) -> bool:
+    """Whether access ``a`` of ``b`` (at ``loc``) has an op its agent cannot do, or an mbarrier
+    where only a TMA write completes on one; each such error is added."""
     bad = False
-    for i, b in enumerate(buffers):
-        for k, a in enumerate(b.accesses):
-            loc = ("buffers", i, "accesses", k)
-            if a.agent == "cp.async" and a.op != "write":
-                errors.add(
-                    (*loc, "op"),
-                    "agent_op",
-                    f"a cp.async access of {b.id!r} writes shared memory; it cannot {a.op}",
-                    a.op,
-                )
-                bad = True
-            if a.agent == "mma" and a.op != "read":
-                errors.add(
-                    (*loc, "op"),
-                    "agent_op",
-                    f"an mma access of {b.id!r} reads its operand; it cannot {a.op}",
-                    a.op,
-                )
-                bad = True
-            tma_load = a.agent == "tma" and a.op == "write"
-            if tma_load and a.mbarrier is None:
-                errors.add(
-                    (*loc, "mbarrier"),
-                    "missing_mbarrier",
-                    f"a TMA write of {b.id!r} completes on an mbarrier: name it",
-                    None,
-                )
-                bad = True
-            if not tma_load and a.mbarrier is not None:
-                errors.add(
-                    (*loc, "mbarrier"),
-                    "mbarrier_not_allowed",
-                    f"only a TMA write completes on an mbarrier ({b.id!r}: {a.agent} {a.op})",
-                    a.mbarrier,
-                )
-                bad = True
-    if bad:
-        return
-    missing = completing_waits(buffers, syncs, loops, branches, waits=waits).missing
-    for i, k, why in missing:
-        a = buffers[i].accesses[k]
-        if waits and group_of(a) is not None:
-            why += ", and no point after the issue in its scope, by that end, for a wait"
+    if a.agent == "cp.async" and a.op != "write":
         errors.add(
-            ("buffers", i, "accesses", k, "agent"),
-            "uncovered_async_access",
-            f"the {a.agent} {a.op} of {buffers[i].id!r} at point {a.at} never completes: {why}",
-            a.agent,
+            (*loc, "op"),
+            "agent_op",
+            f"a cp.async access of {b.id!r} writes shared memory; it cannot {a.op}",
+            a.op,
         )
+        bad = True
+    if a.agent == "mma" and a.op != "read":
+        errors.add(
+            (*loc, "op"),
+            "agent_op",
+            f"an mma access of {b.id!r} reads its operand; it cannot {a.op}",
+            a.op,
+        )
+        bad = True
+    tma_load = a.agent == "tma" and a.op == "write"
+    if tma_load and a.mbarrier is None:
+        errors.add(
+            (*loc, "mbarrier"),
+            "missing_mbarrier",
+            f"a TMA write of {b.id!r} completes on an mbarrier: name it",
+            None,
+        )
+        bad = True
+    if not tma_load and a.mbarrier is not None:
+        errors.add(
+            (*loc, "mbarrier"),
+            "mbarrier_not_allowed",
+            f"only a TMA write completes on an mbarrier ({b.id!r}: {a.agent} {a.op})",
+            a.mbarrier,
+        )
+        bad = True
+    return bad
