@@ -239,6 +239,21 @@ def _solve(
     if capacity is not None and bound > capacity:
         # The bound already proves it; those buffers alone cannot fit. Nothing to search.
         return replace(best, infeasible=_shrink(g, witness, capacity))
+    return _exact(g, best, names, capacity, time_limit, stop_at, gap_tolerance)
+
+
+def _exact(
+    g: InterferenceGraph,
+    best: Solution,
+    names: tuple[str, ...],
+    capacity: int | None,
+    time_limit: float,
+    stop_at: int | None,
+    gap_tolerance: GapTolerance,
+) -> Solution:
+    """``best`` (the greedy plan) improved by the exact methods ``names`` where it misses
+    the bound by more than the gap tolerance."""
+    bound = best.bound
     # Bytes above the bound (the target's, with ``stop_at``) the plan may stay, and the time
     # the exact methods get to close the gap (``solvers.exact.exact_budget``).
     target = bound if stop_at is None else max(bound, stop_at)

@@ -883,29 +883,12 @@ def solve_search(
     search.wall = wall_limit(time_limit)  # seconds: the clock's cap; the node budget decides
     descend = g.n > DESCEND_MIN
     if first_try:
-        if search.low <= search.high and search.time_left():
-            search.first_try()
-    elif (
-        cap is not None
-        and search.best is None
-        and search.low <= cap == search.high
-        and search.time_left()
-        and not search.first_plan(cap)
-    ):
+        search.first_try()
+        return search.solution(capacity)
+    if not search.open(cap, descend and capacity is not None, above_bound, bound_only):
         return Solution("search", None, None, search.bound, False, unfit(g))
-    if above_bound:
-        search.low += step
-    elif search.low <= search.high and search.time_left():
-        part = BOUND_PART if descend and capacity is not None else 2  # no capacity: half
-        search.try_bound(last=bound_only or search.low == search.high, part=part)
-        if bound_only:
-            search.high = search.low - step
     search.bisect(descend)
-    infeasible = capacity is not None and search.bound > capacity
-    proved = search.best_arena is not None and search.best_arena <= search.bound
-    return Solution(
-        "search", search.best, search.best_arena, search.bound, proved, unfit(g, infeasible)
-    )
+    return search.solution(capacity)
 
 
 def _lowest_arena(g: InterferenceGraph, lower_bound: int, step: int) -> int:
@@ -973,10 +956,42 @@ class _Descent:
         )
         return self._record(target, status, offsets, used)
 
+    def open(self, cap: int | None, descend: bool, above_bound: bool, bound_only: bool) -> bool:
+        """The first decisions: a plan within the capacity ``cap`` where there is none yet
+        (False: proved that none fits), then the bound (on ``BOUND_PART`` of the nodes left
+        where ``descend``, else half; all of them where ``bound_only``, and nothing above it
+        then), unless ``above_bound`` (the bound was left undecided by a run before)."""
+        if (
+            cap is not None
+            and self.best is None
+            and self.low <= cap == self.high
+            and self.time_left()
+            and not self.first_plan(cap)
+        ):
+            return False
+        if above_bound:
+            self.low += self.step
+        elif self.low <= self.high and self.time_left():
+            part = BOUND_PART if descend else 2
+            self.try_bound(last=bound_only or self.low == self.high, part=part)
+            if bound_only:
+                self.high = self.low - self.step
+        return True
+
+    def solution(self, capacity: int | None) -> Solution:
+        """What the search found and proved, as the solvers' result."""
+        infeasible = capacity is not None and self.bound > capacity
+        proved = self.best_arena is not None and self.best_arena <= self.bound
+        return Solution(
+            "search", self.best, self.best_arena, self.bound, proved, unfit(self.g, infeasible)
+        )
+
     def first_try(self) -> None:
         """Look for a plan at the lowest capacity worth trying: MiniMalloc's published orders
         in turn, each on ``FIRST_NODES_PER_BUFFER`` nodes a buffer (within the nodes left),
         until one decides."""
+        if self.low > self.high or not self.time_left():
+            return
         for inst in self.portfolio.first:
             nodes = min(self.left, FIRST_NODES_PER_BUFFER * int(inst.size.size))
             if nodes <= 0 or time.perf_counter() - self.clock >= self.wall:
