@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 import planner
 from planner.core.errors import RequestError
-from planner.core.models import Barriers, PlanRequest
+from planner.core.models import Barriers, Plan, PlanRequest
 from planner.core.partition_paths import partition_paths
 from planner.validators.emulator import emulate
 from planner.validators.program import with_plan_syncs
@@ -200,11 +200,11 @@ def _stacked(req: PlanRequest, pair: tuple[int, int] | None) -> dict[str, int]:
     }
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(looped_programs() | looped_programs(THREE), st.sampled_from(["insert", "none"]))
-def test_new_barriers_order_every_shared_pair_on_every_path(req: PlanRequest, sync: str) -> None:
+def _planned_under(req: PlanRequest, sync: str) -> tuple[PlanRequest, dict[str, Any], Plan | None]:
+    """``req`` under ``sync``, its JSON, and its plan (validated inside ``planner.plan`` and
+    by the emulator), or None where no allowed point orders a buffer's own instances."""
     data = req.model_dump(mode="json", exclude_defaults=True)
-    data["options"]["sync"] = sync
+    data.setdefault("options", {})["sync"] = sync
     req = PlanRequest.model_validate(data)
     note(req.model_dump_json(exclude_defaults=True))
     refused: RequestError | None = None
@@ -212,21 +212,36 @@ def test_new_barriers_order_every_shared_pair_on_every_path(req: PlanRequest, sy
         plan = planner.plan(req)  # validated inside: the static check runs on every plan
     except RequestError as err:
         refused = err
-    if refused is not None:  # no allowed point orders a buffer's own instances
+    if refused is not None:
         assert [e["type"] for e in refused.errors] == ["unprotected_reuse"]
-        return
+        return req, data, None
     assert emulate(req, plan).valid
-    # The kernel as it runs, with the plan's barriers, named barriers and fences, against
-    # the brute force (the fences judged by both validators above).
-    data["barriers"] = sorted({*req.barriers, *plan.barriers.required})
-    data["options"]["sync"] = "existing"
-    kernel = with_plan_syncs(PlanRequest.model_validate(data), plan)
+    return req, data, plan
+
+
+def _assert_shared_pairs_ordered(req: PlanRequest, kernel: PlanRequest, plan: Plan) -> None:
+    """Every pair of buffers ``plan`` puts on common bytes is ordered on every path of
+    ``kernel`` (the request as it runs with the plan's syncs), by the brute force."""
     own, good, _ = path_truth(partition_paths(kernel), len(req.buffers), bool(plan.fences))
     assert own
     where = [(p.offset, p.offset + p.size) for p in plan.placements]
     for i, j in itertools.combinations(range(len(where)), 2):
         if where[i][0] < where[j][1] and where[j][0] < where[i][1]:
             assert (i, j) in good, (i, j)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(looped_programs() | looped_programs(THREE), st.sampled_from(["insert", "none"]))
+def test_new_barriers_order_every_shared_pair_on_every_path(req: PlanRequest, sync: str) -> None:
+    req, data, plan = _planned_under(req, sync)
+    if plan is None:
+        return
+    # The kernel as it runs, with the plan's barriers, named barriers and fences, against
+    # the brute force (the fences judged by both validators above).
+    data["barriers"] = sorted({*req.barriers, *plan.barriers.required})
+    data["options"]["sync"] = "existing"
+    kernel = with_plan_syncs(PlanRequest.model_validate(data), plan)
+    _assert_shared_pairs_ordered(req, kernel, plan)
     if plan.barriers.required or plan.named_barriers or plan.fences:
         # Without what the plan adds, some reuse is unordered or unfenced: both say so.
         bare = plan.model_copy(
@@ -636,19 +651,9 @@ def test_an_added_inval_follows_every_operation_on_every_path(req: PlanRequest) 
     st.sampled_from(["insert", "none"]),
 )
 def test_added_waits_complete_every_access_on_every_path(req: PlanRequest, sync: str) -> None:
-    data = req.model_dump(mode="json", exclude_defaults=True)
-    data.setdefault("options", {})["sync"] = sync
-    req = PlanRequest.model_validate(data)
-    note(req.model_dump_json(exclude_defaults=True))
-    refused: RequestError | None = None
-    try:
-        plan = planner.plan(req)  # validated inside: the static check runs on every plan
-    except RequestError as err:
-        refused = err
-    if refused is not None:  # no allowed point orders a buffer's own instances
-        assert [e["type"] for e in refused.errors] == ["unprotected_reuse"]
+    req, data, plan = _planned_under(req, sync)
+    if plan is None:
         return
-    assert emulate(req, plan).valid
     # The kernel as it runs, with every sync the plan adds (its waits at every run of their
     # points: the kernel is refused if one leaves an access uncovered on some path), against
     # the brute force, whose waits complete each thread's own copies.
@@ -665,12 +670,7 @@ def test_added_waits_complete_every_access_on_every_path(req: PlanRequest, sync:
     kernel = with_plan_syncs(
         PlanRequest.model_validate(data), plan.model_copy(update={"waits": []})
     )
-    own, good, _ = path_truth(partition_paths(kernel), len(req.buffers), bool(plan.fences))
-    assert own
-    where = [(p.offset, p.offset + p.size) for p in plan.placements]
-    for i, j in itertools.combinations(range(len(where)), 2):
-        if where[i][0] < where[j][1] and where[j][0] < where[i][1]:
-            assert (i, j) in good, (i, j)
+    _assert_shared_pairs_ordered(req, kernel, plan)
     if plan.waits:
         bare = plan.model_copy(update={"waits": []})
         assert "missing_wait" in {v.code for v in planner.validate(req, bare).violations}
