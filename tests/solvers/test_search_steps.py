@@ -12,14 +12,13 @@ import json
 
 import numpy as np
 
-from planner.core.graph import InterferenceGraph, build_graph
+from planner.core.graph import InterferenceGraph
 from planner.core.models import PlanRequest
-from planner.families import family_instance
 from planner.solvers._pace_kernel import member_cap
 from planner.solvers._search_kernel import FOUND
-from planner.solvers.greedy import portfolio
 from planner.solvers.search import STOPPED, _decide, _decide_all, _Instance, _members
 from tests.support.bruteforce import assert_valid_offsets
+from tests.support.kernel_cases import kernel_case
 from tests.support.paths import TESTS
 
 RECORDED = TESTS / "solvers" / "data" / "search_nodes.json"
@@ -40,28 +39,6 @@ CASES = [
     ("mixed", 100, 32, 3000),
 ]
 PINNED = {("random-narrow", 80, 31), ("mixed", 100, 32)}
-PIN_EVERY = 7
-
-
-def _request(family: str, n: int, seed: int) -> tuple[PlanRequest, InterferenceGraph]:
-    """The case as the kernel sees it: lifetimes only, the caller synchronizing, no capacity
-    but the one each run is given; pinned where the case says so."""
-    request = family_instance(family, n, seed).request
-    request = request.model_copy(
-        update={
-            "capacity": None,
-            "target": None,
-            "options": request.options.model_copy(update={"sync": "none"}),
-        }
-    )
-    if (family, n, seed) in PINNED:
-        offsets = portfolio(build_graph(request, "none")).plan_offsets
-        buffers = [
-            b.model_copy(update={"offset": int(offsets[i])}) if i % PIN_EVERY == 0 else b
-            for i, b in enumerate(request.buffers)
-        ]
-        request = request.model_copy(update={"buffers": buffers})
-    return request, build_graph(request, "none")
 
 
 def _entry(
@@ -83,7 +60,7 @@ def record() -> dict[str, list[int | str]]:
     has stopped, and the whole portfolio taking turns."""
     out: dict[str, list[int | str]] = {}
     for family, n, seed, nodes in CASES:
-        request, g = _request(family, n, seed)
+        request, g = kernel_case(family, n, seed, (family, n, seed) in PINNED)
         bound = g.aligned_bound.bytes
         members = _members(g)
         canonical = [m for m in members if isinstance(m, _Instance)]

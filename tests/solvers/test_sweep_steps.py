@@ -10,37 +10,14 @@ import json
 
 import numpy as np
 
-from planner.core.graph import InterferenceGraph, build_graph
-from planner.core.models import PlanRequest
-from planner.families import family_instance
-from planner.solvers.greedy import portfolio, run
+from planner.solvers.greedy import run
 from tests.support.bruteforce import assert_valid_offsets
+from tests.support.kernel_cases import kernel_case
 from tests.support.paths import TESTS
 
 RECORDED = TESTS / "solvers" / "data" / "sweep_offsets.json"
 FAMILIES = ("guillotine", "mixed", "sparse", "random-wide", "random-narrow", "pinwheel")
 SIZES = (40, 300, 1500)  # buffers
-PIN_EVERY = 7  # the pinned cases pin every seventh buffer where a greedy plan puts it
-
-
-def _request(family: str, n: int, seed: int, pins: bool) -> tuple[PlanRequest, InterferenceGraph]:
-    """The case as the sweep sees it: lifetimes only, no capacity; pinned if ``pins``."""
-    request = family_instance(family, n, seed).request
-    request = request.model_copy(
-        update={
-            "capacity": None,
-            "target": None,
-            "options": request.options.model_copy(update={"sync": "none"}),
-        }
-    )
-    if pins:
-        offsets = portfolio(build_graph(request, "none")).plan_offsets
-        buffers = [
-            b.model_copy(update={"offset": int(offsets[i])}) if i % PIN_EVERY == 0 else b
-            for i, b in enumerate(request.buffers)
-        ]
-        request = request.model_copy(update={"buffers": buffers})
-    return request, build_graph(request, "none")
 
 
 def record() -> dict[str, str]:
@@ -49,7 +26,7 @@ def record() -> dict[str, str]:
     for k, family in enumerate(FAMILIES):
         for n in SIZES:
             for pins in (False, True):
-                request, g = _request(family, n, 100 + k, pins)
+                request, g = kernel_case(family, n, 100 + k, pins)
                 offsets = np.asarray(run(g, "start/first-fit"), dtype=np.int64)
                 assert_valid_offsets(request, g, offsets)
                 digest = hashlib.sha256(offsets.tobytes()).hexdigest()[:16]

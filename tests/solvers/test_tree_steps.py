@@ -11,39 +11,17 @@ import json
 
 import numpy as np
 
-from planner.core.graph import InterferenceGraph, build_graph
-from planner.core.models import PlanRequest
-from planner.families import family_instance
+from planner.core.graph import InterferenceGraph
 from planner.solvers import greedy
 from planner.solvers._tree import place_tree
 from tests.support.bruteforce import assert_valid_offsets
+from tests.support.kernel_cases import kernel_case
 from tests.support.paths import TESTS
 
 RECORDED = TESTS / "solvers" / "data" / "tree_offsets.json"
 FAMILIES = ("guillotine", "mixed", "sparse", "random-wide", "pinwheel")
 SIZES = (40, 600)  # buffers
-PIN_EVERY = 7  # the pinned cases pin every seventh buffer where a greedy plan puts it
 GATHERED_BITS = 60  # offset bits that send every query to the gathered runs
-
-
-def _request(family: str, n: int, seed: int, pins: bool) -> tuple[PlanRequest, InterferenceGraph]:
-    """The case: lifetimes only, no capacity; pinned if ``pins``."""
-    request = family_instance(family, n, seed).request
-    request = request.model_copy(
-        update={
-            "capacity": None,
-            "target": None,
-            "options": request.options.model_copy(update={"sync": "none"}),
-        }
-    )
-    if pins:
-        offsets = greedy.portfolio(build_graph(request, "none")).plan_offsets
-        buffers = [
-            b.model_copy(update={"offset": int(offsets[i])}) if i % PIN_EVERY == 0 else b
-            for i, b in enumerate(request.buffers)
-        ]
-        request = request.model_copy(update={"buffers": buffers})
-    return request, build_graph(request, "none")
 
 
 def _offsets(g: InterferenceGraph, best_fit: bool, gathered: bool) -> np.ndarray:
@@ -65,7 +43,7 @@ def record() -> dict[str, str]:
     for k, family in enumerate(FAMILIES):
         for n in SIZES:
             for pins in (False, True):
-                request, g = _request(family, n, 200 + k, pins)
+                request, g = kernel_case(family, n, 200 + k, pins)
                 for best_fit in (False, True):
                     for gathered in (False, True):
                         offsets = _offsets(g, best_fit, gathered).astype(np.int64)
