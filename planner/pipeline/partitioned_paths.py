@@ -179,10 +179,10 @@ def _outcome(
     sync: str,
     origin: Literal["inserted", "required"],
     made: _Placed,
-    listed: tuple[dict[int, tuple[int, int]], list[Diagnostic], list[Wait]],
+    extras: tuple[dict[int, tuple[int, int]], list[Diagnostic], list[Wait]],
 ) -> Outcome:
     """The outcome of ``made``, with its listed invals, its notes and the added waits."""
-    invals, notes, waits = listed
+    listed, notes, waits = extras
     placed, frame, added = made.placed, made.frame, made.added
     n = len(req.buffers)
     names = [p.id for p in req.partitions]
@@ -207,7 +207,7 @@ def _outcome(
         explain=lambda _status: notes,
         invals=[
             Inval(mbarrier=req.buffers[k].id, at=at, origin=origin, partition=names[q])
-            for k, (q, at) in sorted(invals.items())
+            for k, (q, at) in sorted(listed.items())
         ],
         fences=[Fence(at=at, origin=origin, partition=names[q]) for q, at in added.fences],
         waits=waits,
