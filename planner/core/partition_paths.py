@@ -129,11 +129,33 @@ def partition_paths(req: PlanRequest) -> list[Path]:
     return [_path(req, steps) for steps in _steps(req, 0, _last(req) + 1, _tree(req), ())]
 
 
-def _path(req: PlanRequest, steps: list[_Step]) -> Path:
-    runs: dict[int, list[int]] = {}
-    for k, (p, _) in enumerate(steps):
-        runs.setdefault(p, []).append(k)
-    # Per buffer its instances: (first step, end step), by the iterations of its loops.
+@dataclass(frozen=True)
+class _Instances:
+    """The runs of each original point (as steps of the path), and per buffer its instances:
+    their (first step, end step) and their ids."""
+
+    runs: dict[int, list[int]]
+    spans: list[list[tuple[int, int]]]
+    ids: list[list[str]]
+    index: dict[str, int]
+
+    def instance(self, name: str | None, step: int) -> str | None:
+        """The id of the instance of buffer ``name`` live at ``step`` (``name`` itself for a
+        buffer of one instance or no buffer)."""
+        k = self.index.get(name or "")
+        if k is None or len(self.spans[k]) < 2:
+            return name
+        pick = 0
+        for n, (s, _) in enumerate(self.spans[k]):
+            if s <= step:
+                pick = n
+        return self.ids[k][pick]
+
+
+def _spans(
+    req: PlanRequest, steps: list[_Step], runs: dict[int, list[int]]
+) -> list[list[tuple[int, int]]]:
+    """Per buffer its instances: (first step, end step), by the iterations of its loops."""
     spans: list[list[tuple[int, int]]] = []
     for b in req.buffers:
         s0, e0 = grown_lifetime(req, b.start, b.end)
@@ -145,6 +167,12 @@ def _path(req: PlanRequest, steps: list[_Step]) -> Path:
                 span = first.setdefault(key, [k, k + 1])
                 span[0], span[1] = min(span[0], k), max(span[1], k + 1)
         spans.append(sorted((s, e) for s, e in first.values()))
+    return spans
+
+
+def _instance_ids(req: PlanRequest, spans: list[list[tuple[int, int]]]) -> list[list[str]]:
+    """Per buffer the ids of its instances: its own id for one, ``id#n`` (primed past any id
+    taken) for several."""
     names = {b.id for b in req.buffers}
     ids: list[list[str]] = []
     for b, inst in zip(req.buffers, spans, strict=True):
@@ -159,48 +187,64 @@ def _path(req: PlanRequest, steps: list[_Step]) -> Path:
             names.add(name)
             made.append(name)
         ids.append(made)
+    return ids
+
+
+def _instances(req: PlanRequest, steps: list[_Step]) -> _Instances:
+    """The instances of the buffers on the path of ``steps``."""
+    runs: dict[int, list[int]] = {}
+    for k, (p, _) in enumerate(steps):
+        runs.setdefault(p, []).append(k)
+    spans = _spans(req, steps, runs)
     index = {b.id: k for k, b in enumerate(req.buffers)}
+    return _Instances(runs, spans, _instance_ids(req, spans), index)
 
-    def instance(name: str | None, step: int) -> str | None:
-        k = index.get(name or "")
-        if k is None or len(spans[k]) < 2:
-            return name
-        pick = 0
-        for n, (s, _) in enumerate(spans[k]):
-            if s <= step:
-                pick = n
-        return ids[k][pick]
 
+def _path_buffers(req: PlanRequest, inst: _Instances) -> tuple[list[dict[str, Any]], list[int]]:
+    """The instances touched on the path, as buffers of the path request, and the original
+    buffer of each."""
     buffers: list[dict[str, Any]] = []
     owner: list[int] = []
     for k, b in enumerate(req.buffers):
         base = b.model_dump(exclude_defaults=True, exclude={"ranges", "accesses"})
-        for name, (s, e) in zip(ids[k], spans[k], strict=True):
+        for name, (s, e) in zip(inst.ids[k], inst.spans[k], strict=True):
             accesses = []
             for a in b.accesses:
-                for step in runs.get(a.at, []):
+                for step in inst.runs.get(a.at, []):
                     if s <= step < e:
                         one = a.model_dump(exclude_defaults=True)
                         one["at"] = step
                         if a.mbarrier is not None:
-                            one["mbarrier"] = instance(a.mbarrier, step)
+                            one["mbarrier"] = inst.instance(a.mbarrier, step)
                         accesses.append(one)
             if b.accesses and not accesses:
                 continue  # untouched on this path: its bytes hold nothing there
             buffers.append({**base, "id": name, "start": s, "end": e, "accesses": accesses})
             owner.append(k)
-    # Syncs past every lifetime order nothing.
-    horizon = max((b["end"] for b in buffers), default=0)
+    return buffers, owner
+
+
+def _path_syncs(req: PlanRequest, inst: _Instances, horizon: int) -> list[dict[str, Any]]:
+    """Every sync at each run of its point up to ``horizon`` (syncs past every lifetime order
+    nothing)."""
     syncs = []
     for y in req.syncs:
-        for step in runs.get(y.at, []):
+        for step in inst.runs.get(y.at, []):
             if step > horizon:
                 continue
             one = y.model_dump(exclude_defaults=True)
             one["at"] = step
             if y.mbarrier is not None:
-                one["mbarrier"] = instance(y.mbarrier, step)
+                one["mbarrier"] = inst.instance(y.mbarrier, step)
             syncs.append(one)
+    return syncs
+
+
+def _path(req: PlanRequest, steps: list[_Step]) -> Path:
+    inst = _instances(req, steps)
+    buffers, owner = _path_buffers(req, inst)
+    horizon = max((b["end"] for b in buffers), default=0)
+    syncs = _path_syncs(req, inst, horizon)
     data = req.model_dump(exclude_defaults=True, exclude={"loops", "branches", "options"})
     options = req.options.model_dump(exclude_defaults=True, exclude={"barrier_candidates"})
     path = PlanRequest.model_validate(
@@ -209,7 +253,7 @@ def _path(req: PlanRequest, steps: list[_Step]) -> Path:
             "buffers": buffers,
             "syncs": syncs,
             "barriers": sorted(
-                s for p in set(req.barriers) for s in runs.get(p, []) if s <= horizon
+                s for p in set(req.barriers) for s in inst.runs.get(p, []) if s <= horizon
             ),
             "options": {**options, "sync": "existing", "max_new_barriers": None},
         }

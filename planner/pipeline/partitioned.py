@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from pydantic import TypeAdapter
@@ -73,55 +73,18 @@ def plan_partitioned(req: PlanRequest, solver: SolverChoice) -> Outcome:
         sync = "existing"
     invals = mbarrier_invals(req)
     verdicts = pair_orders(req, allow_new=sync != "existing", invals=invals)
-    allowed = _allowed(req)
-    hard: set[tuple[int, int]] = set()
-    windows: dict[tuple[int, int], list[int]] = {}  # a new block (or named) barrier's
-    clusters: dict[tuple[int, int], list[int]] = {}  # a new cluster barrier's
-    fenced: set[tuple[int, int]] = set()  # ordered once their missing fences are added
-    for v in verdicts:
-        if v.overlap:
-            hard.add((v.i, v.j))
-        elif v.ordered is not None:
-            if v.fences:
-                fenced.add((v.i, v.j))
-        else:
-            points = _points(v.cluster or (v.window or (0, 0, 1, 0))[2:], allowed)
-            if points:
-                (windows if v.cluster is None else clusters)[v.i, v.j] = points
-            else:
-                hard.add((v.i, v.j))
+    pairs = _sorted_pairs(verdicts, _allowed(req))
     sizes = [b.size for b in req.buffers]
-    bound, clique = _bound(req, sizes, hard)
-    placed = place_request_pairs(req, sizes, hard, bound, exact=solver.pair_model)
+    bound, clique = _bound(req, sizes, pairs.hard)
+    placed = place_request_pairs(req, sizes, pairs.hard, bound, exact=solver.pair_model)
     added, stabs = _syncs(
-        req, verdicts, on_common_bytes(sizes, placed.plan_offsets), windows, clusters
+        req, verdicts, on_common_bytes(sizes, placed.plan_offsets), pairs.windows, pairs.clusters
     )
-    cap = req.options.max_new_barriers
+    ground = _Ground(req, sync, verdicts, sizes, bound, pairs)
     if stabs or added.fences:
-        # The plan on no new sync: taken when it needs no more bytes, or past the cap.
-        over_cap = sync == "insert" and cap is not None and stabs > cap
-        apart = hard | set(windows) | set(clusters) | fenced
-        if over_cap or _clique_weight(sizes, apart) <= placed.plan_arena:
-            kept = place_request_pairs(req, sizes, apart, bound, exact=False)
-            if kept.plan_arena <= placed.plan_arena or over_cap:
-                placed, added, stabs = kept, NewSyncs(), 0
+        placed, added = _without_new_syncs(ground, placed, added, stabs)
     if added.fences:
-        # The plan on no new fence (the pairs that need one kept apart): taken when it needs
-        # no more bytes and no more barriers.
-        need = {(v.i, v.j) for v in verdicts if v.fences}
-        apart = hard | need
-        if _clique_weight(sizes, apart) <= placed.plan_arena:
-            alt = place_request_pairs(req, sizes, apart, bound, exact=False)
-            alt_added, alt_stabs = _syncs(
-                req,
-                verdicts,
-                on_common_bytes(sizes, alt.plan_offsets),
-                {k: w for k, w in windows.items() if k not in need},
-                {k: w for k, w in clusters.items() if k not in need},
-            )
-            within = sync != "insert" or cap is None or alt_stabs <= cap
-            if within and (alt.arena_bytes, alt_added.cost) <= (placed.arena_bytes, added.cost):
-                placed, added = alt, alt_added
+        placed, added = _without_fences(ground, placed, added)
     waited = _waited(req, completed) if completed is not None else {}
     outcome = _assemble(req, sync, verdicts, placed, added, (bound, clique), invals, waited)
     if not waits:
@@ -133,6 +96,86 @@ def plan_partitioned(req: PlanRequest, solver: SolverChoice) -> Outcome:
         if w.group is not None
     ]
     return replace(outcome, waits=listed)
+
+
+@dataclass(frozen=True)
+class _Pairs:
+    """The pairs kept apart (``hard``), those a new block (or named) barrier at one of their
+    points orders (``windows``), those a new cluster barrier orders (``clusters``), and those
+    ordered once their missing fences are added (``fenced``)."""
+
+    hard: set[tuple[int, int]]
+    windows: dict[tuple[int, int], list[int]]
+    clusters: dict[tuple[int, int], list[int]]
+    fenced: set[tuple[int, int]]
+
+
+def _sorted_pairs(verdicts: list[PairOrder], allowed: list[int]) -> _Pairs:
+    """The pairs of ``verdicts`` by what orders them (new barriers only at ``allowed``)."""
+    pairs = _Pairs(set(), {}, {}, set())
+    for v in verdicts:
+        if v.overlap:
+            pairs.hard.add((v.i, v.j))
+        elif v.ordered is not None:
+            if v.fences:
+                pairs.fenced.add((v.i, v.j))
+        else:
+            points = _points(v.cluster or (v.window or (0, 0, 1, 0))[2:], allowed)
+            if points:
+                (pairs.windows if v.cluster is None else pairs.clusters)[v.i, v.j] = points
+            else:
+                pairs.hard.add((v.i, v.j))
+    return pairs
+
+
+@dataclass(frozen=True)
+class _Ground:
+    """What the alternative placements are made on: the request, its sync mode, its pair
+    verdicts, its buffer sizes, the lower bound and the pairs by what orders them."""
+
+    req: PlanRequest
+    sync: str
+    verdicts: list[PairOrder]
+    sizes: list[int]
+    bound: int
+    pairs: _Pairs
+
+
+def _without_new_syncs(
+    g: _Ground, placed: Solution, added: NewSyncs, stabs: int
+) -> tuple[Solution, NewSyncs]:
+    """The plan on no new sync: taken when it needs no more bytes, or past the cap."""
+    cap = g.req.options.max_new_barriers
+    over_cap = g.sync == "insert" and cap is not None and stabs > cap
+    p = g.pairs
+    apart = p.hard | set(p.windows) | set(p.clusters) | p.fenced
+    if over_cap or _clique_weight(g.sizes, apart) <= placed.plan_arena:
+        kept = place_request_pairs(g.req, g.sizes, apart, g.bound, exact=False)
+        if kept.plan_arena <= placed.plan_arena or over_cap:
+            return kept, NewSyncs()
+    return placed, added
+
+
+def _without_fences(g: _Ground, placed: Solution, added: NewSyncs) -> tuple[Solution, NewSyncs]:
+    """The plan on no new fence (the pairs that need one kept apart): taken when it needs no
+    more bytes and no more barriers."""
+    need = {(v.i, v.j) for v in g.verdicts if v.fences}
+    apart = g.pairs.hard | need
+    if _clique_weight(g.sizes, apart) > placed.plan_arena:
+        return placed, added
+    alt = place_request_pairs(g.req, g.sizes, apart, g.bound, exact=False)
+    alt_added, alt_stabs = _syncs(
+        g.req,
+        g.verdicts,
+        on_common_bytes(g.sizes, alt.plan_offsets),
+        {k: w for k, w in g.pairs.windows.items() if k not in need},
+        {k: w for k, w in g.pairs.clusters.items() if k not in need},
+    )
+    cap = g.req.options.max_new_barriers
+    within = g.sync != "insert" or cap is None or alt_stabs <= cap
+    if within and (alt.arena_bytes, alt_added.cost) <= (placed.arena_bytes, added.cost):
+        return alt, alt_added
+    return placed, added
 
 
 def _origin(req: PlanRequest) -> Literal["inserted", "required"]:

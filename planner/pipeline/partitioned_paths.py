@@ -20,6 +20,7 @@ some path, and under "existing" also unordered on some path.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -100,10 +101,7 @@ def _frame(req: PlanRequest, sync: str, free: frozenset[int] = frozenset()) -> _
 def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
     """The outcome of a partitioned request with loops or branches."""
     _check_work(req)
-    sync = req.options.sync
-    if sync == "insert" and req.options.max_new_barriers == 0:
-        sync = "existing"
-    origin: Literal["inserted", "required"] = "inserted" if sync == "insert" else "required"
+    sync, origin = _sync_mode(req)
     completed = added_waits(req) if req.has_async else None
     added_wait = completed.waits if completed is not None else []
     if added_wait:
@@ -114,22 +112,54 @@ def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
     except ValidationError as e:
         raise _unwaited_on_a_path(e) from None
     waited = _waited(req, completed, origin) if completed is not None else {}
-    n = len(req.buffers)
-    sizes = [b.size for b in req.buffers]
-    added = PathSyncs()
-    invals: dict[int, tuple[int, int]] = {}
+    made = _place(req, frame, solver, sync)
+    shared = on_common_bytes([b.size for b in req.buffers], made.placed.plan_offsets)
+    listed = _listed_invals(req, made.invals, shared)
+    notes = _notes(made.frame, shared, made.added, (listed, waited), origin)
+    waits = [
+        Wait(kind=w.group, at=w.at, origin=origin, partition=w.partition)
+        for w in added_wait
+        if w.group is not None
+    ]
+    return _outcome(req, sync, origin, made, (listed, notes, waits))
+
+
+def _sync_mode(req: PlanRequest) -> tuple[str, Literal["inserted", "required"]]:
+    """The sync mode planned under ("insert" with no new barrier allowed plans as
+    "existing") and the origin of what the plan adds."""
+    sync = req.options.sync
+    if sync == "insert" and req.options.max_new_barriers == 0:
+        sync = "existing"
+    return sync, "inserted" if sync == "insert" else "required"
+
+
+@dataclass
+class _Placed:
+    """A placement, the frame it was made on, the pairs it keeps apart, the new syncs it
+    relies on and the mbarrier invals it adds."""
+
+    frame: _Frame
+    placed: Solution
+    hard: set[Pair]
+    added: PathSyncs
+    invals: dict[int, tuple[int, int]]
+
+
+def _place(req: PlanRequest, frame: _Frame, solver: SolverChoice, sync: str) -> _Placed:
+    """The placement on the request's syncs alone under "existing"; else the chosen plan on
+    new syncs (with the invals where they serve)."""
     if frame.needs is None:
         hard = frame.live | frame.kept | frame.unordered
+        sizes = [b.size for b in req.buffers]
         placed = place_request_pairs(req, sizes, hard, frame.bound, exact=solver.pair_model)
-    else:
-        frame, chosen, invals = _with_invals(frame, _choose(frame, solver, sync), solver, sync)
-        placed, hard = chosen.placed, chosen.hard
-        added = _added(frame, chosen)
-    shared = on_common_bytes(sizes, placed.plan_offsets)
-    names = [p.id for p in req.partitions]
-    threads = [p.size for p in req.partitions]
-    listed = _listed_invals(req, invals, shared)
-    notes = _notes(frame, shared, added, (listed, waited), origin)
+        return _Placed(frame, placed, hard, PathSyncs(), {})
+    frame, chosen, invals = _with_invals(frame, _choose(frame, solver, sync), solver, sync)
+    return _Placed(frame, chosen.placed, chosen.hard, _added(frame, chosen), invals)
+
+
+def _certifier(req: PlanRequest, placed: Solution, frame: _Frame) -> Callable[[int], Certificate]:
+    """The certificate of a plan that does not fit ``capacity``: the heaviest clique where
+    its weight alone is over, else every buffer."""
     clique, bound = frame.clique, frame.bound
 
     def certify(capacity: int) -> Certificate:
@@ -138,37 +168,49 @@ def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
             reason="infeasible_subset" if not over else "lower_bound",
             capacity=capacity,
             live_bytes=placed.bound,
-            buffers=[req.buffers[k].id for k in (clique if over else range(n))],
+            buffers=[req.buffers[k].id for k in (clique if over else range(len(req.buffers)))],
         )
 
+    return certify
+
+
+def _outcome(
+    req: PlanRequest,
+    sync: str,
+    origin: Literal["inserted", "required"],
+    made: _Placed,
+    extras: tuple[dict[int, tuple[int, int]], list[Diagnostic], list[Wait]],
+) -> Outcome:
+    """The outcome of ``made``, with its listed invals, its notes and the added waits."""
+    listed, notes, waits = extras
+    placed, frame, added = made.placed, made.frame, made.added
+    n = len(req.buffers)
+    names = [p.id for p in req.partitions]
+    threads = [p.size for p in req.partitions]
     return Outcome(
         method=placed.name,
         offsets=placed.plan_offsets,
-        sizes=sizes,
+        sizes=[b.size for b in req.buffers],
         arena=placed.plan_arena,
         tried=placed.tried,
-        lower_bound=bound,
+        lower_bound=frame.bound,
         bound=placed.bound,
         proved=placed.proved_optimal,
         barriers=_barriers(req, sync, added.blocks),
         graph=GraphStats(
             buffers=n,
             live_edges=len(frame.live),
-            hazard_edges=len(hard - frame.live),
-            components=component_count(n, hard),
+            hazard_edges=len(made.hard - frame.live),
+            components=component_count(n, made.hard),
         ),
-        certify=certify,
+        certify=_certifier(req, placed, frame),
         explain=lambda _status: notes,
         invals=[
             Inval(mbarrier=req.buffers[k].id, at=at, origin=origin, partition=names[q])
             for k, (q, at) in sorted(listed.items())
         ],
         fences=[Fence(at=at, origin=origin, partition=names[q]) for q, at in added.fences],
-        waits=[
-            Wait(kind=w.group, at=w.at, origin=origin, partition=w.partition)
-            for w in added_wait
-            if w.group is not None
-        ],
+        waits=waits,
         named_barriers=[
             NamedBarrier(
                 at=at,
