@@ -38,7 +38,8 @@ from planner.core.graph import build_graph  # noqa: E402
 from planner.solvers import _search_kernel  # noqa: E402
 from planner.solvers._pace_kernel import member_cap  # noqa: E402
 from planner.solvers.search import ORDERS, _Instance, _instances  # noqa: E402
-from tests.solvers.test_search_steps import CASES, _request  # noqa: E402
+from tests.solvers.test_search_steps import CASES, PINNED  # noqa: E402
+from tests.support.kernel_cases import kernel_case  # noqa: E402
 
 FIELDS = _search_kernel.SearchArrays._fields
 Work = list[tuple[_Instance, int, int]]  # member, capacity (bytes), node budget
@@ -49,7 +50,7 @@ Call = Callable[[_Instance, int, int], Result]
 def _work(count: int) -> Work:
     out: Work = []
     for family, n, seed, nodes in CASES:
-        _, g = _request(family, n, seed)
+        _, g = kernel_case(family, n, seed, (family, n, seed) in PINNED)
         bound = g.aligned_bound.bytes
         for inst in _instances(g, ORDERS):
             out += [(inst, bound, nodes), (inst, bound + bound // 100, nodes)]
