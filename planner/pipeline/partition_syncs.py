@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from typing import Literal
 
-from planner.core.models import PlanRequest
+from planner.core.models import NamedBarrier, PlanRequest
 from planner.core.partitions import PairOrder
 
-__all__ = ["NAMED_BARRIER_IDS", "NewSyncs", "choose_syncs"]
+__all__ = ["NAMED_BARRIER_IDS", "NewSyncs", "choose_syncs", "named_barriers"]
 
 NAMED_BARRIER_IDS = range(1, 16)  # bar.sync ids; 0 is the block barrier (__syncthreads)
 WARP = 32  # bar.sync counts threads in whole warps
@@ -128,3 +129,24 @@ def choose_syncs(
         else:
             out.named.append((at, ids[members], members))
     return out
+
+
+def named_barriers(
+    req: PlanRequest,
+    named: list[tuple[int, int, tuple[int, ...]]],
+    origin: Literal["inserted", "required"],
+) -> list[NamedBarrier]:
+    """The named barriers ``named`` (point, id, partitions) as the plan lists them, with the
+    partitions and threads taking part."""
+    names = [p.id for p in req.partitions]
+    threads = [p.size for p in req.partitions]
+    return [
+        NamedBarrier(
+            at=at,
+            id=ident,
+            partitions=[names[q] for q in members],
+            threads=sum(threads[q] for q in members),
+            origin=origin,
+        )
+        for at, ident, members in named
+    ]

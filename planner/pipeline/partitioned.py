@@ -31,7 +31,6 @@ from planner.core.models import (
     Fence,
     GraphStats,
     Inval,
-    NamedBarrier,
     PlanRequest,
     Wait,
 )
@@ -46,7 +45,7 @@ from planner.core.partitions import (
 )
 from planner.core.sync_choice import stabbing_points
 from planner.pipeline.outcome import Outcome
-from planner.pipeline.partition_syncs import NewSyncs, choose_syncs
+from planner.pipeline.partition_syncs import NewSyncs, choose_syncs, named_barriers
 from planner.pipeline.partitioned_paths import plan_partitioned_paths
 from planner.pipeline.placement import component_count, on_common_bytes, place_request_pairs
 from planner.solvers.auto import Solution
@@ -330,7 +329,7 @@ def _assemble(
         invals=_invals(req, invals, shared),
         fences=[Fence(at=at, origin=origin, partition=names[q]) for q, at in added.fences],
         cluster_barriers=_cluster_barriers(req, sync, added, verdicts, shared),
-        named_barriers=_named_barriers(req, added, origin),
+        named_barriers=named_barriers(req, added.named, origin),
     )
 
 
@@ -418,24 +417,6 @@ def _reuse_notes(
     )
     # One validation of the whole list: one per shared pair, in one call to the core.
     return _NOTES.validate_python(reuses)
-
-
-def _named_barriers(
-    req: PlanRequest, added: NewSyncs, origin: Literal["inserted", "required"]
-) -> list[NamedBarrier]:
-    """The named barriers the plan relies on, with the partitions and threads taking part."""
-    names = [p.id for p in req.partitions]
-    threads = [p.size for p in req.partitions]
-    return [
-        NamedBarrier(
-            at=at,
-            id=ident,
-            partitions=[names[q] for q in members],
-            threads=sum(threads[q] for q in members),
-            origin=origin,
-        )
-        for at, ident, members in added.named
-    ]
 
 
 def _cluster_barriers(

@@ -35,7 +35,6 @@ from planner.core.models import (
     Fence,
     GraphStats,
     Inval,
-    NamedBarrier,
     PlanRequest,
     Wait,
 )
@@ -44,6 +43,7 @@ from planner.core.models.sync import Completed, group_of
 from planner.core.partition_paths import Path, grown_lifetime, partition_paths
 from planner.core.partitions import pair_orders, weight_clique
 from planner.pipeline.outcome import Outcome
+from planner.pipeline.partition_syncs import named_barriers
 from planner.pipeline.partitioned_path_barriers import Key, Needs, stab
 from planner.pipeline.partitioned_path_invals import inval_candidates, with_invals
 from planner.pipeline.partitioned_path_syncs import PathSyncs, kernel_with, name_points
@@ -186,7 +186,6 @@ def _outcome(
     placed, frame, added = made.placed, made.frame, made.added
     n = len(req.buffers)
     names = [p.id for p in req.partitions]
-    threads = [p.size for p in req.partitions]
     return Outcome(
         method=placed.name,
         offsets=placed.plan_offsets,
@@ -211,16 +210,7 @@ def _outcome(
         ],
         fences=[Fence(at=at, origin=origin, partition=names[q]) for q, at in added.fences],
         waits=waits,
-        named_barriers=[
-            NamedBarrier(
-                at=at,
-                id=ident,
-                partitions=[names[q] for q in who],
-                threads=sum(threads[q] for q in who),
-                origin=origin,
-            )
-            for at, ident, who in added.named
-        ],
+        named_barriers=named_barriers(req, added.named, origin),
     )
 
 
