@@ -23,9 +23,17 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from planner.core.models import NamedBarrier, PlanRequest
+from planner.core.models.sync import Completed, group_of
 from planner.core.partitions import PairOrder
 
-__all__ = ["NAMED_BARRIER_IDS", "NewSyncs", "choose_syncs", "named_barriers"]
+__all__ = [
+    "NAMED_BARRIER_IDS",
+    "NewSyncs",
+    "block_or_named",
+    "choose_syncs",
+    "named_barriers",
+    "waits_in_words",
+]
 
 NAMED_BARRIER_IDS = range(1, 16)  # bar.sync ids; 0 is the block barrier (__syncthreads)
 WARP = 32  # bar.sync counts threads in whole warps
@@ -114,21 +122,57 @@ def choose_syncs(
             if named_at is not None:
                 at, members = named_at, v.named[0]
         served.setdefault(at, set()).update(members)
+    out = NewSyncs(fences=sorted(fences))
+    out.blocks, out.named = block_or_named(
+        req, [(at, tuple(sorted(served[at]))) for at in sorted(served)]
+    )
+    return out
+
+
+def block_or_named(
+    req: PlanRequest, points: list[tuple[int, tuple[int, ...]]]
+) -> tuple[list[int], list[tuple[int, int, tuple[int, ...]]]]:
+    """Each barrier point with the partitions that must take part (``points``, by point) as
+    a block barrier or a named one: named (``bar.sync id, n``) where not every partition
+    takes part, their threads are whole warps and an id is left (the request's own ids
+    kept out, one id per set of partitions). Returns the block points and the named ones
+    (point, id, partitions)."""
+    everyone = tuple(range(len(req.partitions)))
     threads = [p.size for p in req.partitions]
     used = {s.id for s in req.syncs if s.kind == "named_barrier"}
     free = [k for k in NAMED_BARRIER_IDS if k not in used]
     ids: dict[tuple[int, ...], int] = {}
-    out = NewSyncs(fences=sorted(fences))
-    for at in sorted(served):
-        members = tuple(sorted(served[at]))
+    blocks: list[int] = []
+    named: list[tuple[int, int, tuple[int, ...]]] = []
+    for at, members in points:
         whole = sum(threads[q] for q in members) % WARP == 0
         if members not in ids and whole and members != everyone and free:
             ids[members] = free.pop(0)
         if members == everyone or members not in ids or not whole:
-            out.blocks.append(at)
+            blocks.append(at)
         else:
-            out.named.append((at, ids[members], members))
-    return out
+            named.append((at, ids[members], members))
+    return blocks, named
+
+
+def waits_in_words(
+    req: PlanRequest, completed: Completed, origin: Literal["inserted", "required"]
+) -> dict[int, str]:
+    """Per buffer, in words, the waits the plan adds (``core.asyncs.added_waits``, each run
+    by the partition that issued the accesses it completes) that complete its accesses."""
+    ours = {(w.at, w.group, w.partition) for w in completed.waits}
+    found: dict[int, set[tuple[int, str, str]]] = {}
+    for c in completed.covered:
+        a = req.buffers[c.buffer].accesses[c.access]
+        group = group_of(a)
+        if group is not None and (c.done, group, a.partition) in ours:
+            found.setdefault(c.buffer, set()).add((c.done, group, a.partition or ""))
+    return {
+        i: ", ".join(
+            f"the {g} wait_group by {q} at point {at} ({origin})" for at, g, q in sorted(w)
+        )
+        for i, w in found.items()
+    }
 
 
 def named_barriers(

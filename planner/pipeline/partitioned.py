@@ -34,7 +34,6 @@ from planner.core.models import (
     PlanRequest,
     Wait,
 )
-from planner.core.models.sync import Completed, group_of
 from planner.core.partitions import (
     Invals,
     PairOrder,
@@ -45,7 +44,12 @@ from planner.core.partitions import (
 )
 from planner.core.sync_choice import stabbing_points
 from planner.pipeline.outcome import Outcome
-from planner.pipeline.partition_syncs import NewSyncs, choose_syncs, named_barriers
+from planner.pipeline.partition_syncs import (
+    NewSyncs,
+    choose_syncs,
+    named_barriers,
+    waits_in_words,
+)
 from planner.pipeline.partitioned_paths import plan_partitioned_paths
 from planner.pipeline.placement import component_count, on_common_bytes, place_request_pairs
 from planner.solvers.auto import Solution
@@ -84,7 +88,7 @@ def plan_partitioned(req: PlanRequest, solver: SolverChoice) -> Outcome:
         placed, added = _without_new_syncs(ground, placed, added, stabs)
     if added.fences:
         placed, added = _without_fences(ground, placed, added)
-    waited = _waited(req, completed) if completed is not None else {}
+    waited = waits_in_words(req, completed, _origin(req)) if completed is not None else {}
     outcome = _assemble(req, sync, verdicts, placed, added, (bound, clique), invals, waited)
     if not waits:
         return outcome
@@ -180,23 +184,6 @@ def _without_fences(g: _Ground, placed: Solution, added: NewSyncs) -> tuple[Solu
 def _origin(req: PlanRequest) -> Literal["inserted", "required"]:
     """How the plan lists the syncs it adds: inserted (sync "insert") or required."""
     return "inserted" if req.options.sync == "insert" else "required"
-
-
-def _waited(req: PlanRequest, completed: Completed) -> dict[int, str]:
-    """Per buffer, in words, the waits the plan adds (``added_waits``, each run by the
-    partition that issued the accesses it completes) that complete its accesses."""
-    ours = {(w.at, w.group, w.partition) for w in completed.waits}
-    found: dict[int, set[tuple[int, str, str]]] = {}
-    for c in completed.covered:
-        a = req.buffers[c.buffer].accesses[c.access]
-        group = group_of(a)
-        if group is not None and (c.done, group, a.partition) in ours:
-            found.setdefault(c.buffer, set()).add((c.done, group, a.partition or ""))
-    made = _origin(req)
-    return {
-        i: ", ".join(f"the {g} wait_group by {q} at point {at} ({made})" for at, g, q in sorted(w))
-        for i, w in found.items()
-    }
 
 
 def _invals(req: PlanRequest, invals: Invals, shared: set[tuple[int, int]]) -> list[Inval]:

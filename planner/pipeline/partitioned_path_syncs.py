@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from planner.core.models import PlanRequest
-from planner.pipeline.partition_syncs import NAMED_BARRIER_IDS, WARP
+from planner.pipeline.partition_syncs import block_or_named
 from planner.pipeline.partitioned_path_barriers import Key, Needs
 
 __all__ = ["PathSyncs", "kernel_with", "name_points"]
@@ -60,21 +60,11 @@ def name_points(
                 where, who = fit[0], tuple(sorted(named[0]))
         at[key] = where
         members.setdefault(where, set()).update(who)
-    threads = [p.size for p in req.partitions]
-    used = {s.id for s in req.syncs if s.kind == "named_barrier"}
-    free = [k for k in NAMED_BARRIER_IDS if k not in used]
-    ids: dict[tuple[int, ...], int] = {}
     fences = sorted({f for k in keys for f in needs.fences.get(k, ())}) if with_fences else []
     out = PathSyncs(fences=fences, at=at)
-    for point in sorted(members):
-        who = tuple(sorted(members[point])) or everyone
-        whole = sum(threads[q] for q in who) % WARP == 0
-        if who not in ids and whole and who != everyone and free:
-            ids[who] = free.pop(0)
-        if who == everyone or who not in ids or not whole:
-            out.blocks.append(point)
-        else:
-            out.named.append((point, ids[who], who))
+    out.blocks, out.named = block_or_named(
+        req, [(point, tuple(sorted(members[point])) or everyone) for point in sorted(members)]
+    )
     return out
 
 

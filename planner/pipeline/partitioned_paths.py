@@ -39,11 +39,10 @@ from planner.core.models import (
     Wait,
 )
 from planner.core.models.partition_control import count_paths, path_trips
-from planner.core.models.sync import Completed, group_of
 from planner.core.partition_paths import Path, grown_lifetime, partition_paths
 from planner.core.partitions import pair_orders, weight_clique
 from planner.pipeline.outcome import Outcome
-from planner.pipeline.partition_syncs import named_barriers
+from planner.pipeline.partition_syncs import named_barriers, waits_in_words
 from planner.pipeline.partitioned_path_barriers import Key, Needs, stab
 from planner.pipeline.partitioned_path_invals import inval_candidates, with_invals
 from planner.pipeline.partitioned_path_syncs import PathSyncs, kernel_with, name_points
@@ -111,7 +110,7 @@ def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
         frame = _frame(req, sync)
     except ValidationError as e:
         raise _unwaited_on_a_path(e) from None
-    waited = _waited(req, completed, origin) if completed is not None else {}
+    waited = waits_in_words(req, completed, origin) if completed is not None else {}
     made = _place(req, frame, solver, sync)
     shared = on_common_bytes([b.size for b in req.buffers], made.placed.plan_offsets)
     listed = _listed_invals(req, made.invals, shared)
@@ -225,26 +224,6 @@ def _unwaited_on_a_path(e: ValidationError) -> RequestError:
         "uncovered_async_access",
         None,
     )
-
-
-def _waited(
-    req: PlanRequest, completed: Completed, origin: Literal["inserted", "required"]
-) -> dict[int, str]:
-    """Per buffer, in words, the waits the plan adds (each run by the partition that issued
-    the accesses it completes, at every run of its point) that complete its accesses."""
-    ours = {(w.at, w.group, w.partition) for w in completed.waits}
-    found: dict[int, set[tuple[int, str, str]]] = {}
-    for c in completed.covered:
-        a = req.buffers[c.buffer].accesses[c.access]
-        group = group_of(a)
-        if group is not None and (c.done, group, a.partition) in ours:
-            found.setdefault(c.buffer, set()).add((c.done, group, a.partition or ""))
-    return {
-        i: ", ".join(
-            f"the {g} wait_group by {q} at point {at} ({origin})" for at, g, q in sorted(w)
-        )
-        for i, w in found.items()
-    }
 
 
 def _listed_invals(
