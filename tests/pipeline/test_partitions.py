@@ -26,9 +26,8 @@ from planner.validators.emulator import emulate
 from planner.validators.faults import plant_fault
 from planner.validators.partition_run import run_partitions
 from planner.validators.partitions import check_partitions
-from planner.validators.program import with_plan_syncs
 from tests.support.interleavings import ordered_pairs
-from tests.support.partition_programs import THREE, access, edge, programs
+from tests.support.partition_programs import THREE, access, edge, kernel_as_run, programs
 from tests.support.paths import ROOT
 
 PARTS = [{"id": "producer", "threads": [0, 128]}, {"id": "consumer", "threads": [128, 256]}]
@@ -260,9 +259,7 @@ def test_inserted_syncs_order_every_shared_pair_in_every_interleaving(
     plan = planner.plan(req)  # validated inside: the static check runs on every plan
     assert emulate(req, plan).valid
     # The kernel as it runs: the request's syncs and barriers, and those the plan adds.
-    kernel = with_plan_syncs(req, plan).model_copy(
-        update={"barriers": sorted({*req.barriers, *plan.barriers.required})}
-    )
+    kernel = kernel_as_run(req, plan)
     truth = ordered_pairs(kernel)
     bufs = req.buffers
     for i, j in _on_common_bytes(plan):

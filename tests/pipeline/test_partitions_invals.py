@@ -21,10 +21,9 @@ from planner.validators.emulator import emulate
 from planner.validators.faults import plant, plant_fault
 from planner.validators.partition_run import run_partitions
 from planner.validators.partitions import check_partitions
-from planner.validators.program import with_plan_syncs
 from tests.support.interleavings import ordered_pairs
 from tests.support.mbarrier_truth import as_buffers, inval_truth, touches
-from tests.support.partition_programs import THREE, access, edge
+from tests.support.partition_programs import THREE, access, drawn_orders, edge, kernel_as_run
 from tests.support.paths import ROOT
 
 PARTS = [{"id": "producer", "threads": [0, 128]}, {"id": "consumer", "threads": [128, 256]}]
@@ -214,16 +213,7 @@ def _mbarrier_programs(draw: st.DrawFn) -> tuple[PlanRequest, tuple[int, int] | 
         at = draw(st.integers(1, cut - 1))
         by = draw(st.sampled_from(names))
         syncs.append({"kind": "mbarrier_inval", "at": at, "mbarrier": "M", "partition": by})
-    for _ in range(draw(st.integers(0, 3))):
-        kind = draw(st.sampled_from(["edge", "named"]))
-        at = draw(st.integers(1, HORIZON - 1))
-        if kind == "edge":
-            wait = draw(st.integers(at + 1, HORIZON))
-            by, to = draw(st.sampled_from(names)), draw(st.sampled_from(names))
-            syncs += edge(f"e{at}{wait}", at, by, wait, to)
-        else:
-            members = draw(st.lists(st.sampled_from(names), min_size=1, unique=True))
-            syncs.append({"kind": "named_barrier", "at": at, "id": 1, "partitions": members})
+    syncs += drawn_orders(draw, names, HORIZON)
     accesses = []
     for _ in range(draw(st.integers(1, 2))):
         op = draw(st.sampled_from(["write", "read"]))
@@ -343,9 +333,7 @@ def test_the_planners_inval_follows_every_operation_in_every_interleaving(
     if plan.invals:
         assert plan.invals == [Inval(mbarrier="M", at=at, origin=origin, partition=names[q])]
         # The kernel as it runs (the syncs the plan adds too) lets B take M's bytes.
-        kernel = with_plan_syncs(req, plan).model_copy(
-            update={"barriers": sorted({*req.barriers, *plan.barriers.required})}
-        )
+        kernel = kernel_as_run(req, plan)
         assert inval_truth(kernel, None if origin == "existing" else (q, at))
         if origin != "existing":
             dropped = plan.model_copy(update={"invals": []})

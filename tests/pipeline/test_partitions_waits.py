@@ -30,7 +30,7 @@ from planner.validators.partition_run import run_partitions
 from planner.validators.partitions import check_partitions
 from planner.validators.program import with_plan_syncs
 from tests.support.interleavings import ordered_pairs, unfinished
-from tests.support.partition_programs import THREE, access, edge
+from tests.support.partition_programs import THREE, access, edge, kernel_as_run
 from tests.support.partition_waits import AGENTS, wait_programs
 from tests.support.paths import ROOT
 
@@ -311,9 +311,7 @@ def test_the_planners_waits_complete_every_access_in_every_interleaving(
     note(req.model_dump_json(exclude_defaults=True))
     plan = planner.plan(req)  # validated inside: the static check runs on every plan
     assert emulate(req, plan).valid
-    kernel = with_plan_syncs(req, plan).model_copy(
-        update={"barriers": sorted({*req.barriers, *plan.barriers.required})}
-    )
+    kernel = kernel_as_run(req, plan)
     assert unfinished(kernel) == set()
     truth = ordered_pairs(kernel)
     bufs = req.buffers

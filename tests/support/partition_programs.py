@@ -8,7 +8,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from planner.core.models import PlanRequest
+from planner.core.models import Plan, PlanRequest
+from planner.validators.program import with_plan_syncs
 
 __all__ = ["THREE", "access", "drawn_buffer", "edge", "programs"]
 
@@ -89,4 +90,28 @@ def programs(draw: st.DrawFn, names: tuple[str, ...] = ("producer", "consumer"))
             "syncs": [s for s in syncs if s["at"] <= horizon],
             "options": {"sync": "existing"},
         }
+    )
+
+
+def drawn_orders(draw: st.DrawFn, names: tuple[str, ...], horizon: int) -> list[dict[str, Any]]:
+    """Up to three syncs between partitions, each an arrive/wait edge or a named barrier of
+    some of ``names``, at points below ``horizon``."""
+    syncs: list[dict[str, Any]] = []
+    for _ in range(draw(st.integers(0, 3))):
+        kind = draw(st.sampled_from(["edge", "named"]))
+        at = draw(st.integers(1, horizon - 1))
+        if kind == "edge":
+            wait = draw(st.integers(at + 1, horizon))
+            by, to = draw(st.sampled_from(names)), draw(st.sampled_from(names))
+            syncs += edge(f"e{at}{wait}", at, by, wait, to)
+        else:
+            members = draw(st.lists(st.sampled_from(names), min_size=1, unique=True))
+            syncs.append({"kind": "named_barrier", "at": at, "id": 1, "partitions": members})
+    return syncs
+
+
+def kernel_as_run(req: PlanRequest, plan: Plan) -> PlanRequest:
+    """The kernel as it runs: the request's syncs and barriers, and those the plan adds."""
+    return with_plan_syncs(req, plan).model_copy(
+        update={"barriers": sorted({*req.barriers, *plan.barriers.required})}
     )

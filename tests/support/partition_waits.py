@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from planner.core.models import PlanRequest
-from tests.support.partition_programs import access, edge
+from tests.support.partition_programs import access, drawn_orders
 
 __all__ = ["AGENTS", "wait_programs"]
 
@@ -60,16 +60,7 @@ def wait_programs(
                 "partition": draw(st.sampled_from(names)),
             }
         )
-    for _ in range(draw(st.integers(0, 3))):
-        kind = draw(st.sampled_from(["edge", "named"]))
-        at = draw(st.integers(1, HORIZON - 1))
-        if kind == "edge":
-            wait = draw(st.integers(at + 1, HORIZON))
-            by, to = draw(st.sampled_from(names)), draw(st.sampled_from(names))
-            syncs += edge(f"e{at}{wait}", at, by, wait, to)
-        else:
-            members = draw(st.lists(st.sampled_from(names), min_size=1, unique=True))
-            syncs.append({"kind": "named_barrier", "at": at, "id": 1, "partitions": members})
+    syncs += drawn_orders(draw, names, HORIZON)
     barriers = sorted(set(draw(st.lists(st.integers(1, HORIZON), max_size=1))))
     return PlanRequest.model_validate(
         {
