@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from planner.core._jit import njit, ready
+from planner.core._jit import loaded_any, njit, ready
 
 I64 = npt.NDArray[np.int64]
 NEVER = np.iinfo(np.int64).max  # release point of an extent no barrier releases
@@ -94,5 +94,6 @@ _KERNEL = (_any_clash,)
 
 
 def loaded() -> bool:
-    """Whether this process has run the compiled check: calling it loads nothing."""
-    return ready(_KERNEL[0])
+    """Whether the compiled check is cheap to call: it has run in this process, or another
+    compiled kernel has (numba is in; loading this one from the cache is quick)."""
+    return ready(_KERNEL[0]) or loaded_any()

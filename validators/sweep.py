@@ -38,8 +38,8 @@ __all__ = [
 ]
 
 # From this many extents the compiled pre-sweep runs first (below, the sweep is quick, and a
-# small plan is checked without loading compiled code); once this process has loaded it, from
-# PRESWEEP_READY_MIN_EXTENTS (at 400 extents it takes 1.1 ms where the sweep takes 2.5).
+# small plan is checked without loading compiled code); once this process runs compiled code,
+# from PRESWEEP_READY_MIN_EXTENTS (at 400 extents it takes 1.1 ms where the sweep takes 2.5).
 PRESWEEP_MIN_EXTENTS = 512
 PRESWEEP_READY_MIN_EXTENTS = 32
 I64 = npt.NDArray[np.int64]

@@ -79,6 +79,7 @@ __all__ = [
     "announce",
     "compiled",
     "interpreted",
+    "loaded_any",
     "njit",
     "pause",
     "ready",
@@ -255,6 +256,12 @@ def njit(
         return cast(F, Kernel(f, small=small, borrows=borrows, inline=inline))
 
     return wrap if func is None else wrap(func)
+
+
+def loaded_any() -> bool:
+    """Whether this process has loaded a compiled kernel: numba is in, so loading another
+    costs only its own machine code."""
+    return _loaded_any
 
 
 def ready(kernel: Callable[..., Any]) -> bool:

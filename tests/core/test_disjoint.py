@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -56,3 +59,23 @@ def test_loaded_once_run_compiled() -> None:
     assert loaded()
     assert _presweeps(PRESWEEP_READY_MIN_EXTENTS)
     assert not _presweeps(PRESWEEP_READY_MIN_EXTENTS - 1)
+
+
+def test_loaded_once_any_kernel_runs_compiled() -> None:
+    """In a process that runs no compiled code the pre-sweep does not count as loaded (a small
+    plan is checked without numba); once another kernel has run compiled it does, so a plan
+    of a few hundred extents gets the compiled pre-sweep without paying for numba."""
+    code = (
+        "import numpy as np\n"
+        "from planner.core._jit import compiled\n"
+        "from planner.core.graph import _backward_lists\n"
+        "from planner.validators._disjoint import loaded\n"
+        "print(loaded())\n"
+        "with compiled():\n"
+        "    _backward_lists(np.array([1, 2], dtype=np.int64))\n"
+        "print(loaded())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert done.stdout.split() == ["False", "True"]
