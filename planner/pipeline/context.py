@@ -67,7 +67,7 @@ def build_context(ground: Ground) -> Context:
     bound = loose.lower_bound
     if req.options.sync != "none":  # barriers and aliases decide what may share
         hazard = _hazard_bound(
-            req, reference, first_access, access_end, owners, shrunk, bound.bytes
+            ground, reference, first_access, access_end, owners, shrunk, bound.bytes
         )
         bound = hazard if hazard.bytes > bound.bytes else bound
     shared: dict[str, Any] = {f.name: getattr(ground, f.name) for f in fields(Ground)}
@@ -104,7 +104,7 @@ def _applicable(
 
 
 def _hazard_bound(
-    req: PlanRequest,
+    ground: Ground,
     g: InterferenceGraph,
     first_access: I64,
     access_end: I64,
@@ -117,9 +117,10 @@ def _hazard_bound(
     even ignoring aliases it is no more than ``floor`` (a bound in hand), it is not
     refined. Under a cap of new barriers, the least bound over the barrier sets within it
     (``_capped_bound``)."""
+    req = ground.req
     cap = req.options.max_new_barriers
     if req.options.sync == "insert" and cap is not None and cap > 0:
-        capped = _capped_bound(req, g, first_access, access_end, owners, shrunk, floor, cap)
+        capped = _capped_bound(ground, g, first_access, access_end, owners, shrunk, floor, cap)
         if capped is not None:
             return capped
     allowed = sync_barriers(req)
@@ -131,7 +132,7 @@ def _hazard_bound(
 
 
 def _capped_bound(
-    req: PlanRequest,
+    ground: Ground,
     g: InterferenceGraph,
     first_access: I64,
     access_end: I64,
@@ -148,10 +149,8 @@ def _capped_bound(
     to the first candidate at or after the latest such access it frees them no later, so
     only those first candidates are tried. Aliases are judged with every candidate a
     barrier, the most any plan allows."""
-    existing = sorted(set(req.barriers))
-    pool = req.options.barrier_candidates
-    points = range(req.horizon + 1) if pool is None else sorted(set(pool))
-    new = sorted(set(points) - set(existing))
+    req, existing = ground.req, ground.existing
+    new = ground.allowed(range(req.horizon + 1), existing)
     tried = sorted(
         {
             new[k]
