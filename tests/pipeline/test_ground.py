@@ -12,6 +12,7 @@ from planner.core.io import parse_request
 from planner.core.models import PlanRequest
 from planner.pipeline.ground import Route, build_ground, route_of
 from planner.solvers import registry
+from tests.support.control_flow import tiled_loop
 from tests.support.paths import ROOT
 
 
@@ -20,20 +21,7 @@ def _example(name: str) -> PlanRequest:
 
 
 def _loop(**options: Any) -> PlanRequest:
-    """Two tiles reused in a loop of 16 trips, then a buffer after it."""
-    return parse_request(
-        {
-            "target": "sm_80",
-            "barriers": [2, 4],
-            "loops": [{"start": 1, "end": 5, "trips": 16}],
-            "buffers": [
-                {"id": "a", "size": 64, "start": 1, "end": 4},
-                {"id": "b", "size": 64, "start": 1, "end": 4},
-                {"id": "c", "size": 128, "start": 5, "end": 7},
-            ],
-            "options": options,
-        }
-    )
+    return tiled_loop([2, 4], **options)
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.core.io import parse_request
 from planner.pipeline.ground import Ground, build_ground
 from planner.pipeline.outcome_parts import (
     Witness,
@@ -16,24 +15,12 @@ from planner.pipeline.outcome_parts import (
     partition_barriers,
 )
 from planner.solvers import registry
+from tests.support.control_flow import tiled_loop
 
 
 def _ground(**options: Any) -> Ground:
     """Barriers at 2 (inside a loop of 16 trips) and 6 (after it); three buffers."""
-    req = parse_request(
-        {
-            "target": "sm_80",
-            "barriers": [6, 2],
-            "loops": [{"start": 1, "end": 5, "trips": 16}],
-            "buffers": [
-                {"id": "a", "size": 64, "start": 1, "end": 4},
-                {"id": "b", "size": 64, "start": 1, "end": 4},
-                {"id": "c", "size": 128, "start": 5, "end": 7},
-            ],
-            "options": options,
-        }
-    )
-    return build_ground(req, registry.lookup("auto"), 1.0)
+    return build_ground(tiled_loop([6, 2], **options), registry.lookup("auto"), 1.0)
 
 
 def test_block_barriers_count_each_point_as_often_as_its_loops_run_it() -> None:
