@@ -27,6 +27,7 @@ import planner
 from planner.batch import request_files
 from planner.core.io import parse_request
 from planner.core.models import Plan, PlanRequest
+from planner.pipeline.ground import build_ground
 from planner.pipeline.program import straight_line
 from planner.pipeline.unrolled import plan_unrolled
 from planner.pipeline.warm import ensure_warm
@@ -102,7 +103,7 @@ def speed(repeat: int) -> None:
         planner.plan(r)
 
     def planning_only(r: PlanRequest) -> object:
-        return plan_unrolled(r, registry.lookup(r.options.solver))
+        return plan_unrolled(build_ground(r, registry.lookup(r.options.solver), 1.0))
 
     for name, run in (("planner.plan", planner.plan), ("planning only", planning_only)):
         wall: list[float] = []

@@ -14,7 +14,6 @@ rule: that reuse is the kernel's pipeline protocol, as it is for rings.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -22,16 +21,16 @@ import numpy.typing as npt
 from planner.core.asyncs import inval_points, lowered
 from planner.core.clusters import cluster_barrier_points
 from planner.core.models import ClusterBarriers, PlanRequest
+from planner.pipeline.ground import Ground
 from planner.pipeline.outcome import Outcome
+from planner.pipeline.outcome_parts import block_barriers
 from planner.pipeline.program import Program, build_program
 from planner.pipeline.unrolled import barrier_events, plan_unrolled
 from planner.pipeline.unrolled_stab import choose, greedy
-from planner.solvers.registry import SolverChoice
 
 __all__ = ["cluster_hazards", "plan_clustered"]
 
 Mask = npt.NDArray[np.bool_]
-Policy = Literal["existing", "insert", "none"]
 
 
 def cluster_hazards(prog: Program) -> Mask:
@@ -48,27 +47,20 @@ def _pairs(prog: Program, mask: Mask) -> frozenset[tuple[int, int]]:
     return frozenset(zip(lo.tolist(), hi.tolist(), strict=True))
 
 
-def _policy(req: PlanRequest) -> Policy:
-    opts = req.options
-    if opts.sync == "insert" and opts.max_new_barriers == 0:
-        return "existing"
-    return opts.sync
-
-
-def plan_clustered(req: PlanRequest, solver: SolverChoice) -> Outcome:
+def plan_clustered(g: Ground) -> Outcome:
     """The outcome of a request with a ``cluster``: offsets, block barriers and cluster barriers."""
+    req = g.req
     own = cluster_barrier_points(req.syncs)
     # A cluster barrier is a block barrier at its point: the block reasoning counts it.
     view = req.model_copy(update={"barriers": sorted({*req.barriers, *own})})
     prog = build_program(lowered(view, inval_points(view)) if view.has_async else view)
     scoped = cluster_hazards(prog)
-    policy = _policy(req)
+    policy = g.sync
     events = barrier_events(view)  # where a cluster barrier can make a difference
-    candidates = req.options.barrier_candidates
-    allowed = sorted(set(events if candidates is None else candidates) - set(own))
+    allowed = g.allowed(events, own)
     reach = {"existing": own, "insert": [*own, *allowed], "none": events}[policy]
     apart = _pairs(prog, scoped & ~prog.protected(sorted(set(reach))))
-    done = plan_unrolled(view, solver, apart)
+    done = plan_unrolled(g.on(view), apart)
     offsets = done.offsets
     ends = offsets + np.asarray(done.sizes, dtype=np.int64)
     h = prog.hazards
@@ -87,7 +79,7 @@ def plan_clustered(req: PlanRequest, solver: SolverChoice) -> Outcome:
         new = choose(prog, need, sorted(set(events) - set(own)), own)
         required = choose(prog, need, sorted({*own, *new.points}), []).points
         running = sorted({*own, *required})
-    return _assemble(req, done, own, inserted, required, running)
+    return _assemble(g, done, own, inserted, required, running)
 
 
 def _cheapest(
@@ -117,7 +109,7 @@ def _cheapest(
 
 
 def _assemble(
-    req: PlanRequest,
+    g: Ground,
     done: Outcome,
     own: list[int],
     inserted: list[int],
@@ -127,7 +119,7 @@ def _assemble(
     """``done``, the outcome of the view with the request's own block barriers, with block
     barriers that a cluster barrier at their point stands for left out, and the cluster
     barriers apart."""
-    existing = sorted(set(req.barriers))
+    req, existing = g.req, g.existing
     held = set(running)
     block_inserted = [p for p in done.barriers.inserted if p not in held]
     kept = set(existing) | set(block_inserted)
@@ -136,16 +128,7 @@ def _assemble(
     else:
         block_required = [p for p in done.barriers.required if p in kept]
     runtime = sorted(kept | (set(block_required) if req.options.sync == "none" else set()))
-    barriers = done.barriers.model_copy(
-        update={
-            "existing": existing,
-            "inserted": block_inserted,
-            "required": block_required,
-            "static": len(set(existing) | set(block_inserted)),
-            "executions": sum(req.executions_at(p) for p in runtime),
-            "required_executions": sum(req.executions_at(p) for p in block_required),
-        }
-    )
+    barriers = block_barriers(g, block_inserted, block_required, runtime)
     cluster = ClusterBarriers(
         existing=own,
         inserted=sorted(inserted),

@@ -1,11 +1,13 @@
-"""What every attempt on one request shares: sizes, barriers, owners, the graph, the bound."""
+"""What every attempt on one straight-line request shares: its ground, owners, the graph, the
+bound."""
 
 from __future__ import annotations
 
 import bisect
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -19,13 +21,12 @@ from planner.core.graph import (
     build_graph,
     sync_barriers,
 )
-from planner.core.models import Diagnostic, Footprint, PlanRequest
-from planner.core.patterns import block_slice
+from planner.core.models import Diagnostic, PlanRequest
+from planner.pipeline.ground import Ground
 from planner.solvers.bounds import hazard_bound
 from planner.solvers.greedy import applicable
-from planner.solvers.registry import SolverChoice
 
-__all__ = ["CAP_SETS_MAX", "Context", "build_context", "planned_sizes"]
+__all__ = ["CAP_SETS_MAX", "Context", "build_context"]
 
 CAP_SETS_MAX = 256  # barrier sets a cap's bound is the least over; more: the cap is ignored
 
@@ -33,55 +34,28 @@ I64 = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)
-class Context:
-    """What every attempt of one request shares."""
+class Context(Ground):
+    """What every attempt of one straight-line request shares: the request's ground, with
+    ``heuristics`` narrowed to those that apply to its graph (``notes`` say when none does),
+    and the graph, the owners and the bound."""
 
-    req: PlanRequest
-    solver: SolverChoice  # ``options.solver`` resolved, once per request
-    heuristics: list[str] | None  # those of ``solver`` that apply; None: the default portfolio
-    notes: list[Diagnostic]  # about the request as planned (a solver that does not apply)
-    sizes: list[int]  # bytes planned per buffer: declared, or the per-block footprint
-    footprints: list[Footprint]
-    existing: list[int]  # the request's barriers, sorted
     owners: Owners | None  # None: no buffer can alias (no patterns, or too many buffers)
     reference: InterferenceGraph  # the policy's graph: every conflict it must respect
     first_access: I64  # per buffer: its first access (a barrier at or before it protects it)
     access_end: I64  # per buffer: its last access + 1 (a barrier at or after it follows it)
     bound: LowerBound  # valid for every plan of the request, aliases included
     exact: bool  # the reference graph's conflicts are exactly the request's: proofs hold
-    optional_share: float  # of each attempt's time share: what the fixed work leaves (0..1)
 
 
-def planned_sizes(req: PlanRequest) -> tuple[list[int], list[Footprint]]:
-    """Bytes planned per buffer (request order): declared, or with ``options.shrink`` the
-    per-block footprint; and the footprints that are smaller than the declaration."""
-    footprints: list[Footprint] = []
-    sizes = [b.size for b in req.buffers]
-    if req.options.shrink:
-        for i, b in enumerate(req.buffers):
-            part = block_slice(req, b)
-            if part is not None and part.size < b.size:
-                sizes[i] = part.size
-                footprints.append(
-                    Footprint(
-                        id=b.id,
-                        declared=b.size,
-                        planned=part.size,
-                        index_base={**part.coefficients, "constant": part.constant},
-                    )
-                )
-    return sizes, footprints
-
-
-def build_context(req: PlanRequest, solver: SolverChoice, optional_share: float) -> Context:
-    sizes, footprints = planned_sizes(req)
+def build_context(ground: Ground) -> Context:
+    """The context of a straight-line request from its ground."""
+    req, sizes, existing = ground.req, ground.sizes, ground.existing
     shrunk = frozenset(i for i, b in enumerate(req.buffers) if sizes[i] != b.size)
-    existing = sorted(set(req.barriers))
     patterned = any(b.accesses for i, b in enumerate(req.buffers) if i not in shrunk)
     aliasing = patterned and len(req.buffers) <= ALIAS_MAX_BUFFERS and req.options.sync != "none"
     owners = Owners(req, existing, shrunk) if aliasing else None
     reference = build_graph(req, sizes=sizes)
-    heuristics, notes = _applicable(req, reference, solver.heuristics)
+    heuristics, notes = _applicable(req, reference, ground.heuristics)
     first_access, access_end = access_bounds(req)
     # The graph is exact unless aliases are possible, or a buffer's first access comes after
     # a barrier point inside its lifetime (the graph then keeps it from bytes that barrier
@@ -93,24 +67,19 @@ def build_context(req: PlanRequest, solver: SolverChoice, optional_share: float)
     bound = loose.lower_bound
     if req.options.sync != "none":  # barriers and aliases decide what may share
         hazard = _hazard_bound(
-            req, reference, first_access, access_end, owners, shrunk, bound.bytes
+            ground, reference, first_access, access_end, owners, shrunk, bound.bytes
         )
         bound = hazard if hazard.bytes > bound.bytes else bound
+    shared: dict[str, Any] = {f.name: getattr(ground, f.name) for f in fields(Ground)}
+    shared.update(heuristics=heuristics, notes=[*ground.notes, *notes])
     return Context(
-        req=req,
-        solver=solver,
-        heuristics=heuristics,
-        notes=notes,
-        sizes=sizes,
-        footprints=footprints,
-        existing=existing,
+        **shared,
         owners=owners,
         reference=reference,
         first_access=first_access,
         access_end=access_end,
         bound=bound,
         exact=exact,
-        optional_share=optional_share,
     )
 
 
@@ -135,7 +104,7 @@ def _applicable(
 
 
 def _hazard_bound(
-    req: PlanRequest,
+    ground: Ground,
     g: InterferenceGraph,
     first_access: I64,
     access_end: I64,
@@ -148,9 +117,10 @@ def _hazard_bound(
     even ignoring aliases it is no more than ``floor`` (a bound in hand), it is not
     refined. Under a cap of new barriers, the least bound over the barrier sets within it
     (``_capped_bound``)."""
+    req = ground.req
     cap = req.options.max_new_barriers
     if req.options.sync == "insert" and cap is not None and cap > 0:
-        capped = _capped_bound(req, g, first_access, access_end, owners, shrunk, floor, cap)
+        capped = _capped_bound(ground, g, first_access, access_end, owners, shrunk, floor, cap)
         if capped is not None:
             return capped
     allowed = sync_barriers(req)
@@ -162,7 +132,7 @@ def _hazard_bound(
 
 
 def _capped_bound(
-    req: PlanRequest,
+    ground: Ground,
     g: InterferenceGraph,
     first_access: I64,
     access_end: I64,
@@ -179,10 +149,8 @@ def _capped_bound(
     to the first candidate at or after the latest such access it frees them no later, so
     only those first candidates are tried. Aliases are judged with every candidate a
     barrier, the most any plan allows."""
-    existing = sorted(set(req.barriers))
-    pool = req.options.barrier_candidates
-    points = range(req.horizon + 1) if pool is None else sorted(set(pool))
-    new = sorted(set(points) - set(existing))
+    req, existing = ground.req, ground.existing
+    new = ground.allowed(range(req.horizon + 1), existing)
     tried = sorted(
         {
             new[k]

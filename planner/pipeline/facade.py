@@ -48,6 +48,7 @@ from planner.core.models import (
 )
 from planner.pipeline.assembly import assemble
 from planner.pipeline.checks import checked
+from planner.pipeline.ground import build_ground
 from planner.pipeline.outcome import Outcome, Routed
 from planner.pipeline.straight import route_straight
 from planner.solvers import registry
@@ -175,22 +176,23 @@ def _plan(
 def _route(req: PlanRequest, choice: SolverChoice, optional_share: float) -> Routed:
     """The request's outcome, by the route its shape takes (docs/architecture.md): the
     straight-line portfolio on intervals, or the program routes (their modules load with
-    the first such request)."""
-    if req.partitions:
+    the first such request). Every route plans on the one ground resolved here."""
+    ground = build_ground(req, choice, optional_share)
+    if ground.route == "partitions":
         # Warp-specialised partitions: planned on their happens-before order.
         from planner.pipeline.partitioned import plan_partitioned
 
-        return _alone(plan_partitioned(req, choice))
-    if req.cluster is not None:
+        return _alone(plan_partitioned(ground))
+    if ground.route == "cluster":
         from planner.pipeline.clusters import plan_clustered  # cluster barriers besides
 
-        return _alone(plan_clustered(req, choice))
-    if req.has_control_flow:
+        return _alone(plan_clustered(ground))
+    if ground.route == "program":
         # Loops, branches, ranges or asynchronous agents: planned on the unrolled program.
         from planner.pipeline.unrolled import plan_unrolled
 
-        return _alone(plan_unrolled(req, choice))
-    return route_straight(req, choice, optional_share)
+        return _alone(plan_unrolled(ground))
+    return route_straight(ground)
 
 
 def _alone(outcome: Outcome) -> Routed:

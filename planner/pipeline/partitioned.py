@@ -16,7 +16,6 @@ pairwise kept apart in every plan, whose sizes every arena holds at once.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -24,12 +23,9 @@ from pydantic import TypeAdapter
 
 from planner.core.asyncs import added_waits
 from planner.core.models import (
-    Barriers,
-    Certificate,
     ClusterBarriers,
     Diagnostic,
     Fence,
-    GraphStats,
     Inval,
     PlanRequest,
     Wait,
@@ -43,7 +39,9 @@ from planner.core.partitions import (
     weight_clique,
 )
 from planner.core.sync_choice import stabbing_points
+from planner.pipeline.ground import Ground
 from planner.pipeline.outcome import Outcome
+from planner.pipeline.outcome_parts import Witness, pair_certifier, pair_stats, partition_barriers
 from planner.pipeline.partition_syncs import (
     NewSyncs,
     choose_syncs,
@@ -51,9 +49,8 @@ from planner.pipeline.partition_syncs import (
     waits_in_words,
 )
 from planner.pipeline.partitioned_paths import plan_partitioned_paths
-from planner.pipeline.placement import component_count, on_common_bytes, place_request_pairs
+from planner.pipeline.placement import on_common_bytes, place_request_pairs
 from planner.solvers.auto import Solution
-from planner.solvers.registry import SolverChoice
 
 __all__ = ["plan_partitioned"]
 
@@ -61,35 +58,32 @@ CLIQUE_MAX_BUFFERS = 96  # past it the bound is the heaviest point of live bytes
 _NOTES = TypeAdapter(list[Diagnostic])
 
 
-def plan_partitioned(req: PlanRequest, solver: SolverChoice) -> Outcome:
+def plan_partitioned(g: Ground) -> Outcome:
     """The outcome of a request with ``partitions``."""
-    if req.loops or req.branches:
-        return plan_partitioned_paths(req, solver)  # loops, branches: on every path
-    completed = added_waits(req) if req.has_async else None
+    if g.req.loops or g.req.branches:
+        return plan_partitioned_paths(g)  # loops, branches: on every path
+    completed = added_waits(g.req) if g.req.has_async else None
     waits = completed.waits if completed is not None else []
     if waits:
         # Planned on the kernel with its added waits: each completes its partition's groups
         # there, and orders them for the others from that partition's next release on.
-        req = req.model_copy(update={"syncs": [*req.syncs, *waits]})
-    sync = req.options.sync
-    if sync == "insert" and req.options.max_new_barriers == 0:
-        sync = "existing"
+        g = g.on(g.req.model_copy(update={"syncs": [*g.req.syncs, *waits]}))
+    req, sizes = g.req, g.sizes
     invals = mbarrier_invals(req)
-    verdicts = pair_orders(req, allow_new=sync != "existing", invals=invals)
-    pairs = _sorted_pairs(verdicts, _allowed(req))
-    sizes = [b.size for b in req.buffers]
+    verdicts = pair_orders(req, allow_new=g.sync != "existing", invals=invals)
+    pairs = _sorted_pairs(verdicts, _allowed(g))
     bound, clique = _bound(req, sizes, pairs.hard)
-    placed = place_request_pairs(req, sizes, pairs.hard, bound, exact=solver.pair_model)
+    placed = place_request_pairs(req, sizes, pairs.hard, bound, exact=g.pair_model)
     added, stabs = _syncs(
         req, verdicts, on_common_bytes(sizes, placed.plan_offsets), pairs.windows, pairs.clusters
     )
-    ground = _Ground(req, sync, verdicts, sizes, bound, pairs)
+    made_on = _Verdicts(g, verdicts, bound, pairs)
     if stabs or added.fences:
-        placed, added = _without_new_syncs(ground, placed, added, stabs)
+        placed, added = _without_new_syncs(made_on, placed, added, stabs)
     if added.fences:
-        placed, added = _without_fences(ground, placed, added)
+        placed, added = _without_fences(made_on, placed, added)
     waited = waits_in_words(req, completed, _origin(req)) if completed is not None else {}
-    outcome = _assemble(req, sync, verdicts, placed, added, (bound, clique), invals, waited)
+    outcome = _assemble(g, verdicts, placed, added, (bound, clique), invals, waited)
     if not waits:
         return outcome
     origin = _origin(req)
@@ -132,57 +126,56 @@ def _sorted_pairs(verdicts: list[PairOrder], allowed: list[int]) -> _Pairs:
 
 
 @dataclass(frozen=True)
-class _Ground:
-    """What the alternative placements are made on: the request, its sync mode, its pair
-    verdicts, its buffer sizes, the lower bound and the pairs by what orders them."""
+class _Verdicts:
+    """What the alternative placements are made on: the request's ground, its pair
+    verdicts, the lower bound and the pairs by what orders them."""
 
-    req: PlanRequest
-    sync: str
+    ground: Ground
     verdicts: list[PairOrder]
-    sizes: list[int]
     bound: int
     pairs: _Pairs
 
 
 def _without_new_syncs(
-    g: _Ground, placed: Solution, added: NewSyncs, stabs: int
+    w: _Verdicts, placed: Solution, added: NewSyncs, stabs: int
 ) -> tuple[Solution, NewSyncs]:
     """The plan on no new sync: taken when it needs no more bytes, or past the cap."""
-    cap = g.req.options.max_new_barriers
-    over_cap = g.sync == "insert" and cap is not None and stabs > cap
-    p = g.pairs
+    cap = w.ground.req.options.max_new_barriers
+    over_cap = w.ground.sync == "insert" and cap is not None and stabs > cap
+    p = w.pairs
     apart = p.hard | set(p.windows) | set(p.clusters) | p.fenced
-    if over_cap or _clique_weight(g.sizes, apart) <= placed.plan_arena:
-        kept = place_request_pairs(g.req, g.sizes, apart, g.bound, exact=False)
+    if over_cap or _clique_weight(w.ground.sizes, apart) <= placed.plan_arena:
+        kept = place_request_pairs(w.ground.req, w.ground.sizes, apart, w.bound, exact=False)
         if kept.plan_arena <= placed.plan_arena or over_cap:
             return kept, NewSyncs()
     return placed, added
 
 
-def _without_fences(g: _Ground, placed: Solution, added: NewSyncs) -> tuple[Solution, NewSyncs]:
+def _without_fences(w: _Verdicts, placed: Solution, added: NewSyncs) -> tuple[Solution, NewSyncs]:
     """The plan on no new fence (the pairs that need one kept apart): taken when it needs no
     more bytes and no more barriers."""
-    need = {(v.i, v.j) for v in g.verdicts if v.fences}
-    apart = g.pairs.hard | need
-    if _clique_weight(g.sizes, apart) > placed.plan_arena:
+    need = {(v.i, v.j) for v in w.verdicts if v.fences}
+    apart = w.pairs.hard | need
+    if _clique_weight(w.ground.sizes, apart) > placed.plan_arena:
         return placed, added
-    alt = place_request_pairs(g.req, g.sizes, apart, g.bound, exact=False)
+    alt = place_request_pairs(w.ground.req, w.ground.sizes, apart, w.bound, exact=False)
     alt_added, alt_stabs = _syncs(
-        g.req,
-        g.verdicts,
-        on_common_bytes(g.sizes, alt.plan_offsets),
-        {k: w for k, w in g.pairs.windows.items() if k not in need},
-        {k: w for k, w in g.pairs.clusters.items() if k not in need},
+        w.ground.req,
+        w.verdicts,
+        on_common_bytes(w.ground.sizes, alt.plan_offsets),
+        {k: w for k, w in w.pairs.windows.items() if k not in need},
+        {k: w for k, w in w.pairs.clusters.items() if k not in need},
     )
-    cap = g.req.options.max_new_barriers
-    within = g.sync != "insert" or cap is None or alt_stabs <= cap
+    cap = w.ground.req.options.max_new_barriers
+    within = w.ground.sync != "insert" or cap is None or alt_stabs <= cap
     if within and (alt.arena_bytes, alt_added.cost) <= (placed.arena_bytes, added.cost):
         return alt, alt_added
     return placed, added
 
 
 def _origin(req: PlanRequest) -> Literal["inserted", "required"]:
-    """How the plan lists the syncs it adds: inserted (sync "insert") or required."""
+    """How the plan lists the waits it adds: by the sync mode asked for, inserted under
+    "insert" (with no new barrier allowed too) and required otherwise."""
     return "inserted" if req.options.sync == "insert" else "required"
 
 
@@ -229,12 +222,12 @@ def _syncs(
     return added, len(on_cluster) + len(chosen)
 
 
-def _allowed(req: PlanRequest) -> list[int]:
-    pool = req.options.barrier_candidates
-    own = set(cluster_points(req))
-    if pool is not None:
-        return sorted(set(pool) - set(req.barriers) - own)
-    return sorted(set(range(1, req.horizon + 1)) - own)
+def _allowed(g: Ground) -> list[int]:
+    """Points where a new barrier may go: not the request's cluster barrier points, nor,
+    among the candidates, its block barriers."""
+    own = cluster_points(g.req)
+    taken = own if g.req.options.barrier_candidates is None else [*own, *g.existing]
+    return g.allowed(range(1, g.req.horizon + 1), taken)
 
 
 def _points(window: tuple[int, int], allowed: list[int]) -> list[int]:
@@ -274,8 +267,7 @@ def _stab(windows: dict[tuple[int, int], list[int]], shared: set[tuple[int, int]
 
 
 def _assemble(
-    req: PlanRequest,
-    sync: str,
+    g: Ground,
     verdicts: list[PairOrder],
     placed: Solution,
     added: NewSyncs,
@@ -285,10 +277,9 @@ def _assemble(
 ) -> Outcome:
     """The outcome of a partitioned request: the placement, the syncs it relies on, and a
     note per pair of buffers reusing bytes across partitions."""
+    req, sizes, sync, origin = g.req, g.sizes, g.sync, g.origin
     offsets = placed.plan_offsets
     bound, clique = peak
-    sizes = [b.size for b in req.buffers]
-    origin: Literal["inserted", "required"] = "inserted" if sync == "insert" else "required"
     shared = on_common_bytes(sizes, offsets)
     names = [p.id for p in req.partitions]
     notes = _reuse_notes(req, verdicts, added, (invals, waited), shared, origin, clique)
@@ -302,58 +293,18 @@ def _assemble(
         lower_bound=bound,
         bound=placed.bound,
         proved=placed.proved_optimal,
-        barriers=_barriers(req, sync, added),
-        graph=GraphStats(
-            buffers=len(req.buffers),
-            live_edges=sum(1 for v in verdicts if v.overlap),
-            hazard_edges=sum(1 for v in verdicts if not v.overlap and (v.i, v.j) not in free),
-            components=component_count(
-                len(sizes), ((v.i, v.j) for v in verdicts if (v.i, v.j) not in free)
-            ),
+        barriers=partition_barriers(g, added.blocks),
+        graph=pair_stats(
+            len(sizes),
+            sum(1 for v in verdicts if v.overlap),
+            [(v.i, v.j) for v in verdicts if (v.i, v.j) not in free],
         ),
-        certify=_certifier(req, peak, placed.bound),
+        certify=pair_certifier(req, bound, Witness(clique, placed.bound), placed.bound),
         explain=lambda _status: notes,
         invals=_invals(req, invals, shared),
         fences=[Fence(at=at, origin=origin, partition=names[q]) for q, at in added.fences],
         cluster_barriers=_cluster_barriers(req, sync, added, verdicts, shared),
         named_barriers=named_barriers(req, added.named, origin),
-    )
-
-
-def _certifier(
-    req: PlanRequest, peak: tuple[int, list[int]], best_bound: int
-) -> Callable[[int], Certificate]:
-    """Why no plan fits a capacity: the heaviest clique where its bytes exceed it, else the
-    lower bound over every buffer."""
-    bound, clique = peak
-
-    def certify(capacity: int) -> Certificate:
-        return Certificate(
-            reason="infeasible_subset" if bound <= capacity else "lower_bound",
-            capacity=capacity,
-            live_bytes=best_bound,
-            buffers=[
-                req.buffers[k].id for k in (clique if bound > capacity else range(len(req.buffers)))
-            ],
-        )
-
-    return certify
-
-
-def _barriers(req: PlanRequest, sync: str, added: NewSyncs) -> Barriers:
-    """The block barriers: the request's, the ones inserted (``sync="insert"``) or required
-    (``sync="none"``)."""
-    existing = sorted(set(req.barriers))
-    inserted = added.blocks if sync == "insert" else []
-    required = added.blocks if sync == "none" else inserted
-    runtime = sorted({*existing, *inserted})
-    return Barriers(
-        existing=existing,
-        inserted=inserted,
-        required=required,
-        static=len(runtime),
-        executions=len(runtime),
-        required_executions=len(required),
     )
 
 

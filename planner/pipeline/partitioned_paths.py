@@ -20,20 +20,15 @@ some path, and under "existing" also unordered on some path.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
 from pydantic import ValidationError
 
 from planner.core.asyncs import added_waits
 from planner.core.errors import RequestError
 from planner.core.models import (
-    Barriers,
-    Certificate,
     Diagnostic,
     Fence,
-    GraphStats,
     Inval,
     PlanRequest,
     Wait,
@@ -41,14 +36,15 @@ from planner.core.models import (
 from planner.core.models.partition_control import count_paths, path_trips
 from planner.core.partition_paths import Path, grown_lifetime, partition_paths
 from planner.core.partitions import pair_orders, weight_clique
+from planner.pipeline.ground import Ground
 from planner.pipeline.outcome import Outcome
+from planner.pipeline.outcome_parts import Witness, pair_certifier, pair_stats, partition_barriers
 from planner.pipeline.partition_syncs import named_barriers, waits_in_words
 from planner.pipeline.partitioned_path_barriers import Key, Needs, stab
 from planner.pipeline.partitioned_path_invals import inval_candidates, with_invals
 from planner.pipeline.partitioned_path_syncs import PathSyncs, kernel_with, name_points
-from planner.pipeline.placement import component_count, on_common_bytes, place_request_pairs
+from planner.pipeline.placement import on_common_bytes, place_request_pairs
 from planner.solvers.auto import Solution
-from planner.solvers.registry import SolverChoice
 
 __all__ = ["plan_partitioned_paths"]
 
@@ -81,15 +77,18 @@ class _Frame:
     bound: int
 
 
-def _frame(req: PlanRequest, sync: str, free: frozenset[int] = frozenset()) -> _Frame:
+def _frame(req: PlanRequest, g: Ground, free: frozenset[int] = frozenset()) -> _Frame:
     """``req`` read on its paths: the pair verdicts folded, what new syncs would serve, and
     the lower bound; the mbarriers ``free`` (with an inval) are kept apart only where some
     path finds them live."""
     paths = partition_paths(req)
-    needs = None if sync == "existing" else Needs(frozenset(_allowed(req)))
+    sync = g.sync
+    # ``req`` is ``g.req`` or it with more syncs: the same points allowed, the same sizes.
+    allowed = g.allowed(range(1, g.req.horizon + 1), g.existing)
+    needs = None if sync == "existing" else Needs(frozenset(allowed))
     live, unordered = fold(req, paths, needs)
     n = len(req.buffers)
-    sizes = [b.size for b in req.buffers]
+    sizes = g.sizes
     mbarriers = [k for k, b in enumerate(req.buffers) if b.kind == "mbarrier" and k not in free]
     kept = {(min(i, k), max(i, k)) for i in mbarriers for k in range(n) if k != i}
     floor = live | unordered if sync == "existing" else live
@@ -97,22 +96,23 @@ def _frame(req: PlanRequest, sync: str, free: frozenset[int] = frozenset()) -> _
     return _Frame(req, paths, needs, live, kept, unordered, clique, sum(sizes[k] for k in clique))
 
 
-def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
+def plan_partitioned_paths(g: Ground) -> Outcome:
     """The outcome of a partitioned request with loops or branches."""
+    req, origin = g.req, g.origin
     _check_work(req)
-    sync, origin = _sync_mode(req)
     completed = added_waits(req) if req.has_async else None
     added_wait = completed.waits if completed is not None else []
     if added_wait:
         # Planned on the kernel with its added waits, each at every run of its point.
-        req = req.model_copy(update={"syncs": [*req.syncs, *added_wait]})
+        g = g.on(req.model_copy(update={"syncs": [*req.syncs, *added_wait]}))
+        req = g.req
     try:
-        frame = _frame(req, sync)
+        frame = _frame(req, g)
     except ValidationError as e:
         raise _unwaited_on_a_path(e) from None
     waited = waits_in_words(req, completed, origin) if completed is not None else {}
-    made = _place(req, frame, solver, sync)
-    shared = on_common_bytes([b.size for b in req.buffers], made.placed.plan_offsets)
+    made = _place(g, frame)
+    shared = on_common_bytes(g.sizes, made.placed.plan_offsets)
     listed = _listed_invals(req, made.invals, shared)
     notes = _notes(made.frame, shared, made.added, (listed, waited), origin)
     waits = [
@@ -120,16 +120,7 @@ def plan_partitioned_paths(req: PlanRequest, solver: SolverChoice) -> Outcome:
         for w in added_wait
         if w.group is not None
     ]
-    return _outcome(req, sync, origin, made, (listed, notes, waits))
-
-
-def _sync_mode(req: PlanRequest) -> tuple[str, Literal["inserted", "required"]]:
-    """The sync mode planned under ("insert" with no new barrier allowed plans as
-    "existing") and the origin of what the plan adds."""
-    sync = req.options.sync
-    if sync == "insert" and req.options.max_new_barriers == 0:
-        sync = "existing"
-    return sync, "inserted" if sync == "insert" else "required"
+    return _outcome(g, made, (listed, notes, waits))
 
 
 @dataclass
@@ -144,64 +135,40 @@ class _Placed:
     invals: dict[int, tuple[int, int]]
 
 
-def _place(req: PlanRequest, frame: _Frame, solver: SolverChoice, sync: str) -> _Placed:
+def _place(g: Ground, frame: _Frame) -> _Placed:
     """The placement on the request's syncs alone under "existing"; else the chosen plan on
     new syncs (with the invals where they serve)."""
     if frame.needs is None:
         hard = frame.live | frame.kept | frame.unordered
-        sizes = [b.size for b in req.buffers]
-        placed = place_request_pairs(req, sizes, hard, frame.bound, exact=solver.pair_model)
+        placed = place_request_pairs(g.req, g.sizes, hard, frame.bound, exact=g.pair_model)
         return _Placed(frame, placed, hard, PathSyncs(), {})
-    frame, chosen, invals = _with_invals(frame, _choose(frame, solver, sync), solver, sync)
+    frame, chosen, invals = _with_invals(g, frame, _choose(g, frame))
     return _Placed(frame, chosen.placed, chosen.hard, _added(frame, chosen), invals)
 
 
-def _certifier(req: PlanRequest, placed: Solution, frame: _Frame) -> Callable[[int], Certificate]:
-    """The certificate of a plan that does not fit ``capacity``: the heaviest clique where
-    its weight alone is over, else every buffer."""
-    clique, bound = frame.clique, frame.bound
-
-    def certify(capacity: int) -> Certificate:
-        over = bound > capacity
-        return Certificate(
-            reason="infeasible_subset" if not over else "lower_bound",
-            capacity=capacity,
-            live_bytes=placed.bound,
-            buffers=[req.buffers[k].id for k in (clique if over else range(len(req.buffers)))],
-        )
-
-    return certify
-
-
 def _outcome(
-    req: PlanRequest,
-    sync: str,
-    origin: Literal["inserted", "required"],
+    g: Ground,
     made: _Placed,
     extras: tuple[dict[int, tuple[int, int]], list[Diagnostic], list[Wait]],
 ) -> Outcome:
     """The outcome of ``made``, with its listed invals, its notes and the added waits."""
     listed, notes, waits = extras
+    req, origin = g.req, g.origin
     placed, frame, added = made.placed, made.frame, made.added
     n = len(req.buffers)
     names = [p.id for p in req.partitions]
     return Outcome(
         method=placed.name,
         offsets=placed.plan_offsets,
-        sizes=[b.size for b in req.buffers],
+        sizes=g.sizes,
         arena=placed.plan_arena,
         tried=placed.tried,
         lower_bound=frame.bound,
         bound=placed.bound,
         proved=placed.proved_optimal,
-        barriers=_barriers(req, sync, added.blocks),
-        graph=GraphStats(
-            buffers=n,
-            live_edges=len(frame.live),
-            hazard_edges=len(made.hard - frame.live),
-            components=component_count(n, made.hard),
-        ),
-        certify=_certifier(req, placed, frame),
+        barriers=partition_barriers(g, added.blocks),
+        graph=pair_stats(n, len(frame.live), sorted(made.hard)),
+        certify=pair_certifier(req, frame.bound, Witness(frame.clique, placed.bound), placed.bound),
         explain=lambda _status: notes,
         invals=[
             Inval(mbarrier=req.buffers[k].id, at=at, origin=origin, partition=names[q])
@@ -243,7 +210,7 @@ def _listed_invals(
 
 
 def _with_invals(
-    frame: _Frame, chosen: _Variant, solver: SolverChoice, sync: str
+    g: Ground, frame: _Frame, chosen: _Variant
 ) -> tuple[_Frame, _Variant, dict[int, tuple[int, int]]]:
     """The plan with the mbarriers' invals added (``inval_candidates``) where it needs fewer
     bytes than ``chosen`` and the request with its syncs orders what it lets share; else
@@ -251,9 +218,9 @@ def _with_invals(
     candidates = inval_candidates(frame.req, frame.paths)
     if not candidates:
         return frame, chosen, {}
-    other = _frame(with_invals(frame.req, candidates), sync, frozenset(candidates))
+    other = _frame(with_invals(frame.req, candidates), g, frozenset(candidates))
     try:
-        alt = _choose(other, solver, sync)
+        alt = _choose(g, other)
     except RequestError:
         return frame, chosen, {}
     smaller = alt.placed.plan_arena < chosen.placed.plan_arena
@@ -262,17 +229,17 @@ def _with_invals(
     return frame, chosen, {}
 
 
-def _choose(frame: _Frame, solver: SolverChoice, sync: str) -> _Variant:
+def _choose(g: Ground, frame: _Frame) -> _Variant:
     """The plan on new block barriers alone, or the one on new barriers with proxy fences
     where it needs fewer bytes (or where only the fences order a buffer's own instances)."""
     needs = frame.needs
     assert needs is not None
-    plain = _variant(frame, needs, solver, sync, with_fences=False)
+    plain = _variant(g, frame, needs, with_fences=False)
     if not needs.fences:
         if isinstance(plain, RequestError):
             raise plain
         return plain
-    fenced = _variant(frame, needs, solver, sync, with_fences=True)
+    fenced = _variant(g, frame, needs, with_fences=True)
     if isinstance(fenced, RequestError):
         raise plain if isinstance(plain, RequestError) else fenced
     better = isinstance(plain, RequestError) or fenced.placed.plan_arena < plain.placed.plan_arena
@@ -283,14 +250,12 @@ def _choose(frame: _Frame, solver: SolverChoice, sync: str) -> _Variant:
     return plain
 
 
-def _variant(
-    frame: _Frame, needs: Needs, solver: SolverChoice, sync: str, with_fences: bool
-) -> _Variant | RequestError:
+def _variant(g: Ground, frame: _Frame, needs: Needs, with_fences: bool) -> _Variant | RequestError:
     """The placement with the pairs new syncs serve free (with the fences they need where
     ``with_fences``), and the barrier points for the pairs then on common bytes."""
     req, unordered, bound = frame.req, frame.unordered, frame.bound
     hard_base = frame.live | frame.kept
-    sizes = [b.size for b in req.buffers]
+    sizes = g.sizes
     cap = req.options.max_new_barriers
     table = {**needs.plain} if not with_fences else {**needs.fences, **needs.fenced}
     own_keys = sorted(k for k in table if isinstance(k, int))
@@ -301,7 +266,7 @@ def _variant(
         own.append(needs.points(k, with_fences))
     servable = sorted(p for p in table if isinstance(p, tuple) and needs.served(p, with_fences))
     mandatory = stab(own, req.executions_at)
-    if sync == "insert" and cap is not None and len(mandatory) > cap:
+    if g.sync == "insert" and cap is not None and len(mandatory) > cap:
         return RequestError.field(
             ("options", "max_new_barriers"),
             f"the buffers in loops need {len(mandatory)} new barriers (points "
@@ -310,7 +275,7 @@ def _variant(
             cap,
         )
     hard = hard_base | (unordered - set(servable))
-    placed = place_request_pairs(req, sizes, hard, bound, exact=solver.pair_model)
+    placed = place_request_pairs(req, sizes, hard, bound, exact=g.pair_model)
     chosen = mandatory
     if servable:
         shared = on_common_bytes(sizes, placed.plan_offsets)
@@ -318,7 +283,7 @@ def _variant(
             [*own, *(needs.points(p, with_fences) for p in servable if p in shared)],
             req.executions_at,
         )
-        over_cap = sync == "insert" and cap is not None and len(chosen) > cap
+        over_cap = g.sync == "insert" and cap is not None and len(chosen) > cap
         if len(chosen) > len(mandatory):
             # The plan on the barriers its own instances need only: taken when it needs no
             # more bytes, or past the cap.
@@ -356,30 +321,6 @@ def _holds(req: PlanRequest, keys: list[Key], added: PathSyncs) -> bool:
     except (RequestError, ValueError):
         return False
     return not {k for k in keys if isinstance(k, tuple)} & (live | unordered)
-
-
-def _allowed(req: PlanRequest) -> list[int]:
-    """The original points a new barrier may take."""
-    pool = req.options.barrier_candidates
-    points = range(1, req.horizon + 1) if pool is None else pool
-    return sorted(set(points) - set(req.barriers))
-
-
-def _barriers(req: PlanRequest, sync: str, chosen: list[int]) -> Barriers:
-    """The request's block barriers and the new ones: inserted under "insert", required
-    under "insert" and "none"; executions count the trips of the loops around each."""
-    existing = sorted(set(req.barriers))
-    inserted = chosen if sync == "insert" else []
-    required = chosen if sync != "existing" else []
-    runtime = sorted({*existing, *inserted})
-    return Barriers(
-        existing=existing,
-        inserted=inserted,
-        required=required,
-        static=len(runtime),
-        executions=sum(req.executions_at(p) for p in runtime),
-        required_executions=sum(req.executions_at(p) for p in required),
-    )
 
 
 def _check_work(req: PlanRequest) -> None:

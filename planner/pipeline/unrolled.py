@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -40,24 +39,22 @@ from planner.core.barriers import BarrierChoice
 from planner.core.budget import SECONDS_PER_HAZARD
 from planner.core.errors import RequestError
 from planner.core.models import (
-    Barriers,
-    Certificate,
     Diagnostic,
     Fence,
-    Footprint,
-    GraphStats,
     Inval,
     PlanRequest,
     Wait,
 )
-from planner.pipeline.context import CAP_SETS_MAX, planned_sizes
+from planner.pipeline.context import CAP_SETS_MAX
+from planner.pipeline.ground import Ground, build_ground
 from planner.pipeline.outcome import Outcome
-from planner.pipeline.placement import Placement, component_count, place_on_pairs
+from planner.pipeline.outcome_parts import Witness, block_barriers, pair_certifier, pair_stats
+from planner.pipeline.placement import Placement, place_on_pairs
 from planner.pipeline.program import Program, build_program, held_peak
 from planner.pipeline.unrolled_aliases import PieceAliases
 from planner.pipeline.unrolled_stab import SEARCH_NODES, choose, greedy
-from planner.solvers.edges import EDGE_HEURISTICS, ExplicitGraph
-from planner.solvers.registry import SolverChoice
+from planner.solvers import registry
+from planner.solvers.edges import ExplicitGraph
 
 __all__ = ["barrier_events", "own_reuse_barriers", "plan_unrolled"]
 
@@ -86,13 +83,6 @@ def barrier_events(req: PlanRequest) -> list[int]:
     return sorted(points)
 
 
-def _allowed(req: PlanRequest, events: list[int]) -> list[int]:
-    """Points where sync "insert" may add a barrier: the candidates, else every event, less
-    the request's barriers."""
-    pool = req.options.barrier_candidates
-    return sorted(set(events if pool is None else pool) - set(req.barriers))
-
-
 def _own_reuses(prog: Program, al: PieceAliases) -> Mask:
     """Per hazard: a buffer reusing its own bytes where rule (b) does not let it go."""
     h = prog.hazards
@@ -113,11 +103,11 @@ def _mandatory(
 def own_reuse_barriers(req: PlanRequest) -> list[int]:
     """The new barriers that ``plan_unrolled`` under sync "insert" inserts for the buffers'
     reuses of their own bytes whatever the placement (at the allowed points)."""
+    g = build_ground(req, registry.lookup(req.options.solver), 1.0, "program")  # places nothing
     prog = build_program(req)
-    sizes, _ = planned_sizes(req)
-    existing = sorted(set(req.barriers))
-    allowed = _allowed(req, barrier_events(req))
-    return _mandatory(prog, _own_reuses(prog, PieceAliases(req, prog, sizes)), allowed, existing)
+    allowed = g.allowed(barrier_events(req), g.existing)
+    own = _own_reuses(prog, PieceAliases(req, prog, g.sizes))
+    return _mandatory(prog, own, allowed, g.existing)
 
 
 def _unprotected(
@@ -173,22 +163,21 @@ def _own_race(
     )
 
 
-def plan_unrolled(
-    req: PlanRequest, solver: SolverChoice, kept_apart: frozenset[tuple[int, int]] = frozenset()
-) -> Outcome:
+def plan_unrolled(g: Ground, kept_apart: frozenset[tuple[int, int]] = frozenset()) -> Outcome:
     """The outcome of a request with loops, branches or ranges (``req.has_control_flow``);
     one with asynchronous accesses is planned on its lowered form
     (``planner.core.asyncs``), whose fence conflicts are kept apart besides, with the waits
     that complete what the request's syncs leave open (listed as the plan's ``waits``).
     ``kept_apart``: more buffer pairs ``(i, j)``, ``i < j``, that may not share bytes (a
     cluster rule's)."""
+    req = g.req
     if not req.has_async:
-        return _plan_unrolled(req, solver, set(kept_apart))
+        return _plan_unrolled(g, set(kept_apart))
     invals = inval_points(req)
     windows: FenceWindows | None = {} if req.options.sync in ("insert", "none") else None
     apart = fence_conflicts(req, windows) | mbarrier_conflicts(req, invals) | kept_apart
     completed = added_waits(req)
-    done = _plan_unrolled(lowered(req, invals, completed), solver, apart)
+    done = _plan_unrolled(g.on(lowered(req, invals, completed)), apart)
     origin: Literal["inserted", "required"] = (
         "inserted" if req.options.sync == "insert" else "required"
     )
@@ -230,20 +219,19 @@ def _invals(req: PlanRequest, spans: list[tuple[int, int]], invals: Invals) -> l
 
 @dataclass(frozen=True)
 class _Setup:
-    """What every placement of one unrolled program shares."""
+    """What every placement of one unrolled program shares: the request's ground, its
+    program, the pairs kept apart whatever the barriers, the rule (b) aliases and the points
+    where a barrier can make a difference."""
 
-    req: PlanRequest
+    g: Ground
     prog: Program
-    sizes: list[int]  # bytes planned per buffer
-    heuristics: list[str] | None  # the fits the solver asks for; None: the default ones
-    exact: bool  # CP-SAT on the pairs may close a gap the fits leave
     live: set[tuple[int, int]]  # pairs kept apart whatever the barriers
     al: PieceAliases
-    existing: list[int]  # the request's barriers, sorted
     events: list[int]  # points where a barrier can make a difference
 
 
-def _plan_unrolled(req: PlanRequest, solver: SolverChoice, apart: set[tuple[int, int]]) -> Outcome:
+def _plan_unrolled(g: Ground, apart: set[tuple[int, int]]) -> Outcome:
+    req, sizes = g.req, g.sizes
     prog = build_program(req)
     needed = SECONDS_PER_HAZARD * prog.hazards.n
     if needed > req.options.time_limit:
@@ -256,17 +244,11 @@ def _plan_unrolled(req: PlanRequest, solver: SolverChoice, apart: set[tuple[int,
             "time_limit_too_small",
             req.options.time_limit,
         )
-    sizes, footprints = planned_sizes(req)
-    notes: list[Diagnostic] = []
     s = _Setup(
-        req=req,
+        g=g,
         prog=prog,
-        sizes=sizes,
-        heuristics=_heuristics(solver, notes),
-        exact=solver.pair_model,
         live=prog.live_pairs | apart,
         al=PieceAliases(req, prog, sizes),
-        existing=sorted(set(req.barriers)),
         events=barrier_events(req),
     )
     bytes_ = (
@@ -275,34 +257,31 @@ def _plan_unrolled(req: PlanRequest, solver: SolverChoice, apart: set[tuple[int,
         else held_peak(prog.pieces, [(p.start, p.end) for p in prog.pieces], sizes)[0]
     )
     peak: Bound = (bytes_, prog.peak_point, prog.peak_buffers)
-    sync = req.options.sync
-    if sync == "insert" and req.options.max_new_barriers == 0:
-        sync = "existing"
-    if sync == "none":
+    if g.sync == "none":
         chosen = _under_none(s, peak[0])
-    elif sync == "existing":
+    elif g.sync == "existing":
         chosen, peak = _under_existing(s, peak)
     else:
         chosen, peak = _under_insert(s, peak)
-    return _assemble(req, sizes, footprints, chosen, peak, notes, prog)
+    return _assemble(s, chosen, peak)
 
 
 def _under_none(s: _Setup, bound: int) -> Placement:
     """Sync "none": the caller synchronizes; the request's barriers count, the rest are
     listed as required."""
-    prog, existing = s.prog, s.existing
+    prog, existing = s.prog, s.g.existing
     never, own = _unprotected(prog, s.events, s.al)
     if own:
-        raise _own_race(s.req, prog, own[0], None)
-    placed = _place(s, s.live | never, bound, s.heuristics, s.events, s.exact)
-    shared = _needs_barrier(prog, s.al, placed.offsets, s.sizes)
+        raise _own_race(s.g.req, prog, own[0], None)
+    placed = _place(s, s.live | never, bound, s.g.heuristics, s.events, s.g.pair_model)
+    shared = _needs_barrier(prog, s.al, placed.offsets, s.g.sizes)
     new = choose(prog, shared, sorted(set(s.events) - set(existing)), existing)
     required = choose(prog, shared, sorted({*existing, *new.points}), [])
     runtime = sorted({*existing, *required.points})
     return replace(
         placed,
         barriers=BarrierChoice(placed.barriers.inserted, required.points, []),
-        aliases=_aliased(prog, s.al, placed.offsets, s.sizes, runtime),
+        aliases=_aliased(prog, s.al, placed.offsets, s.g.sizes, runtime),
         unproved=tuple(c for c in (new, required) if not c.proved),
     )
 
@@ -310,10 +289,10 @@ def _under_none(s: _Setup, bound: int) -> Placement:
 def _under_existing(s: _Setup, peak: Bound) -> tuple[Placement, Bound]:
     """Sync "existing": no barrier can be added; each piece holds its bytes until the next
     barrier, which may raise the bound."""
-    pairs, own = _unprotected(s.prog, s.existing, s.al)
+    pairs, own = _unprotected(s.prog, s.g.existing, s.al)
     if own:
-        raise _own_race(s.req, s.prog, own[0], ("barriers",))
-    held = s.prog.barrier_peak(s.sizes, s.existing)
+        raise _own_race(s.g.req, s.prog, own[0], ("barriers",))
+    held = s.prog.barrier_peak(s.g.sizes, s.g.existing)
     if held[0] > peak[0]:
         peak = held
     return _finish(s, s.live | pairs, peak[0], [], []), peak
@@ -322,9 +301,9 @@ def _under_existing(s: _Setup, peak: Bound) -> tuple[Placement, Bound]:
 def _under_insert(s: _Setup, peak: Bound) -> tuple[Placement, Bound]:
     """Sync "insert": the plan on every allowed point, or on fewer new barriers where that
     costs no bytes (or the cap on new barriers demands it)."""
-    req, prog, al, existing = s.req, s.prog, s.al, s.existing
+    req, prog, al, existing = s.g.req, s.prog, s.al, s.g.existing
     opts = req.options
-    allowed = _allowed(req, s.events)
+    allowed = s.g.allowed(s.events, existing)
     # Reuses no allowed point protects (candidates; or a later buffer whose first point
     # opens an arm it covers whole, so the barrier before it would be in that arm only).
     never, own = _unprotected(prog, [*existing, *allowed], al)
@@ -344,7 +323,7 @@ def _under_insert(s: _Setup, peak: Bound) -> tuple[Placement, Bound]:
         )
     least: tuple[Bound, tuple[int, ...]] | None = None
     if cap is not None and not al.active:
-        least = _capped_peak(prog, s.sizes, existing, allowed, own_reuse, cap)
+        least = _capped_peak(prog, s.g.sizes, existing, allowed, own_reuse, cap)
         if least is not None and least[0][0] > peak[0]:
             peak = least[0]
     bound = peak[0]
@@ -357,7 +336,7 @@ def _under_insert(s: _Setup, peak: Bound) -> tuple[Placement, Bound]:
     # when it is: usually it needs more bytes (quickly seen with two fits).
     fewer, _ = _unprotected(prog, [*existing, *mandatory], al)
     capped = cap is not None and len(full.barriers.inserted) > cap
-    quick = s.heuristics if s.heuristics is not None or capped else FEWER_BARRIER_FITS
+    quick = s.g.heuristics if s.g.heuristics is not None or capped else FEWER_BARRIER_FITS
     reach = [*existing, *mandatory]
     placed = _place(s, s.live | fewer, full.arena, quick, reach, False)
     if capped or placed.arena <= full.arena:
@@ -415,15 +394,15 @@ def _finish(
     """Place on ``edges``, then choose the new barriers (``kept``, and more from
     ``allowed``) and the ones the placement relies on. ``bound``: an arena nothing below is
     needed (greedy stops there; CP-SAT, where it may run, closes the gap to it)."""
-    reach = sorted({*s.existing, *allowed, *kept})
-    placed = _place(s, edges, bound, s.heuristics, reach, s.exact)
+    reach = sorted({*s.g.existing, *allowed, *kept})
+    placed = _place(s, edges, bound, s.g.heuristics, reach, s.g.pair_model)
     return _synchronised(s, placed, allowed, kept)
 
 
 def _synchronised(s: _Setup, placed: Placement, allowed: list[int], kept: list[int]) -> Placement:
     """The placement with its new barriers (``kept``, and more from ``allowed``), the
     barriers it relies on and the reuses rule (b) lets go without one."""
-    prog, sizes, existing, al = s.prog, s.sizes, s.existing, s.al
+    prog, sizes, existing, al = s.prog, s.g.sizes, s.g.existing, s.al
     shared = _needs_barrier(prog, al, placed.offsets, sizes)
     # The cheapest points for this placement, ``kept`` or not; past the cap on new points,
     # ``kept`` and the fewest more.
@@ -498,7 +477,7 @@ def _place(
     checked at the placement (``points``: the barrier points that may run): where their
     reuse shares bytes at another shift, breaks the rule and no barrier at those points can
     protect it, they become conflicts and the buffers are placed again."""
-    prog, sizes, al = s.prog, s.sizes, s.al
+    prog, sizes, al = s.prog, s.g.sizes, s.al
     placed = _place_once(s, edges, bound, heuristics, exact)
     if not al.active:
         return placed
@@ -523,29 +502,9 @@ def _place_once(
     heuristics: list[str] | None,
     exact: bool,
 ) -> Placement:
-    g = _graph(s.req, s.prog, s.sizes, edges)
-    placed = place_on_pairs(s.req, g, bound, heuristics, exact)
+    g = _graph(s.g.req, s.prog, s.g.sizes, edges)
+    placed = place_on_pairs(s.g.req, g, bound, heuristics, exact)
     return Placement(placed, BarrierChoice([], [], []), edges=g.pairs)
-
-
-def _heuristics(solver: SolverChoice, notes: list[Diagnostic]) -> list[str] | None:
-    """The fits a solver asks for; solvers this route cannot run get the default fits and a
-    diagnostic."""
-    name = solver.name.removeprefix("greedy:")
-    if name in EDGE_HEURISTICS:
-        return [name]
-    if name in ("auto", "greedy", "exact", "cpsat"):
-        return None
-    notes.append(
-        Diagnostic(
-            level="warning",
-            code="solver_not_applicable",
-            message=f"solver {solver.name!r} plans straight-line lifetimes; this "
-            "request's loops, branches or ranges were planned by the fits on the unrolled "
-            "program's conflict graph" + (" and CP-SAT on its pairs" if name == "search" else ""),
-        )
-    )
-    return None
 
 
 def _unproved_notes(req: PlanRequest, chosen: Placement) -> list[Diagnostic]:
@@ -563,29 +522,19 @@ def _unproved_notes(req: PlanRequest, chosen: Placement) -> list[Diagnostic]:
     ]
 
 
-def _assemble(
-    req: PlanRequest,
-    sizes: list[int],
-    footprints: list[Footprint],
-    chosen: Placement,
-    peak: Bound,
-    notes: list[Diagnostic],
-    prog: Program,
-) -> Outcome:
+def _assemble(s: _Setup, chosen: Placement, peak: Bound) -> Outcome:
+    req, prog = s.g.req, s.prog
     bound = peak[0]
-    arena = chosen.arena
-    existing = sorted(set(req.barriers))
-    points = sorted(set(existing) | set(chosen.barriers.inserted))
-    live_edges = len(prog.live_pairs)
+    barriers = block_barriers(s.g, chosen.barriers.inserted, chosen.barriers.required)
     notes = [
-        *notes,
+        *s.g.notes,
         *_unproved_notes(req, chosen),
         Diagnostic(
             level="info",
             code="unrolled_program",
             message=f"planned on the unrolled program: {len(prog.pieces)} pieces of "
             f"{len(req.buffers)} buffers, {len(req.loops)} loops, {len(req.branches)} branches; "
-            f"{len(points)} barrier points run {sum(req.executions_at(p) for p in points)} times",
+            f"{barriers.static} barrier points run {barriers.executions} times",
         ),
     ]
     result = chosen.result
@@ -594,60 +543,16 @@ def _assemble(
     return Outcome(
         method=result.name,
         offsets=chosen.offsets,
-        sizes=sizes,
-        arena=arena,
+        sizes=s.g.sizes,
+        arena=chosen.arena,
         tried=result.tried,
         lower_bound=bound,
         bound=result.bound,
         proved=result.proved_optimal,
-        barriers=_barriers(req, chosen, existing, points),
-        graph=GraphStats(
-            buffers=len(req.buffers),
-            live_edges=live_edges,
-            hazard_edges=len(edges) - live_edges,
-            components=component_count(len(req.buffers), edges),
-        ),
-        certify=_certifier(req, result.bound, peak),
+        barriers=barriers,
+        graph=pair_stats(len(req.buffers), len(prog.live_pairs), edges),
+        certify=pair_certifier(req, bound, Witness(peak[2], bound, peak[1]), result.bound),
         explain=lambda _status: notes,
-        footprints=footprints,
+        footprints=s.g.footprints,
         aliases=list(chosen.aliases),
     )
-
-
-def _barriers(
-    req: PlanRequest, chosen: Placement, existing: list[int], points: list[int]
-) -> Barriers:
-    """The barriers of the plan: the request's, those inserted and required, and how many
-    points and executions they make."""
-    return Barriers(
-        existing=existing,
-        inserted=chosen.barriers.inserted,
-        required=chosen.barriers.required,
-        static=len(points),
-        executions=sum(req.executions_at(p) for p in points),
-        required_executions=sum(req.executions_at(p) for p in chosen.barriers.required),
-    )
-
-
-def _certifier(req: PlanRequest, placed_bound: int, peak: Bound) -> Callable[[int], Certificate]:
-    """Why no plan fits a capacity: CP-SAT's bound on all buffers together when the peak bound
-    fits it, else the peak bound at its point."""
-    bound, peak_point, peak_buffers = peak
-
-    def certify(capacity: int) -> Certificate:
-        if bound <= capacity:  # proved by CP-SAT on the pairs: all buffers together
-            return Certificate(
-                reason="infeasible_subset",
-                capacity=capacity,
-                live_bytes=placed_bound,
-                buffers=[b.id for b in req.buffers],
-            )
-        return Certificate(
-            reason="lower_bound",
-            capacity=capacity,
-            live_bytes=bound,
-            point=peak_point,
-            buffers=[req.buffers[i].id for i in peak_buffers],
-        )
-
-    return certify

@@ -31,6 +31,7 @@ __all__ = [
     "planned_programs",
     "random_program",
     "request",
+    "tiled_loop",
 ]
 
 # A pipelined loop: x and y alternate in the body [1, 5) (barrier at 3 between them, at 1 on
@@ -57,6 +58,24 @@ def request(data: dict[str, Any]) -> PlanRequest:
     """A request of 32 threads under sync "existing", with ``data`` on top."""
     base: dict[str, Any] = {"block": [32], "options": {"sync": "existing"}}
     return PlanRequest.model_validate({**base, **data})
+
+
+def tiled_loop(barriers: list[int], **options: Any) -> PlanRequest:
+    """Two 64-byte tiles live in a loop of 16 trips over [1, 5), then a 128-byte buffer
+    over [5, 7); ``options`` as the request's."""
+    return PlanRequest.model_validate(
+        {
+            "target": "sm_80",
+            "barriers": barriers,
+            "loops": [{"start": 1, "end": 5, "trips": 16}],
+            "buffers": [
+                {"id": "a", "size": 64, "start": 1, "end": 4},
+                {"id": "b", "size": 64, "start": 1, "end": 4},
+                {"id": "c", "size": 128, "start": 5, "end": 7},
+            ],
+            "options": options,
+        }
+    )
 
 
 def plan_at(req: PlanRequest, offsets: dict[str, int]) -> Plan:
