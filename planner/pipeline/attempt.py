@@ -7,11 +7,9 @@ from dataclasses import replace
 
 from planner.core.aliasing import alias_chains, merge_chains, sharing_pairs
 from planner.core.barriers import choose_barriers, hits, reuses
-from planner.core.budget import GREEDY_SHARE
 from planner.pipeline.context import Context
-from planner.pipeline.placement import Placement
+from planner.pipeline.placement import Placement, place
 from planner.pipeline.schedule import Kind
-from planner.solvers.auto import solve
 from planner.solvers.solution import Solution
 
 __all__ = ["attempt", "with_barriers"]
@@ -34,16 +32,7 @@ def attempt(
         parent = alias_chains(g, ctx.owners)
         if any(p >= 0 for p in parent):
             solve_on, node = merge_chains(g, parent)
-    result = solve(
-        solve_on,
-        solver=ctx.solver,
-        heuristics=ctx.heuristics,
-        capacity=req.effective_capacity,
-        time_limit=time_limit,
-        stop_at=stop_at,
-        greedy_seconds=GREEDY_SHARE * time_limit * ctx.optional_share,
-        gap_tolerance=req.options.gap_tolerance,
-    )
+    result = place(ctx, solve_on, seconds=time_limit, stop_at=stop_at)
     trusted = kind is Kind.POLICY and ctx.exact
     if node is not None:
         offsets = result.plan_offsets[node]

@@ -49,7 +49,7 @@ from planner.pipeline.partition_syncs import (
     waits_in_words,
 )
 from planner.pipeline.partitioned_paths import plan_partitioned_paths
-from planner.pipeline.placement import on_common_bytes, place_request_pairs
+from planner.pipeline.placement import on_common_bytes, place
 from planner.solvers.auto import Solution
 
 __all__ = ["plan_partitioned"]
@@ -73,7 +73,7 @@ def plan_partitioned(g: Ground) -> Outcome:
     verdicts = pair_orders(req, allow_new=g.sync != "existing", invals=invals)
     pairs = _sorted_pairs(verdicts, _allowed(g))
     bound, clique = _bound(req, sizes, pairs.hard)
-    placed = place_request_pairs(req, sizes, pairs.hard, bound, exact=g.pair_model)
+    placed = place(g, pairs.hard, bound)
     added, stabs = _syncs(
         req, verdicts, on_common_bytes(sizes, placed.plan_offsets), pairs.windows, pairs.clusters
     )
@@ -145,7 +145,7 @@ def _without_new_syncs(
     p = w.pairs
     apart = p.hard | set(p.windows) | set(p.clusters) | p.fenced
     if over_cap or _clique_weight(w.ground.sizes, apart) <= placed.plan_arena:
-        kept = place_request_pairs(w.ground.req, w.ground.sizes, apart, w.bound, exact=False)
+        kept = place(w.ground, apart, w.bound, exact=False)
         if kept.plan_arena <= placed.plan_arena or over_cap:
             return kept, NewSyncs()
     return placed, added
@@ -158,7 +158,7 @@ def _without_fences(w: _Verdicts, placed: Solution, added: NewSyncs) -> tuple[So
     apart = w.pairs.hard | need
     if _clique_weight(w.ground.sizes, apart) > placed.plan_arena:
         return placed, added
-    alt = place_request_pairs(w.ground.req, w.ground.sizes, apart, w.bound, exact=False)
+    alt = place(w.ground, apart, w.bound, exact=False)
     alt_added, alt_stabs = _syncs(
         w.ground.req,
         w.verdicts,

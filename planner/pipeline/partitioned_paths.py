@@ -43,7 +43,7 @@ from planner.pipeline.partition_syncs import named_barriers, waits_in_words
 from planner.pipeline.partitioned_path_barriers import Key, Needs, stab
 from planner.pipeline.partitioned_path_invals import inval_candidates, with_invals
 from planner.pipeline.partitioned_path_syncs import PathSyncs, kernel_with, name_points
-from planner.pipeline.placement import on_common_bytes, place_request_pairs
+from planner.pipeline.placement import on_common_bytes, place
 from planner.solvers.auto import Solution
 
 __all__ = ["plan_partitioned_paths"]
@@ -140,7 +140,7 @@ def _place(g: Ground, frame: _Frame) -> _Placed:
     new syncs (with the invals where they serve)."""
     if frame.needs is None:
         hard = frame.live | frame.kept | frame.unordered
-        placed = place_request_pairs(g.req, g.sizes, hard, frame.bound, exact=g.pair_model)
+        placed = place(g, hard, frame.bound)
         return _Placed(frame, placed, hard, PathSyncs(), {})
     frame, chosen, invals = _with_invals(g, frame, _choose(g, frame))
     return _Placed(frame, chosen.placed, chosen.hard, _added(frame, chosen), invals)
@@ -275,7 +275,7 @@ def _variant(g: Ground, frame: _Frame, needs: Needs, with_fences: bool) -> _Vari
             cap,
         )
     hard = hard_base | (unordered - set(servable))
-    placed = place_request_pairs(req, sizes, hard, bound, exact=g.pair_model)
+    placed = place(g, hard, bound)
     chosen = mandatory
     if servable:
         shared = on_common_bytes(sizes, placed.plan_offsets)
@@ -293,7 +293,7 @@ def _variant(g: Ground, frame: _Frame, needs: Needs, with_fences: bool) -> _Vari
                 for p in servable
                 if needs.points(p, with_fences) and not needs.points(p, with_fences) & served
             }
-            alt = place_request_pairs(req, sizes, apart, bound, exact=False)
+            alt = place(g, apart, bound, exact=False)
             if over_cap or alt.plan_arena <= placed.plan_arena:
                 placed, chosen = alt, mandatory
     shared = on_common_bytes(sizes, placed.plan_offsets)

@@ -1,20 +1,23 @@
 """A placement and what makes it safe: the one record every planning route hands on to its
-assembly, and the placement step on explicit conflict pairs (programs and partitions)."""
+assembly, and the one placement step every route places its buffers with (``place``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 import numpy.typing as npt
 
 from planner.core.arrays import distinct
 from planner.core.barriers import BarrierChoice
-from planner.core.budget import PAIRS_EXACT_SHARE
-from planner.core.models import PlanRequest
+from planner.core.budget import GREEDY_SHARE, PAIRS_EXACT_SHARE
+from planner.core.graph import InterferenceGraph
 from planner.core.sync_choice import SyncChoice
+from planner.pipeline.ground import Ground
 from planner.pipeline.schedule import Kind
+from planner.solvers.auto import solve
 from planner.solvers.edges import EXACT_MAX_BUFFERS, ExplicitGraph, exact_pairs
 from planner.solvers.edges import fits as greedy_fits
 from planner.solvers.exact import exact_budget
@@ -24,11 +27,12 @@ __all__ = [
     "Placement",
     "component_count",
     "on_common_bytes",
-    "place_on_pairs",
-    "place_request_pairs",
+    "pair_graph",
+    "place",
 ]
 
 I64 = npt.NDArray[np.int64]
+Pairs = Set[tuple[int, int]]  # conflicting buffer pairs (i, j), i < j, of the ground's buffers
 
 
 @dataclass(frozen=True)
@@ -64,17 +68,73 @@ class Placement:
         return len(self.barriers.inserted)
 
 
-def place_on_pairs(
-    req: PlanRequest,
-    g: ExplicitGraph,
+@overload
+def place(
+    ground: Ground,
+    conflicts: InterferenceGraph,
+    bound: None = None,
+    *,
+    seconds: float,
+    stop_at: int | None = None,
+) -> Solution: ...
+
+
+@overload
+def place(
+    ground: Ground,
+    conflicts: ExplicitGraph | Pairs,
     bound: int,
-    heuristics: list[str] | None,
+    *,
+    fits: list[str] | None = None,
+    exact: bool = True,
+) -> Solution: ...
+
+
+def place(
+    ground: Ground,
+    conflicts: InterferenceGraph | ExplicitGraph | Pairs,
+    bound: int | None = None,
+    *,
+    seconds: float | None = None,
+    stop_at: int | None = None,
+    fits: list[str] | None = None,
     exact: bool = True,
 ) -> Solution:
-    """The placement of ``g`` and what is proved of it: the fits, then CP-SAT on the pairs
-    (``exact``, an exact solver or ``auto``) when the fits leave a gap to ``bound`` over the
-    tolerance, within ``PAIRS_EXACT_SHARE`` of the time limit. Its bound is ``bound``, or its arena
-    where CP-SAT proves it optimal."""
+    """The placement of the buffers kept apart by ``conflicts``, and what is proved of it.
+
+    On the occupied intervals of an ``InterferenceGraph`` (straight-line code): the ground's
+    solver (its greedy portfolio, restricted to the ground's fits, and its exact methods)
+    within ``seconds``, the greedy part within ``GREEDY_SHARE`` of what the fixed work leaves
+    of them (``optional_share``), stopping at a plan of ``stop_at`` bytes; its bound is the
+    graph's own. On explicit pairs (an ``ExplicitGraph``, or pairs of the ground's buffers):
+    ``fits`` (None: the ground's), then CP-SAT on the pairs where the ground's solver allows
+    it and ``exact``; its bound is ``bound``, or the arena CP-SAT proves optimal. Capacity,
+    gap tolerance and time limit are the ground's request's."""
+    req = ground.req
+    if isinstance(conflicts, InterferenceGraph):
+        limit = req.options.time_limit if seconds is None else seconds
+        return solve(
+            conflicts,
+            solver=ground.solver,
+            heuristics=ground.heuristics,
+            capacity=req.effective_capacity,
+            time_limit=limit,
+            stop_at=stop_at,
+            greedy_seconds=GREEDY_SHARE * limit * ground.optional_share,
+            gap_tolerance=req.options.gap_tolerance,
+        )
+    assert bound is not None  # explicit pairs have no bound of their own
+    g = conflicts if isinstance(conflicts, ExplicitGraph) else pair_graph(ground, conflicts)
+    heuristics = ground.heuristics if fits is None else fits
+    return _on_pairs(ground, g, bound, heuristics, exact and ground.pair_model)
+
+
+def _on_pairs(
+    ground: Ground, g: ExplicitGraph, bound: int, heuristics: list[str] | None, exact: bool
+) -> Solution:
+    """The fits of ``g``, then CP-SAT on its pairs (``exact``) when the fits leave a gap to
+    ``bound`` over the tolerance, within ``PAIRS_EXACT_SHARE`` of the time limit."""
+    req = ground.req
     found = greedy_fits(g, heuristics, bound)
     offsets, arena, name, tried, optimal = (
         found.plan_offsets,
@@ -109,24 +169,27 @@ def place_on_pairs(
     )
 
 
-def place_request_pairs(
-    req: PlanRequest, sizes: list[int], edges: set[tuple[int, int]], bound: int, *, exact: bool
-) -> Solution:
-    """``place_on_pairs`` on the request's buffers (``sizes`` bytes each, their alignment,
-    pins and lifetimes) with the conflict pairs ``edges`` and the fits' default order."""
-    bufs = req.buffers
+def pair_graph(
+    ground: Ground, edges: Pairs, spans: tuple[list[int], list[int]] | None = None
+) -> ExplicitGraph:
+    """The ground's buffers (its planned sizes, their alignment and pins) with the conflict
+    pairs ``edges``; each from its start for its length, ``spans`` (default: its lifetime),
+    which order the fits."""
+    bufs = ground.req.buffers
     n = len(bufs)
-    g = ExplicitGraph(
-        size=np.asarray(sizes, dtype=np.int64),
-        alignment=np.fromiter((req.alignment_of(b) for b in bufs), dtype=np.int64, count=n),
+    start, length = (
+        ([b.start for b in bufs], [b.end - b.start for b in bufs]) if spans is None else spans
+    )
+    return ExplicitGraph(
+        size=np.asarray(ground.sizes, dtype=np.int64),
+        alignment=np.fromiter((ground.req.alignment_of(b) for b in bufs), dtype=np.int64, count=n),
         pinned=np.fromiter(
             (-1 if b.offset is None else b.offset for b in bufs), dtype=np.int64, count=n
         ),
-        start=np.asarray([b.start for b in bufs], dtype=np.int64),
-        length=np.asarray([b.end - b.start for b in bufs], dtype=np.int64),
+        start=np.asarray(start, dtype=np.int64),
+        length=np.asarray(length, dtype=np.int64),
         edges=edges,
     )
-    return place_on_pairs(req, g, bound, None, exact)
 
 
 def on_common_bytes(sizes: list[int], offsets: npt.NDArray[np.int64]) -> set[tuple[int, int]]:

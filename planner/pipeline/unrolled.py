@@ -49,7 +49,7 @@ from planner.pipeline.context import CAP_SETS_MAX
 from planner.pipeline.ground import Ground, build_ground
 from planner.pipeline.outcome import Outcome
 from planner.pipeline.outcome_parts import Witness, block_barriers, pair_certifier, pair_stats
-from planner.pipeline.placement import Placement, place_on_pairs
+from planner.pipeline.placement import Placement, pair_graph, place
 from planner.pipeline.program import Program, build_program, held_peak
 from planner.pipeline.unrolled_aliases import PieceAliases
 from planner.pipeline.unrolled_stab import SEARCH_NODES, choose, greedy
@@ -273,7 +273,7 @@ def _under_none(s: _Setup, bound: int) -> Placement:
     never, own = _unprotected(prog, s.events, s.al)
     if own:
         raise _own_race(s.g.req, prog, own[0], None)
-    placed = _place(s, s.live | never, bound, s.g.heuristics, s.events, s.g.pair_model)
+    placed = _place(s, s.live | never, bound, s.events)
     shared = _needs_barrier(prog, s.al, placed.offsets, s.g.sizes)
     new = choose(prog, shared, sorted(set(s.events) - set(existing)), existing)
     required = choose(prog, shared, sorted({*existing, *new.points}), [])
@@ -338,7 +338,7 @@ def _under_insert(s: _Setup, peak: Bound) -> tuple[Placement, Bound]:
     capped = cap is not None and len(full.barriers.inserted) > cap
     quick = s.g.heuristics if s.g.heuristics is not None or capped else FEWER_BARRIER_FITS
     reach = [*existing, *mandatory]
-    placed = _place(s, s.live | fewer, full.arena, quick, reach, False)
+    placed = _place(s, s.live | fewer, full.arena, reach, fits=quick, exact=False)
     if capped or placed.arena <= full.arena:
         fewest = _synchronised(s, placed, allowed, mandatory)
         if capped or _cost(req, fewest) < _cost(req, full):
@@ -347,7 +347,7 @@ def _under_insert(s: _Setup, peak: Bound) -> tuple[Placement, Bound]:
         # The set of new points that holds the fewest bytes, as the plan's barriers.
         kept = list(least[1])
         fewer, _ = _unprotected(prog, [*existing, *kept], al)
-        placed = _place(s, s.live | fewer, bound, quick, [*existing, *kept], False)
+        placed = _place(s, s.live | fewer, bound, [*existing, *kept], fits=quick, exact=False)
         alt = _synchronised(s, placed, allowed, kept)
         if (alt.arena, *_cost(req, alt)) < (chosen.arena, *_cost(req, chosen)):
             chosen = alt
@@ -395,7 +395,7 @@ def _finish(
     ``allowed``) and the ones the placement relies on. ``bound``: an arena nothing below is
     needed (greedy stops there; CP-SAT, where it may run, closes the gap to it)."""
     reach = sorted({*s.g.existing, *allowed, *kept})
-    placed = _place(s, edges, bound, s.g.heuristics, reach, s.g.pair_model)
+    placed = _place(s, edges, bound, reach)
     return _synchronised(s, placed, allowed, kept)
 
 
@@ -447,38 +447,32 @@ def _aliased(
     return tuple(sorted(set(zip(h.a[held].tolist(), h.b[held].tolist(), strict=True))))
 
 
-def _graph(
-    req: PlanRequest, prog: Program, sizes: list[int], edges: set[tuple[int, int]]
-) -> ExplicitGraph:
-    n = len(req.buffers)
+def _graph(s: _Setup, edges: set[tuple[int, int]]) -> ExplicitGraph:
+    """The request's buffers with the conflict pairs ``edges``, each from its first piece's
+    start for the length of its pieces together."""
+    prog = s.prog
     first = [min((prog.pieces[k].start for k in ks), default=0) for ks in prog.by_buffer]
     length = [sum(prog.pieces[k].end - prog.pieces[k].start for k in ks) for ks in prog.by_buffer]
-    return ExplicitGraph(
-        size=np.asarray(sizes, dtype=np.int64),
-        alignment=np.fromiter((req.alignment_of(b) for b in req.buffers), dtype=np.int64, count=n),
-        pinned=np.fromiter(
-            (-1 if b.offset is None else b.offset for b in req.buffers), dtype=np.int64, count=n
-        ),
-        start=np.asarray(first, dtype=np.int64),
-        length=np.asarray(length, dtype=np.int64),
-        edges=edges,
-    )
+    return pair_graph(s.g, edges, (first, length))
 
 
 def _place(
     s: _Setup,
     edges: set[tuple[int, int]],
     bound: int,
-    heuristics: list[str] | None,
     points: list[int],
-    exact: bool,
+    *,
+    fits: list[str] | None = None,
+    exact: bool = True,
 ) -> Placement:
-    """Place on ``edges``. Pairs left free only since rule (b) holds at one offset are
-    checked at the placement (``points``: the barrier points that may run): where their
-    reuse shares bytes at another shift, breaks the rule and no barrier at those points can
-    protect it, they become conflicts and the buffers are placed again."""
+    """Place on ``edges`` (``placement.place``: ``fits``, None the ground's, then CP-SAT on
+    the pairs where ``exact`` and the ground allow). Pairs left free only since rule (b)
+    holds at one offset are checked at the placement (``points``: the barrier points that
+    may run): where their reuse shares bytes at another shift, breaks the rule and no
+    barrier at those points can protect it, they become conflicts and the buffers are
+    placed again."""
     prog, sizes, al = s.prog, s.g.sizes, s.al
-    placed = _place_once(s, edges, bound, heuristics, exact)
+    placed = _place_once(s, edges, bound, fits, exact)
     if not al.active:
         return placed
     h = prog.hazards
@@ -491,7 +485,7 @@ def _place(
         # Once with the pairs that broke the rule apart; then every pair left free by the
         # rule, which needs no check. The fits only: CP-SAT had its share.
         edges = edges | (_pairs_of(prog, open_) if last else bad)
-        placed = _place_once(s, edges, bound, heuristics, False)
+        placed = _place_once(s, edges, bound, fits, False)
     return placed
 
 
@@ -499,11 +493,11 @@ def _place_once(
     s: _Setup,
     edges: set[tuple[int, int]],
     bound: int,
-    heuristics: list[str] | None,
+    fits: list[str] | None,
     exact: bool,
 ) -> Placement:
-    g = _graph(s.g.req, s.prog, s.g.sizes, edges)
-    placed = place_on_pairs(s.g.req, g, bound, heuristics, exact)
+    g = _graph(s, edges)
+    placed = place(s.g, g, bound, fits=fits, exact=exact)
     return Placement(placed, BarrierChoice([], [], []), edges=g.pairs)
 
 
