@@ -111,16 +111,21 @@ def planned_sizes(req: PlanRequest) -> tuple[list[int], list[Footprint]]:
     return sizes, footprints
 
 
+# What the routes on explicit conflict pairs plan on, in a solver_not_applicable note.
+_PLANNED_ON: dict[Route, str] = {
+    "program": "loops, branches or ranges were planned by the fits on the unrolled program's",
+    "cluster": "loops, branches or ranges were planned by the fits on the unrolled program's",
+    "partitions": "partitions were planned by the fits on their happens-before order's",
+}
+
+
 def _fits(solver: SolverChoice, route: Route) -> tuple[list[str] | None, list[Diagnostic]]:
     """The fits a solver asks for that the route can run, and a diagnostic where it asks
     for what the route cannot run. Straight: the solver's heuristics (those that apply to
-    the request's graph are kept by ``context.build_context``); partitions: the default
-    fits whatever the solver; program and cluster: a fit of the explicit conflict graph,
-    else the default fits."""
+    the request's graph are kept by ``context.build_context``); program, cluster and
+    partitions: a fit of the explicit conflict graph, else the default fits."""
     if route == "straight":
         return solver.heuristics, []
-    if route == "partitions":
-        return None, []
     name = solver.name.removeprefix("greedy:")
     if name in EDGE_HEURISTICS:
         return [name], []
@@ -130,7 +135,7 @@ def _fits(solver: SolverChoice, route: Route) -> tuple[list[str] | None, list[Di
         level="warning",
         code="solver_not_applicable",
         message=f"solver {solver.name!r} plans straight-line lifetimes; this "
-        "request's loops, branches or ranges were planned by the fits on the unrolled "
-        "program's conflict graph" + (" and CP-SAT on its pairs" if name == "search" else ""),
+        f"request's {_PLANNED_ON[route]} conflict graph"
+        + (" and CP-SAT on its pairs" if name == "search" else ""),
     )
     return None, [note]

@@ -86,15 +86,13 @@ class Witness:
     point: int | None = None
 
 
-def pair_certifier(
-    req: PlanRequest, bound: int, witness: Witness, proved: int
-) -> Callable[[int], Certificate]:
-    """Why no plan on explicit pairs fits a capacity: the witness of the lower bound
-    ``bound`` where that alone is over the capacity, else every buffer together, which needs
-    ``proved`` bytes (the placement's bound)."""
+def pair_certifier(req: PlanRequest, witness: Witness, proved: int) -> Callable[[int], Certificate]:
+    """Why no plan on explicit pairs fits a capacity: the witness of the lower bound (its
+    buffers and their ``live_bytes``) where that alone is over the capacity, else every
+    buffer together, which needs ``proved`` bytes (the placement's bound)."""
 
     def certify(capacity: int) -> Certificate:
-        if bound > capacity:
+        if witness.live_bytes > capacity:
             return Certificate(
                 reason="lower_bound",
                 capacity=capacity,

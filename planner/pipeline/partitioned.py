@@ -282,7 +282,10 @@ def _assemble(
     bound, clique = peak
     shared = on_common_bytes(sizes, offsets)
     names = [p.id for p in req.partitions]
-    notes = _reuse_notes(req, verdicts, added, (invals, waited), shared, origin, clique)
+    notes = [
+        *g.notes,
+        *_reuse_notes(req, verdicts, added, (invals, waited), shared, origin, clique),
+    ]
     free = _free(verdicts, added)
     return Outcome(
         method=placed.name,
@@ -299,7 +302,7 @@ def _assemble(
             sum(1 for v in verdicts if v.overlap),
             [(v.i, v.j) for v in verdicts if (v.i, v.j) not in free],
         ),
-        certify=pair_certifier(req, bound, Witness(clique, placed.bound), placed.bound),
+        certify=pair_certifier(req, Witness(clique, bound), placed.bound),
         explain=lambda _status: notes,
         invals=_invals(req, invals, shared),
         fences=[Fence(at=at, origin=origin, partition=names[q]) for q, at in added.fences],

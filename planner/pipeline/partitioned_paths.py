@@ -114,7 +114,7 @@ def plan_partitioned_paths(g: Ground) -> Outcome:
     made = _place(g, frame)
     shared = on_common_bytes(g.sizes, made.placed.plan_offsets)
     listed = _listed_invals(req, made.invals, shared)
-    notes = _notes(made.frame, shared, made.added, (listed, waited), origin)
+    notes = [*g.notes, *_notes(made.frame, shared, made.added, (listed, waited), origin)]
     waits = [
         Wait(kind=w.group, at=w.at, origin=origin, partition=w.partition)
         for w in added_wait
@@ -168,7 +168,7 @@ def _outcome(
         proved=placed.proved_optimal,
         barriers=partition_barriers(g, added.blocks),
         graph=pair_stats(n, len(frame.live), sorted(made.hard)),
-        certify=pair_certifier(req, frame.bound, Witness(frame.clique, placed.bound), placed.bound),
+        certify=pair_certifier(req, Witness(frame.clique, frame.bound), placed.bound),
         explain=lambda _status: notes,
         invals=[
             Inval(mbarrier=req.buffers[k].id, at=at, origin=origin, partition=names[q])

@@ -545,7 +545,7 @@ def _assemble(s: _Setup, chosen: Placement, peak: Bound) -> Outcome:
         proved=result.proved_optimal,
         barriers=barriers,
         graph=pair_stats(len(req.buffers), len(prog.live_pairs), edges),
-        certify=pair_certifier(req, bound, Witness(peak[2], bound, peak[1]), result.bound),
+        certify=pair_certifier(req, Witness(peak[2], bound, peak[1]), result.bound),
         explain=lambda _status: notes,
         footprints=s.g.footprints,
         aliases=list(chosen.aliases),

@@ -81,13 +81,21 @@ def test_a_solver_the_program_route_cannot_run_gets_the_default_fits_and_a_note(
     assert searched.pair_model is True
 
 
-def test_the_straight_route_keeps_the_solver_s_heuristics_and_partitions_the_default() -> None:
+def test_the_straight_route_keeps_the_solver_s_heuristics() -> None:
     solver = registry.lookup("greedy:size/skyline")
     straight = build_ground(_example("tvm_tiled_gemm"), solver, 0.5)
     assert (straight.heuristics, straight.notes) == (["size/skyline"], [])
     assert straight.optional_share == 0.5
-    partitions = build_ground(_example("ws_gemm_k_loop"), solver, 1.0)
-    assert (partitions.heuristics, partitions.notes) == (None, [])
+
+
+def test_the_partitions_route_keeps_a_fit_of_its_pairs_else_notes_the_default() -> None:
+    req = _example("ws_gemm_k_loop")
+    fit = build_ground(req, registry.lookup("greedy:area/first-fit"), 1.0)
+    assert (fit.heuristics, fit.notes) == (["area/first-fit"], [])
+    skyline = build_ground(req, registry.lookup("greedy:size/skyline"), 1.0)
+    assert skyline.heuristics is None
+    assert [d.code for d in skyline.notes] == ["solver_not_applicable"]
+    assert "partitions were planned by the fits" in skyline.notes[0].message
 
 
 def test_another_form_of_the_kernel_keeps_the_route_and_the_solver() -> None:

@@ -56,7 +56,7 @@ def test_pair_stats_split_live_from_hazard_pairs_and_count_components() -> None:
 
 def test_a_bound_over_the_capacity_is_certified_by_its_witness() -> None:
     g = _ground()
-    certify = pair_certifier(g.req, 192, Witness([0, 2], 192, 3), 256)
+    certify = pair_certifier(g.req, Witness([0, 2], 192, 3), 256)
     over = certify(128)
     assert (over.reason, over.live_bytes, over.point, over.buffers) == (
         "lower_bound",
