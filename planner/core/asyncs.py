@@ -11,6 +11,8 @@ request completes is completed by the wait the plan adds or requires (``added_wa
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from planner.core.models import Access, Buffer, Loop, PlanRequest
 from planner.core.models.sync import (
     ASYNC_PROXY_AGENTS,
@@ -20,6 +22,7 @@ from planner.core.models.sync import (
     mbarrier_uses,
     scope_of,
 )
+from planner.core.sync_choice import fewest_on_sets
 
 __all__ = [
     "FenceWindows",
@@ -33,6 +36,7 @@ __all__ = [
     "proxy_firsts",
 ]
 
+FENCE_NODES = 500  # sets of fence points the choice judges before it keeps the best found
 Invals = dict[int, tuple[int, str]]  # mbarrier buffer index -> (point, "existing"|...)
 
 
@@ -175,19 +179,18 @@ def fence_conflicts(
     return out
 
 
-def chosen_fences(windows: FenceWindows, shared: set[tuple[int, int]]) -> list[int]:
-    """The fewest fence points that give every pair in ``shared`` (unordered) a fence at one
-    of its window's barrier points: interval stabbing, windows by their right end, each fence
-    at the latest point of its window (exact: every window is a set of points in order)."""
-    open_ = sorted(
-        (pts for (i, j), pts in windows.items() if (min(i, j), max(i, j)) in shared),
-        key=lambda pts: pts[-1],
-    )
-    chosen: list[int] = []
-    for pts in open_:
-        if not any(p in pts for p in chosen):
-            chosen.append(pts[-1])
-    return sorted(chosen)
+def chosen_fences(
+    windows: FenceWindows, shared: set[tuple[int, int]], runs: Callable[[int], int]
+) -> list[int]:
+    """Fence points (sorted) that give every pair in ``shared`` (unordered) a fence at one of
+    its window's barrier points, at the fewest executions (``runs``), then the fewest points:
+    the synchronisation choice on explicit sets (``core.sync_choice``)."""
+    sets = [
+        frozenset(pts)
+        for (i, j), pts in sorted(windows.items())
+        if (min(i, j), max(i, j)) in shared
+    ]
+    return fewest_on_sets(sets, runs, FENCE_NODES)
 
 
 def _fenced(

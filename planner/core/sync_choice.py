@@ -33,7 +33,7 @@ smallest point.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -50,6 +50,7 @@ __all__ = [
     "SyncChoice",
     "Windows",
     "choose_on_sets",
+    "fewest_on_sets",
     "greedy_on_sets",
     "hits_each",
     "stab",
@@ -337,6 +338,23 @@ def choose_on_sets(
     idx = np.flatnonzero(target)
     search = _Search(needs, idx, needs.windows(idx), allowed, base, max_nodes, work)
     return search.run(found)
+
+
+def fewest_on_sets(
+    sets: Sequence[frozenset[int]], runs: Callable[[int], int], max_nodes: int
+) -> list[int]:
+    """Points (sorted) meeting every non-empty set of ``sets`` at the fewest executions
+    (``runs``), then the fewest points: ``choose_on_sets`` on explicit sets, proved within
+    ``max_nodes`` sets of points judged (and that many times the sets and points in work),
+    else the best found."""
+    kept = [s for s in sets if s]
+    if not kept:
+        return []
+    points = sorted(frozenset().union(*kept))
+    needs = ExplicitSets(kept, {p: runs(p) for p in points}, points)
+    want = np.ones(len(kept), dtype=np.bool_)
+    work = max_nodes * (len(kept) + len(points))
+    return sorted(choose_on_sets(needs, want, points, [], max_nodes=max_nodes, work=work).points)
 
 
 def _quick_bound(needs: PointSets, taken: list[int], why: list[int]) -> Cost | None:

@@ -183,7 +183,8 @@ def plan_unrolled(g: Ground, kept_apart: frozenset[tuple[int, int]] = frozenset(
     )
     spans = [(int(o), int(o) + s) for o, s in zip(done.offsets.tolist(), done.sizes, strict=True)]
     fences = [
-        Fence(at=p, origin=origin) for p in chosen_fences(windows or {}, _sharing_pairs(spans))
+        Fence(at=p, origin=origin)
+        for p in chosen_fences(windows or {}, _sharing_pairs(spans), req.executions_at)
     ]
     waits = [
         Wait(kind=w.group, at=w.at, origin=origin) for w in completed.waits if w.group is not None

@@ -10,6 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from planner.core.asyncs import chosen_fences
 from planner.core.sync_choice import (
     ExplicitSets,
     Intervals,
@@ -87,3 +88,26 @@ def test_on_intervals_both_shapes_choose_the_same_points(
     choice = choose_on_sets(needs, want, candidates, [], max_nodes=500, work=10_000)
     assert choice.points == sorted(points)
     assert choice.proved
+
+
+@settings(max_examples=150, deadline=None)
+@given(sets_st, weights_st)
+def test_fence_points_are_the_cheapest(serves: list[frozenset[int]], weights: list[int]) -> None:
+    """Proxy fences (``core.asyncs.chosen_fences``) go through the same choice: every pair's
+    window gets a fence, at the fewest executions, then points, as brute force finds them."""
+    weight = dict(enumerate(weights))
+    windows = {(2 * k, 2 * k + 1): sorted(s) for k, s in enumerate(serves)}
+    shared = set(windows)
+    chosen = chosen_fences(windows, shared, weight.__getitem__)
+    assert all(s & set(chosen) for s in serves)
+    pool = sorted(frozenset().union(*serves))
+    assert (sum(weight[p] for p in chosen), len(chosen)) == _cheapest(serves, pool, weight)
+    # Pairs that do not share bytes need no fence.
+    assert chosen_fences(windows, set(), weight.__getitem__) == []
+
+
+def test_a_fence_point_shared_by_windows_that_are_not_runs() -> None:
+    """Windows of barrier points in the access's scope skip the points of inner loops, so they
+    need not be runs of consecutive points: one fence at 1 serves {1, 3} and {1, 2}."""
+    windows = {(0, 1): [1, 3], (2, 3): [1, 2]}
+    assert chosen_fences(windows, {(0, 1), (2, 3)}, lambda _p: 1) == [1]
