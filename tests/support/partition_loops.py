@@ -10,7 +10,7 @@ from hypothesis import reject
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from planner.core.models import Buffer, PlanRequest
+from planner.core.models import PlanRequest
 from planner.core.partition_paths import Path
 from tests.support.interleavings import ordered_pairs
 from tests.support.partition_programs import drawn_buffer, edge
@@ -94,22 +94,13 @@ def looped_programs(
         reject()
 
 
-def _generic_writes(b: Buffer) -> bool:
-    return any(a.op == "write" and a.agent == "threads" for a in b.accesses)
-
-
-def _tma(b: Buffer) -> bool:
-    return any(a.agent == "tma" for a in b.accesses)
-
-
 def path_truth(
-    paths: list[Path], n: int, fenced: bool = False
+    paths: list[Path], n: int
 ) -> tuple[bool, set[tuple[int, int]], set[tuple[int, int]]]:
-    """By the brute force on every path: whether every buffer's own instances are ordered,
-    the buffer pairs (i, j), i != j, every instance pair of which is ordered one way on
-    every path (neither live together), and the pairs live together on some path.
-    ``fenced``: the kernel has proxy fences, judged by the two validators (the brute force
-    decides the order only)."""
+    """By the brute force on every path (its proxy fences included): whether every buffer's
+    own instances are ordered, the buffer pairs (i, j), i != j, every instance pair of which
+    is ordered one way on every path (neither live together), and the pairs live together on
+    some path."""
     own = True
     bad: set[tuple[int, int]] = set()
     live: set[tuple[int, int]] = set()
@@ -117,10 +108,7 @@ def path_truth(
         truth = ordered_pairs(path.request)
         bufs = path.request.buffers
         for a, b in itertools.combinations(range(len(path.buffer)), 2):
-            x, y = (a, b) if (a, b) in truth else (b, a)
-            # Without proxy fences a generic write before a TMA write stays unordered.
-            proxy = _generic_writes(bufs[x]) and _tma(bufs[y])
-            if (x, y) in truth and (fenced or not proxy):
+            if (a, b) in truth or (b, a) in truth:
                 continue
             i, j = path.buffer[a], path.buffer[b]
             if bufs[a].start < bufs[b].end and bufs[b].start < bufs[a].end:
