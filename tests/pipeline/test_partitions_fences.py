@@ -15,11 +15,14 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import planner
+from planner.core.errors import RequestError
 from planner.core.models import Barriers, Plan, PlanRequest, Wait
+from planner.core.partition_paths import partition_paths
 from planner.validators.emulator import emulate
 from planner.validators.program import with_plan_syncs
 from tests.support.interleavings import ordered_pairs
-from tests.support.partition_fences import fence_programs
+from tests.support.partition_fences import fence_programs, fenced_rings
+from tests.support.partition_loops import looped_programs, path_truth
 from tests.support.partition_programs import THREE, access, kernel_as_run
 from tests.support.plans import hand_plan
 
@@ -198,10 +201,60 @@ def test_plans_share_bytes_only_where_every_interleaving_orders_and_fences(
         x, y = (i, j) if bufs[i].end <= bufs[j].start else (j, i)
         assert (x, y) in truth, (bufs[x].id, bufs[y].id)
     if plan.fences:
-        # Each fence the plan adds is needed: without them some pair on common bytes is
-        # left unfenced in some interleaving.
-        bare = kernel_as_run(req, plan.model_copy(update={"fences": []}))
-        unfenced = ordered_pairs(bare)
-        assert any((i, j) not in unfenced and (j, i) not in unfenced for i, j in shared), (
-            plan.fences
+        # Without the fences the plan adds, both validators agree with every interleaving
+        # on whether the pairs on common bytes are still ordered and fenced.
+        bare = plan.model_copy(update={"fences": []})
+        unfenced = ordered_pairs(kernel_as_run(req, bare))
+        expect = all(
+            (i, j) in unfenced if bufs[i].end <= bufs[j].start else (j, i) in unfenced
+            for i, j in shared
         )
+        assert planner.validate(req, bare).valid == expect
+        assert emulate(req, bare).valid == expect
+
+
+def _planned(req: PlanRequest) -> Plan | None:
+    """The plan of ``req`` (validated inside ``planner.plan``), or None where no allowed
+    point orders a buffer's own instances."""
+    refused: RequestError | None = None
+    try:
+        return planner.plan(req)
+    except RequestError as err:
+        refused = err
+    assert [e["type"] for e in refused.errors] == ["unprotected_reuse"]
+    return None
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fenced_rings() | looped_programs(fences=True))
+def test_both_validators_agree_with_every_interleaving_on_every_path_with_fences(
+    req: PlanRequest,
+) -> None:
+    note(req.model_dump_json(exclude_defaults=True))
+    n = len(req.buffers)
+    own, good, live = path_truth(partition_paths(req), n)
+    apart = _sharing(req, None)
+    assert planner.validate(req, apart).valid == own
+    assert emulate(req, apart).valid == own
+    for x, y in itertools.combinations(range(n), 2):
+        plan = _sharing(req, (x, y))
+        expect = own and (x, y) in good
+        assert planner.validate(req, plan).valid == expect, (x, y)
+        if (x, y) not in live:  # the static check alone judges lifetimes
+            assert emulate(req, plan).valid == expect, (x, y)
+    if not own:
+        return
+    for sync in ("existing", "insert", "none"):
+        data = req.model_dump(mode="json", exclude_defaults=True)
+        data["options"]["sync"] = sync
+        under = PlanRequest.model_validate(data)
+        made = _planned(under)
+        if made is None:
+            continue
+        assert emulate(under, made).valid
+        kernel = kernel_as_run(under, made)
+        data = kernel.model_dump(mode="json", exclude_defaults=True)
+        data["options"] = {"sync": "existing"}
+        ran = path_truth(partition_paths(PlanRequest.model_validate(data)), n)
+        for i, j in _on_common_bytes(made):
+            assert (i, j) in ran[1], (sync, i, j)
