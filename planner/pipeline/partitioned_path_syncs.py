@@ -1,7 +1,11 @@
 """The new syncs of a partitioned plan with loops or branches, at original points
 (docs/design.md, Warp-specialised partitions, Loops and branches): which chosen barrier
-points become named barriers of just the warp groups their pairs need, and the kernel with
-every new sync added, as the plan's check reads it.
+points no key needs, which become named barriers of just the warp groups their pairs need,
+and the kernel with every new sync added, as the plan's check reads it.
+
+A chosen point is not needed when every key it serves is served at another chosen point:
+the choice leaves none when it is proved (no cheaper set serves every key), but the best
+set found within its limits may hold some.
 
 Each key (a buffer pair on common bytes, or a buffer's own instances) a barrier serves is
 served at a chosen point of its set, one where a named barrier of its partitions serves it
@@ -21,7 +25,7 @@ from planner.core.models import PlanRequest
 from planner.pipeline.partition_syncs import block_or_named
 from planner.pipeline.partitioned_path_barriers import Key, Needs
 
-__all__ = ["PathSyncs", "kernel_with", "name_points"]
+__all__ = ["PathSyncs", "kernel_with", "name_points", "unused_dropped"]
 
 
 @dataclass
@@ -33,6 +37,20 @@ class PathSyncs:
     # (point, id, partitions), by point
     fences: list[tuple[int, int]] = field(default_factory=list)  # (partition, point), sorted
     at: dict[Key, int] = field(default_factory=dict)  # the point serving each key
+
+
+def unused_dropped(
+    req: PlanRequest, needs: Needs, keys: list[Key], chosen: list[int], with_fences: bool
+) -> list[int]:
+    """``chosen`` less the points no key needs: each in turn, the most executed first (then
+    the latest), is dropped when every key it serves is served at a point still kept."""
+    sets = [s for s in (needs.points(k, with_fences) for k in keys) if s]
+    kept = set(chosen)
+    for p in sorted(chosen, key=lambda p: (-req.executions_at(p), -p)):
+        rest = kept - {p}
+        if all(s & rest for s in sets if p in s):
+            kept = rest
+    return sorted(kept)
 
 
 def name_points(

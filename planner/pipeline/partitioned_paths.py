@@ -42,7 +42,12 @@ from planner.pipeline.outcome_parts import Witness, pair_certifier, pair_stats, 
 from planner.pipeline.partition_syncs import named_barriers, waits_in_words
 from planner.pipeline.partitioned_path_barriers import Key, Needs, stab
 from planner.pipeline.partitioned_path_invals import inval_candidates, with_invals
-from planner.pipeline.partitioned_path_syncs import PathSyncs, kernel_with, name_points
+from planner.pipeline.partitioned_path_syncs import (
+    PathSyncs,
+    kernel_with,
+    name_points,
+    unused_dropped,
+)
 from planner.pipeline.placement import on_common_bytes, place
 from planner.solvers.auto import Solution
 
@@ -298,6 +303,13 @@ def _variant(g: Ground, frame: _Frame, needs: Needs, with_fences: bool) -> _Vari
                 placed, chosen = alt, mandatory
     shared = on_common_bytes(sizes, placed.plan_offsets)
     keys: list[Key] = [*own_keys, *(p for p in servable if p in shared)]
+    fewer = unused_dropped(req, needs, keys, chosen, with_fences)
+    if fewer != chosen:
+        # The choice, unproved, kept points no key needs: dropped when the kernel without
+        # them, read over again on every path, still orders every key.
+        blocks = name_points(req, needs, keys, fewer, with_fences, named_ok=False)
+        if _holds(req, keys, blocks):
+            chosen = fewer
     return _Variant(placed, chosen, keys, with_fences, hard)
 
 

@@ -12,9 +12,17 @@ a ``wait_group`` blocks its thread until that thread's own copies of its group, 
 earlier point (the ``pending`` most recent issue points left out) and not past their buffer's
 lifetime, have landed. Other threads learn of them only through a later sync.
 
+A generic-proxy write (a thread write, or a ``cp.async`` write once its copy has landed) by a
+thread becomes visible to the async proxy only once that same thread runs a
+``fence_proxy_async`` of its partition at a later step of its program (a fence at a point
+runs after the waits there and before the barriers, arrives and accesses). An async-proxy
+access of ``B`` (a TMA write or read, an ``mma`` read) comes after ``A``'s accesses only if,
+whenever it has been issued, every access of ``A`` is done and every generic write of ``A``
+fenced by each of its threads; other pairs need their accesses done only.
+
 Supports thread accesses, TMA writes, the accesses a wait_group completes, block and named
-barriers, mbarrier arrives and waits, wait_groups: the rules whose ordering the planner decides
-(proxy fences are checked by the planted faults instead)."""
+barriers, mbarrier arrives and waits, wait_groups and proxy fences: every rule by which the
+planner and the validators order the buffers of a partitioned request."""
 
 from __future__ import annotations
 
@@ -27,17 +35,20 @@ __all__ = ["THREADS", "ordered_pairs", "unfinished"]
 
 THREADS = 2  # per partition: enough for two threads of one warp group to race
 _GROUP = {("cp.async", "write"): "cp.async", ("tma", "read"): "bulk", ("mma", "read"): "wgmma"}
+_ASYNC_PROXY = ("tma", "mma")
 
-
-# (program counters, events done, (event, thread slot) halves made or landed so far)
-_State = tuple[tuple[int, ...], frozenset[int], frozenset[tuple[int, int]]]
+# (event, thread slot): one thread's part of an access, or its copy
+_Half = tuple[int, int]
+# (program counters, events done, halves made or landed so far, generic-write halves fenced)
+_State = tuple[tuple[int, ...], frozenset[int], frozenset[_Half], frozenset[_Half]]
 
 
 @dataclass(frozen=True)
 class _Op:
     point: int
-    rank: int  # wait 0, barrier 2, arrive 3, access 4
-    kind: str  # "wait" | "wait_group" | "barrier" | "arrive" | "access" | "issue" | "copy"
+    rank: int  # wait 0, fence 1, barrier 2, arrive 3, access 4
+    # "wait" | "wait_group" | "fence" | "barrier" | "arrive" | "access" | "issue" | "copy"
+    kind: str
     key: object = None  # barrier: (point, members); mbarrier name; access: event id;
     # wait_group: (group, pending)
 
@@ -52,17 +63,28 @@ class _Copy:
     partition: int
 
 
-def _program(
-    req: PlanRequest,
-) -> tuple[list[list[_Op]], dict[int, tuple[str, int, int]], dict[int, int], dict[int, _Copy]]:
-    """Per thread its operations; per event id its (mbarrier, issue point, end) for TMA
-    agents; per event id its buffer; per event id of a copy, what it is."""
+@dataclass
+class _Program:
+    """The threads' operations and what the exploration needs to know of each event."""
+
+    threads: list[list[_Op]]
+    agents: dict[int, tuple[str, int, int]]  # TMA write: (mbarrier, issue point, end)
+    owner: dict[int, int]  # event -> its buffer
+    copies: dict[int, _Copy]
+    generic: set[int]  # generic-proxy writes: thread and cp.async writes
+    proxied: set[int]  # async-proxy accesses: TMA writes and reads, mma reads
+
+
+def _program(req: PlanRequest) -> _Program:
+    """Per thread its operations, and per event what it is. The proxy fences are left out
+    where no generic write meets an async-proxy access (they order nothing else)."""
     parts = {p.id: k for k, p in enumerate(req.partitions)}
     n = len(req.partitions)
     per_part: list[list[_Op]] = [[] for _ in range(n)]
     for point in sorted(set(req.barriers)):
         for q in range(n):
             per_part[q].append(_Op(point, 2, "barrier", (point, tuple(range(n)))))
+    fences: list[tuple[int, int]] = []  # (partition, point)
     for s in req.syncs:
         if s.kind == "named_barrier":
             members = tuple(sorted(parts[x] for x in s.partitions or []))
@@ -75,35 +97,42 @@ def _program(
         elif s.kind == "wait_group" and s.partition in parts:
             key = (s.group, s.pending)
             per_part[parts[s.partition]].append(_Op(s.at, 0, "wait_group", key))
-    agents: dict[int, tuple[str, int, int]] = {}
-    copies: dict[int, _Copy] = {}
-    owner: dict[int, int] = {}
+        elif s.kind == "fence_proxy_async" and s.partition in parts:
+            fences.append((parts[s.partition], s.at))
+    prog = _Program([], {}, {}, {}, set(), set())
     event = 0
     for i, b in enumerate(req.buffers):
         for a in b.accesses:
             q = parts[a.partition or ""]
             group = _GROUP.get((a.agent, a.op))
             if a.agent == "tma" and a.op == "write":
-                agents[event] = (a.mbarrier or "", a.at, b.end)
+                prog.agents[event] = (a.mbarrier or "", a.at, b.end)
                 per_part[q].append(_Op(a.at, 4, "issue", event))
             elif group is not None:
-                copies[event] = _Copy(group, a.at, b.end, q)
+                prog.copies[event] = _Copy(group, a.at, b.end, q)
                 per_part[q].append(_Op(a.at, 4, "copy", event))
             else:
                 per_part[q].append(_Op(a.at, 4, "access", event))
-            owner[event] = i
+            if a.agent in _ASYNC_PROXY:
+                prog.proxied.add(event)
+            elif a.op == "write":
+                prog.generic.add(event)
+            prog.owner[event] = i
             event += 1
-    threads: list[list[_Op]] = []
+    if prog.generic and prog.proxied:
+        for q, at in fences:
+            per_part[q].append(_Op(at, 1, "fence"))
     for q in range(n):
         ops = sorted(per_part[q], key=lambda o: (o.point, o.rank))
-        threads += [ops] * THREADS
-    return threads, agents, owner, copies
+        prog.threads += [ops] * THREADS
+    return prog
 
 
 def ordered_pairs(req: PlanRequest) -> set[tuple[int, int]]:
     """Buffer pairs (earlier, later), their lifetimes disjoint in that order, such that in
     every reachable state where an access of the later one has happened, every access of the
-    earlier one has too."""
+    earlier one has too, and where an async-proxy access of the later one has been issued,
+    every generic write of the earlier one has been fenced by its thread too."""
     return _explore(req)[0]
 
 
@@ -115,7 +144,8 @@ def unfinished(req: PlanRequest) -> set[int]:
 
 
 def _explore(req: PlanRequest) -> tuple[set[tuple[int, int]], set[int]]:
-    threads, agents, owner, copies = _program(req)
+    prog = _program(req)
+    threads, agents, owner, copies = prog.threads, prog.agents, prog.owner, prog.copies
     n_threads = len(threads)
     part_of = [t // THREADS for t in range(n_threads)]
 
@@ -133,7 +163,7 @@ def _explore(req: PlanRequest) -> tuple[set[tuple[int, int]], set[int]]:
             if name == m and issue < before <= end
         )
 
-    def copies_landed(t: int, o: _Op, halves: frozenset[tuple[int, int]]) -> bool:
+    def copies_landed(t: int, o: _Op, halves: frozenset[_Half]) -> bool:
         """Whether thread ``t``'s wait_group ``o`` may return: its own copies of the group
         issued before it, but the ``pending`` most recent issue points, have landed."""
         group, pending = cast("tuple[str, int]", o.key)
@@ -154,26 +184,39 @@ def _explore(req: PlanRequest) -> tuple[set[tuple[int, int]], set[int]]:
         ops = threads[t]
         return pc >= len(ops) or (ops[pc].point, ops[pc].rank) > (end, 0)
 
-    start: _State = (tuple(0 for _ in threads), frozenset(), frozenset())
+    def fenced_by(t: int, halves: frozenset[_Half]) -> set[_Half]:
+        """The generic-write halves of thread ``t`` made or landed so far: a fence it runs
+        now makes them visible to the async proxy."""
+        slot = t % THREADS
+        return {
+            (e, r)
+            for e, r in halves
+            if r == slot and e in prog.generic and part_of[t] == part_of[first_thread[e]]
+        }
+
+    start: _State = (tuple(0 for _ in threads), frozenset(), frozenset(), frozenset())
     seen = {start}
     todo = [start]
     unordered: set[tuple[int, int]] = set()
     in_flight: set[int] = set()
     n_buffers = len(req.buffers)
     events_of = [[e for e, i in owner.items() if i == b] for b in range(n_buffers)]
-    issued_by = {
-        g: next(
-            t for t, ops in enumerate(threads) if any(o.kind == "issue" and o.key == g for o in ops)
-        )
-        for g in agents
+    generic_of = [
+        [(e, r) for e in events_of[b] if e in prog.generic for r in range(THREADS)]
+        for b in range(n_buffers)
+    ]
+    first_thread = {
+        e: next(t for t, ops in enumerate(threads) if any(o.key == e for o in ops if o.rank == 4))
+        for e in owner
     }
+    issued_by = {g: first_thread[g] for g in agents}
     copy_at: dict[tuple[int, int], int] = {}  # (thread, copy event) -> its issue's index
     for t, ops in enumerate(threads):
         for k, o in enumerate(ops):
             if o.kind == "copy":
                 copy_at[t, int(o.key)] = k  # type: ignore[call-overload]
     while todo:
-        pcs, done, halves = todo.pop()
+        pcs, done, halves, fenced = todo.pop()
         touched = {owner[e] for e in done} | {owner[e] for e, _ in halves}
         for a in range(n_buffers):
             if all(e in done for e in events_of[a]):
@@ -181,19 +224,26 @@ def _explore(req: PlanRequest) -> tuple[set[tuple[int, int]], set[int]]:
             for b in touched:
                 if b != a:
                     unordered.add((a, b))
+        # An async-proxy access issued: it may land at once, so the fences must be in by now.
+        proxied = {owner[e] for e in prog.proxied if e in done} | {
+            owner[e] for e, _ in halves if e in prog.proxied
+        }
+        for a in range(n_buffers):
+            if generic_of[a] and not fenced.issuperset(generic_of[a]):
+                unordered.update((a, b) for b in proxied if b != a)
         nexts: list[_State] = []
         for g in agents:
             # Issued (its issuing thread has passed the issue), not landed: it may land now.
             t = issued_by[g]
             k = next(k for k, o in enumerate(threads[t]) if o.kind == "issue" and o.key == g)
             if pcs[t] > k and g not in done:
-                nexts.append((pcs, done | {g}, halves))
+                nexts.append((pcs, done | {g}, halves, fenced))
         for (t, e), k in copy_at.items():
             # A thread's copy, issued and not landed: it may land now.
             if pcs[t] > k and (e, t % THREADS) not in halves:
                 more = halves | {(e, t % THREADS)}
                 finished = all((e, r) in more for r in range(THREADS))
-                nexts.append((pcs, done | {e} if finished else done, more))
+                nexts.append((pcs, done | {e} if finished else done, more, fenced))
                 if passed(t, pcs[t], copies[e].end):
                     in_flight.add(owner[e])
         for t, ops in enumerate(threads):
@@ -209,21 +259,23 @@ def _explore(req: PlanRequest) -> tuple[set[tuple[int, int]], set[int]]:
                 if all(
                     threads[u].index(o) <= pcs[u] for u in range(n_threads) if part_of[u] in members
                 ):
-                    nexts.append((moved, done, halves))
+                    nexts.append((moved, done, halves, fenced))
             elif o.kind == "wait":
                 m = str(o.key)
                 if arrived_all(m, o.point, pcs) and landed_all(m, o.point, done):
-                    nexts.append((moved, done, halves))
+                    nexts.append((moved, done, halves, fenced))
             elif o.kind == "wait_group":
                 if copies_landed(t, o, halves):
-                    nexts.append((moved, done, halves))
+                    nexts.append((moved, done, halves, fenced))
+            elif o.kind == "fence":
+                nexts.append((moved, done, halves, fenced | fenced_by(t, halves)))
             elif o.kind in ("arrive", "issue", "copy"):
-                nexts.append((moved, done, halves))
+                nexts.append((moved, done, halves, fenced))
             else:
                 e = int(o.key)  # type: ignore[call-overload]
                 more = halves | {(e, t % THREADS)}
                 finished = all((e, r) in more for r in range(THREADS))
-                nexts.append((moved, done | {e} if finished else done, more))
+                nexts.append((moved, done | {e} if finished else done, more, fenced))
         for nxt in nexts:
             if nxt not in seen:
                 seen.add(nxt)

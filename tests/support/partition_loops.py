@@ -10,7 +10,7 @@ from hypothesis import reject
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from planner.core.models import Buffer, PlanRequest
+from planner.core.models import PlanRequest
 from planner.core.partition_paths import Path
 from tests.support.interleavings import ordered_pairs
 from tests.support.partition_programs import drawn_buffer, edge
@@ -32,11 +32,16 @@ _ASYNC = {"read": ("mma", "read"), "write": ("cp.async", "write")}  # completed 
 
 @st.composite
 def looped_programs(
-    draw: st.DrawFn, names: tuple[str, ...] = ("producer", "consumer"), waits: bool = False
+    draw: st.DrawFn,
+    names: tuple[str, ...] = ("producer", "consumer"),
+    waits: bool = False,
+    fences: bool = False,
 ) -> PlanRequest:
     """Three buffers over ``names`` with one loop and maybe one branch, random syncs;
     ``waits``: some thread accesses are ``mma`` reads or ``cp.async`` writes that no
-    wait_group of the request covers (sync "insert": the plan adds the waits)."""
+    wait_group of the request covers (sync "insert": the plan adds the waits); ``fences``:
+    up to two proxy fences of the request, mostly right after a thread write by its
+    partition, else at any point by any partition."""
     horizon = 8
     ls = draw(st.integers(1, 3))
     le = draw(st.integers(ls + 2, min(ls + 3, horizon - 1)))
@@ -57,7 +62,10 @@ def looped_programs(
             if waits and a.get("agent") is None and draw(st.booleans()):
                 a["agent"], a["op"] = _ASYNC[a["op"]]
         buffers.append(buffer)
-    barriers = sorted(set(draw(st.lists(st.integers(0, horizon), max_size=1))))
+    barriers: list[int] = []
+    if fences:
+        barriers += _drawn_fences(draw, names, buffers, horizon, syncs)
+    barriers += draw(st.lists(st.integers(0, horizon), max_size=1))
     back = draw(st.sampled_from(["none", "barrier", "edge"]))  # what orders one trip's end
     if back == "barrier":  # before the next trip's start
         barriers.append(ls)
@@ -94,22 +102,42 @@ def looped_programs(
         reject()
 
 
-def _generic_writes(b: Buffer) -> bool:
-    return any(a.op == "write" and a.agent == "threads" for a in b.accesses)
-
-
-def _tma(b: Buffer) -> bool:
-    return any(a.agent == "tma" for a in b.accesses)
+def _drawn_fences(
+    draw: st.DrawFn,
+    names: tuple[str, ...],
+    buffers: list[dict[str, Any]],
+    horizon: int,
+    syncs: list[dict[str, Any]],
+) -> list[int]:
+    """Up to two proxy fences into ``syncs``: mostly one point after a thread write, by its
+    partition, and then often a block barrier at that point (it runs after the fence): the
+    points of those barriers."""
+    writes = [
+        (a["at"], a["partition"])
+        for b in buffers
+        for a in b["accesses"]
+        if a["op"] == "write" and a.get("agent") is None
+    ]
+    barriers: list[int] = []
+    for _ in range(draw(st.integers(0, 2))):
+        if writes and draw(st.sampled_from([True, True, False])):
+            at, by = draw(st.sampled_from(writes))
+            at = min(at + 1, horizon)
+            if draw(st.booleans()):
+                barriers.append(at)
+        else:
+            at, by = draw(st.integers(1, horizon)), draw(st.sampled_from(names))
+        syncs.append({"kind": "fence_proxy_async", "at": at, "partition": by})
+    return barriers
 
 
 def path_truth(
-    paths: list[Path], n: int, fenced: bool = False
+    paths: list[Path], n: int
 ) -> tuple[bool, set[tuple[int, int]], set[tuple[int, int]]]:
-    """By the brute force on every path: whether every buffer's own instances are ordered,
-    the buffer pairs (i, j), i != j, every instance pair of which is ordered one way on
-    every path (neither live together), and the pairs live together on some path.
-    ``fenced``: the kernel has proxy fences, judged by the two validators (the brute force
-    decides the order only)."""
+    """By the brute force on every path (its proxy fences included): whether every buffer's
+    own instances are ordered, the buffer pairs (i, j), i != j, every instance pair of which
+    is ordered one way on every path (neither live together), and the pairs live together on
+    some path."""
     own = True
     bad: set[tuple[int, int]] = set()
     live: set[tuple[int, int]] = set()
@@ -117,10 +145,7 @@ def path_truth(
         truth = ordered_pairs(path.request)
         bufs = path.request.buffers
         for a, b in itertools.combinations(range(len(path.buffer)), 2):
-            x, y = (a, b) if (a, b) in truth else (b, a)
-            # Without proxy fences a generic write before a TMA write stays unordered.
-            proxy = _generic_writes(bufs[x]) and _tma(bufs[y])
-            if (x, y) in truth and (fenced or not proxy):
+            if (a, b) in truth or (b, a) in truth:
                 continue
             i, j = path.buffer[a], path.buffer[b]
             if bufs[a].start < bufs[b].end and bufs[b].start < bufs[a].end:
