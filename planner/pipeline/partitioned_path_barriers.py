@@ -19,11 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from planner.core.partition_paths import Path
 from planner.core.partitions import PairOrder
-from planner.core.sync_choice import ExplicitSets, choose_on_sets
+from planner.core.sync_choice import fewest_on_sets
 
 __all__ = ["Key", "Needs", "stab"]
 
@@ -104,11 +102,4 @@ def stab(sets: list[frozenset[int]], runs: Callable[[int], int]) -> list[int]:
     """Points meeting every non-empty set at the fewest executions (``runs``), then the fewest
     points: the synchronisation choice on explicit sets (``core.sync_choice``), proved
     within ``STAB_NODES`` sets of points judged, else the best found."""
-    kept = [s for s in sets if s]
-    if not kept:
-        return []
-    points = sorted(frozenset().union(*kept))
-    needs = ExplicitSets(kept, {p: runs(p) for p in points}, points)
-    want = np.ones(len(kept), dtype=np.bool_)
-    work = STAB_NODES * (len(kept) + len(points))
-    return sorted(choose_on_sets(needs, want, points, [], max_nodes=STAB_NODES, work=work).points)
+    return fewest_on_sets(sets, runs, STAB_NODES)

@@ -21,7 +21,7 @@ from planner.core.partition_paths import partition_paths
 from planner.validators.emulator import emulate
 from planner.validators.program import with_plan_syncs
 from tests.support.mbarrier_truth import inval_truth
-from tests.support.partition_loops import looped_programs, path_truth
+from tests.support.partition_loops import looped_programs, path_truth, planned_under
 from tests.support.partition_programs import THREE, access, edge
 from tests.support.paths import ROOT
 from tests.support.plans import hand_plan
@@ -200,25 +200,6 @@ def _stacked(req: PlanRequest, pair: tuple[int, int] | None) -> dict[str, int]:
     }
 
 
-def _planned_under(req: PlanRequest, sync: str) -> tuple[PlanRequest, dict[str, Any], Plan | None]:
-    """``req`` under ``sync``, its JSON, and its plan (validated inside ``planner.plan`` and
-    by the emulator), or None where no allowed point orders a buffer's own instances."""
-    data = req.model_dump(mode="json", exclude_defaults=True)
-    data.setdefault("options", {})["sync"] = sync
-    req = PlanRequest.model_validate(data)
-    note(req.model_dump_json(exclude_defaults=True))
-    refused: RequestError | None = None
-    try:
-        plan = planner.plan(req)  # validated inside: the static check runs on every plan
-    except RequestError as err:
-        refused = err
-    if refused is not None:
-        assert [e["type"] for e in refused.errors] == ["unprotected_reuse"]
-        return req, data, None
-    assert emulate(req, plan).valid
-    return req, data, plan
-
-
 def _assert_shared_pairs_ordered(req: PlanRequest, kernel: PlanRequest, plan: Plan) -> None:
     """Every pair of buffers ``plan`` puts on common bytes is ordered on every path of
     ``kernel`` (the request as it runs with the plan's syncs), by the brute force."""
@@ -233,7 +214,7 @@ def _assert_shared_pairs_ordered(req: PlanRequest, kernel: PlanRequest, plan: Pl
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(looped_programs() | looped_programs(THREE), st.sampled_from(["insert", "none"]))
 def test_new_barriers_order_every_shared_pair_on_every_path(req: PlanRequest, sync: str) -> None:
-    req, data, plan = _planned_under(req, sync)
+    req, data, plan = planned_under(req, sync)
     if plan is None:
         return
     # The kernel as it runs, with the plan's barriers, named barriers and fences, against
@@ -651,7 +632,7 @@ def test_an_added_inval_follows_every_operation_on_every_path(req: PlanRequest) 
     st.sampled_from(["insert", "none"]),
 )
 def test_added_waits_complete_every_access_on_every_path(req: PlanRequest, sync: str) -> None:
-    req, data, plan = _planned_under(req, sync)
+    req, data, plan = planned_under(req, sync)
     if plan is None:
         return
     # The kernel as it runs, with every sync the plan adds (its waits at every run of their

@@ -20,7 +20,7 @@ import planner
 from planner.core import partitions
 from planner.core.errors import RequestError
 from planner.core.io import parse_request
-from planner.core.models import Buffer, Plan, PlanRequest
+from planner.core.models import Plan, PlanRequest
 from planner.core.partitions import pair_orders
 from planner.validators.emulator import emulate
 from planner.validators.faults import plant_fault
@@ -29,6 +29,7 @@ from planner.validators.partitions import check_partitions
 from tests.support.interleavings import ordered_pairs
 from tests.support.partition_programs import THREE, access, edge, kernel_as_run, programs
 from tests.support.paths import ROOT
+from tests.support.plans import pairs_on_common_bytes
 
 PARTS = [{"id": "producer", "threads": [0, 128]}, {"id": "consumer", "threads": [128, 256]}]
 
@@ -201,14 +202,6 @@ def test_rejects_a_partition_in_a_request_without_partitions() -> None:
         PlanRequest.model_validate(base)
 
 
-def _generic_writes(b: Buffer) -> bool:
-    return any(a.op == "write" and a.agent == "threads" for a in b.accesses)
-
-
-def _tma(b: Buffer) -> bool:
-    return any(a.agent == "tma" for a in b.accesses)
-
-
 def _shared_plan(req: PlanRequest, pair: tuple[int, int]) -> Plan:
     """A plan that puts the pair on common bytes and every other buffer apart."""
     plan = planner.plan(req)
@@ -230,23 +223,14 @@ def test_planner_and_both_validators_agree_with_every_interleaving(req: PlanRequ
     for x, y in itertools.permutations(range(len(bufs)), 2):
         if bufs[x].end > bufs[y].start:
             continue
-        # No program here has a proxy fence: a generic write before a TMA write stays unordered.
-        expect = (x, y) in truth and not (_generic_writes(bufs[x]) and _tma(bufs[y]))
+        # The brute force orders a generic write before a TMA write only behind a proxy fence.
+        expect = (x, y) in truth
         assert ((x, y) in planned) == expect, (x, y)
         plan = _shared_plan(req, (x, y))
         static = [c for c, _, _ in check_partitions(req, plan, sorted(set(req.barriers)))]
         emulated = [c for c, _, _, _ in run_partitions(req, plan, sorted(set(req.barriers)))]
         assert (not static) == expect, (x, y, static)
         assert (not emulated) == expect, (x, y, emulated)
-
-
-def _on_common_bytes(plan: Plan) -> list[tuple[int, int]]:
-    where = [(p.offset, p.offset + p.size) for p in plan.placements]
-    return [
-        (i, j)
-        for i, j in itertools.combinations(range(len(where)), 2)
-        if where[i][0] < where[j][1] and where[j][0] < where[i][1]
-    ]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -262,7 +246,7 @@ def test_inserted_syncs_order_every_shared_pair_in_every_interleaving(
     kernel = kernel_as_run(req, plan)
     truth = ordered_pairs(kernel)
     bufs = req.buffers
-    for i, j in _on_common_bytes(plan):
+    for i, j in pairs_on_common_bytes(plan):
         x, y = (i, j) if bufs[i].end <= bufs[j].start else (j, i)
         assert (x, y) in truth, (bufs[x].id, bufs[y].id)
     new = plan.barriers.required or plan.named_barriers or plan.fences
@@ -297,11 +281,7 @@ def _optimum(req: PlanRequest, apart: set[tuple[int, int]]) -> int:
 @given(programs())
 def test_lower_bound_never_exceeds_the_brute_force_optimum(req: PlanRequest) -> None:
     bufs = req.buffers
-    truth = {
-        (x, y)
-        for x, y in ordered_pairs(req)
-        if not (_generic_writes(bufs[x]) and _tma(bufs[y]))  # no proxy fence in these programs
-    }
+    truth = ordered_pairs(req)  # a generic write before a TMA write: behind a proxy fence only
     n = len(bufs)
     apart = {
         (i, j)

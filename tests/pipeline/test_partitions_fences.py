@@ -24,7 +24,7 @@ from tests.support.interleavings import ordered_pairs
 from tests.support.partition_fences import fence_programs, fenced_rings
 from tests.support.partition_loops import looped_programs, path_truth
 from tests.support.partition_programs import THREE, access, kernel_as_run
-from tests.support.plans import hand_plan
+from tests.support.plans import hand_plan, pairs_on_common_bytes
 
 PARTS = [{"id": "producer", "threads": [0, 128]}, {"id": "consumer", "threads": [128, 256]}]
 
@@ -171,15 +171,6 @@ def _existing(req: PlanRequest) -> PlanRequest:
     return PlanRequest.model_validate(data)
 
 
-def _on_common_bytes(plan: Plan) -> list[tuple[int, int]]:
-    where = [(p.offset, p.offset + p.size) for p in plan.placements]
-    return [
-        (i, j)
-        for i, j in itertools.combinations(range(len(where)), 2)
-        if where[i][0] < where[j][1] and where[j][0] < where[i][1]
-    ]
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fence_programs() | fence_programs(THREE), st.sampled_from(["insert", "none", "existing"]))
 def test_plans_share_bytes_only_where_every_interleaving_orders_and_fences(
@@ -196,7 +187,7 @@ def test_plans_share_bytes_only_where_every_interleaving_orders_and_fences(
     kernel = kernel_as_run(req, plan)
     truth = ordered_pairs(kernel)
     bufs = req.buffers
-    shared = _on_common_bytes(plan)
+    shared = pairs_on_common_bytes(plan)
     for i, j in shared:
         x, y = (i, j) if bufs[i].end <= bufs[j].start else (j, i)
         assert (x, y) in truth, (bufs[x].id, bufs[y].id)
@@ -256,5 +247,5 @@ def test_both_validators_agree_with_every_interleaving_on_every_path_with_fences
         data = kernel.model_dump(mode="json", exclude_defaults=True)
         data["options"] = {"sync": "existing"}
         ran = path_truth(partition_paths(PlanRequest.model_validate(data)), n)
-        for i, j in _on_common_bytes(made):
+        for i, j in pairs_on_common_bytes(made):
             assert (i, j) in ran[1], (sync, i, j)

@@ -6,12 +6,15 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from hypothesis import reject
+from hypothesis import note, reject
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from planner.core.models import PlanRequest
+import planner
+from planner.core.errors import RequestError
+from planner.core.models import Plan, PlanRequest
 from planner.core.partition_paths import Path
+from planner.validators.emulator import emulate
 from tests.support.interleavings import ordered_pairs
 from tests.support.partition_programs import drawn_buffer, edge
 
@@ -156,3 +159,22 @@ def path_truth(
                 bad |= {(i, j), (j, i)}
     good = {(i, j) for i in range(n) for j in range(n) if i != j and (i, j) not in bad}
     return own, good, live
+
+
+def planned_under(req: PlanRequest, sync: str) -> tuple[PlanRequest, dict[str, Any], Plan | None]:
+    """``req`` under ``sync``, its JSON, and its plan (validated inside ``planner.plan`` and
+    by the emulator), or None where no allowed point orders a buffer's own instances."""
+    data = req.model_dump(mode="json", exclude_defaults=True)
+    data.setdefault("options", {})["sync"] = sync
+    req = PlanRequest.model_validate(data)
+    note(req.model_dump_json(exclude_defaults=True))
+    refused: RequestError | None = None
+    try:
+        plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    except RequestError as err:
+        refused = err
+    if refused is not None:
+        assert [e["type"] for e in refused.errors] == ["unprotected_reuse"]
+        return req, data, None
+    assert emulate(req, plan).valid
+    return req, data, plan

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 
 import numpy as np
@@ -71,3 +72,14 @@ def hand_plan(
         graph=GraphStats(buffers=len(request.buffers), live_edges=0, hazard_edges=0, components=0),
         request_sha256="",
     )
+
+
+def pairs_on_common_bytes(plan: Plan) -> list[tuple[int, int]]:
+    """Buffer pairs ``(i, j)``, ``i < j`` in request order, that ``plan`` places on a common
+    byte."""
+    where = [(p.offset, p.offset + p.size) for p in plan.placements]
+    return [
+        (i, j)
+        for i, j in itertools.combinations(range(len(where)), 2)
+        if where[i][0] < where[j][1] and where[j][0] < where[i][1]
+    ]
