@@ -58,10 +58,16 @@ class NewSyncs:
         added in all: one execution each."""
         return len(self.clusters), len(self.clusters) + len(self.blocks) + len(self.named)
 
+    def joint(self, key: tuple[int, int]) -> None:
+        """Say that pair ``key`` is ordered by the request's syncs and the new ones together:
+        its own new fence was left out as needless (``partition_fences``)."""
+        self._orders[key] = ("joint", 0, 0)
+
     def orders(self, v: PairOrder) -> tuple[str, int, int] | None:
         """How the new syncs order a pair that the request's alone do not: ("cluster", point,
-        0), ("block", point, 0), ("named", point, id), ("fence", 0, 0); None when they do
-        not. Taken once per pair (the syncs are not changed after they are chosen)."""
+        0), ("block", point, 0), ("named", point, id), ("fence", 0, 0), ("joint", 0, 0) (see
+        ``joint``); None when they do not. Taken once per pair (the syncs are not changed
+        after they are chosen)."""
         key = (v.i, v.j)
         if key not in self._orders:
             self._orders[key] = self._order(v)

@@ -42,6 +42,7 @@ from planner.core.sync_choice import stabbing_points
 from planner.pipeline.ground import Ground
 from planner.pipeline.outcome import Outcome
 from planner.pipeline.outcome_parts import Witness, pair_certifier, pair_stats, partition_barriers
+from planner.pipeline.partition_fences import needless_fences_left_out
 from planner.pipeline.partition_syncs import (
     NewSyncs,
     choose_syncs,
@@ -82,6 +83,8 @@ def plan_partitioned(g: Ground) -> Outcome:
         placed, added = _without_new_syncs(made_on, placed, added, stabs)
     if added.fences:
         placed, added = _without_fences(made_on, placed, added)
+        shared = on_common_bytes(sizes, placed.plan_offsets)
+        added = needless_fences_left_out(req, verdicts, shared, added, invals)
     waited = waits_in_words(req, completed, _origin(req)) if completed is not None else {}
     outcome = _assemble(g, verdicts, placed, added, (bound, clique), invals, waited)
     if not waits:
@@ -416,6 +419,8 @@ def _how(v: PairOrder, added: NewSyncs, names: list[str], origin: str) -> str | 
     if got is None:
         return None
     kind, at, ident = got
+    if kind == "joint":
+        return f"the request's syncs together with the syncs this plan adds ({origin})"
     fences = "".join(
         f", with a proxy fence by {names[q]} at point {p} ({origin})" for q, p in v.fences
     )
