@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 import planner
 from planner.core.models import Plan, PlanRequest
 from planner.validators.emulator import emulate
-from tests.support.partition_fences import fence_programs
+from tests.support.partition_fences import fence_programs, fenced_rings
+from tests.support.partition_loops import planned_under
 from tests.support.partition_programs import THREE, access
 
 PARTS = [{"id": "producer", "threads": [0, 128]}, {"id": "consumer", "threads": [128, 256]}]
@@ -105,3 +106,12 @@ def test_every_fence_a_plan_adds_is_needed(req: PlanRequest, sync: str) -> None:
     plan = planner.plan(req)  # validated inside
     assert emulate(req, plan).valid
     _each_fence_needed(req, plan)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fenced_rings(), st.sampled_from(["insert", "none"]))
+def test_every_fence_a_looped_plan_adds_is_needed(req: PlanRequest, sync: str) -> None:
+    """The same on partitions with loops, planned on every path."""
+    req, _, plan = planned_under(req, sync)  # validated, and by the emulator
+    if plan is not None:  # else refused: no allowed point orders a slot's own instances
+        _each_fence_needed(req, plan)
