@@ -20,7 +20,7 @@ some path, and under "existing" also unordered on some path.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pydantic import ValidationError
 
@@ -148,7 +148,8 @@ def _place(g: Ground, frame: _Frame) -> _Placed:
         placed = place(g, hard, frame.bound)
         return _Placed(frame, placed, hard, PathSyncs(), {})
     frame, chosen, invals = _with_invals(g, frame, _choose(g, frame))
-    return _Placed(frame, chosen.placed, chosen.hard, _added(frame, chosen), invals)
+    added = _fewer_fences(frame.req, chosen.keys, _added(frame, chosen))
+    return _Placed(frame, chosen.placed, chosen.hard, added, invals)
 
 
 def _outcome(
@@ -324,6 +325,18 @@ def _added(frame: _Frame, v: _Variant, named_ok: bool = True) -> PathSyncs:
     return added
 
 
+def _fewer_fences(req: PlanRequest, keys: list[Key], added: PathSyncs) -> PathSyncs:
+    """``added`` without the new fences the kernel does not need: each, earliest first, is
+    left out when the kernel with the rest still orders every key on every path (a barrier
+    added for another key stands after a fence of the writer's, the request's or a new one)."""
+    fences = list(added.fences)
+    for fence in sorted(added.fences, key=lambda f: (f[1], f[0])):
+        trial = [f for f in fences if f != fence]
+        if _holds(req, keys, replace(added, fences=trial)):
+            fences = trial
+    return added if len(fences) == len(added.fences) else replace(added, fences=fences)
+
+
 def _holds(req: PlanRequest, keys: list[Key], added: PathSyncs) -> bool:
     """Whether the kernel with the new syncs ``added`` orders every buffer's own instances
     and every pair of ``keys`` on every path (the pair verdicts over again)."""
@@ -446,11 +459,14 @@ def _notes(
             how = f"a named barrier (id {named[at]}) at point {at} ({origin})"
         elif at is not None:
             how = f"a block barrier at point {at} ({origin})"
-        if needs is not None and added.fences:
-            mine = sorted(needs.fences.get((i, j), ()))
+        if needs is not None and added.fences and needs.fences.get((i, j)):
+            own = set(needs.fences[i, j])
             how += "".join(
-                f", with a proxy fence by {names[q]} at point {p} ({origin})" for q, p in mine
+                f", with a proxy fence by {names[q]} at point {p} ({origin})"
+                for q, p in sorted(own & set(added.fences))
             )
+            if not own <= set(added.fences):
+                how += ", with the fences already in the kernel"
         if x in invals:
             q, p = invals[x]
             how = f"the mbarrier_inval by {names[q]} at point {p} ({origin}), then {how}"

@@ -115,3 +115,48 @@ def test_every_fence_a_looped_plan_adds_is_needed(req: PlanRequest, sync: str) -
     req, _, plan = planned_under(req, sync)  # validated, and by the emulator
     if plan is not None:  # else refused: no allowed point orders a slot's own instances
         _each_fence_needed(req, plan)
+
+
+LOOPED = {
+    "barriers": [2],
+    "loops": [{"start": 1, "end": 5, "trips": 2}],
+    "syncs": [
+        {"kind": "mbarrier_arrive", "at": 2, "mbarrier": "full", "partition": "producer"},
+        {"kind": "mbarrier_wait", "at": 3, "mbarrier": "full", "partition": "consumer"},
+        {"kind": "expect_tx", "at": 5, "mbarrier": "landed", "partition": "consumer"},
+        {"kind": "mbarrier_wait", "at": 6, "mbarrier": "landed", "partition": "consumer"},
+        {"kind": "fence_proxy_async", "at": 5, "partition": "producer"},
+    ],
+    "partitions": PARTS,
+    "buffers": [
+        {
+            "id": "tile",
+            "size": 256,
+            "start": 1,
+            "end": 5,
+            "accesses": [access("write", 1, "producer"), access("read", 3, "consumer")],
+        },
+        {
+            "id": "out",
+            "size": 256,
+            "start": 5,
+            "end": 7,
+            "accesses": [
+                access("write", 5, "consumer", agent="tma", mbarrier="landed"),
+                access("read", 6, "consumer"),
+            ],
+        },
+    ],
+}
+
+
+@pytest.mark.parametrize("sync", ["insert", "none"])
+def test_no_fence_in_a_loop_where_the_requests_fence_serves(sync: str) -> None:
+    """The tile written in a loop hands its bytes to a TMA write after it; the request's own
+    fence at 5 and the barrier the plan adds there order the two: no fence at 2 as well."""
+    req = PlanRequest.model_validate({**LOOPED, "options": {"sync": sync}})
+    plan = planner.plan(req)  # validated inside: the static check runs on every plan
+    assert emulate(req, plan).valid
+    assert plan.arena_bytes == 256
+    assert plan.fences == []
+    _each_fence_needed(req, plan)
