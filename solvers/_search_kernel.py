@@ -515,12 +515,9 @@ def _bounds(
             o = _align_up(o, inst.alignment[c])
         if o + size[c] > capacity:
             return -1
-        # Unsigned indices: no negative-index wrap check in the hottest loop.
-        u = np.uint64(first[c])
-        while u < np.uint64(last[c]):
-            if section_floor[u] > o:
-                section_floor[u] = o
-            u += np.uint64(1)
+        # A slice and ``np.minimum``: the hottest loop, compiled to vector instructions.
+        live = section_floor[first[c] : last[c]]
+        np.minimum(live, o, live)
     return count
 
 
@@ -588,6 +585,20 @@ def _section_need(inst: SearchArrays, st: SearchState, s: int, level: int, capac
 
 
 @njit(borrows=True)
+def _first_over(section_floor: I64, height: I64, rem: I64, capacity: int) -> int:
+    """The first section whose unplaced bytes do not stack within ``capacity`` bytes from its
+    level (its floor, or the placed buffers' height there if higher), with no pinned buffer
+    to clear; the number of sections where none."""
+    sections: int = section_floor.shape[0]
+    first = sections
+    for s in range(sections):
+        level = max(section_floor[s], height[s])
+        over = (level + rem[s] > capacity) & (rem[s] != 0) & (section_floor[s] != NEVER)
+        first = min(first, s if over else sections)
+    return first
+
+
+@njit(borrows=True)
 def _sections_fit(inst: SearchArrays, st: SearchState, capacity: int) -> tuple[bool, int]:
     """(whether every section's unplaced buffers stack up, disjoint, above its floor and the
     placed buffers there, clearing the pinned buffers, within ``capacity`` bytes, the padding
@@ -595,7 +606,15 @@ def _sections_fit(inst: SearchArrays, st: SearchState, capacity: int) -> tuple[b
     alignments force (``_padding_fits``)."""
     rem = st.rem
     work = 0
-    for s in range(st.section_floor.shape[0]):
+    # Without pinned buffers a section needs its level and its unplaced bytes: one pass
+    # finds the first that overflows (vector instructions, no early exit), then the loop
+    # visits only the sections before it that alignment may pad, in the same order.
+    sections = st.section_floor.shape[0]
+    pinless = inst.sec_pin.size == 0
+    over = _first_over(st.section_floor, st.height, rem, capacity) if pinless else sections
+    for s in range(over):
+        if pinless and inst.sec_period[s] == 0:
+            continue
         level = st.section_floor[s]
         if rem[s] == 0 or level == NEVER:
             continue  # empty, or another scope's section
@@ -611,7 +630,7 @@ def _sections_fit(inst: SearchArrays, st: SearchState, capacity: int) -> tuple[b
         work += steps
         if not fits:
             return False, work
-    return True, work
+    return over == sections, work
 
 
 @njit(borrows=True)

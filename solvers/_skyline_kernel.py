@@ -222,19 +222,14 @@ def _seat(inst: SkylineArrays, st: SkylineState, lo: int, hi: int) -> int:
     for c in range(inst.size.shape[0]):
         if st.offset[c] >= 0 or first[c] < lo or first[c] >= hi:
             continue
-        # Unsigned indices: no negative-index wrap check in the hottest loops.
+        # Slices: the hottest loops, compiled to vector instructions.
         top = 0
-        u = np.uint64(first[c])
-        while u < np.uint64(last[c]):
-            top = max(top, height[u])
-            u += np.uint64(1)
+        for h in height[first[c] : last[c]]:
+            top = max(top, h)
         top = (top + inst.alignment[c] - 1) & -inst.alignment[c]
         st.sits[c] = top
-        u = np.uint64(first[c])
-        while u < np.uint64(last[c]):
-            if low[u] > top:
-                low[u] = top
-            u += np.uint64(1)
+        live = low[first[c] : last[c]]
+        np.minimum(live, top, live)
         work += 2 * (last[c] - first[c])
     return work
 
