@@ -34,6 +34,7 @@ from planner.core.clock import note_cut, wall_limit
 from planner.core.cores import usable_cores
 from planner.core.graph import InterferenceGraph
 from planner.solvers._pace_kernel import member_cap
+from planner.solvers._rows_kernel import rows_by_rank
 from planner.solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES, SearchArrays, decide
 from planner.solvers._skyline_kernel import FEWEST, LEFTMOST, SkylineArrays, decide_skyline
 from planner.solvers._stack_kernel import MAX_BUFFERS as STACK_MAX_BUFFERS
@@ -384,16 +385,13 @@ def _twin_prev(by_rank: I64, twins: I64) -> I64:
 
 def _by_size_lists(size: I64, src: I64, dst: I64) -> tuple[I64, I64]:
     """Row pointers and columns of the pairs ``(src, dst)`` (each pair once), each row's
-    columns by size, ties by index: one sort of ``src * n + rank``, the rank of a column's
-    (size, index)."""
+    columns by size, ties by index (``rows_by_rank`` on each column's rank by (size,
+    index))."""
     n = int(size.size)
     by_size = np.lexsort((np.arange(n), size)).astype(np.int64)
     rank = np.empty(n, dtype=np.int64)
     rank[by_size] = np.arange(n, dtype=np.int64)
-    keys = np.sort(src.astype(np.int64) * n + rank[dst])
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(src, minlength=n), out=ptr[1:])
-    cols: I64 = by_size[keys % n] if n else keys
+    ptr, cols = rows_by_rank(src.astype(np.int64), dst.astype(np.int64), rank)
     return ptr, cols
 
 
