@@ -9,6 +9,7 @@ kept.
 
 from __future__ import annotations
 
+import gc
 import json
 import resource
 import sys
@@ -177,6 +178,7 @@ def run_instance(instance: Instance) -> BenchRow:
     plan = None
     for _ in range(max(1, instance.repeat)):
         seen: list[tuple[float, int, int]] = []  # (seconds, arena, bound)
+        gc.collect()  # the garbage of earlier runs is not this one's to collect
         t0 = time.perf_counter()
         with listening(_recorder(seen)):
             plan = planner.plan(instance.request, max_buffers=max(n, DEFAULT_MAX_BUFFERS))

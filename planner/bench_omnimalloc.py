@@ -10,6 +10,7 @@ pins kept, no shared byte between conflicting buffers, offsets aligned. Its plan
 
 from __future__ import annotations
 
+import gc
 import importlib
 import inspect
 import time
@@ -94,6 +95,7 @@ def run_allocator(
     placed: Any = ()
     for _ in range(max(1, instance.repeat)):
         allocator = _allocator(module, name, request.options.time_limit, threads)
+        gc.collect()  # as before each of the planner's runs (``planner.bench``)
         t0 = time.perf_counter()
         placed = module.allocate(allocations, allocator=allocator)
         best = min(best, time.perf_counter() - t0)

@@ -140,6 +140,16 @@ def _members(g: InterferenceGraph) -> list[_Member]:
     return [*portfolio.first, *portfolio.rest]
 
 
+_MEMO = "search"  # the key of a graph's portfolio in ``InterferenceGraph.memo``
+
+
+def _portfolio_of(g: InterferenceGraph) -> _Portfolio:
+    """The portfolio of ``g``: the one its first try built and left (with what that try ran
+    out of nodes on), taken from the graph (one search takes it up), else a new one."""
+    kept = g.memo.pop(_MEMO, None)
+    return kept if isinstance(kept, _Portfolio) else _Portfolio(g)
+
+
 class _Portfolio:
     """The members of ``_members``: MiniMalloc's published orders built at once, the others
     (``rest``) when a decision first needs them; all on one set of shared arrays."""
@@ -149,6 +159,9 @@ class _Portfolio:
         self._common = _Common.of(g)
         self.first: list[_Member] = list(self._common.instances(g, MINIMALLOC_ORDERS))
         self._rest: list[_Member] | None = None
+        # The capacity (bytes) at which every published order ran its first try's nodes out
+        # (``_Descent.first_try``); None: none did.
+        self.ran_out_at: int | None = None
 
     @property
     def rest(self) -> list[_Member]:
@@ -494,11 +507,15 @@ def _decide_staged(
     """(status, offsets, nodes charged) at ``capacity`` bytes over the portfolio: first
     MiniMalloc's published orders alone, on ``FIRST_NODES_PER_BUFFER`` nodes a buffer each
     (a search that seldom backtracks decides within them), then, if none decided, the whole
-    portfolio's race on the nodes left."""
+    portfolio's race on the nodes left. Where the first try (``_Descent.first_try``) ran
+    those very decisions out of nodes at ``capacity``, they are charged, not run again."""
     first = portfolio.first
     quick = FIRST_NODES_PER_BUFFER * int(first[0].size.size) * len(first)
     used = 0
-    if quick < nodes // 2:
+    if quick < nodes // 2 and portfolio.ran_out_at == capacity:
+        portfolio.ran_out_at = None  # once: a later decision of it would be the race's
+        used = _all_out_charge(first, quick)
+    elif quick < nodes // 2:
         status, offsets, used = _decide_all(first, capacity, quick, deadline, stop=stop)
         if status != OUT_OF_NODES or (stop is not None and stop.stopped):
             return status, offsets, used
@@ -556,6 +573,13 @@ def _decide_all(
         return OUT_OF_NODES, results[0][1], sum(per >> w for w in weights)
     effort, i = min(decided)
     return results[i][0], results[i][1], sum(max(1, effort >> w) for w in weights)
+
+
+def _all_out_charge(insts: Sequence[_Member], nodes: int) -> int:
+    """The nodes ``_decide_all`` charges over ``insts`` on ``nodes`` when no member decides."""
+    weights = _weights(insts)
+    per = int(nodes / _shares(insts))
+    return sum(per >> w for w in weights)
 
 
 def _repeats(insts: Sequence[_Member]) -> list[int]:
@@ -871,7 +895,7 @@ def solve_search(
         low=lo,
         high=_ceiling(g, step, cap, (best_arena, upper)),
         left=node_budget(g, time_limit) if nodes is None else nodes,
-        portfolio=_Portfolio(g),
+        portfolio=_portfolio_of(g),
         tolerance=tolerance,
         stop=stop,
         on_progress=on_progress,
@@ -987,15 +1011,24 @@ class _Descent:
     def first_try(self) -> None:
         """Look for a plan at the lowest capacity worth trying: MiniMalloc's published orders
         in turn, each on ``FIRST_NODES_PER_BUFFER`` nodes a buffer (within the nodes left),
-        until one decides."""
+        until one decides. Where each runs its full share out of nodes, the graph keeps the
+        portfolio (``InterferenceGraph.memo``) with that capacity: a later search of the
+        request charges those decisions instead of running them again
+        (``_decide_staged``)."""
         if self.low > self.high or not self.time_left():
             return
+        full = 0  # orders that ran their full share out of nodes
         for inst in self.portfolio.first:
             nodes = min(self.left, FIRST_NODES_PER_BUFFER * int(inst.size.size))
             if nodes <= 0 or time.perf_counter() - self.clock >= self.wall:
                 return
-            if self._record(self.low, *_decide(inst, self.low, nodes)) != OUT_OF_NODES:
+            status, offsets, used = _decide(inst, self.low, nodes)
+            if self._record(self.low, status, offsets, used) != OUT_OF_NODES:
                 return
+            full += nodes == FIRST_NODES_PER_BUFFER * int(inst.size.size)
+        if full == len(self.portfolio.first) and (self.stop is None or not self.stop.stopped):
+            self.portfolio.ran_out_at = self.low
+            self.g.memo[_MEMO] = self.portfolio
 
     def _record(self, target: int, status: int, offsets: I64, used: int) -> int:
         """What deciding ``target`` gave: the nodes spent, a plan found (the best now) or

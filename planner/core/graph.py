@@ -21,7 +21,7 @@ built only when a heuristic or an exact method asks for them, within the limits 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -107,6 +107,9 @@ class InterferenceGraph:
     size: I64  # bytes
     alignment: I64  # bytes, power of two
     pinned: I64  # bytes, -1 where free
+    # What a solver built of this graph for a later step of the same request to take up
+    # (the search's portfolio); empty in a copy made with ``dataclasses.replace``.
+    memo: dict[str, object] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @property
     def n(self) -> int:

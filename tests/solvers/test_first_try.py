@@ -4,17 +4,21 @@ is the one the portfolio and the exact methods give without it."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
 import planner
 import planner.solvers.auto as auto
 import planner.solvers.search as search
-from planner.core.graph import build_graph
+from planner.core.graph import InterferenceGraph, build_graph
 from planner.core.models import Plan, PlanRequest
 from planner.families import CAPACITY, CHECK_SEED, family_instance
 from planner.generate import random_request
 from planner.solvers._search_kernel import FOUND
+from planner.solvers.solution import Solution
+from tests.support.bruteforce import assert_valid_offsets
 
 pytestmark = pytest.mark.slow
 
@@ -94,3 +98,58 @@ def test_rounds_skip_members_that_cannot_beat_a_plan_found_and_answer_alike(
     # The first order finds a plan in one node a buffer, which no later order can beat:
     # they never run.
     assert calls == [FOUND]
+
+
+def _searched(request: PlanRequest, g: InterferenceGraph) -> Solution:
+    result = search.solve_search(
+        g, capacity=CAPACITY, lower_bound=CAPACITY, hint=None, time_limit=10.0
+    )
+    if result.offsets is not None:
+        assert_valid_offsets(request, g, result.offsets)
+    return result
+
+
+def test_a_search_after_a_first_try_out_of_nodes_does_not_decide_it_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The first generated instance whose first try runs every published order out of nodes.
+    for seed in range(CHECK_SEED + 60, CHECK_SEED + 90):
+        request = _request("random-wide", 400, seed)
+        g = build_graph(request, "none")
+        nodes = search.first_try_nodes(g)
+        tried = search.solve_search(
+            g,
+            capacity=CAPACITY,
+            lower_bound=CAPACITY,
+            hint=None,
+            time_limit=10.0,
+            nodes=nodes,
+            first_try=True,
+        )
+        if not tried.proved_optimal:
+            break
+    assert g.memo, "no drawn instance left its first try out of nodes"
+    decided: list[tuple[int, int]] = []  # (members, capacity) of each decision
+    real = search._decide_all
+
+    def counted(
+        insts: list[search._Member], capacity: int, *args: Any, **kwargs: Any
+    ) -> tuple[int, np.ndarray, int]:
+        decided.append((len(insts), capacity))
+        return real(insts, capacity, *args, **kwargs)
+
+    monkeypatch.setattr(search, "_decide_all", counted)
+    after = _searched(request, g)
+    # The published orders alone were not asked at the capacity again: the race came first.
+    first = len(search.MINIMALLOC_ORDERS)
+    assert decided
+    assert decided[0][1] == CAPACITY
+    assert decided[0][0] > first
+    assert not g.memo  # taken up
+    # The same search as one that decides them again, on a graph without the memo.
+    start = len(decided)
+    again = _searched(request, build_graph(request, "none"))
+    assert decided[start] == (first, CAPACITY)
+    assert after.arena_bytes == again.arena_bytes
+    assert after.bound == again.bound
+    assert np.array_equal(np.asarray(after.offsets), np.asarray(again.offsets))
