@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -16,6 +17,7 @@ from planner.pipeline.placement import component_count
 from planner.solvers.solution import Solution
 
 __all__ = [
+    "Solved",
     "Witness",
     "block_barriers",
     "interval_certificate",
@@ -23,9 +25,35 @@ __all__ = [
     "pair_certifier",
     "pair_stats",
     "partition_barriers",
+    "solved",
 ]
 
 I64 = npt.NDArray[np.int64]
+
+
+class Solved(TypedDict):
+    """The outcome's fields a placement gives (``planner.pipeline.outcome.Outcome``)."""
+
+    method: str
+    offsets: I64
+    arena: int
+    tried: list[tuple[str, int]]
+    bound: int
+    proved: bool
+
+
+def solved(result: Solution, offsets: I64 | None = None, arena: int | None = None) -> Solved:
+    """The placement ``result``'s method, offsets and arena (``offsets`` and ``arena`` where
+    the route plans others from it: the unrolled program's), what it tried, the bound it
+    proved and whether the arena is proved optimal."""
+    return Solved(
+        method=result.name,
+        offsets=result.plan_offsets if offsets is None else offsets,
+        arena=result.plan_arena if arena is None else arena,
+        tried=result.tried,
+        bound=result.bound,
+        proved=result.proved_optimal,
+    )
 
 
 def block_barriers(

@@ -41,7 +41,13 @@ from planner.core.partitions import (
 from planner.core.sync_choice import stabbing_points
 from planner.pipeline.ground import Ground
 from planner.pipeline.outcome import Outcome
-from planner.pipeline.outcome_parts import Witness, pair_certifier, pair_stats, partition_barriers
+from planner.pipeline.outcome_parts import (
+    Witness,
+    pair_certifier,
+    pair_stats,
+    partition_barriers,
+    solved,
+)
 from planner.pipeline.partition_fences import needless_fences_left_out
 from planner.pipeline.partition_syncs import (
     NewSyncs,
@@ -291,14 +297,9 @@ def _assemble(
     ]
     free = _free(verdicts, added)
     return Outcome(
-        method=placed.name,
-        offsets=offsets,
+        **solved(placed),
         sizes=sizes,
-        arena=placed.plan_arena,
-        tried=placed.tried,
         lower_bound=bound,
-        bound=placed.bound,
-        proved=placed.proved_optimal,
         barriers=partition_barriers(g, added.blocks),
         graph=pair_stats(
             len(sizes),

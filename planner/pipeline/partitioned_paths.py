@@ -38,7 +38,13 @@ from planner.core.partition_paths import Path, grown_lifetime, partition_paths
 from planner.core.partitions import pair_orders, weight_clique
 from planner.pipeline.ground import Ground
 from planner.pipeline.outcome import Outcome
-from planner.pipeline.outcome_parts import Witness, pair_certifier, pair_stats, partition_barriers
+from planner.pipeline.outcome_parts import (
+    Witness,
+    pair_certifier,
+    pair_stats,
+    partition_barriers,
+    solved,
+)
 from planner.pipeline.partition_syncs import named_barriers, waits_in_words
 from planner.pipeline.partitioned_path_barriers import Key, Needs, stab
 from planner.pipeline.partitioned_path_invals import inval_candidates, with_invals
@@ -164,14 +170,9 @@ def _outcome(
     n = len(req.buffers)
     names = [p.id for p in req.partitions]
     return Outcome(
-        method=placed.name,
-        offsets=placed.plan_offsets,
+        **solved(placed),
         sizes=g.sizes,
-        arena=placed.plan_arena,
-        tried=placed.tried,
         lower_bound=frame.bound,
-        bound=placed.bound,
-        proved=placed.proved_optimal,
         barriers=partition_barriers(g, added.blocks),
         graph=pair_stats(n, len(frame.live), sorted(made.hard)),
         certify=pair_certifier(req, Witness(frame.clique, frame.bound), placed.bound),

@@ -9,7 +9,7 @@ from planner.pipeline.context import Context, build_context
 from planner.pipeline.diagnostics import diagnostics
 from planner.pipeline.ground import Ground
 from planner.pipeline.outcome import Outcome, Routed
-from planner.pipeline.outcome_parts import interval_certificate, interval_stats
+from planner.pipeline.outcome_parts import interval_certificate, interval_stats, solved
 from planner.pipeline.placement import Placement
 from planner.pipeline.strategies import attempts
 
@@ -38,14 +38,9 @@ def _outcome(ctx: Context, attempt: Placement, chosen: bool) -> Outcome:
     g = ctx.reference
     result, choice = attempt.result, attempt.barriers
     return Outcome(
-        method=result.name,
-        offsets=result.plan_offsets,
+        **solved(result),
         sizes=g.size.tolist(),
-        arena=result.plan_arena,
-        tried=result.tried,
         lower_bound=ctx.bound.bytes,
-        bound=result.bound,
-        proved=result.proved_optimal,
         barriers=Barriers(
             existing=ctx.existing, inserted=choice.inserted, required=choice.required
         ),

@@ -48,7 +48,13 @@ from planner.core.models import (
 from planner.pipeline.context import CAP_SETS_MAX
 from planner.pipeline.ground import Ground, build_ground
 from planner.pipeline.outcome import Outcome
-from planner.pipeline.outcome_parts import Witness, block_barriers, pair_certifier, pair_stats
+from planner.pipeline.outcome_parts import (
+    Witness,
+    block_barriers,
+    pair_certifier,
+    pair_stats,
+    solved,
+)
 from planner.pipeline.placement import Placement, pair_graph, place
 from planner.pipeline.program import Program, build_program, held_peak
 from planner.pipeline.unrolled_aliases import PieceAliases
@@ -536,14 +542,9 @@ def _assemble(s: _Setup, chosen: Placement, peak: Bound) -> Outcome:
     edges = chosen.edges
     assert edges is not None  # placed on the program's pairs
     return Outcome(
-        method=result.name,
-        offsets=chosen.offsets,
+        **solved(result, chosen.offsets, chosen.arena),
         sizes=s.g.sizes,
-        arena=chosen.arena,
-        tried=result.tried,
         lower_bound=bound,
-        bound=result.bound,
-        proved=result.proved_optimal,
         barriers=barriers,
         graph=pair_stats(len(req.buffers), len(prog.live_pairs), edges),
         certify=pair_certifier(req, Witness(peak[2], bound, peak[1]), result.bound),
