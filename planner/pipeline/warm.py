@@ -15,8 +15,9 @@ from typing import Any
 from planner.core._jit import compiled
 from planner.core.install import available
 from planner.solvers.auto import WARM_UP_BUFFERS
+from planner.solvers.greedy import DENSE_DEGREE, SKYLINE_MAX_BUFFERS
 
-__all__ = ["WARM_UP", "ensure_warm", "warm_up_requests"]
+__all__ = ["DENSE_WARM_UP_BUFFERS", "WARM_UP", "ensure_warm", "warm_up_requests"]
 
 WARM_UP: list[dict[str, Any]] = [
     {
@@ -47,6 +48,28 @@ WARM_UP.append(
                 "alignment": 1 << (i % 3) * 2,
             }
             for i in range(LARGE_WARM_UP_BUFFERS)
+        ],
+    }
+)
+
+
+# Dense (model-like: past SKYLINE_MAX_BUFFERS buffers, each meeting at least DENSE_DEGREE
+# others): the greedy fits run on the segment tree (``solvers.greedy.uses_tree``), which the
+# requests above never reach. Every buffer lives across point 64, so each meets all the others.
+DENSE_WARM_UP_BUFFERS = max(SKYLINE_MAX_BUFFERS, DENSE_DEGREE) + 64
+WARM_UP.append(
+    {
+        "name": "warm-up-dense",
+        "options": {"solver": "greedy", "time_limit": 10.0, "sync": "none"},
+        "buffers": [
+            {
+                "id": f"b{i}",
+                "size": 16 * (1 + i % 7),
+                "start": i % 64,
+                "end": 65 + i % 64 + i % 3,
+                "alignment": 1 << (i % 3) * 2,
+            }
+            for i in range(DENSE_WARM_UP_BUFFERS)
         ],
     }
 )

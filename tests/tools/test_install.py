@@ -90,6 +90,57 @@ def test_warm_up_requests_plan_and_validate() -> None:
         assert planner.validate(request, plan).valid
 
 
+# In a fresh process: the warm-up, then a model-like request of another shape (nested
+# lifetimes, every buffer meeting the others: dense); prints the kernels that request loaded.
+_LOADED_AFTER_WARM_UP = """
+import json, sys
+import planner
+from planner.core._jit import Kernel
+from planner.pipeline.warm import ensure_warm
+from planner.solvers.greedy import DENSE_DEGREE, SKYLINE_MAX_BUFFERS
+
+def unloaded():
+    return {
+        f"{name}.{key}"
+        for name, module in list(sys.modules.items())
+        if name.startswith("planner.")
+        for key, value in list(vars(module).items())
+        if isinstance(value, Kernel) and value._compiled is None
+    }
+
+ensure_warm(planner.plan)
+before = unloaded()
+n = max(SKYLINE_MAX_BUFFERS, DENSE_DEGREE) + 400
+request = {
+    "options": {"time_limit": 2.0},
+    "buffers": [
+        {"id": f"t{i}", "size": 64 * (1 + i % 13), "start": i // 4, "end": 2 * n - i // 4}
+        for i in range(n)
+    ],
+}
+plan = planner.plan(request)
+assert planner.validate(request, plan).valid
+print(json.dumps(sorted(before - unloaded())))
+"""
+
+
+@pytest.mark.slow
+def test_a_dense_model_like_request_loads_no_kernel_after_the_warm_up() -> None:
+    # Its greedy fits run on the segment tree; loading those kernels on its first call would
+    # make the first such request after a start wait for them (seconds, compiling after an
+    # install).
+    run = subprocess.run(
+        [sys.executable, "-c", _LOADED_AFTER_WARM_UP],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        cwd=ROOT,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert json.loads(run.stdout.splitlines()[-1]) == []
+
+
 def test_compile_notice_once_then_quiet(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: Capture
 ) -> None:
