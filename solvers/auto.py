@@ -179,9 +179,12 @@ def solve(
     # where it leaves the plan unproved.
     defer = g.n <= SMALL_PART or capacity is not None
     later = (RANDOM_SKYLINE,) if heuristics is None and names and defer else ()
-    result = _solve(
-        g, names, heuristics, capacity, time_limit, stop_at, seconds, later, gap_tolerance
-    )
+    try:
+        result = _solve(
+            g, names, heuristics, capacity, time_limit, stop_at, seconds, later, gap_tolerance
+        )
+    finally:
+        g.memo.clear()  # what a method left for a later one of this solve (its memory too)
     # The heuristics left for later run whatever the tolerance: it stops exact methods only.
     if later and not result.proved_optimal and (stop_at is None or result.plan_arena > stop_at):
         result = _greedy_after(g, result, list(later), seconds)
