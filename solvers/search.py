@@ -34,7 +34,7 @@ from planner.core.clock import note_cut, wall_limit
 from planner.core.cores import usable_cores
 from planner.core.graph import InterferenceGraph
 from planner.solvers._pace_kernel import member_cap
-from planner.solvers._rows_kernel import rows_by_rank
+from planner.solvers._rows_kernel import neighbour_rows
 from planner.solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES, SearchArrays, decide
 from planner.solvers._skyline_kernel import FEWEST, LEFTMOST, SkylineArrays, decide_skyline
 from planner.solvers._stack_kernel import MAX_BUFFERS as STACK_MAX_BUFFERS
@@ -223,25 +223,15 @@ class _Common:
 
     @staticmethod
     def of(g: InterferenceGraph) -> _Common:
-        n = g.n
         _, hi, _, _ = g.neighbours
         by_start = g.by_start
-        # Conflicting pairs from the sweep: position p conflicts with p+1 .. hi[p]-1.
-        counts = hi - np.arange(n, dtype=np.int64) - 1
-        src_pos = np.repeat(np.arange(n, dtype=np.int64), counts)
-        within = np.arange(src_pos.size, dtype=np.int64) - np.repeat(
-            np.cumsum(counts) - counts, counts
-        )
-        a = by_start[src_pos]
-        b = by_start[src_pos + 1 + within]
-        src = np.concatenate([a, b])
-        dst = np.concatenate([b, a])
         # Each buffer's neighbours smallest first (ties by index): a waiting buffer's lowest
         # offset is the least lift of its unplaced neighbours, and the kernel stops reading
         # once a neighbour is too large to lift it any lower.
-        adj_ptr, adj = _by_size_lists(g.size, src, dst)
-        to_pin = g.pinned[dst] >= 0
-        pin_ptr, pin_adj = _csr(src[to_pin], dst[to_pin], n)
+        adj_ptr, adj = neighbour_rows(
+            by_start.astype(np.int64), hi.astype(np.int64), _rank_by_size(g.size)
+        )
+        pin_ptr, pin_adj = _pin_lists(g)
         points = np.unique(np.concatenate([g.start, g.occupied_end]))
         first = np.searchsorted(points, g.start).astype(np.int64)
         last = np.searchsorted(points, g.occupied_end).astype(np.int64)
@@ -396,16 +386,31 @@ def _twin_prev(by_rank: I64, twins: I64) -> I64:
     return twin_prev
 
 
-def _by_size_lists(size: I64, src: I64, dst: I64) -> tuple[I64, I64]:
-    """Row pointers and columns of the pairs ``(src, dst)`` (each pair once), each row's
-    columns by size, ties by index (``rows_by_rank`` on each column's rank by (size,
-    index))."""
+def _rank_by_size(size: I64) -> I64:
+    """Each buffer's rank by (size, index)."""
     n = int(size.size)
-    by_size = np.lexsort((np.arange(n), size)).astype(np.int64)
+    by_size = np.lexsort((np.arange(n), size))
     rank = np.empty(n, dtype=np.int64)
     rank[by_size] = np.arange(n, dtype=np.int64)
-    ptr, cols = rows_by_rank(src.astype(np.int64), dst.astype(np.int64), rank)
-    return ptr, cols
+    return rank
+
+
+def _pin_lists(g: InterferenceGraph) -> tuple[I64, I64]:
+    """Row pointers and columns: each buffer's pinned neighbours (none without pins)."""
+    n = g.n
+    if not bool((g.pinned >= 0).any()):
+        return np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    _, hi, _, _ = g.neighbours
+    # Conflicting pairs from the sweep: position p conflicts with p+1 .. hi[p]-1.
+    counts = hi - np.arange(n, dtype=np.int64) - 1
+    src_pos = np.repeat(np.arange(n, dtype=np.int64), counts)
+    within = np.arange(src_pos.size, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    a = g.by_start[src_pos]
+    b = g.by_start[src_pos + 1 + within]
+    src = np.concatenate([a, b])
+    dst = np.concatenate([b, a])
+    to_pin = g.pinned[dst] >= 0
+    return _csr(src[to_pin], dst[to_pin], n)
 
 
 def _padding_lists(
