@@ -231,7 +231,7 @@ class _Common:
         adj_ptr, adj = neighbour_rows(
             by_start.astype(np.int64), hi.astype(np.int64), _rank_by_size(g.size)
         )
-        pin_ptr, pin_adj = _pin_lists(g)
+        pin_ptr, pin_adj = _pin_lists(g.pinned, adj_ptr, adj)
         points = np.unique(np.concatenate([g.start, g.occupied_end]))
         first = np.searchsorted(points, g.start).astype(np.int64)
         last = np.searchsorted(points, g.occupied_end).astype(np.int64)
@@ -395,22 +395,18 @@ def _rank_by_size(size: I64) -> I64:
     return rank
 
 
-def _pin_lists(g: InterferenceGraph) -> tuple[I64, I64]:
-    """Row pointers and columns: each buffer's pinned neighbours (none without pins)."""
-    n = g.n
-    if not bool((g.pinned >= 0).any()):
+def _pin_lists(pinned: I64, adj_ptr: I64, adj: I64) -> tuple[I64, I64]:
+    """Row pointers and columns: each buffer's pinned neighbours, taken from its neighbour
+    lists (``adj_ptr``, ``adj``); empty rows without pins. (Their order does not matter: a
+    candidate clears them all.)"""
+    n = int(pinned.size)
+    if not bool((pinned >= 0).any()):
         return np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    _, hi, _, _ = g.neighbours
-    # Conflicting pairs from the sweep: position p conflicts with p+1 .. hi[p]-1.
-    counts = hi - np.arange(n, dtype=np.int64) - 1
-    src_pos = np.repeat(np.arange(n, dtype=np.int64), counts)
-    within = np.arange(src_pos.size, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-    a = g.by_start[src_pos]
-    b = g.by_start[src_pos + 1 + within]
-    src = np.concatenate([a, b])
-    dst = np.concatenate([b, a])
-    to_pin = g.pinned[dst] >= 0
-    return _csr(src[to_pin], dst[to_pin], n)
+    keep = pinned[adj] >= 0
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(adj_ptr))
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows[keep], minlength=n), out=ptr[1:])
+    return ptr, adj[keep].astype(np.int64)
 
 
 def _padding_lists(
@@ -575,7 +571,7 @@ def _decide_all(
         if status != OUT_OF_NODES
     ]
     if not decided:
-        return OUT_OF_NODES, results[0][1], sum(per >> w for w in weights)
+        return OUT_OF_NODES, results[0][1], _all_out_charge(insts, nodes)
     effort, i = min(decided)
     return results[i][0], results[i][1], sum(max(1, effort >> w) for w in weights)
 

@@ -32,46 +32,45 @@ WARM_UP: list[dict[str, Any]] = [
     }
     for solver, sync in (("search", "existing"), ("cpsat", "insert"))
 ]
-# Large enough for what only large requests run: neighbour lists, the portfolio on threads,
-# the static check's compiled pre-sweep. Staggered lifetimes, a few sizes and alignments.
-LARGE_WARM_UP_BUFFERS = 2048
-WARM_UP.append(
-    {
-        "name": "warm-up-large",
-        "options": {"solver": "greedy", "time_limit": 10.0, "sync": "insert"},
+
+
+def _greedy_warm_up(
+    name: str, sync: str, buffers: int, lifetime: Callable[[int], tuple[int, int]]
+) -> dict[str, Any]:
+    """A greedy request of ``buffers`` buffers, buffer ``i`` living ``lifetime(i)`` (start,
+    end); a few sizes and alignments."""
+    return {
+        "name": name,
+        "options": {"solver": "greedy", "time_limit": 10.0, "sync": sync},
         "buffers": [
             {
                 "id": f"b{i}",
                 "size": 16 * (1 + i % 7),
-                "start": i // 4,
-                "end": i // 4 + 2 + i % 5,
+                "start": lifetime(i)[0],
+                "end": lifetime(i)[1],
                 "alignment": 1 << (i % 3) * 2,
             }
-            for i in range(LARGE_WARM_UP_BUFFERS)
+            for i in range(buffers)
         ],
     }
+
+
+# Large enough for what only large requests run: neighbour lists, the portfolio on threads,
+# the static check's compiled pre-sweep. Staggered lifetimes.
+LARGE_WARM_UP_BUFFERS = 2048
+WARM_UP.append(
+    _greedy_warm_up(
+        "warm-up-large", "insert", LARGE_WARM_UP_BUFFERS, lambda i: (i // 4, i // 4 + 2 + i % 5)
+    )
 )
-
-
 # Dense (model-like: past SKYLINE_MAX_BUFFERS buffers, each meeting at least DENSE_DEGREE
 # others): the greedy fits run on the segment tree (``solvers.greedy.uses_tree``), which the
 # requests above never reach. Every buffer lives across point 64, so each meets all the others.
 DENSE_WARM_UP_BUFFERS = max(SKYLINE_MAX_BUFFERS, DENSE_DEGREE) + 64
 WARM_UP.append(
-    {
-        "name": "warm-up-dense",
-        "options": {"solver": "greedy", "time_limit": 10.0, "sync": "none"},
-        "buffers": [
-            {
-                "id": f"b{i}",
-                "size": 16 * (1 + i % 7),
-                "start": i % 64,
-                "end": 65 + i % 64 + i % 3,
-                "alignment": 1 << (i % 3) * 2,
-            }
-            for i in range(DENSE_WARM_UP_BUFFERS)
-        ],
-    }
+    _greedy_warm_up(
+        "warm-up-dense", "none", DENSE_WARM_UP_BUFFERS, lambda i: (i % 64, 65 + i % 64 + i % 3)
+    )
 )
 
 

@@ -21,7 +21,12 @@ from planner.core.partition_paths import partition_paths
 from planner.validators.emulator import emulate
 from planner.validators.program import with_plan_syncs
 from tests.support.mbarrier_truth import inval_truth
-from tests.support.partition_loops import looped_programs, path_truth, planned_under
+from tests.support.partition_loops import (
+    looped_programs,
+    path_truth,
+    planned_under,
+    tile_and_epilogue,
+)
 from tests.support.partition_programs import THREE, access, edge
 from tests.support.paths import ROOT
 from tests.support.plans import hand_plan
@@ -44,22 +49,7 @@ def _ring(
         {
             "partitions": PARTS,
             "loops": [{"start": 1, "end": 5, **loop}],
-            "buffers": [
-                {
-                    "id": "tile",
-                    "size": 256,
-                    "start": 1,
-                    "end": 5,
-                    "accesses": [access("write", 1, "producer"), access("read", 3, "consumer")],
-                },
-                {
-                    "id": "out",
-                    "size": 256,
-                    "start": 5,
-                    "end": 7,
-                    "accesses": [access("write", 5, "consumer"), access("read", 6, "consumer")],
-                },
-            ],
+            "buffers": tile_and_epilogue(access("write", 5, "consumer")),
             "syncs": syncs,
             "options": {"sync": sync},
         }

@@ -14,7 +14,7 @@ import planner
 from planner.core.models import Plan, PlanRequest
 from planner.validators.emulator import emulate
 from tests.support.partition_fences import fence_programs, fenced_rings
-from tests.support.partition_loops import planned_under
+from tests.support.partition_loops import planned_under, tile_and_epilogue
 from tests.support.partition_programs import THREE, access
 
 PARTS = [{"id": "producer", "threads": [0, 128]}, {"id": "consumer", "threads": [128, 256]}]
@@ -128,25 +128,7 @@ LOOPED = {
         {"kind": "fence_proxy_async", "at": 5, "partition": "producer"},
     ],
     "partitions": PARTS,
-    "buffers": [
-        {
-            "id": "tile",
-            "size": 256,
-            "start": 1,
-            "end": 5,
-            "accesses": [access("write", 1, "producer"), access("read", 3, "consumer")],
-        },
-        {
-            "id": "out",
-            "size": 256,
-            "start": 5,
-            "end": 7,
-            "accesses": [
-                access("write", 5, "consumer", agent="tma", mbarrier="landed"),
-                access("read", 6, "consumer"),
-            ],
-        },
-    ],
+    "buffers": tile_and_epilogue(access("write", 5, "consumer", agent="tma", mbarrier="landed")),
 }
 
 

@@ -126,6 +126,8 @@ def test_a_search_after_a_first_try_out_of_nodes_does_not_decide_it_again(
             nodes=nodes,
             first_try=True,
         )
+        if tried.offsets is not None:
+            assert_valid_offsets(request, g, tried.offsets)
         if not tried.proved_optimal:
             break
     assert g.memo, "no drawn instance left its first try out of nodes"

@@ -16,9 +16,9 @@ from planner.core.models import Plan, PlanRequest
 from planner.core.partition_paths import Path
 from planner.validators.emulator import emulate
 from tests.support.interleavings import ordered_pairs
-from tests.support.partition_programs import drawn_buffer, edge
+from tests.support.partition_programs import access, drawn_buffer, edge
 
-__all__ = ["looped_programs", "path_truth"]
+__all__ = ["looped_programs", "path_truth", "planned_under", "tile_and_epilogue"]
 
 _TRIPS: list[dict[str, int]] = [
     {"trips": 1},
@@ -28,6 +28,28 @@ _TRIPS: list[dict[str, int]] = [
     {"min_trips": 1, "max_trips": 2},
     {},
 ]
+
+
+def tile_and_epilogue(epilogue_write: dict[str, Any]) -> list[dict[str, Any]]:
+    """A K loop's tile (points 1-5: the producer writes it at 1, the consumer reads it at 3)
+    and the epilogue buffer after it (points 5-7: ``epilogue_write`` at 5, the consumer reads
+    it at 6)."""
+    return [
+        {
+            "id": "tile",
+            "size": 256,
+            "start": 1,
+            "end": 5,
+            "accesses": [access("write", 1, "producer"), access("read", 3, "consumer")],
+        },
+        {
+            "id": "out",
+            "size": 256,
+            "start": 5,
+            "end": 7,
+            "accesses": [epilogue_write, access("read", 6, "consumer")],
+        },
+    ]
 
 
 _ASYNC = {"read": ("mma", "read"), "write": ("cp.async", "write")}  # completed by a wait_group
