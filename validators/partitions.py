@@ -119,50 +119,35 @@ class _Graph:
 
     def _reach_all(self) -> list[list[int]]:
         """Per node, per partition, the earliest acquire reachable from it (itself included):
-        nodes by key, latest first; an acquire reaches every release of its partitions at or
-        after it (the same key included: rounds until nothing changes there)."""
+        nodes latest first (by key; at one key, later in the list first: block barriers,
+        then the request's syncs in its order, then the plan's); an acquire reaches every
+        release of its partitions after it. Two barriers at one point run in the listed
+        order: a partition in both carries what it learns at the first into the second,
+        never the other way round."""
         n = self.n
         nodes = self.nodes
         best = [[_INF] * n for _ in nodes]
         suffix = [[_INF] * n for _ in range(n)]  # per partition: min over its releases so far
-        keys = [node.key for node in nodes]
-        order = sorted(range(len(nodes)), key=keys.__getitem__, reverse=True)
+        order = sorted(range(len(nodes)), key=lambda k: (nodes[k].key, k), reverse=True)
         waits: dict[str | None, list[int]] = {}
         for k, node in enumerate(nodes):
             if node.kind == "wait":
                 waits.setdefault(node.mbarrier, []).append(k)
         succ = [self._successors(k, waits) for k in range(len(nodes))]
-        i = 0
-        while i < len(order):
-            j = i
-            while j < len(order) and keys[order[j]] == keys[order[i]]:
-                j += 1
-            group = order[i:j]
-            changed = True
-            while changed:
-                changed = False
-                for k in group:
-                    node = nodes[k]
-                    new = list(best[k])
-                    if node.kind in ("barrier", "wait"):
-                        for q in node.members:
-                            new[q] = min(new[q], node.point)
-                        for q in node.members:
-                            new = list(map(min, new, suffix[q]))
-                    for w in succ[k]:
-                        new = list(map(min, new, best[w]))
-                    if new != best[k]:
-                        best[k] = new
-                        changed = True
-                for k in group:
-                    node = nodes[k]
-                    if node.kind in ("barrier", "arrive", "issue"):
-                        for q in node.members:
-                            merged = list(map(min, suffix[q], best[k]))
-                            if merged != suffix[q]:
-                                suffix[q] = merged
-                                changed = True
-            i = j
+        for k in order:
+            node = nodes[k]
+            new = best[k]
+            if node.kind in ("barrier", "wait"):
+                for q in node.members:
+                    new[q] = min(new[q], node.point)
+                for q in node.members:
+                    new = list(map(min, new, suffix[q]))
+            for w in succ[k]:
+                new = list(map(min, new, best[w]))
+            best[k] = new
+            if node.kind in ("barrier", "arrive", "issue"):
+                for q in node.members:
+                    suffix[q] = list(map(min, suffix[q], new))
         return best
 
     def acquired(self, partition: int, after: tuple[int, int]) -> list[int]:

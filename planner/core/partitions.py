@@ -103,7 +103,9 @@ class Order:
                 ev += [(at, 3, q, m, ()) for at, q in pairs]
             for m, issued in self.issues.items():
                 ev += [(at, 4, q, m, (end,)) for at, q, end in issued]
-            self._events = sorted(ev)
+            # By point and rank only: at one point the block barriers come first, then the
+            # named barriers in the order the request lists them (their program order).
+            self._events = sorted(ev, key=lambda e: (e[0], e[1]))
         return self._events
 
     def _grouped(self) -> tuple[list[tuple[int, int]], list[EventGroup]]:
@@ -152,8 +154,9 @@ class Order:
         if seen:
             ordered[partition] = avail
         # Every edge lands at a point no earlier than its cause: one sweep in point order
-        # (waits, barriers, arrives, issues at each point) reaches the fixed point; barriers
-        # at one point are taken again until they settle.
+        # (waits, barriers, arrives, issues at each point) reaches the fixed point. Barriers
+        # at one point run once each, in order: a partition in two of them learns from the
+        # first only what it carries into the second, never the other way round.
         keys, groups = self._grouped()
         armed: dict[str, int] = {}  # mbarrier -> earliest arrive that carries the work
         carried: dict[str, list[tuple[int, int]]] = {}  # mbarrier -> (issue, end) that carry
@@ -166,18 +169,12 @@ class Order:
                     if hit:
                         ordered[q] = min(ordered[q], point)
                         syncs_from[q] = min(syncs_from[q], point)
-            elif rank == 2:  # block and named barriers: members as a bitmask in ``m``
-                settled = False
-                while not settled:
-                    settled = True
-                    for _, _, _, _, members in group:
-                        if any(syncs_from[q] <= point for q in members) and any(
-                            ordered[q] > point for q in members
-                        ):
-                            for q in members:
-                                ordered[q] = min(ordered[q], point)
-                                syncs_from[q] = min(syncs_from[q], point)
-                            settled = False
+            elif rank == 2:  # block and named barriers: their members
+                for _, _, _, _, members in group:
+                    if any(syncs_from[q] <= point for q in members):
+                        for q in members:
+                            ordered[q] = min(ordered[q], point)
+                            syncs_from[q] = min(syncs_from[q], point)
             elif rank == 3:  # arrives
                 for _, _, q, m, _ in group:
                     if syncs_from[q] <= point and m not in armed:
@@ -222,7 +219,7 @@ def order_of(req: PlanRequest, extra_blocks: Sequence[int] = ()) -> Order:
         n=len(req.partitions),
         # A cluster barrier orders the CTA's own threads too (counted only with a cluster).
         blocks=sorted({*req.barriers, *extra_blocks, *cluster_points(req)}),
-        named=sorted(named, key=lambda x: (x[0], sorted(x[1]))),
+        named=sorted(named, key=lambda x: x[0]),  # at one point, in the request's order
         arrives=arrives,
         waits={m: sorted(w) for m, w in waits.items()},
     )

@@ -402,3 +402,68 @@ def test_a_partitioned_request_without_buffers_plans_an_empty_arena() -> None:
     req = PlanRequest.model_validate({"buffers": [], "partitions": [PARTS[0]]})
     plan = _checked(req)
     assert (plan.status, plan.arena_bytes, plan.lower_bound) == ("optimal", 0, 0)
+
+
+def _write(at: int, part: str) -> dict[str, Any]:
+    return access("write", at, part)
+
+
+def _one_point(first: list[str], second: list[str], sync: str = "existing") -> PlanRequest:
+    """The producer writes A at 2, consumer1 writes B at 3; at 3 two named barriers, listed
+    in this order, each of two partitions (consumer0 in both)."""
+    return PlanRequest.model_validate(
+        {
+            "partitions": [
+                {"id": "producer", "threads": [0, 128]},
+                {"id": "consumer0", "threads": [128, 256]},
+                {"id": "consumer1", "threads": [256, 384]},
+            ],
+            "block": [384],
+            "buffers": [
+                {"id": "A", "size": 128, "start": 2, "end": 3, "accesses": [_write(2, "producer")]},
+                {
+                    "id": "B",
+                    "size": 128,
+                    "start": 3,
+                    "end": 8,
+                    "accesses": [_write(3, "consumer1")],
+                },
+            ],
+            "syncs": [
+                {"kind": "named_barrier", "at": 3, "id": 1, "partitions": first},
+                {"kind": "named_barrier", "at": 3, "id": 2, "partitions": second},
+            ],
+            "options": {"sync": sync},
+        }
+    )
+
+
+def test_barriers_at_one_point_run_in_the_listed_order_and_carry_only_forward() -> None:
+    # consumer0 meets the producer first, then consumer1: A's write reaches consumer1.
+    early = _one_point(["producer", "consumer0"], ["consumer0", "consumer1"])
+    shared = planner.plan(early)
+    assert planner.validate(early, shared).valid
+    assert emulate(early, shared).valid
+    assert pairs_on_common_bytes(shared) == [(0, 1)]
+    assert (0, 1) in ordered_pairs(kernel_as_run(early, shared))
+    # Listed the other way round, consumer0 meets consumer1 before it has seen A's write:
+    # nothing orders it before B's, so they keep apart.
+    late = _one_point(["consumer0", "consumer1"], ["producer", "consumer0"])
+    apart = planner.plan(late)
+    assert planner.validate(late, apart).valid
+    assert emulate(late, apart).valid
+    assert not pairs_on_common_bytes(apart)
+    assert apart.arena_bytes == 256
+    # The shared plan is a race there, for both validators and every interleaving.
+    assert (0, 1) not in ordered_pairs(kernel_as_run(late, shared))
+    assert "race" in {v.code for v in emulate(late, shared).violations}
+    assert {v.code for v in planner.validate(late, shared).violations} == {"missing_barrier"}
+    # Asked to insert, the plan shares through a barrier of its own that the brute force
+    # confirms.
+    inserted = _one_point(["consumer0", "consumer1"], ["producer", "consumer0"], "insert")
+    plan = planner.plan(inserted)
+    assert planner.validate(inserted, plan).valid
+    assert emulate(inserted, plan).valid
+    assert plan.arena_bytes == 128
+    assert plan.named_barriers
+    assert (0, 1) in ordered_pairs(kernel_as_run(inserted, plan))
