@@ -24,11 +24,12 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 import numpy.typing as npt
 
-from planner.core._jit import NATIVE_PAUSE
+from planner.core._jit import NATIVE_PAUSE, ready
 from planner.core.budget import MIN_NODES, NODE_WORK_PER_SECOND
 from planner.core.clock import note_cut, wall_limit
 from planner.core.cores import usable_cores
@@ -157,7 +158,7 @@ class _Portfolio:
     def __init__(self, g: InterferenceGraph) -> None:
         self._g = g
         self._common = _Common.of(g)
-        self.first: list[_Member] = list(self._common.instances(g, MINIMALLOC_ORDERS))
+        self.first = _Published(g, self._common)
         self._rest: list[_Member] | None = None
         # The capacity (bytes) at which every published order ran its first try's nodes out
         # (``_Descent.first_try``); None: none did.
@@ -179,6 +180,33 @@ class _Portfolio:
             ]
             self._rest = rest
         return self._rest
+
+
+class _Published(Sequence[_Member]):
+    """MiniMalloc's published orders' instances, each built when first read: where the
+    first order's first try decides, the others' rankings are never computed."""
+
+    def __init__(self, g: InterferenceGraph, common: _Common) -> None:
+        self._g = g
+        self._common = common
+        self._built: dict[int, _Member] = {}
+
+    def __len__(self) -> int:
+        return len(MINIMALLOC_ORDERS)
+
+    @overload
+    def __getitem__(self, k: int) -> _Member: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> list[_Member]: ...
+
+    def __getitem__(self, k: int | slice) -> _Member | list[_Member]:
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        i = range(len(self))[k]  # raises IndexError past the end, as a list does
+        if i not in self._built:
+            self._built[i] = self._common.instances(self._g, (MINIMALLOC_ORDERS[i],))[0]
+        return self._built[i]
 
 
 def _csr(src: I64, dst: I64, n: int) -> tuple[I64, I64]:
@@ -799,8 +827,9 @@ def _load(insts: Sequence[_Member]) -> None:
     canonical = members.get(_Instance)
     if _Skyline not in members and _Skyline not in _LOADED and isinstance(canonical, _Instance):
         members[_Skyline] = _skyline(canonical, FEWEST, reverse=False)
-    for inst in members.values():
-        _decide(inst, 0, 1)
+    for kind, inst in members.items():
+        if not ready(decide_skyline if kind is _Skyline else decide):
+            _decide(inst, 0, 1)  # a loaded kernel is not called again (its call costs a node)
     _LOADED.update(members)
 
 
@@ -901,7 +930,7 @@ def solve_search(
         stop=stop,
         on_progress=on_progress,
     )
-    _load(search.portfolio.first)
+    _load(search.portfolio.first[:1])  # one canonical member loads its kernel
     search.clock = time.perf_counter()
     search.wall = wall_limit(time_limit)  # seconds: the clock's cap; the node budget decides
     descend = g.n > DESCEND_MIN
@@ -1023,7 +1052,11 @@ class _Descent:
             nodes = min(self.left, FIRST_NODES_PER_BUFFER * int(inst.size.size))
             if nodes <= 0 or time.perf_counter() - self.clock >= self.wall:
                 return
-            status, offsets, used = _decide(inst, self.low, nodes)
+            cap = member_cap(nodes)
+            _stop_on(self.stop, [cap])  # a stop ends the kernel at its next node
+            status, offsets, used = _decide(inst, self.low, nodes, cap)
+            if self.stop is not None and self.stop.stopped:
+                return  # what it returns now is thrown away
             if self._record(self.low, status, offsets, used) != OUT_OF_NODES:
                 return
             full += nodes == FIRST_NODES_PER_BUFFER * int(inst.size.size)

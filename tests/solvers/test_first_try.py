@@ -155,3 +155,52 @@ def test_a_search_after_a_first_try_out_of_nodes_does_not_decide_it_again(
     assert after.arena_bytes == again.arena_bytes
     assert after.bound == again.bound
     assert np.array_equal(np.asarray(after.offsets), np.asarray(again.offsets))
+
+
+def test_the_published_orders_are_built_as_read_and_equal_those_built_at_once() -> None:
+    request = _request("random-wide", 320, CHECK_SEED + 43)
+    g = build_graph(request, "none")
+    portfolio = search._Portfolio(g)
+    eager = search._instances(g, search.MINIMALLOC_ORDERS)
+    assert len(portfolio.first) == len(eager) == 3
+    assert not portfolio.first._built  # nothing ranked before a decision reads it
+    last = portfolio.first[-1]
+    assert list(portfolio.first._built) == [2]
+    for lazy, built in zip([*portfolio.first], eager, strict=True):
+        assert isinstance(lazy, search._Instance)
+        for field in lazy._fields:
+            assert np.array_equal(getattr(lazy, field), getattr(built, field)), field
+    tail = portfolio.first[1:]
+    assert len(tail) == 2
+    assert tail[0] is portfolio.first[1]
+    assert tail[1] is last
+    assert portfolio.first[2] is last  # built once
+    with pytest.raises(IndexError):
+        portfolio.first[3]
+
+
+def test_a_first_try_met_by_the_first_order_ranks_no_other_and_runs_the_kernel_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    request = _request("random-narrow", 330, CHECK_SEED + 41)
+    _planned(request)  # every kernel of the plan loaded
+    ranked: list[str] = []
+    kernel_calls: list[int] = []
+    real_ranked, real_decide = search._ranked, search._decide
+
+    def ranking(g: InterferenceGraph, keys: Any, order: str, *args: Any) -> Any:
+        ranked.append(order)
+        return real_ranked(g, keys, order, *args)
+
+    def deciding(inst: search._Member, capacity: int, nodes: int, *args: Any) -> Any:
+        kernel_calls.append(nodes)
+        return real_decide(inst, capacity, nodes, *args)
+
+    monkeypatch.setattr(search, "_ranked", ranking)
+    monkeypatch.setattr(search, "_decide", deciding)
+    plan = _planned(request)
+    assert plan.status == "optimal"
+    assert plan.solver.name == "exact:search"
+    assert ranked == ["WAT"]
+    # One decision; a kernel already loaded is not called on no node first.
+    assert kernel_calls == [search.FIRST_NODES_PER_BUFFER * len(request.buffers)]
