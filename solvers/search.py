@@ -24,7 +24,6 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import overload
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +33,7 @@ from planner.core.budget import MIN_NODES, NODE_WORK_PER_SECOND
 from planner.core.clock import note_cut, wall_limit
 from planner.core.cores import usable_cores
 from planner.core.graph import InterferenceGraph
+from planner.core.indexed import Indexed
 from planner.solvers._pace_kernel import member_cap
 from planner.solvers._rows_kernel import neighbour_rows
 from planner.solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES, SearchArrays, decide
@@ -182,7 +182,7 @@ class _Portfolio:
         return self._rest
 
 
-class _Published(Sequence[_Member]):
+class _Published(Indexed[_Member]):
     """MiniMalloc's published orders' instances, each built when first read: where the
     first order's first try decides, the others' rankings are never computed."""
 
@@ -194,16 +194,7 @@ class _Published(Sequence[_Member]):
     def __len__(self) -> int:
         return len(MINIMALLOC_ORDERS)
 
-    @overload
-    def __getitem__(self, k: int) -> _Member: ...
-
-    @overload
-    def __getitem__(self, k: slice) -> list[_Member]: ...
-
-    def __getitem__(self, k: int | slice) -> _Member | list[_Member]:
-        if isinstance(k, slice):
-            return [self[i] for i in range(*k.indices(len(self)))]
-        i = range(len(self))[k]  # raises IndexError past the end, as a list does
+    def item(self, i: int) -> _Member:
         if i not in self._built:
             self._built[i] = self._common.instances(self._g, (MINIMALLOC_ORDERS[i],))[0]
         return self._built[i]
@@ -1052,11 +1043,7 @@ class _Descent:
             nodes = min(self.left, FIRST_NODES_PER_BUFFER * int(inst.size.size))
             if nodes <= 0 or time.perf_counter() - self.clock >= self.wall:
                 return
-            cap = member_cap(nodes)
-            _stop_on(self.stop, [cap])  # a stop ends the kernel at its next node
-            status, offsets, used = _decide(inst, self.low, nodes, cap)
-            if self.stop is not None and self.stop.stopped:
-                return  # what it returns now is thrown away
+            status, offsets, used = _decide(inst, self.low, nodes)
             if self._record(self.low, status, offsets, used) != OUT_OF_NODES:
                 return
             full += nodes == FIRST_NODES_PER_BUFFER * int(inst.size.size)

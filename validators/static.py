@@ -23,12 +23,13 @@ import bisect
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from planner.core.access import OwnerMap, byte_owners, owners_agree
+from planner.core.indexed import Indexed
 from planner.core.patterns import block_slice
 from planner.core.rings import expand, stride
 from planner.validators.sweep import Collector, Columns, Extent, ReportFullError, sweep
@@ -467,7 +468,7 @@ def _planned_extents(request: PlanRequest, plan: Plan) -> _Planned | None:
     return _Planned(bufs, offset, offset + size, start, end, first, last)
 
 
-class _Planned(Sequence[Extent]):
+class _Planned(Indexed[Extent]):
     """The extents of a plan as the planner makes them, held as arrays: the compiled
     pre-sweep reads the columns (``validators.sweep``), and ``Extent`` tuples are made only
     when a check needs them."""
@@ -492,24 +493,16 @@ class _Planned(Sequence[Extent]):
     def __len__(self) -> int:
         return len(self.bufs)
 
-    @overload
-    def __getitem__(self, k: int) -> Extent: ...
-
-    @overload
-    def __getitem__(self, k: slice) -> list[Extent]: ...
-
-    def __getitem__(self, k: int | slice) -> Extent | list[Extent]:
-        if isinstance(k, slice):
-            return [self[i] for i in range(*k.indices(len(self)))]
+    def item(self, i: int) -> Extent:
         return Extent(
-            self.bufs[k].id,
-            int(self.lo[k]),
-            int(self.hi[k]),
-            int(self.start[k]),
-            int(self.end[k]),
-            k,
-            int(self.first[k]),
-            int(self.last[k]),
+            self.bufs[i].id,
+            int(self.lo[i]),
+            int(self.hi[i]),
+            int(self.start[i]),
+            int(self.end[i]),
+            i,
+            int(self.first[i]),
+            int(self.last[i]),
         )
 
     def __iter__(self) -> Iterator[Extent]:

@@ -14,13 +14,14 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, overload
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from planner.core._jit import njit
 from planner.core.arrays import distinct
+from planner.core.indexed import Indexed
 from planner.core.models.request import SyncPolicy
 from planner.core.sync_choice import Intervals, hits_each, stab
 
@@ -49,7 +50,7 @@ class Reuse(NamedTuple):
     before: int  # first access of B
 
 
-class Reuses(Sequence[Reuse]):
+class Reuses(Indexed[Reuse]):
     """Reuses held as four arrays (a placement of a million buffers makes about as many, and
     tuples of them cost seconds); indexing and iteration give ``Reuse`` tuples."""
 
@@ -59,17 +60,9 @@ class Reuses(Sequence[Reuse]):
     def __len__(self) -> int:
         return int(self.previous.size)
 
-    @overload
-    def __getitem__(self, k: int) -> Reuse: ...
-
-    @overload
-    def __getitem__(self, k: slice) -> list[Reuse]: ...
-
-    def __getitem__(self, k: int | slice) -> Reuse | list[Reuse]:
-        if isinstance(k, slice):
-            return [self[i] for i in range(*k.indices(len(self)))]
+    def item(self, i: int) -> Reuse:
         return Reuse(
-            int(self.previous[k]), int(self.following[k]), int(self.after[k]), int(self.before[k])
+            int(self.previous[i]), int(self.following[i]), int(self.after[i]), int(self.before[i])
         )
 
     def __iter__(self) -> Iterator[Reuse]:
