@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import contextvars
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import TypeVar
 
 import numpy as np
@@ -394,13 +394,28 @@ def _workers(g: InterferenceGraph, tasks: int, least: int = PARALLEL_MIN_BUFFERS
 def _map(func: Callable[[T], R], items: list[T], workers: int) -> list[R]:
     """``[func(x) for x in items]``, on ``workers`` threads when more than one, each in the
     caller's context (its deadline: a kernel loading on a thread pauses it)."""
+    return list(_stream(func, items, workers))
+
+
+def _stream(func: Callable[[T], R], items: list[T], workers: int) -> Generator[R, None, None]:
+    """``func(x)`` for each of ``items`` in order, computed ahead on ``workers`` threads when
+    more than one (each in the caller's context), a thread taking the next item as soon as it
+    is free: items of unequal cost keep every thread busy, where batches of ``workers`` would
+    each wait for their dearest. Closed early, the items not started are not run (those
+    running finish first)."""
     if workers <= 1:
-        return [func(x) for x in items]
+        yield from (func(x) for x in items)
+        return
     from concurrent.futures import ThreadPoolExecutor  # only large inputs: a few ms to import
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        contexts = [contextvars.copy_context() for _ in items]  # the caller's, one per task
-        return list(pool.map(lambda c, x: c.run(func, x), contexts, items))
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        # Each task in the caller's context, a copy of its own.
+        futures = [pool.submit(contextvars.copy_context().run, func, x) for x in items]
+        for future in futures:
+            yield future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def default_heuristics(g: InterferenceGraph) -> list[str]:
@@ -534,20 +549,19 @@ def portfolio(
     names = names[:head]
     best: tuple[int, str, I64] | None = None
     tried: list[tuple[str, int]] = []
-    workers = _workers(g, len(names))
-    for first in range(0, len(names), workers):
-        batch = names[first : first + workers]
-        for name, offsets in zip(batch, _map(lambda h: run(g, h), batch, workers), strict=True):
+    results = _stream(lambda h: run(g, h), names, _workers(g, len(names)))
+    try:
+        for k, (name, offsets) in enumerate(zip(names, results, strict=True)):
             arena = arena_of(g, offsets)
             tried.append((name, arena))
             if best is None or arena < best[0]:
                 best = (arena, name, offsets)
             if bound is not None and arena <= bound:
                 break
-        if best is not None and bound is not None and best[0] <= bound:
-            break
-        if first + workers < len(names) and expired():
-            break  # a machine slower than the cost model: keep what is found
+            if k + 1 < len(names) and expired():
+                break  # a machine slower than the cost model: keep what is found
+    finally:
+        results.close()  # the heuristics not started are not run
     if best is None:
         raise ValueError(f"none of the heuristics {names} applies to this request")
     bound = g.aligned_bound.bytes

@@ -112,3 +112,45 @@ def test_random_skyline_does_not_depend_on_threads(monkeypatch: pytest.MonkeyPat
     alone = run(build_graph(request), "random/skyline")
     assert np.array_equal(threaded, alone)
     assert validate_plan(request, plan_from_offsets(request, g, alone)).valid
+
+
+def test_stream_hands_a_free_thread_the_next_item() -> None:
+    """While the first item runs, the other thread takes items 1, 2 and 3 in turn: the first
+    waits for the third, which batches of two would only start after it (then it times
+    out)."""
+    import threading
+
+    from planner.solvers.greedy import _stream
+
+    third_done = threading.Event()
+
+    def work(x: int) -> tuple[int, bool]:
+        if x == 0:
+            return x, third_done.wait(timeout=10)
+        if x == 3:
+            third_done.set()
+        return x, True
+
+    assert list(_stream(work, [0, 1, 2, 3, 4], workers=2)) == [(x, True) for x in range(5)]
+
+
+def test_stream_closed_early_runs_no_more_items() -> None:
+    import threading
+
+    from planner.solvers.greedy import _stream
+
+    started: list[int] = []
+    release = threading.Event()
+
+    def work(x: int) -> int:
+        started.append(x)
+        if x > 0:
+            release.wait(timeout=10)
+        return x
+
+    results = _stream(work, list(range(20)), workers=2)
+    assert next(results) == 0
+    threading.Timer(0.2, release.set).start()  # the items running finish, once closed
+    results.close()
+    assert sorted(started) == list(range(len(started)))
+    assert len(started) <= 3  # the first, and what the two threads had begun
