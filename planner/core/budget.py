@@ -63,7 +63,9 @@ SWEEP_RATE = 5e6  # buffers per second through the sweep (first fit, no lists)
 TREE_FIRST_FIT_RATE = 8e7  # buffers + 2 x conflicts per second: first fit on the tree
 EXACT_SETUP_RATE = 2.5e6  # buffers + conflicts per second building the exact instances
 # The exact search (``solvers.search``).
-NODE_WORK_PER_SECOND = 4.0e7  # kernel steps a second of time limit buys (a node: n + sections)
+# Kernel steps a second of time limit buys (a node: n + sections): about one core's rate
+# (docs/solvers.md, The exact search).
+NODE_WORK_PER_SECOND = 1.2e8
 MIN_NODES = 1_000  # nodes even the smallest time limit gets
 
 # The program route (``pipeline.unrolled``).
