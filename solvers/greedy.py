@@ -299,7 +299,7 @@ def _skyline(g: InterferenceGraph, rule: str) -> I64:
         )
         return found
 
-    results = [r for r in _map(chunk, list(range(workers)), workers) if r[2] >= 0]
+    results = [r for r in _stream(chunk, list(range(workers)), workers) if r[2] >= 0]
     offsets, _, _ = min(results, key=lambda r: (r[1], r[2]))
     return offsets
 
@@ -391,20 +391,15 @@ def _workers(g: InterferenceGraph, tasks: int, least: int = PARALLEL_MIN_BUFFERS
     return max(1, min(tasks, os.cpu_count() or 1))
 
 
-def _map(func: Callable[[T], R], items: list[T], workers: int) -> list[R]:
-    """``[func(x) for x in items]``, on ``workers`` threads when more than one, each in the
-    caller's context (its deadline: a kernel loading on a thread pauses it)."""
-    return list(_stream(func, items, workers))
-
-
 def _stream(func: Callable[[T], R], items: list[T], workers: int) -> Generator[R, None, None]:
     """``func(x)`` for each of ``items`` in order, computed ahead on ``workers`` threads when
-    more than one (each in the caller's context), a thread taking the next item as soon as it
-    is free: items of unequal cost keep every thread busy, where batches of ``workers`` would
-    each wait for their dearest. Closed early, the items not started are not run (those
-    running finish first)."""
+    more than one (each in the caller's context: its deadline, which a kernel loading on a
+    thread pauses), a thread taking the next item as soon as it is free: items of unequal cost
+    keep every thread busy, where batches of ``workers`` would each wait for their dearest.
+    Closed early, the items not started are not run (those running finish first)."""
     if workers <= 1:
-        yield from (func(x) for x in items)
+        for x in items:
+            yield func(x)
         return
     from concurrent.futures import ThreadPoolExecutor  # only large inputs: a few ms to import
 
