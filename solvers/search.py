@@ -61,7 +61,7 @@ SKYLINE_ORDERS = ("S", "C")  # priorities of the skyline kernel's members
 SKYLINE_VALLEYS = (FEWEST, LEFTMOST)  # valley rules of the skyline kernel's members
 SKYLINE_MIN = 64  # buffers above which the skyline members join (graphs without pins)
 SKYLINE_DISCOUNT = 16  # skyline kernel steps charged as one canonical step
-SKYLINE_SHARE = 1  # share exponent of each skyline member: half an order's (``_weights``)
+HALF_SHARE = 1  # share exponent of each skyline member and banded twin: half an order's
 BREADTH_SHARE = 2  # share exponent of the orders beyond MiniMalloc's: a quarter of a share
 FIRST_NODES_PER_BUFFER = 2  # nodes a buffer of the published orders' first try (``_decide_staged``)
 PARALLEL_MIN = 16  # buffers from which members race on threads
@@ -104,6 +104,16 @@ class _Skyline:
     valley: int  # the kernel's valley rule
 
 
+class _Banded(_Instance):
+    """A published order whose decomposition also starts a sub-problem at a boundary where
+    no buffer ends (``end_at`` all set): wherever the buffer just placed was the last unplaced
+    one across any boundary, the rest is ranked afresh and placed from the lowest floor. It
+    searches other nodes than the published order, and decides instances that order cannot
+    in its budget (and the other way round): the portfolio races it among the breadth."""
+
+    __slots__ = ()
+
+
 _Member = _Instance | _Skyline
 
 
@@ -134,9 +144,16 @@ def _skyline(inst: _Instance, valley: int, reverse: bool) -> _Skyline:
     )
 
 
+def _banded(inst: _Member) -> _Banded:
+    """``inst`` (a published order) with every boundary a place to decompose."""
+    assert isinstance(inst, _Instance)
+    return _Banded._make(inst._replace(end_at=np.ones_like(inst.end_at)))
+
+
 def _members(g: InterferenceGraph) -> list[_Member]:
-    """The portfolio for ``g``: every order of ``ORDERS`` on the canonical kernel, then the
-    skyline kernel on ``SKYLINE_ORDERS`` where it applies."""
+    """The portfolio for ``g``: every order of ``ORDERS`` on the canonical kernel, the
+    published orders' banded twins, then the skyline kernel on ``SKYLINE_ORDERS``, each
+    where it applies."""
     portfolio = _Portfolio(g)
     return [*portfolio.first, *portfolio.rest]
 
@@ -172,6 +189,8 @@ class _Portfolio:
             others = ORDERS[len(MINIMALLOC_ORDERS) :]
             insts = self._common.instances(g, others + (SKYLINE_ORDERS if sky else ()))
             rest: list[_Member] = list(insts[: len(others)])
+            if bool((self._common.end_at[1:-1] == 0).any()):  # else each repeats its order
+                rest += [_banded(inst) for inst in self.first]
             rest += [
                 _skyline(inst, valley, reverse)
                 for reverse in (False, True)
@@ -491,29 +510,35 @@ def node_budget(g: InterferenceGraph, time_limit: float) -> int:
 
 def _published(m: _Member) -> bool:
     """Whether ``m`` searches in one of MiniMalloc's published orders (``MINIMALLOC_ORDERS``:
-    the only instances that carry the sections' ends)."""
-    return isinstance(m, _Instance) and m.end_at.size > 0
+    the only instances that carry the sections' ends, besides their banded twins)."""
+    return isinstance(m, _Instance) and not isinstance(m, _Banded) and m.end_at.size > 0
+
+
+def _on_top(m: _Member) -> bool:
+    """Whether ``m`` races on half a breadth order's share, paid on top of the canonical
+    orders' shares: the skyline members and the banded twins of the published orders."""
+    return isinstance(m, (_Skyline, _Banded))
 
 
 def _weights(insts: Sequence[_Member]) -> list[int]:
     """Per member a share exponent: member ``i`` may expand ``2 ** -w`` of a full share.
     MiniMalloc's published orders get a full share each (its round robin over them); the
     portfolio's other orders race beside them on ``2 ** -BREADTH_SHARE`` of one, and the
-    skyline members on half that again (``SKYLINE_SHARE``), so the breadth costs a fraction
-    of what the published orders spend and still wins where they are slow."""
+    skyline members and banded twins on half that again (``HALF_SHARE``), so the breadth
+    costs a fraction of what the published orders spend and still wins where they are
+    slow."""
     if not any(_published(m) for m in insts):
-        return [SKYLINE_SHARE if isinstance(m, _Skyline) else 0 for m in insts]
+        return [HALF_SHARE if _on_top(m) else 0 for m in insts]
     return [
-        0 if _published(m) else BREADTH_SHARE + (SKYLINE_SHARE if isinstance(m, _Skyline) else 0)
-        for m in insts
+        0 if _published(m) else BREADTH_SHARE + (HALF_SHARE if _on_top(m) else 0) for m in insts
     ]
 
 
 def _shares(insts: Sequence[_Member]) -> float:
-    """Full shares ``nodes`` pays for among ``insts``: the canonical orders' (the skyline
-    members' shares come on top), or every member's where there is no canonical one."""
+    """Full shares ``nodes`` pays for among ``insts``: the canonical orders' (the shares of
+    the members ``_on_top`` come on top), or every member's where there is none other."""
     weights = _weights(insts)
-    canonical = [w for m, w in zip(insts, weights, strict=True) if isinstance(m, _Instance)]
+    canonical = [w for m, w in zip(insts, weights, strict=True) if not _on_top(m)]
     return sum(1.0 / (1 << w) for w in canonical or weights)
 
 

@@ -17,7 +17,7 @@ from planner.core.models import PlanRequest
 from planner.generate import random_kernel
 from planner.solvers.exact import granularity
 from planner.solvers.greedy import arena_of, portfolio
-from planner.solvers.search import solve_search
+from planner.solvers.search import _Instance, solve_search
 from tests.support.bruteforce import assert_valid_offsets, brute_force
 from tests.support.strategies import requests
 
@@ -294,14 +294,13 @@ def test_every_order_decides_exactly(request: PlanRequest) -> None:
     # Each branching order (and the gap dominance under it) finds a plan at the optimum
     # and proves one byte less impossible.
     from planner.solvers._search_kernel import EXHAUSTED, FOUND
-    from planner.solvers.search import ORDERS, _decide, _instance
+    from planner.solvers.search import ORDERS, _decide
 
     g = build_graph(request)
     optimum = brute_force(g)
     if optimum is None:
         return
-    for order in (*ORDERS, "WAT", "L"):
-        inst = _instance(g, order)
+    for inst in _with_banded_twins(g, (*ORDERS, "WAT", "L")):
         status, offsets, _ = _decide(inst, optimum, 100_000)
         assert status == FOUND
         assert arena_of(g, offsets) <= optimum
@@ -356,17 +355,25 @@ def test_independent_phases_decided_exactly(request: PlanRequest) -> None:
     _decides_the_optimum(request, (*ORDERS, "S"))
 
 
+def _with_banded_twins(g: InterferenceGraph, orders: tuple[str, ...]) -> list[_Instance]:
+    """The kernel's instance of ``g`` per order of ``orders``, then the banded twin of each
+    published order (a decomposition at every boundary no unplaced buffer crosses)."""
+    from planner.solvers.search import MINIMALLOC_ORDERS, _banded, _instance
+
+    insts = [_instance(g, order) for order in orders]
+    return insts + [_banded(_instance(g, order)) for order in MINIMALLOC_ORDERS]
+
+
 def _decides_the_optimum(request: PlanRequest, orders: tuple[str, ...]) -> None:
     """Under each branching order the kernel finds a plan at the brute-force optimum and
     proves one byte less impossible."""
     from planner.solvers._search_kernel import EXHAUSTED, FOUND
-    from planner.solvers.search import _decide, _instance
+    from planner.solvers.search import _decide
 
     g = build_graph(request)
     optimum = brute_force(g)
     assert optimum is not None
-    for order in orders:
-        inst = _instance(g, order)
+    for inst in _with_banded_twins(g, orders):
         status, offsets, _ = _decide(inst, optimum, 100_000)
         assert status == FOUND
         assert arena_of(g, offsets) <= optimum
