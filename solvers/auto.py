@@ -287,8 +287,9 @@ def _first_try(
     time_limit: float,
     greedy_tried: list[tuple[str, int]],
 ) -> Solution | None:
-    """A plan at ``bound`` from the search's first try (MiniMalloc's published orders, a few
-    nodes a buffer each) after the portfolio's first heuristic (``greedy_tried``) missed it,
+    """A plan at ``bound`` from the search's first try (first fit in the ranking of each of
+    MiniMalloc's published orders, then those orders' searches, a few nodes a buffer each)
+    after the portfolio's first heuristic (``greedy_tried``) missed it,
     or None. It runs where the search is one of ``names`` and its nodes cost at most
     ``FIRST_TRY_SHARE`` of ``time_limit`` by the search's node rate: on the dense instances
     where every heuristic misses the bound it costs less than the rest of the portfolio,

@@ -68,6 +68,7 @@ __all__ = [
     "cost",
     "default_heuristics",
     "dense",
+    "fit_in_order",
     "ordering_of",
     "portfolio",
     "run",
@@ -310,15 +311,25 @@ def run(g: InterferenceGraph, heuristic: str) -> I64:
     if fit == "skyline":
         return _skyline(g, ordering)
     order = ordering_of(ordering)(g)
-    pinned = g.pinned[order] >= 0
     if heuristic in SWEPT:
+        pinned = g.pinned[order] >= 0
         swept: I64 = place_sweep(
             order[~pinned], g.start, g.occupied_end, g.size, g.alignment, g.pinned
         )
         return swept
+    return fit_in_order(g, order, fit, uses_tree(g, heuristic))
+
+
+def fit_in_order(
+    g: InterferenceGraph, order: I64, fit: str = "first-fit", tree: bool = False
+) -> I64:
+    """Offsets of the buffers placed in ``order`` (pinned ones first, where they are), each
+    at the lowest (``first-fit``) or tightest (``best-fit``) gap its placed neighbours
+    leave; on the segment tree where ``tree``."""
+    pinned = g.pinned[order] >= 0
     order = np.concatenate([order[pinned], order[~pinned]])  # pinned first, fixed
-    if uses_tree(g, heuristic):
-        tree: I64 = place_tree(
+    if tree:
+        on_tree: I64 = place_tree(
             order,
             g.start,
             g.occupied_end,
@@ -328,7 +339,7 @@ def run(g: InterferenceGraph, heuristic: str) -> I64:
             FITS[fit],
             _offset_bits(g),
         )
-        return tree
+        return on_tree
     pos, hi, back_ptr, back = g.neighbours
     offsets: I64 = place(
         order,

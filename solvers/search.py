@@ -40,7 +40,7 @@ from planner.solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES, Searc
 from planner.solvers._skyline_kernel import FEWEST, LEFTMOST, SkylineArrays, decide_skyline
 from planner.solvers._stack_kernel import MAX_BUFFERS as STACK_MAX_BUFFERS
 from planner.solvers.exact import Progress, Stop, granularity, round_up
-from planner.solvers.greedy import arena_of
+from planner.solvers.greedy import arena_of, fit_in_order, uses_tree
 from planner.solvers.solution import Solution, unfit
 
 __all__ = [
@@ -1055,13 +1055,14 @@ class _Descent:
         )
 
     def first_try(self) -> None:
-        """Look for a plan at the lowest capacity worth trying: MiniMalloc's published orders
-        in turn, each on ``FIRST_NODES_PER_BUFFER`` nodes a buffer (within the nodes left),
-        until one decides. Where each runs its full share out of nodes, the graph keeps the
+        """Look for a plan at the lowest capacity worth trying: first fit in each of
+        MiniMalloc's published orders (``_first_fits``), then those orders' searches in turn,
+        each on ``FIRST_NODES_PER_BUFFER`` nodes a buffer (within the nodes left), until one
+        decides. Where each runs its full share out of nodes, the graph keeps the
         portfolio (``InterferenceGraph.memo``) with that capacity: a later search of the
         request charges those decisions instead of running them again
         (``_decide_staged``)."""
-        if self.low > self.high or not self.time_left():
+        if self.low > self.high or not self.time_left() or self._first_fits():
             return
         full = 0  # orders that ran their full share out of nodes
         for inst in self.portfolio.first:
@@ -1075,6 +1076,20 @@ class _Descent:
         if full == len(self.portfolio.first) and (self.stop is None or not self.stop.stopped):
             self.portfolio.ran_out_at = self.low
             self.g.memo[_MEMO] = self.portfolio
+
+    def _first_fits(self) -> bool:
+        """Whether first fit in the ranking of one of MiniMalloc's published orders (each
+        buffer in rank order at the lowest gap its placed neighbours leave: one pass, no
+        node) gives a plan within the lowest capacity worth trying; that plan is then the
+        best."""
+        tree = uses_tree(self.g)
+        for inst in self.portfolio.first:
+            assert isinstance(inst, _Instance)
+            offsets = fit_in_order(self.g, inst.by_rank, tree=tree)
+            if arena_of(self.g, offsets) <= self.low:
+                self._record(self.low, FOUND, offsets, 0)
+                return True
+        return False
 
     def _record(self, target: int, status: int, offsets: I64, used: int) -> int:
         """What deciding ``target`` gave: the nodes spent, a plan found (the best now) or

@@ -179,10 +179,11 @@ def test_the_published_orders_are_built_as_read_and_equal_those_built_at_once() 
         portfolio.first[3]
 
 
-def test_a_first_try_met_by_the_first_order_ranks_no_other_and_runs_the_kernel_once(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    request = _request("random-narrow", 330, CHECK_SEED + 41)
+def _traced(
+    monkeypatch: pytest.MonkeyPatch, request: PlanRequest
+) -> tuple[Plan, list[str], list[int]]:
+    """The plan of ``request`` (every kernel loaded first), the orders ranked for it and the
+    node budgets the search kernel was called on."""
     _planned(request)  # every kernel of the plan loaded
     ranked: list[str] = []
     kernel_calls: list[int] = []
@@ -198,9 +199,31 @@ def test_a_first_try_met_by_the_first_order_ranks_no_other_and_runs_the_kernel_o
 
     monkeypatch.setattr(search, "_ranked", ranking)
     monkeypatch.setattr(search, "_decide", deciding)
-    plan = _planned(request)
+    return _planned(request), ranked, kernel_calls
+
+
+def test_a_first_try_met_by_the_first_order_runs_the_kernel_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # First fit misses the bound in each published order; WAT's search meets it.
+    request = _request("random-narrow", 330, CHECK_SEED + 31)
+    plan, ranked, kernel_calls = _traced(monkeypatch, request)
     assert plan.status == "optimal"
     assert plan.solver.name == "exact:search"
-    assert ranked == ["WAT"]
+    assert ranked == list(search.MINIMALLOC_ORDERS)  # each order's first fit, then WAT's search
     # One decision; a kernel already loaded is not called on no node first.
     assert kernel_calls == [search.FIRST_NODES_PER_BUFFER * len(request.buffers)]
+
+
+def test_first_fit_in_a_published_order_at_the_bound_needs_no_search_node(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # WAT's first fit misses the bound, TAW's meets it: TWA is never ranked, and no order's
+    # search runs (WAT's would need nodes here).
+    request = _request("random-narrow", 330, CHECK_SEED + 41)
+    plan, ranked, kernel_calls = _traced(monkeypatch, request)
+    assert plan.status == "optimal"
+    assert plan.arena_bytes == CAPACITY
+    assert plan.solver.name == "exact:search"
+    assert ranked == ["WAT", "TAW"]
+    assert kernel_calls == []
