@@ -202,28 +202,26 @@ def _traced(
     return _planned(request), ranked, kernel_calls
 
 
-def test_a_first_try_met_by_the_first_order_runs_the_kernel_once(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # First fit misses the bound in each published order; WAT's search meets it.
-    request = _request("random-narrow", 330, CHECK_SEED + 31)
-    plan, ranked, kernel_calls = _traced(monkeypatch, request)
-    assert plan.status == "optimal"
-    assert plan.solver.name == "exact:search"
-    assert ranked == list(search.MINIMALLOC_ORDERS)  # each order's first fit, then WAT's search
-    # One decision; a kernel already loaded is not called on no node first.
-    assert kernel_calls == [search.FIRST_NODES_PER_BUFFER * len(request.buffers)]
+FIRST_TRY_NODES = search.FIRST_NODES_PER_BUFFER * 330  # WAT's search on these requests
 
 
-def test_first_fit_in_a_published_order_at_the_bound_needs_no_search_node(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(
+    ("seed", "ranked_orders", "nodes"),
+    [
+        # First fit misses the bound in each published order; WAT's search meets it, once.
+        (CHECK_SEED + 31, list(search.MINIMALLOC_ORDERS), [FIRST_TRY_NODES]),
+        # WAT's first fit misses it, TAW's meets it: TWA is never ranked, no search runs.
+        (CHECK_SEED + 41, ["WAT", "TAW"], []),
+    ],
+)
+def test_the_first_try_ranks_and_searches_only_what_it_needs(
+    monkeypatch: pytest.MonkeyPatch, seed: int, ranked_orders: list[str], nodes: list[int]
 ) -> None:
-    # WAT's first fit misses the bound, TAW's meets it: TWA is never ranked, and no order's
-    # search runs (WAT's would need nodes here).
-    request = _request("random-narrow", 330, CHECK_SEED + 41)
+    request = _request("random-narrow", 330, seed)
     plan, ranked, kernel_calls = _traced(monkeypatch, request)
     assert plan.status == "optimal"
     assert plan.arena_bytes == CAPACITY
     assert plan.solver.name == "exact:search"
-    assert ranked == ["WAT", "TAW"]
-    assert kernel_calls == []
+    assert ranked == ranked_orders
+    # A kernel already loaded is not called on no node first.
+    assert kernel_calls == nodes
