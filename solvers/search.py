@@ -144,9 +144,8 @@ def _skyline(inst: _Instance, valley: int, reverse: bool) -> _Skyline:
     )
 
 
-def _banded(inst: _Member) -> _Banded:
+def _banded(inst: _Instance) -> _Banded:
     """``inst`` (a published order) with every boundary a place to decompose."""
-    assert isinstance(inst, _Instance)
     return _Banded._make(inst._replace(end_at=np.ones_like(inst.end_at)))
 
 
@@ -201,19 +200,19 @@ class _Portfolio:
         return self._rest
 
 
-class _Published(Indexed[_Member]):
+class _Published(Indexed[_Instance]):
     """MiniMalloc's published orders' instances, each built when first read: where the
     first order's first try decides, the others' rankings are never computed."""
 
     def __init__(self, g: InterferenceGraph, common: _Common) -> None:
         self._g = g
         self._common = common
-        self._built: dict[int, _Member] = {}
+        self._built: dict[int, _Instance] = {}
 
     def __len__(self) -> int:
         return len(MINIMALLOC_ORDERS)
 
-    def item(self, i: int) -> _Member:
+    def item(self, i: int) -> _Instance:
         if i not in self._built:
             self._built[i] = self._common.instances(self._g, (MINIMALLOC_ORDERS[i],))[0]
         return self._built[i]
@@ -1084,7 +1083,6 @@ class _Descent:
         best."""
         tree = uses_tree(self.g)
         for inst in self.portfolio.first:
-            assert isinstance(inst, _Instance)
             offsets = fit_in_order(self.g, inst.by_rank, tree=tree)
             if arena_of(self.g, offsets) <= self.low:
                 self._record(self.low, FOUND, offsets, 0)
