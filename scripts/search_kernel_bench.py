@@ -88,7 +88,7 @@ def _caller(kernel: ModuleType) -> Call:
     def call(inst: _Instance, capacity: int, nodes: int) -> Result:
         arrays = [getattr(inst, f) for f in FIELDS]
         head = [kernel.SearchArrays(*arrays)] if records else arrays
-        alone, stats = np.zeros(0, dtype=np.int64), np.zeros(3, dtype=np.int64)
+        alone, stats = np.zeros(0, dtype=np.int64), np.zeros(4, dtype=np.int64)
         return kernel.decide(*head, capacity, nodes, member_cap(nodes), alone, stats)  # type: ignore[no-any-return]
 
     return call

@@ -33,6 +33,13 @@ candidate would not be complete: sometimes the optimum leaves that offset empty.
   above it, so ``d`` would end above a free gap it could drop into, and a fixpoint plan
   (which the search reaches another way, never higher) has no such gap.
 
+**Doomed children.** Most nodes of a hard decision fail at once, on the section bound, and
+expanding one costs a pass over every unplaced buffer. Bounds only rise below a node, so the
+node already knows a lower bound on each section's level in a child's node: its own floor
+there, the child's offset and, where the child lives, its top. A child whose node would fail
+on that alone is passed over for the one node its expansion would have cost, at a cost in
+its own sections (``_doomed``); the search and its node count stay exactly as they were.
+
 **Decomposition in time.** When the unplaced buffers of a node split into groups that share no
 time point (once every buffer spanning a cut is placed), the groups are independent: the
 placed buffers fix everything each group sees, and merging the groups' own canonical
@@ -64,6 +71,7 @@ EXHAUSTED = 0  # proved: no plan fits the capacity
 OUT_OF_NODES = -1  # the node budget ran out first; nothing proved
 STACK_STEPS = 2_000  # steps of one padding check; undecided, it does not prune
 NEVER = np.iinfo(np.int64).max // 4  # bytes: above any offset
+STATS = 4  # values ``decide`` counts in ``stats`` (see ``SearchState.stats``)
 
 # Columns of the search stack, one row per depth d (d placements made): the buffer placed
 # last, its offset (the node's floor, bytes) and rank; the undo log's length before it; where
@@ -140,12 +148,12 @@ class SearchState(NamedTuple):
     section_floor: I64  # per section: lowest bound of an unplaced buffer live there, bytes
     split_level: I64  # per section, at a node that splits: bytes
     spanned: I64  # per section boundary: the unplaced free buffers live on both sides
-    scratch: Rows  # the node's children by rank, their candidates
+    scratch: Rows  # the node's children by rank, their candidates, whether each fails at once
     trail: Rows  # undo log of bases and heights
     frames: Rows  # the search stack: a row per depth
     scopes: Rows  # the scope table: a row per scope
     memo: I64  # the padding checks' table (empty: never checked)
-    stats: I64  # padding checks, their steps, the nodes they pruned
+    stats: I64  # padding checks, their steps, the nodes they pruned, doomed children passed over
 
 
 @njit(borrows=True)
@@ -267,7 +275,7 @@ def _new_state(inst: SearchArrays, stats: I64) -> tuple[SearchState, int]:
         z(nsec, dtype=np.int64),
         z(nsec, dtype=np.int64),
         spanned,
-        np.empty((2, n), dtype=np.int64),
+        np.empty((3, n), dtype=np.int64),
         np.empty((trail_len + 1, 2), dtype=np.int64),
         _new_frames(free),
         _new_scopes(free),
@@ -813,6 +821,7 @@ def _expand(
     lo_rank: int,
     split_floor: int,
     capacity: int,
+    plain: bool,
 ) -> tuple[int, int]:
     """(children, the padding checks' work) of the node at ``depth`` on scope ``sc``, its
     last placement at ``lo`` bytes with rank ``lo_rank``: the children are in ``st.scratch``
@@ -831,7 +840,72 @@ def _expand(
     ):
         return 0, 0
     fits, work = _sections_fit(inst, st, capacity)
-    return (count if fits else 0), work
+    if not fits:
+        return 0, work
+    _flag_doomed(inst, st, count, capacity, plain)
+    return count, work
+
+
+@njit(borrows=True)
+def _flag_doomed(
+    inst: SearchArrays, st: SearchState, count: int, capacity: int, plain: bool
+) -> None:
+    """Marks in ``st.scratch``'s third row each of the node's ``count`` children whose own
+    node would fail its section bound at once (``_doomed``), so the search skips it for the
+    one node it would cost, not expanding it. Only where that bound is all a child's node
+    checks that could differ (``plain``: no pinned buffer, no padding check, which charges
+    work)."""
+    scratch = st.scratch
+    for t in range(count):
+        scratch[2, t] = 0
+    if not plain:
+        return
+    sf, rem = st.section_floor, st.rem
+    most = 0  # the most unplaced bytes of a section of the scope
+    for s in range(sf.shape[0]):
+        most = max(most, rem[s] if sf[s] != NEVER else 0)
+    for t in range(count):
+        scratch[2, t] = _doomed(inst, st, scratch[0, t], scratch[1, t], most, capacity)
+
+
+@njit(borrows=True)
+def _doomed(inst: SearchArrays, st: SearchState, b: int, o: int, most: int, capacity: int) -> int:
+    """1 where placing child ``b`` at ``o`` bytes makes a node whose section bound fails, as
+    ``_sections_fit`` would find it there, else 0 (also where that node might split: its
+    scope, and so the sections it checks, would change). Bounds only rise below a node (its
+    buffers' candidates and lifts rise, its floor is ``o``), so each section's level there is
+    at least its floor here, ``o`` and, where ``b`` lives, ``b``'s top; its unplaced bytes
+    lose ``b``'s. Sections ``b`` does not live in fit unless ``o`` + their bytes overflow
+    (the node here fits), so they are scanned only when ``o`` + ``most`` (their largest)
+    does."""
+    first, last, size = inst.first, inst.last, inst.size
+    sf, rem, height, spanned, end_at = st.section_floor, st.rem, st.height, st.spanned, inst.end_at
+    published = end_at.size > 0
+    for x in range(first[b] + 1, last[b]):
+        if spanned[x] == 1 and (not published or end_at[x] != 0):
+            return 0  # only ``b`` spans this boundary: the node below may split
+    top = o + size[b]
+    for s in range(first[b], last[b]):
+        left = rem[s] - size[b]
+        if left > 0 and max(sf[s], height[s], top) + left > capacity:
+            return 1
+    if o + most <= capacity:
+        return 0
+    return (
+        1
+        if _overflows(sf, rem, height, o, 0, first[b], capacity)
+        else (1 if _overflows(sf, rem, height, o, last[b], sf.shape[0], capacity) else 0)
+    )
+
+
+@njit(borrows=True)
+def _overflows(sf: I64, rem: I64, height: I64, o: int, lo: int, hi: int, capacity: int) -> bool:
+    """Whether a section ``lo .. hi-1`` of the scope overflows from a level at least its
+    floor, its placed buffers' height and ``o``."""
+    for s in range(lo, hi):
+        if sf[s] != NEVER and rem[s] > 0 and max(sf[s], height[s], o) + rem[s] > capacity:
+            return True
+    return False
 
 
 @njit(inline=True)
@@ -847,6 +921,7 @@ def _list_children(scratch: Rows, frames: Rows, depth: int, count: int, kid: Row
         for t in range(count):
             kid[start + t, 0] = scratch[0, order[t]]
             kid[start + t, 1] = scratch[1, order[t]]
+            kid[start + t, 2] = scratch[2, order[t]]
     frames[depth, KID_COUNT] = count
     frames[depth, KID_NEXT] = 0
     return kid
@@ -880,6 +955,22 @@ def _backtrack(
             # later child would leave it waiting with nothing left to lift it.
             frames[depth, KID_NEXT] = frames[depth, KID_COUNT]
     return depth, trail_top, log_top, opened
+
+
+@njit(borrows=True)
+def _skip_doomed(frames: Rows, kid: Rows, depth: int, unplaced_nbrs: I64, stats: I64) -> bool:
+    """Whether the next child of the node at ``depth`` is doomed (``_doomed``): then it is
+    passed over as its node would have failed, for the node it costs (counted in
+    ``stats[3]``), and where it has no unplaced neighbour the node's later children go with
+    it (``_backtrack``'s hatless pruning)."""
+    t = frames[depth, KID_BASE] + frames[depth, KID_NEXT]
+    if kid[t, 2] == 0:
+        return False
+    stats[3] += 1
+    frames[depth, KID_NEXT] += 1
+    if unplaced_nbrs[kid[t, 0]] == 0:
+        frames[depth, KID_NEXT] = frames[depth, KID_COUNT]
+    return True
 
 
 @njit(borrows=True)
@@ -920,7 +1011,8 @@ def decide(
     ``cap[0]``, which another thread may lower while this one runs; racing, it keeps pace
     with the others (``solvers._pace_kernel``: ``cap`` says where its effort goes in
     ``efforts``, which is empty when it runs alone). The padding checks' work counts as
-    nodes too; ``stats`` adds up how many checks ran, their steps and how many pruned.
+    nodes too; ``stats`` adds up how many checks ran, their steps and how many pruned, then
+    how many doomed children were passed over (``_doomed``), each for the node it costs.
 
     Each sub-problem of a decomposition is ranked afresh (``_rerank``): by ``pre_rank``,
     then, where ``post_rank`` is not empty, by the fullest section's unplaced bytes now
@@ -937,7 +1029,9 @@ def decide(
     if free == 0:
         return FOUND, st.offset, 0
     n = inst.size.shape[0]
-    kid = np.empty((4 * n + 16, 2), dtype=np.int64)  # children of every open depth
+    # Whether a child's node checks nothing its parent cannot foresee but the section bound.
+    plain = inst.sec_pin.size == 0 and (inst.sec_period.size == 0 or inst.sec_period.max() == 0)
+    kid = np.empty((4 * n + 16, 3), dtype=np.int64)  # children of every open depth
     log = np.empty((4 * n + 16, 2), dtype=np.int64)  # rank log: buffer, old rank
     node_work = n + st.rem.shape[0] + 1  # what a node costs in the padding checks' units
     pad_work = 0  # padding checks' work not yet charged as nodes
@@ -956,19 +1050,22 @@ def decide(
             )
             opened += groups
         st.frames[depth, ACTIVE] = sc
-        count, work = _expand(inst, st, depth, sc, lo, lo_rank, split_floor, capacity)
+        count, work = _expand(inst, st, depth, sc, lo, lo_rank, split_floor, capacity, plain)
         pad_work += work
         if pad_work >= node_work:
             nodes += pad_work // node_work  # charged as the nodes that work is worth
             pad_work %= node_work
         kid = _list_children(st.scratch, st.frames, depth, count, kid)
-        depth, trail_top, log_top, opened = _backtrack(inst, st, log, depth, trail_top, log_top)
-        if depth < 0:
-            return EXHAUSTED, st.offset, nodes
-        halt, paced = halts(nodes, node_budget, cap, efforts, paced)
-        if halt:
-            return OUT_OF_NODES, st.offset, nodes
-        nodes += 1
+        while True:
+            depth, trail_top, log_top, opened = _backtrack(inst, st, log, depth, trail_top, log_top)
+            if depth < 0:
+                return EXHAUSTED, st.offset, nodes
+            halt, paced = halts(nodes, node_budget, cap, efforts, paced)
+            if halt:
+                return OUT_OF_NODES, st.offset, nodes
+            nodes += 1
+            if not _skip_doomed(st.frames, kid, depth, st.unplaced_nbrs, stats):
+                break
         depth, trail_top = _descend(inst, st, kid, depth, trail_top)
         if depth == free:
             return FOUND, st.offset, nodes

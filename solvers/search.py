@@ -36,7 +36,14 @@ from planner.core.graph import InterferenceGraph
 from planner.core.indexed import Indexed
 from planner.solvers._pace_kernel import member_cap
 from planner.solvers._rows_kernel import neighbour_rows
-from planner.solvers._search_kernel import EXHAUSTED, FOUND, OUT_OF_NODES, SearchArrays, decide
+from planner.solvers._search_kernel import (
+    EXHAUSTED,
+    FOUND,
+    OUT_OF_NODES,
+    STATS,
+    SearchArrays,
+    decide,
+)
 from planner.solvers._skyline_kernel import FEWEST, LEFTMOST, SkylineArrays, decide_skyline
 from planner.solvers._stack_kernel import MAX_BUFFERS as STACK_MAX_BUFFERS
 from planner.solvers.exact import Progress, Stop, granularity, round_up
@@ -790,8 +797,9 @@ def _decide(
 ) -> tuple[int, I64, int]:
     """(status, offsets, nodes used) of the kernel at ``capacity`` bytes; ``cap`` is a limit
     another thread may lower, then, racing, where the member's effort goes in ``efforts``
-    (``solvers._pace_kernel``); ``stats`` (3 values) counts the padding checks, their steps
-    and the nodes they pruned (canonical kernel only)."""
+    (``solvers._pace_kernel``); ``stats`` (``STATS`` values) counts the padding checks, their
+    steps, the nodes they pruned and the doomed children passed over (canonical kernel
+    only)."""
     limit = member_cap(nodes) if cap is None else cap
     alone = _ALONE if efforts is None else efforts
     if isinstance(inst, _Skyline):
@@ -823,7 +831,7 @@ def _decide(
         nodes,
         limit,
         alone,
-        np.zeros(3, dtype=np.int64) if stats is None else stats,
+        np.zeros(STATS, dtype=np.int64) if stats is None else stats,
     )
     return int(status), offsets, int(used)
 

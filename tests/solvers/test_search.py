@@ -570,14 +570,14 @@ def _padded_request(pairs: list[tuple[int, int, int, int]]) -> PlanRequest:
 def test_padding_check_prunes_what_alignment_forbids() -> None:
     # Two 40-byte buffers aligned to 32 and an 8-byte one, live together: 88 bytes, but no
     # order stacks them under 104. At 103 the padding check fails the root itself.
-    from planner.solvers._search_kernel import EXHAUSTED, FOUND
+    from planner.solvers._search_kernel import EXHAUSTED, FOUND, STATS
     from planner.solvers.search import _decide, _instance
 
     request = _padded_request([(40, 32, 0, 2), (40, 32, 0, 2), (8, 8, 0, 2)])
     g = build_graph(request)
     assert brute_force(g) == 104
     inst = _instance(g)
-    stats = np.zeros(3, dtype=np.int64)
+    stats = np.zeros(STATS, dtype=np.int64)
     status, _, used = _decide(inst, 103, 100_000, stats=stats)
     assert status == EXHAUSTED
     assert stats[0] >= 1  # checked

@@ -1,9 +1,9 @@
 """The canonical search kernel searches as recorded: per order, capacity and node budget the
-same status, node count, offsets and padding checks as tests/solvers/data/search_nodes.json
-(written by ``record``), alone, under a limit another member lowered, keeping pace with other
-members, and over the whole portfolio taking turns. A change to the kernel's code that keeps
-its search (a rewrite into named steps, say) keeps the recording; one that changes the search
-re-records it and says which orders moved."""
+same status, node count, offsets, padding checks and doomed children passed over as
+tests/solvers/data/search_nodes.json (written by ``record``), alone, under a limit another
+member lowered, keeping pace with other members, and over the whole portfolio taking turns.
+A change to the kernel's code that keeps its search (a rewrite into named steps, say) keeps
+the recording; one that changes the search re-records it and says which orders moved."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import numpy as np
 from planner.core.graph import InterferenceGraph
 from planner.core.models import PlanRequest
 from planner.solvers._pace_kernel import member_cap
-from planner.solvers._search_kernel import FOUND
+from planner.solvers._search_kernel import FOUND, STATS
 from planner.solvers.search import STOPPED, _decide, _decide_all, _Instance, _members
 from tests.support.bruteforce import assert_valid_offsets
 from tests.support.kernel_cases import kernel_case
@@ -67,7 +67,7 @@ def record() -> dict[str, list[int | str]]:
         for capacity in (bound, bound + bound // 100, bound + bound // 25):
             case = f"{family}-{n}-{seed}/{capacity}"
             for k, m in enumerate(canonical):
-                stats = np.zeros(3, dtype=np.int64)
+                stats = np.zeros(STATS, dtype=np.int64)
                 alone = _decide(m, capacity, nodes, stats=stats)
                 out[f"{case}/{k}"] = [*_entry(request, g, capacity, alone), *stats.tolist()]
                 lowered = member_cap(2 * nodes // 3)
@@ -89,6 +89,7 @@ def test_the_kernel_searches_as_recorded() -> None:
     statuses = {v[0] for v in expected.values()}
     assert statuses >= {1, 0, -1}  # plans, proofs and budgets
     assert any(v[3] > 0 for v in expected.values() if len(v) > 3)  # padding checks ran
+    assert any(v[6] > 0 for v in expected.values() if len(v) > 3)  # doomed children passed
     differing = {k: (found[k], v) for k, v in expected.items() if found.get(k) != v}
     assert not differing
 
