@@ -10,6 +10,8 @@ from planner.core._jit import njit
 
 I64 = npt.NDArray[np.int64]
 
+SHORT_SORT = 128  # keys up to which an insertion sort beats the general one
+
 
 @njit(small=True)
 def place(
@@ -63,11 +65,29 @@ def place(
         if index_bits > 0:
             for t in range(m):
                 key[t] = (lo[t] << index_bits) | t
-            sorted_idx = np.sort(key[:m]) & mask
+            sort_keys(key, m)
+            sorted_idx = key[:m] & mask
         else:
             sorted_idx = np.argsort(lo[:m], kind="mergesort")
         offset[b] = fit(lo, up, sorted_idx, m, a, s, best_fit)
     return offset
+
+
+@njit(small=True)
+def sort_keys(key: I64, m: int) -> None:
+    """Sorts ``key[:m]`` in place: by insertion up to ``SHORT_SORT`` keys (most buffers have
+    a few dozen placed neighbours, where a general sort's set-up costs more than the sort),
+    else by the general sort."""
+    if m > SHORT_SORT:
+        key[:m].sort()
+        return
+    for t in range(1, m):
+        v = key[t]
+        u = t - 1
+        while u >= 0 and key[u] > v:
+            key[u + 1] = key[u]
+            u -= 1
+        key[u + 1] = v
 
 
 @njit(small=True)

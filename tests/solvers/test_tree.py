@@ -14,7 +14,7 @@ from planner.core.graph import InterferenceGraph, build_graph
 from planner.core.models import PlanRequest
 from planner.generate import model_request, random_kernel, random_request
 from planner.solvers import greedy
-from planner.solvers._place import place
+from planner.solvers._place import SHORT_SORT, place, sort_keys
 from planner.solvers._tree import place_tree
 from tests.support.bruteforce import assert_valid_offsets
 from tests.support.strategies import requests
@@ -199,3 +199,16 @@ def test_dense_portfolio_is_never_above_omnimallocs_omni() -> None:
     result = greedy.portfolio(g, seconds=5.0)
     assert_valid_offsets(request, g, result.offsets)
     assert result.plan_arena <= theirs("omni")
+
+
+@pytest.mark.parametrize("m", [0, 1, 2, 7, SHORT_SORT, SHORT_SORT + 1, 3 * SHORT_SORT])
+def test_sort_keys_sorts_the_first_keys_in_place(m: int) -> None:
+    # Insertion up to SHORT_SORT keys, the general sort above: both sort the first m keys
+    # (with repeats) and leave the rest of the scratch untouched.
+    rng = np.random.default_rng(m)
+    key = rng.integers(-50, 50, size=m + 5).astype(np.int64)
+    tail = key[m:].copy()
+    expected = np.sort(key[:m])
+    sort_keys(key, m)
+    assert np.array_equal(key[:m], expected)
+    assert np.array_equal(key[m:], tail)
