@@ -117,10 +117,15 @@ def _list_ids(driver: Chrome, list_id: str) -> list[str]:
 
 
 def _svg_data(driver: Chrome) -> dict[str, float]:
-    from selenium.webdriver.common.by import By
-
-    svg = driver.find_element(By.CSS_SELECTOR, "#map svg")
-    return {k: float(attribute(svg, f"data-{k}")) for k in ("x0", "x1", "ymax")}
+    """The map's view, read in one script: the page may redraw the map between two reads."""
+    keys = ("x0", "x1", "ymax")
+    values = driver.execute_script(
+        """const svg = document.querySelector('#map svg');
+        return arguments[0].map(k => svg.getAttribute('data-' + k));""",
+        list(keys),
+    )
+    assert None not in values, f"the map has no view: {values}"
+    return {k: float(v) for k, v in zip(keys, values, strict=True)}
 
 
 def _changed(driver: Chrome, before: dict[str, float]) -> dict[str, float] | None:

@@ -99,10 +99,17 @@ def attribute(element: WebElement, name: str) -> str:
 
 
 def wait_for(condition: Callable[[], T | None], timeout: float = 60.0) -> T:
-    """The first truthy value of ``condition``, polled until ``timeout`` seconds pass."""
+    """The first truthy value of ``condition``, polled until ``timeout`` seconds pass. A look
+    that finds an element the page redrew meanwhile (stale) counts as not yet: the page is
+    what is being waited for."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        value = condition()
+        try:
+            value = condition()
+        except StaleElementReferenceException:
+            value = None
         if value:
             return value
         time.sleep(0.1)
