@@ -891,11 +891,8 @@ def _doomed(inst: SearchArrays, st: SearchState, b: int, o: int, most: int, capa
             return 1
     if o + most <= capacity:
         return 0
-    return (
-        1
-        if _overflows(sf, rem, height, o, 0, first[b], capacity)
-        else (1 if _overflows(sf, rem, height, o, last[b], sf.shape[0], capacity) else 0)
-    )
+    before = _overflows(sf, rem, height, o, 0, first[b], capacity)
+    return 1 if before or _overflows(sf, rem, height, o, last[b], sf.shape[0], capacity) else 0
 
 
 @njit(borrows=True)
