@@ -175,17 +175,33 @@ def _portfolio_of(g: InterferenceGraph) -> _Portfolio:
 
 
 class _Portfolio:
-    """The members of ``_members``: MiniMalloc's published orders built at once, the others
-    (``rest``) when a decision first needs them; all on one set of shared arrays."""
+    """The members of ``_members``: MiniMalloc's published orders (``first``), each built
+    when first read, the others (``rest``) when a decision first needs them; all on one set
+    of shared arrays (``common``), built with the first member. The published orders'
+    rankings (``ranking``) need only the ranking keys: first fit in them builds no member."""
 
     def __init__(self, g: InterferenceGraph) -> None:
         self._g = g
-        self._common = _Common.of(g)
-        self.first = _Published(g, self._common)
+        self._keys = _Keys.of(g)
+        self._common: _Common | None = None
+        self._rankings: dict[int, I64] = {}
+        self.first = _Published(g, self)
         self._rest: list[_Member] | None = None
         # The capacity (bytes) at which every published order ran its first try's nodes out
         # (``_Descent.first_try``); None: none did.
         self.ran_out_at: int | None = None
+
+    @property
+    def common(self) -> _Common:
+        if self._common is None:
+            self._common = _Common.of(self._g, self._keys)
+        return self._common
+
+    def ranking(self, i: int) -> I64:
+        """The buffers by priority in MiniMalloc's ``i``-th published order (``by_rank``)."""
+        if i not in self._rankings:
+            self._rankings[i] = _by_rank(self._g, self._keys.keys, MINIMALLOC_ORDERS[i])
+        return self._rankings[i]
 
     @property
     def rest(self) -> list[_Member]:
@@ -193,9 +209,9 @@ class _Portfolio:
             g = self._g
             sky = g.n > SKYLINE_MIN and not bool((g.pinned >= 0).any())
             others = ORDERS[len(MINIMALLOC_ORDERS) :]
-            insts = self._common.instances(g, others + (SKYLINE_ORDERS if sky else ()))
+            insts = self.common.instances(g, others + (SKYLINE_ORDERS if sky else ()))
             rest: list[_Member] = list(insts[: len(others)])
-            if bool((self._common.end_at[1:-1] == 0).any()):  # else each repeats its order
+            if bool((self.common.end_at[1:-1] == 0).any()):  # else each repeats its order
                 rest += [_banded(inst) for inst in self.first]
             rest += [
                 _skyline(inst, valley, reverse)
@@ -211,9 +227,9 @@ class _Published(Indexed[_Instance]):
     """MiniMalloc's published orders' instances, each built when first read: where the
     first order's first try decides, the others' rankings are never computed."""
 
-    def __init__(self, g: InterferenceGraph, common: _Common) -> None:
+    def __init__(self, g: InterferenceGraph, portfolio: _Portfolio) -> None:
         self._g = g
-        self._common = common
+        self._portfolio = portfolio
         self._built: dict[int, _Instance] = {}
 
     def __len__(self) -> int:
@@ -221,7 +237,9 @@ class _Published(Indexed[_Instance]):
 
     def item(self, i: int) -> _Instance:
         if i not in self._built:
-            self._built[i] = self._common.instances(self._g, (MINIMALLOC_ORDERS[i],))[0]
+            ranked = self._portfolio.ranking(i)
+            common = self._portfolio.common
+            self._built[i] = common.instances(self._g, (MINIMALLOC_ORDERS[i],), [ranked])[0]
         return self._built[i]
 
 
@@ -256,6 +274,25 @@ def _instances(g: InterferenceGraph, orders: tuple[str, ...]) -> list[_Instance]
 
 
 @dataclass(frozen=True)
+class _Keys:
+    """What ranking the buffers takes: each buffer's first and one past its last section, the
+    sections and the ranking keys (``_rank_keys``)."""
+
+    first: I64
+    last: I64
+    sections: int
+    keys: dict[str, I64]
+
+    @staticmethod
+    def of(g: InterferenceGraph) -> _Keys:
+        points = np.unique(np.concatenate([g.start, g.occupied_end]))
+        first = np.searchsorted(points, g.start).astype(np.int64)
+        last = np.searchsorted(points, g.occupied_end).astype(np.int64)
+        sections = max(0, int(points.size) - 1)
+        return _Keys(first, last, sections, _rank_keys(g, first, last, sections))
+
+
+@dataclass(frozen=True)
 class _Common:
     """What every order's instance of one graph shares: the kernel's arrays but the ranking,
     the ranking keys, the sections' ends and the classes of interchangeable buffers."""
@@ -266,7 +303,10 @@ class _Common:
     twins: I64  # per buffer its class of interchangeable buffers (``_twin_classes``)
 
     @staticmethod
-    def of(g: InterferenceGraph) -> _Common:
+    def of(g: InterferenceGraph, ranking: _Keys | None = None) -> _Common:
+        """The arrays of ``g``, from its ranking keys where they were computed already."""
+        ranking = _Keys.of(g) if ranking is None else ranking
+        first, last, sections, keys = ranking.first, ranking.last, ranking.sections, ranking.keys
         _, hi, _, _ = g.neighbours
         by_start = g.by_start
         # Each buffer's neighbours smallest first (ties by index): a waiting buffer's lowest
@@ -276,17 +316,12 @@ class _Common:
             by_start.astype(np.int64), hi.astype(np.int64), _rank_by_size(g.size)
         )
         pin_ptr, pin_adj = _pin_lists(g.pinned, adj_ptr, adj)
-        points = np.unique(np.concatenate([g.start, g.occupied_end]))
-        first = np.searchsorted(points, g.start).astype(np.int64)
-        last = np.searchsorted(points, g.occupied_end).astype(np.int64)
-        sections = max(0, int(points.size) - 1)
         sec_pin_ptr, sec_pin = _csr(
             *_sections_of(np.flatnonzero(g.pinned >= 0), first, last), sections
         )
         sec_free_ptr, sec_free, cls, sec_period, sec_max_pad = _padding_lists(
             g, first, last, sec_pin_ptr
         )
-        keys = _rank_keys(g, first, last, sections)
         end_at = np.zeros(sections + 1, dtype=np.int64)
         end_at[last] = 1
         twins = _twin_classes(g)
@@ -310,16 +345,20 @@ class _Common:
         }
         return _Common(shared, keys, end_at, twins)
 
-    def instances(self, g: InterferenceGraph, orders: tuple[str, ...]) -> list[_Instance]:
-        """One instance per order of ``orders``."""
+    def instances(
+        self, g: InterferenceGraph, orders: tuple[str, ...], rankings: list[I64] | None = None
+    ) -> list[_Instance]:
+        """One instance per order of ``orders`` (``rankings``: their ``by_rank``, where
+        computed already)."""
         none = np.zeros(0, dtype=np.int64)
+        known: list[I64 | None] = [*rankings] if rankings is not None else [None] * len(orders)
         return [
             _Instance(
                 **self.shared,
-                **_ranked(g, self.keys, order, self.twins),
+                **_ranked(g, self.keys, order, self.twins, by_rank),
                 end_at=self.end_at if order in MINIMALLOC_ORDERS else none,
             )
-            for order in orders
+            for order, by_rank in zip(orders, known, strict=True)
         ]
 
 
@@ -346,21 +385,39 @@ def _rank_keys(g: InterferenceGraph, first: I64, last: I64, sections: int) -> di
     }
 
 
+def _by_rank(g: InterferenceGraph, keys: dict[str, I64], order: str) -> I64:
+    """The buffers by priority under ``order``: ties go to request order in MiniMalloc's
+    orders (``MINIMALLOC_ORDERS``), as its solver breaks them, and to the earliest start,
+    then request order, in the others."""
+    ties = _ties(g, order)
+    return np.lexsort((*ties, *(keys[ch] for ch in reversed(order)))).astype(np.int64)
+
+
+def _ties(g: InterferenceGraph, order: str) -> tuple[I64, ...]:
+    """The keys that break ties under ``order`` (``_by_rank``), the last the most
+    significant."""
+    n = np.arange(g.n, dtype=np.int64)
+    return (n,) if order in MINIMALLOC_ORDERS else (n, g.start.astype(np.int64))
+
+
 def _ranked(
-    g: InterferenceGraph, keys: dict[str, I64], order: str, twins: I64 | None = None
+    g: InterferenceGraph,
+    keys: dict[str, I64],
+    order: str,
+    twins: I64 | None = None,
+    by_rank: I64 | None = None,
 ) -> dict[str, I64]:
-    """``by_rank``, ``rank``, ``twin_prev``, ``pre_rank`` and ``post_rank`` under the priority
-    ``order`` (``twins``: the graph's ``_twin_classes``, computed here when None); ties go
-    to request order in MiniMalloc's orders (``MINIMALLOC_ORDERS``), as its solver breaks
-    them, and to the earliest start, then request order, in the others.
+    """``by_rank`` (``_by_rank``, computed here when None), ``rank``, ``twin_prev``,
+    ``pre_rank`` and ``post_rank`` under the priority ``order`` (``twins``: the graph's
+    ``_twin_classes``, computed here when None).
 
     In MiniMalloc's orders a sub-problem of a decomposition is ranked afresh, as its solver
     does: "T" is then taken on the unplaced bytes left. ``pre_rank`` ranks by the keys before
     "T" (equal keys, equal rank) and ``post_rank`` by those after it, then the ties; an order
     without "T", or not MiniMalloc's, keeps its ranking (``post_rank`` empty)."""
     n = g.n
-    ties = (np.arange(n),) if order in MINIMALLOC_ORDERS else (np.arange(n), g.start)
-    by_rank = np.lexsort((*ties, *(keys[ch] for ch in reversed(order)))).astype(np.int64)
+    ties = _ties(g, order)
+    by_rank = _by_rank(g, keys, order) if by_rank is None else by_rank
     rank = np.empty(n, dtype=np.int64)
     rank[by_rank] = np.arange(n, dtype=np.int64)
     # Interchangeable free buffers are placed in rank order: each waits for the one before.
@@ -953,6 +1010,8 @@ def solve_search(
         stop=stop,
         on_progress=on_progress,
     )
+    if first_try and search.first_fits():  # no member built, no kernel called
+        return search.solution(capacity)
     _load(search.portfolio.first[:1])  # one canonical member loads its kernel
     search.clock = time.perf_counter()
     search.wall = wall_limit(time_limit)  # seconds: the clock's cap; the node budget decides
@@ -1062,14 +1121,14 @@ class _Descent:
         )
 
     def first_try(self) -> None:
-        """Look for a plan at the lowest capacity worth trying: first fit in each of
-        MiniMalloc's published orders (``_first_fits``), then those orders' searches in turn,
-        each on ``FIRST_NODES_PER_BUFFER`` nodes a buffer (within the nodes left), until one
+        """Look for a plan at the lowest capacity worth trying, after ``first_fits`` missed
+        it: MiniMalloc's published orders' searches in turn, each on
+        ``FIRST_NODES_PER_BUFFER`` nodes a buffer (within the nodes left), until one
         decides. Where each runs its full share out of nodes, the graph keeps the
         portfolio (``InterferenceGraph.memo``) with that capacity: a later search of the
         request charges those decisions instead of running them again
         (``_decide_staged``)."""
-        if self.low > self.high or not self.time_left() or self._first_fits():
+        if self.low > self.high or not self.time_left():
             return
         full = 0  # orders that ran their full share out of nodes
         for inst in self.portfolio.first:
@@ -1084,14 +1143,16 @@ class _Descent:
             self.portfolio.ran_out_at = self.low
             self.g.memo[_MEMO] = self.portfolio
 
-    def _first_fits(self) -> bool:
+    def first_fits(self) -> bool:
         """Whether first fit in the ranking of one of MiniMalloc's published orders (each
         buffer in rank order at the lowest gap its placed neighbours leave: one pass, no
-        node) gives a plan within the lowest capacity worth trying; that plan is then the
-        best."""
+        node, no member built) gives a plan within the lowest capacity worth trying; that
+        plan is then the best."""
+        if self.low > self.high:
+            return False
         tree = uses_tree(self.g)
-        for inst in self.portfolio.first:
-            offsets = fit_in_order(self.g, inst.by_rank, tree=tree)
+        for i in range(len(self.portfolio.first)):
+            offsets = fit_in_order(self.g, self.portfolio.ranking(i), tree=tree)
             if arena_of(self.g, offsets) <= self.low:
                 self._record(self.low, FOUND, offsets, 0)
                 return True

@@ -181,47 +181,61 @@ def test_the_published_orders_are_built_as_read_and_equal_those_built_at_once() 
 
 def _traced(
     monkeypatch: pytest.MonkeyPatch, request: PlanRequest
-) -> tuple[Plan, list[str], list[int]]:
-    """The plan of ``request`` (every kernel loaded first), the orders ranked for it and the
-    node budgets the search kernel was called on."""
+) -> tuple[Plan, list[str], list[int], int]:
+    """The plan of ``request`` (every kernel loaded first), the orders ranked for it, the
+    node budgets the search kernel was called on and how many times the members' shared
+    arrays were built."""
     _planned(request)  # every kernel of the plan loaded
     ranked: list[str] = []
     kernel_calls: list[int] = []
-    real_ranked, real_decide = search._ranked, search._decide
+    built: list[int] = []
+    real_ranked, real_decide, real_common = search._by_rank, search._decide, search._Common.of
 
-    def ranking(g: InterferenceGraph, keys: Any, order: str, *args: Any) -> Any:
+    def ranking(g: InterferenceGraph, keys: Any, order: str) -> Any:
         ranked.append(order)
-        return real_ranked(g, keys, order, *args)
+        return real_ranked(g, keys, order)
+
+    def common(g: InterferenceGraph, *args: Any) -> Any:
+        built.append(g.n)
+        return real_common(g, *args)
 
     def deciding(inst: search._Member, capacity: int, nodes: int, *args: Any) -> Any:
         kernel_calls.append(nodes)
         return real_decide(inst, capacity, nodes, *args)
 
-    monkeypatch.setattr(search, "_ranked", ranking)
+    monkeypatch.setattr(search, "_by_rank", ranking)
     monkeypatch.setattr(search, "_decide", deciding)
-    return _planned(request), ranked, kernel_calls
+    monkeypatch.setattr(search._Common, "of", staticmethod(common))
+    return _planned(request), ranked, kernel_calls, len(built)
 
 
 FIRST_TRY_NODES = search.FIRST_NODES_PER_BUFFER * 330  # WAT's search on these requests
 
 
 @pytest.mark.parametrize(
-    ("seed", "ranked_orders", "nodes"),
+    ("seed", "ranked_orders", "nodes", "built"),
     [
-        # First fit misses the bound in each published order; WAT's search meets it, once.
-        (CHECK_SEED + 31, list(search.MINIMALLOC_ORDERS), [FIRST_TRY_NODES]),
-        # WAT's first fit misses it, TAW's meets it: TWA is never ranked, no search runs.
-        (CHECK_SEED + 41, ["WAT", "TAW"], []),
+        # First fit misses the bound in each published order; WAT's search meets it, once,
+        # on the members' arrays built once, WAT's ranking not computed again.
+        (CHECK_SEED + 31, list(search.MINIMALLOC_ORDERS), [FIRST_TRY_NODES], 1),
+        # WAT's first fit misses it, TAW's meets it: TWA is never ranked, no search runs, no
+        # member's arrays are built.
+        (CHECK_SEED + 41, ["WAT", "TAW"], [], 0),
     ],
 )
 def test_the_first_try_ranks_and_searches_only_what_it_needs(
-    monkeypatch: pytest.MonkeyPatch, seed: int, ranked_orders: list[str], nodes: list[int]
+    monkeypatch: pytest.MonkeyPatch,
+    seed: int,
+    ranked_orders: list[str],
+    nodes: list[int],
+    built: int,
 ) -> None:
     request = _request("random-narrow", 330, seed)
-    plan, ranked, kernel_calls = _traced(monkeypatch, request)
+    plan, ranked, kernel_calls, commons = _traced(monkeypatch, request)
     assert plan.status == "optimal"
     assert plan.arena_bytes == CAPACITY
     assert plan.solver.name == "exact:search"
     assert ranked == ranked_orders
     # A kernel already loaded is not called on no node first.
     assert kernel_calls == nodes
+    assert commons == built
