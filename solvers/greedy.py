@@ -368,7 +368,7 @@ def uses_tree(g: InterferenceGraph, heuristic: str | None = None) -> bool:
     slower kernel), for first fit always and for the rest past ``TREE_MIN_EDGES``
     conflicts. Both give the same offsets (for sizes of at least one byte); the tree's
     memory grows with the buffers."""
-    if int(g.size.min(initial=1)) < 1 or not dense(g):
+    if not dense(g) or int(g.size.min(initial=1)) < 1:  # the cheaper test first
         return False
     if heuristic is not None and heuristic.endswith("/first-fit") and heuristic not in SWEPT:
         return True

@@ -331,11 +331,13 @@ def build_graph(
     *,
     barriers: list[int] | None = None,
     sizes: list[int] | None = None,
+    access_end: I64 | None = None,
 ) -> InterferenceGraph:
     """Arrays and occupied intervals of the request's buffers under a sync policy.
 
     ``barriers`` (sorted) replaces the policy's set of points that end an occupied interval;
-    ``sizes`` (bytes, request order) replaces the declared sizes (per-block footprints).
+    ``sizes`` (bytes, request order) replaces the declared sizes (per-block footprints);
+    ``access_end`` is ``access_bounds(request)[1]``, where the caller has it already.
     """
     bufs = request.buffers
     n = len(bufs)
@@ -354,4 +356,5 @@ def build_graph(
         ),
     )
     points = sync_barriers(request, sync) if barriers is None else barriers
-    return lifetimes.released(access_bounds(request)[1], points, request.horizon)
+    ends = access_bounds(request)[1] if access_end is None else access_end
+    return lifetimes.released(ends, points, request.horizon)
