@@ -37,6 +37,7 @@ from challenge_bench import _instances as challenge  # noqa: E402  (beside this 
 from planner.core.graph import build_graph  # noqa: E402
 from planner.solvers import _search_kernel  # noqa: E402
 from planner.solvers._pace_kernel import member_cap  # noqa: E402
+from planner.solvers._search_kernel import STATS  # noqa: E402
 from planner.solvers.search import ORDERS, _Instance, _instances  # noqa: E402
 from tests.solvers.test_search_steps import CASES, PINNED  # noqa: E402
 from tests.support.kernel_cases import kernel_case  # noqa: E402
@@ -88,7 +89,8 @@ def _caller(kernel: ModuleType) -> Call:
     def call(inst: _Instance, capacity: int, nodes: int) -> Result:
         arrays = [getattr(inst, f) for f in FIELDS]
         head = [kernel.SearchArrays(*arrays)] if records else arrays
-        alone, stats = np.zeros(0, dtype=np.int64), np.zeros(4, dtype=np.int64)
+        # As many stats as the newest kernel counts: an older one counts fewer.
+        alone, stats = np.zeros(0, dtype=np.int64), np.zeros(STATS, dtype=np.int64)
         return kernel.decide(*head, capacity, nodes, member_cap(nodes), alone, stats)  # type: ignore[no-any-return]
 
     return call
