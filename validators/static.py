@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core.access import OwnerMap, byte_owners, owners_agree
+from planner.core.columns import columns
 from planner.core.indexed import Indexed
 from planner.core.patterns import block_slice
 from planner.core.rings import expand, stride
@@ -445,21 +446,20 @@ def _planned_extents(request: PlanRequest, plan: Plan) -> _Planned | None:
     def column(values: Iterable[int]) -> npt.NDArray[np.int64]:
         return np.fromiter(values, dtype=np.int64, count=n)
 
-    size = column(b.size for b in bufs)
+    cols = columns(request)
+    size = cols.size.copy()
     for index, planned in _shrunk(request).items():
         size[index] = planned
     offset = column(p.offset for p in placed)
-    align = column(request.alignment_of(b) for b in bufs)
-    pin = column(-1 if b.offset is None else b.offset for b in bufs)
+    pin = cols.pinned
     if (
         not np.array_equal(column(p.size for p in placed), size)
         or bool((offset < 0).any())
-        or bool((offset % align).any())
+        or bool((offset % cols.alignment).any())
         or bool(((pin >= 0) & (pin != offset)).any())
     ):
         return None
-    start = column(b.start for b in bufs)
-    end = column(b.end for b in bufs)
+    start, end = cols.start.copy(), cols.end.copy()
     first, last = start.copy(), end - 1
     for i, b in enumerate(bufs):
         if b.accesses:

@@ -30,9 +30,9 @@ import numpy.typing as npt
 
 from planner.core._jit import njit
 from planner.core.arrays import distinct
+from planner.core.columns import columns
 from planner.core.models import PlanRequest
 from planner.core.models.request import SyncPolicy
-from planner.core.patterns import access_span
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -318,11 +318,8 @@ def _backward_lists(hi: I64) -> tuple[I64, I64]:
 def access_bounds(request: PlanRequest) -> tuple[I64, I64]:
     """Per buffer: the first access, and the last access + 1 (without patterns, the
     lifetime's start and end)."""
-    spans = [access_span(b) for b in request.buffers]
-    n = len(spans)
-    first = np.fromiter((s[0] for s in spans), dtype=np.int64, count=n)
-    after_last = np.fromiter((s[1] + 1 for s in spans), dtype=np.int64, count=n)
-    return first, after_last
+    cols = columns(request)  # read-only, the request's own: the caller gets copies
+    return cols.first_access.copy(), cols.access_end.copy()
 
 
 def build_graph(
@@ -331,30 +328,22 @@ def build_graph(
     *,
     barriers: list[int] | None = None,
     sizes: list[int] | None = None,
-    access_end: I64 | None = None,
 ) -> InterferenceGraph:
     """Arrays and occupied intervals of the request's buffers under a sync policy.
 
     ``barriers`` (sorted) replaces the policy's set of points that end an occupied interval;
-    ``sizes`` (bytes, request order) replaces the declared sizes (per-block footprints);
-    ``access_end`` is ``access_bounds(request)[1]``, where the caller has it already.
+    ``sizes`` (bytes, request order) replaces the declared sizes (per-block footprints).
     """
-    bufs = request.buffers
-    n = len(bufs)
-    end = np.fromiter((b.end for b in bufs), dtype=np.int64, count=n)
+    cols = columns(request)  # read-only, the request's own: the graph gets copies
+    end = cols.end.copy()
     lifetimes = InterferenceGraph(
-        ids=[b.id for b in bufs],
-        start=np.fromiter((b.start for b in bufs), dtype=np.int64, count=n),
+        ids=[b.id for b in request.buffers],
+        start=cols.start.copy(),
         end=end,
         occupied_end=end,
-        size=np.fromiter(
-            (b.size for b in bufs) if sizes is None else sizes, dtype=np.int64, count=n
-        ),
-        alignment=np.fromiter((request.alignment_of(b) for b in bufs), dtype=np.int64, count=n),
-        pinned=np.fromiter(
-            (-1 if b.offset is None else b.offset for b in bufs), dtype=np.int64, count=n
-        ),
+        size=cols.size.copy() if sizes is None else np.asarray(sizes, dtype=np.int64),
+        alignment=cols.alignment.copy(),
+        pinned=cols.pinned.copy(),
     )
     points = sync_barriers(request, sync) if barriers is None else barriers
-    ends = access_bounds(request)[1] if access_end is None else access_end
-    return lifetimes.released(ends, points, request.horizon)
+    return lifetimes.released(cols.access_end, points, request.horizon)

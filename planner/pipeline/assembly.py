@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from planner.core.clusters import PORTABLE_CLUSTER, cluster_size
+from planner.core.columns import columns
 from planner.core.io import request_sha256
 from planner.core.models import (
     Launch,
@@ -83,8 +84,9 @@ def _launch(req: PlanRequest, arena: int, naive: int) -> Launch:
 
 def naive_bytes(req: PlanRequest) -> int:
     """Every buffer end to end, in request order, each aligned: the arena with no reuse."""
+    cols = columns(req)
     top = 0
-    for size, align in ((b.size, req.alignment_of(b)) for b in req.buffers):
+    for size, align in zip(cols.size.tolist(), cols.alignment.tolist(), strict=True):
         top = (top + align - 1) // align * align + size
     return top
 

@@ -55,7 +55,7 @@ def build_context(ground: Ground) -> Context:
     aliasing = patterned and len(req.buffers) <= ALIAS_MAX_BUFFERS and req.options.sync != "none"
     owners = Owners(req, existing, shrunk) if aliasing else None
     first_access, access_end = access_bounds(req)
-    reference = build_graph(req, sizes=sizes, access_end=access_end)
+    reference = build_graph(req, sizes=sizes)
     heuristics, notes = _applicable(req, reference, ground.heuristics)
     # The graph is exact unless aliases are possible, or a buffer's first access comes after
     # a barrier point inside its lifetime (the graph then keeps it from bytes that barrier

@@ -13,6 +13,7 @@ import numpy.typing as npt
 from planner.core.arrays import distinct
 from planner.core.barriers import BarrierChoice
 from planner.core.budget import GREEDY_SHARE, PAIRS_EXACT_SHARE
+from planner.core.columns import columns
 from planner.core.graph import InterferenceGraph
 from planner.core.sync_choice import SyncChoice
 from planner.pipeline.ground import Ground
@@ -176,16 +177,14 @@ def pair_graph(
     pairs ``edges``; each from its start for its length, ``spans`` (default: its lifetime),
     which order the fits."""
     bufs = ground.req.buffers
-    n = len(bufs)
+    cols = columns(ground.req)
     start, length = (
         ([b.start for b in bufs], [b.end - b.start for b in bufs]) if spans is None else spans
     )
     return ExplicitGraph(
         size=np.asarray(ground.sizes, dtype=np.int64),
-        alignment=np.fromiter((ground.req.alignment_of(b) for b in bufs), dtype=np.int64, count=n),
-        pinned=np.fromiter(
-            (-1 if b.offset is None else b.offset for b in bufs), dtype=np.int64, count=n
-        ),
+        alignment=cols.alignment.copy(),
+        pinned=cols.pinned.copy(),
         start=np.asarray(start, dtype=np.int64),
         length=np.asarray(length, dtype=np.int64),
         edges=edges,
