@@ -304,8 +304,8 @@ def _first_try(
         return None
     from planner.solvers.search import first_try_nodes, node_budget
 
-    nodes = first_try_nodes(g)
-    if nodes > FIRST_TRY_SHARE * node_budget(g, time_limit):
+    nodes = first_try_nodes(g, FIRST_TRY_SHARE * node_budget(g, time_limit))
+    if nodes == 0:
         return None
     _load([("search", method)])
     options: dict[str, Any] = {"first_try": True, "nodes": nodes}

@@ -186,10 +186,13 @@ class _Portfolio:
         self._common: _Common | None = None
         self._rankings: dict[int, I64] = {}
         self.first = _Published(g, self)
+        self._twins: list[_Banded] | None = None
         self._rest: list[_Member] | None = None
-        # The capacity (bytes) at which every published order ran its first try's nodes out
-        # (``_Descent.first_try``); None: none did.
+        # The capacity (bytes) at which the first try (``_Descent.first_try``) ran every
+        # member of its first ``ran_out_groups`` groups (``_first_groups``) out of nodes;
+        # None: it did not.
         self.ran_out_at: int | None = None
+        self.ran_out_groups = 0
 
     @property
     def common(self) -> _Common:
@@ -204,15 +207,22 @@ class _Portfolio:
         return self._rankings[i]
 
     @property
+    def twins(self) -> list[_Banded]:
+        """The published orders' banded twins, built when first read; none where no boundary
+        is without an end (each would repeat its order)."""
+        if self._twins is None:
+            apart = bool((self.common.end_at[1:-1] == 0).any())
+            self._twins = [_banded(inst) for inst in self.first] if apart else []
+        return self._twins
+
+    @property
     def rest(self) -> list[_Member]:
         if self._rest is None:
             g = self._g
             sky = g.n > SKYLINE_MIN and not bool((g.pinned >= 0).any())
             others = ORDERS[len(MINIMALLOC_ORDERS) :]
             insts = self.common.instances(g, others + (SKYLINE_ORDERS if sky else ()))
-            rest: list[_Member] = list(insts[: len(others)])
-            if bool((self.common.end_at[1:-1] == 0).any()):  # else each repeats its order
-                rest += [_banded(inst) for inst in self.first]
+            rest: list[_Member] = [*insts[: len(others)], *self.twins]
             rest += [
                 _skyline(inst, valley, reverse)
                 for reverse in (False, True)
@@ -559,9 +569,12 @@ def _padding_lists(
     return ptr, cols, cls, periods, max_pad
 
 
-def first_try_nodes(g: InterferenceGraph) -> int:
-    """Nodes of the published orders' first try on ``g`` (``_decide_staged``)."""
-    return FIRST_NODES_PER_BUFFER * g.n * len(MINIMALLOC_ORDERS)
+def first_try_nodes(g: InterferenceGraph, most: float = float("inf")) -> int:
+    """Nodes of the first try on ``g`` (``_Descent.first_try``) within ``most``: the
+    published orders' and their banded twins', or the published orders' alone where that is
+    all ``most`` affords (the twins then get none); 0 where not even those fit."""
+    each = FIRST_NODES_PER_BUFFER * g.n * len(MINIMALLOC_ORDERS)
+    return next((k for k in (2 * each, each) if k <= most), 0)
 
 
 def node_budget(g: InterferenceGraph, time_limit: float) -> int:
@@ -613,25 +626,39 @@ def _decide_staged(
     stop: Stop | None = None,
 ) -> tuple[int, I64, int]:
     """(status, offsets, nodes charged) at ``capacity`` bytes over the portfolio: first
-    MiniMalloc's published orders alone, on ``FIRST_NODES_PER_BUFFER`` nodes a buffer each
-    (a search that seldom backtracks decides within them), then, if none decided, the whole
+    MiniMalloc's published orders alone, then their banded twins alone, on
+    ``FIRST_NODES_PER_BUFFER`` nodes a buffer each (a search that seldom backtracks, in
+    either decomposition, decides within them), then, if none decided, the whole
     portfolio's race on the nodes left. Where the first try (``_Descent.first_try``) ran
     those very decisions out of nodes at ``capacity``, they are charged, not run again."""
-    first = portfolio.first
-    quick = FIRST_NODES_PER_BUFFER * int(first[0].size.size) * len(first)
+    charged = portfolio.ran_out_groups if portfolio.ran_out_at == capacity else 0
     used = 0
-    if quick < nodes // 2 and portfolio.ran_out_at == capacity:
-        portfolio.ran_out_at = None  # once: a later decision of it would be the race's
-        used = _all_out_charge(first, quick)
-    elif quick < nodes // 2:
-        status, offsets, used = _decide_all(first, capacity, quick, deadline, stop=stop)
+    for k, group in enumerate(_first_groups(portfolio)):
+        quick = FIRST_NODES_PER_BUFFER * int(group[0].size.size) * len(group)
+        if used + quick >= nodes // 2:
+            break
+        if k < charged:
+            portfolio.ran_out_at = None  # once: a later decision of it would be the race's
+            used += _all_out_charge(group, quick)
+            continue
+        status, offsets, more = _decide_all(group, capacity, quick, deadline, stop=stop)
+        used += more
         if status != OUT_OF_NODES or (stop is not None and stop.stopped):
             return status, offsets, used
         if time.perf_counter() > deadline:
             return status, offsets, used
-    members = [*first, *portfolio.rest]
+    members = [*portfolio.first, *portfolio.rest]
     status, offsets, more = _decide_all(members, capacity, nodes - used, deadline, stop=stop)
     return status, offsets, used + more
+
+
+def _first_groups(portfolio: _Portfolio) -> list[list[_Instance]]:
+    """The members of the first try, a group at a time, each member on the same nodes
+    (``_weights`` gives the members of each group equal shares): the published orders, then
+    their banded twins where there are any."""
+    groups: list[list[_Instance]] = [list(portfolio.first)]
+    twins = portfolio.twins
+    return [*groups, list(twins)] if twins else groups
 
 
 def _decide_all(
@@ -1122,25 +1149,32 @@ class _Descent:
 
     def first_try(self) -> None:
         """Look for a plan at the lowest capacity worth trying, after ``first_fits`` missed
-        it: MiniMalloc's published orders' searches in turn, each on
-        ``FIRST_NODES_PER_BUFFER`` nodes a buffer (within the nodes left), until one
+        it: MiniMalloc's published orders' searches in turn, then their banded twins', each
+        on ``FIRST_NODES_PER_BUFFER`` nodes a buffer (within the nodes left), until one
         decides. Where each runs its full share out of nodes, the graph keeps the
         portfolio (``InterferenceGraph.memo``) with that capacity: a later search of the
         request charges those decisions instead of running them again
         (``_decide_staged``)."""
         if self.low > self.high or not self.time_left():
             return
-        full = 0  # orders that ran their full share out of nodes
-        for inst in self.portfolio.first:
-            nodes = min(self.left, FIRST_NODES_PER_BUFFER * int(inst.size.size))
-            if nodes <= 0 or time.perf_counter() - self.clock >= self.wall:
-                return
-            status, offsets, used = _decide(inst, self.low, nodes)
-            if self._record(self.low, status, offsets, used) != OUT_OF_NODES:
-                return
-            full += nodes == FIRST_NODES_PER_BUFFER * int(inst.size.size)
-        if full == len(self.portfolio.first) and (self.stop is None or not self.stop.stopped):
+        share = FIRST_NODES_PER_BUFFER * self.g.n  # nodes each member may spend
+        spent = 0  # groups whose every member ran its full share out of nodes
+        for group in _first_groups(self.portfolio):
+            full = 0  # members of the group that did
+            for inst in group:
+                nodes = min(self.left, share)
+                if nodes <= 0 or time.perf_counter() - self.clock >= self.wall:
+                    break
+                status, offsets, used = _decide(inst, self.low, nodes)
+                if self._record(self.low, status, offsets, used) != OUT_OF_NODES:
+                    return
+                full += nodes == share
+            if full < len(group):
+                break
+            spent += 1
+        if spent and (self.stop is None or not self.stop.stopped):
             self.portfolio.ran_out_at = self.low
+            self.portfolio.ran_out_groups = spent
             self.g.memo[_MEMO] = self.portfolio
 
     def first_fits(self) -> bool:

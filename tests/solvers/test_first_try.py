@@ -74,6 +74,45 @@ def test_the_first_try_stays_out_where_it_costs_more_than_its_share(
     assert len(plan.solver.tried) > 2
 
 
+def test_the_banded_twins_decide_in_the_first_try_where_the_published_orders_run_out() -> None:
+    # A generated instance (the first of its family at these seeds) whose published orders
+    # run their first try out of nodes at the bound; their banded twins, on the same few
+    # nodes a buffer each, find a plan there.
+    request = _request("random-wide", 350, CHECK_SEED + 100)
+    g = build_graph(request, "none")
+    both = search.first_try_nodes(g)
+    published = search.first_try_nodes(g, both - 1)
+    assert published == both // 2 > 0
+    alone = search.solve_search(
+        g,
+        capacity=CAPACITY,
+        lower_bound=CAPACITY,
+        hint=None,
+        time_limit=10.0,
+        nodes=published,
+        first_try=True,
+    )
+    assert not alone.proved_optimal
+    g = build_graph(request, "none")
+    tried = search.solve_search(
+        g,
+        capacity=CAPACITY,
+        lower_bound=CAPACITY,
+        hint=None,
+        time_limit=10.0,
+        nodes=both,
+        first_try=True,
+    )
+    assert tried.proved_optimal
+    assert tried.arena_bytes == CAPACITY
+    assert tried.offsets is not None
+    assert_valid_offsets(request, g, tried.offsets)
+    # The planner's answer is that first try's: one heuristic, then the search.
+    plan = _planned(request)
+    assert plan.arena_bytes == CAPACITY
+    assert [t.name for t in plan.solver.tried][1:] == ["exact:search"]
+
+
 def test_rounds_skip_members_that_cannot_beat_a_plan_found_and_answer_alike(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -152,6 +191,9 @@ def test_a_search_after_a_first_try_out_of_nodes_does_not_decide_it_again(
     start = len(decided)
     again = _searched(request, build_graph(request, "none"))
     assert decided[start] == (first, CAPACITY)
+    twins = len(search._Portfolio(g).twins)
+    assert twins == first  # this graph has them: they go next, on their own
+    assert decided[start + 1] == (twins, CAPACITY)
     assert after.arena_bytes == again.arena_bytes
     assert after.bound == again.bound
     assert np.array_equal(np.asarray(after.offsets), np.asarray(again.offsets))
