@@ -8,6 +8,7 @@ before a compiler's request arrives."""
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -87,7 +88,11 @@ _state = {"done": False, "running": False}
 def ensure_warm(plan: Callable[[dict[str, Any]], object]) -> None:
     """Plan the warm-up requests with ``plan`` once per process, every kernel compiled (none
     interpreted); other threads wait for it, and the warm-up's own plans pass straight
-    through."""
+    through. Then every object alive leaves the cycle collector's sight (``gc.freeze``): the
+    modules, compiled kernels and caches live as long as the process, and a full collection
+    during a request then walks only what requests make, where it walked the whole heap (at
+    start-up some 150 000 objects: a pause, and the request's code running on cold caches
+    after it, 0.8 ms of a 0.4 ms plan)."""
     if _state["done"]:
         return
     with _lock:
@@ -100,4 +105,6 @@ def ensure_warm(plan: Callable[[dict[str, Any]], object]) -> None:
                     plan(request)
         finally:
             _state["running"] = False
+        gc.collect()  # the warm-up's garbage is not kept
+        gc.freeze()
         _state["done"] = True
