@@ -176,17 +176,14 @@ def pair_graph(
     """The ground's buffers (its planned sizes, their alignment and pins) with the conflict
     pairs ``edges``; each from its start for its length, ``spans`` (default: its lifetime),
     which order the fits."""
-    bufs = ground.req.buffers
     cols = columns(ground.req)
-    start, length = (
-        ([b.start for b in bufs], [b.end - b.start for b in bufs]) if spans is None else spans
-    )
+    start, length = (cols.start, cols.end - cols.start) if spans is None else spans
     return ExplicitGraph(
         size=np.asarray(ground.sizes, dtype=np.int64),
         alignment=cols.alignment.copy(),
         pinned=cols.pinned.copy(),
-        start=np.asarray(start, dtype=np.int64),
-        length=np.asarray(length, dtype=np.int64),
+        start=np.array(start, dtype=np.int64),
+        length=np.array(length, dtype=np.int64),
         edges=edges,
     )
 
