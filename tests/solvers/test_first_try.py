@@ -74,6 +74,19 @@ def test_the_first_try_stays_out_where_it_costs_more_than_its_share(
     assert len(plan.solver.tried) > 2
 
 
+def _first_try(g: InterferenceGraph, nodes: int) -> Solution:
+    """The search's first try alone, at the capacity, within ``nodes``."""
+    return search.solve_search(
+        g,
+        capacity=CAPACITY,
+        lower_bound=CAPACITY,
+        hint=None,
+        time_limit=10.0,
+        nodes=nodes,
+        first_try=True,
+    )
+
+
 def test_the_banded_twins_decide_in_the_first_try_where_the_published_orders_run_out() -> None:
     # A generated instance (the first of its family at these seeds) whose published orders
     # run their first try out of nodes at the bound; their banded twins, on the same few
@@ -83,26 +96,10 @@ def test_the_banded_twins_decide_in_the_first_try_where_the_published_orders_run
     both = search.first_try_nodes(g)
     published = search.first_try_nodes(g, both - 1)
     assert published == both // 2 > 0
-    alone = search.solve_search(
-        g,
-        capacity=CAPACITY,
-        lower_bound=CAPACITY,
-        hint=None,
-        time_limit=10.0,
-        nodes=published,
-        first_try=True,
-    )
+    alone = _first_try(g, published)
     assert not alone.proved_optimal
     g = build_graph(request, "none")
-    tried = search.solve_search(
-        g,
-        capacity=CAPACITY,
-        lower_bound=CAPACITY,
-        hint=None,
-        time_limit=10.0,
-        nodes=both,
-        first_try=True,
-    )
+    tried = _first_try(g, both)
     assert tried.proved_optimal
     assert tried.arena_bytes == CAPACITY
     assert tried.offsets is not None
@@ -156,15 +153,7 @@ def test_a_search_after_a_first_try_out_of_nodes_does_not_decide_it_again(
         request = _request("random-wide", 400, seed)
         g = build_graph(request, "none")
         nodes = search.first_try_nodes(g)
-        tried = search.solve_search(
-            g,
-            capacity=CAPACITY,
-            lower_bound=CAPACITY,
-            hint=None,
-            time_limit=10.0,
-            nodes=nodes,
-            first_try=True,
-        )
+        tried = _first_try(g, nodes)
         if tried.offsets is not None:
             assert_valid_offsets(request, g, tried.offsets)
         if not tried.proved_optimal:
