@@ -70,7 +70,7 @@ SKYLINE_MIN = 64  # buffers above which the skyline members join (graphs without
 SKYLINE_DISCOUNT = 16  # skyline kernel steps charged as one canonical step
 HALF_SHARE = 1  # share exponent of each skyline member and banded twin: half an order's
 BREADTH_SHARE = 2  # share exponent of the orders beyond MiniMalloc's: a quarter of a share
-FIRST_NODES_PER_BUFFER = 2  # nodes a buffer of the published orders' first try (``_decide_staged``)
+FIRST_NODES_PER_BUFFER = 2  # nodes a buffer of each member of the first try (``_first_share``)
 PARALLEL_MIN = 16  # buffers from which members race on threads
 DESCEND_MIN = 64  # buffers above which minimizing descends in steps
 BOUND_PART = 8  # descending below a capacity, the bound is decided on this part of the nodes left
@@ -573,8 +573,13 @@ def first_try_nodes(g: InterferenceGraph, most: float = float("inf")) -> int:
     """Nodes of the first try on ``g`` (``_Descent.first_try``) within ``most``: the
     published orders' and their banded twins', or the published orders' alone where that is
     all ``most`` affords (the twins then get none); 0 where not even those fit."""
-    each = FIRST_NODES_PER_BUFFER * g.n * len(MINIMALLOC_ORDERS)
+    each = _first_share(g.n) * len(MINIMALLOC_ORDERS)
     return next((k for k in (2 * each, each) if k <= most), 0)
+
+
+def _first_share(n: int) -> int:
+    """Nodes each member of the first try may spend on a graph of ``n`` buffers."""
+    return FIRST_NODES_PER_BUFFER * n
 
 
 def node_budget(g: InterferenceGraph, time_limit: float) -> int:
@@ -634,7 +639,7 @@ def _decide_staged(
     charged = portfolio.ran_out_groups if portfolio.ran_out_at == capacity else 0
     used = 0
     for k, group in enumerate(_first_groups(portfolio)):
-        quick = FIRST_NODES_PER_BUFFER * int(group[0].size.size) * len(group)
+        quick = _first_share(int(group[0].size.size)) * len(group)
         if used + quick >= nodes // 2:
             break
         if k < charged:
@@ -656,9 +661,8 @@ def _first_groups(portfolio: _Portfolio) -> list[list[_Instance]]:
     """The members of the first try, a group at a time, each member on the same nodes
     (``_weights`` gives the members of each group equal shares): the published orders, then
     their banded twins where there are any."""
-    groups: list[list[_Instance]] = [list(portfolio.first)]
-    twins = portfolio.twins
-    return [*groups, list(twins)] if twins else groups
+    twins: list[_Instance] = list(portfolio.twins)
+    return [list(portfolio.first), twins] if twins else [list(portfolio.first)]
 
 
 def _decide_all(
@@ -1157,7 +1161,7 @@ class _Descent:
         (``_decide_staged``)."""
         if self.low > self.high or not self.time_left():
             return
-        share = FIRST_NODES_PER_BUFFER * self.g.n  # nodes each member may spend
+        share = _first_share(self.g.n)
         spent = 0  # groups whose every member ran its full share out of nodes
         for group in _first_groups(self.portfolio):
             full = 0  # members of the group that did
