@@ -70,6 +70,7 @@ SKYLINE_MIN = 64  # buffers above which the skyline members join (graphs without
 SKYLINE_DISCOUNT = 16  # skyline kernel steps charged as one canonical step
 HALF_SHARE = 1  # share exponent of each skyline member and banded twin: half an order's
 BREADTH_SHARE = 2  # share exponent of the orders beyond MiniMalloc's: a quarter of a share
+TWIN_FULL_MIN = 64  # buffers above which deciding the capacity asked for, twins get a full share
 FIRST_NODES_PER_BUFFER = 2  # nodes a buffer of each member of the first try (``_first_share``)
 PARALLEL_MIN = 16  # buffers from which members race on threads
 DESCEND_MIN = 64  # buffers above which minimizing descends in steps
@@ -596,29 +597,44 @@ def _published(m: _Member) -> bool:
 
 
 def _on_top(m: _Member) -> bool:
-    """Whether ``m`` races on half a breadth order's share, paid on top of the canonical
-    orders' shares: the skyline members and the banded twins of the published orders."""
+    """Whether ``m``'s share is paid on top of the canonical orders' shares: the skyline
+    members' and the published orders' banded twins' (``_weights``)."""
     return isinstance(m, (_Skyline, _Banded))
 
 
-def _weights(insts: Sequence[_Member]) -> list[int]:
+def _weights(insts: Sequence[_Member], decision: bool = False) -> list[int]:
     """Per member a share exponent: member ``i`` may expand ``2 ** -w`` of a full share.
     MiniMalloc's published orders get a full share each (its round robin over them); the
     portfolio's other orders race beside them on ``2 ** -BREADTH_SHARE`` of one, and the
     skyline members and banded twins on half that again (``HALF_SHARE``), so the breadth
     costs a fraction of what the published orders spend and still wins where they are
-    slow."""
+    slow. Deciding the capacity a request asks for (``decision``), the banded twins on
+    graphs of more than ``TWIN_FULL_MIN`` buffers take their order's full share
+    (``_full_twin``)."""
     if not any(_published(m) for m in insts):
         return [HALF_SHARE if _on_top(m) else 0 for m in insts]
     return [
-        0 if _published(m) else BREADTH_SHARE + (HALF_SHARE if _on_top(m) else 0) for m in insts
+        0
+        if _published(m) or (decision and _full_twin(m))
+        else BREADTH_SHARE + (HALF_SHARE if _on_top(m) else 0)
+        for m in insts
     ]
 
 
-def _shares(insts: Sequence[_Member]) -> float:
+def _full_twin(m: _Member) -> bool:
+    """Whether ``m`` is a banded twin on a graph of more than ``TWIN_FULL_MIN`` buffers:
+    deciding the capacity asked for, it then races on its published order's full share
+    (paid on top of the canonical orders'), the other decomposition of the same order,
+    which decides instances of the challenging family's size that its order cannot. On
+    smaller graphs, and minimising below a plan, it stays among the breadth: there most
+    decisions are proofs or run out of nodes, and every share on top is paid in full."""
+    return isinstance(m, _Banded) and int(m.size.size) > TWIN_FULL_MIN
+
+
+def _shares(insts: Sequence[_Member], decision: bool = False) -> float:
     """Full shares ``nodes`` pays for among ``insts``: the canonical orders' (the shares of
     the members ``_on_top`` come on top), or every member's where there is none other."""
-    weights = _weights(insts)
+    weights = _weights(insts, decision)
     canonical = [w for m, w in zip(insts, weights, strict=True) if not _on_top(m)]
     return sum(1.0 / (1 << w) for w in canonical or weights)
 
@@ -629,6 +645,7 @@ def _decide_staged(
     nodes: int,
     deadline: float = float("inf"),
     stop: Stop | None = None,
+    decision: bool = False,
 ) -> tuple[int, I64, int]:
     """(status, offsets, nodes charged) at ``capacity`` bytes over the portfolio: first
     MiniMalloc's published orders alone, then their banded twins alone, on
@@ -653,7 +670,9 @@ def _decide_staged(
         if time.perf_counter() > deadline:
             return status, offsets, used
     members = [*portfolio.first, *portfolio.rest]
-    status, offsets, more = _decide_all(members, capacity, nodes - used, deadline, stop=stop)
+    status, offsets, more = _decide_all(
+        members, capacity, nodes - used, deadline, stop=stop, decision=decision
+    )
     return status, offsets, used + more
 
 
@@ -672,6 +691,7 @@ def _decide_all(
     deadline: float = float("inf"),
     parallel: bool | None = None,
     stop: Stop | None = None,
+    decision: bool = False,
 ) -> tuple[int, I64, int]:
     """(status, offsets, nodes charged) at ``capacity`` bytes over the branching orders.
 
@@ -684,11 +704,12 @@ def _decide_all(
     is the same whether the orders race on threads (``parallel``; by default when there are
     cores and the graph is large) or take turns on a doubling limit, MiniMalloc's remedy for
     heavy-tailed searches. The clock (``deadline``, a ``time.perf_counter`` value) is only a
-    hard cap; ``stop`` ends the decision early (its answer then means nothing).
+    hard cap; ``stop`` ends the decision early (its answer then means nothing);
+    ``decision``: the capacity is the one asked for (``_weights``).
     """
     k = len(insts)
-    weights = _weights(insts)
-    per = int(nodes / _shares(insts))
+    weights = _weights(insts, decision)
+    per = int(nodes / _shares(insts, decision))
     if per >> weights[-1] == 0:
         return _decide(insts[0], capacity, nodes)
     if parallel is None:
@@ -709,15 +730,15 @@ def _decide_all(
         if status != OUT_OF_NODES
     ]
     if not decided:
-        return OUT_OF_NODES, results[0][1], _all_out_charge(insts, nodes)
+        return OUT_OF_NODES, results[0][1], _all_out_charge(insts, nodes, decision)
     effort, i = min(decided)
     return results[i][0], results[i][1], sum(max(1, effort >> w) for w in weights)
 
 
-def _all_out_charge(insts: Sequence[_Member], nodes: int) -> int:
+def _all_out_charge(insts: Sequence[_Member], nodes: int, decision: bool = False) -> int:
     """The nodes ``_decide_all`` charges over ``insts`` on ``nodes`` when no member decides."""
-    weights = _weights(insts)
-    per = int(nodes / _shares(insts))
+    weights = _weights(insts, decision)
+    per = int(nodes / _shares(insts, decision))
     return sum(per >> w for w in weights)
 
 
@@ -1110,14 +1131,15 @@ class _Descent:
     clock: float = 0.0  # ``time.perf_counter`` at the start
     wall: float = float("inf")  # seconds: the clock's cap
 
-    def attempt(self, target: int, last: bool, part: int = 2) -> int:
-        """Decide ``target`` on ``1 / part`` of the nodes left (all if ``last``).
+    def attempt(self, target: int, last: bool, part: int = 2, decision: bool = False) -> int:
+        """Decide ``target`` on ``1 / part`` of the nodes left (all if ``last``);
+        ``decision``: ``target`` is the capacity asked for (``_weights``).
 
         A plan found becomes the best. Returns the kernel's status.
         """
         share = self.left if last else max(1, self.left // part)
         status, offsets, used = _decide_staged(
-            self.portfolio, target, share, self.clock + self.wall, self.stop
+            self.portfolio, target, share, self.clock + self.wall, self.stop, decision
         )
         return self._record(target, status, offsets, used)
 
@@ -1225,7 +1247,7 @@ class _Descent:
     def first_plan(self, cap: int) -> bool:
         """No plan within the capacity ``cap`` yet: first get one, or prove there is none
         (False)."""
-        if self.attempt(cap, last=True) == EXHAUSTED:
+        if self.attempt(cap, last=True, decision=True) == EXHAUSTED:
             return False
         if self.best_arena is not None:
             self.high = min(self.high, self.best_arena - self.step)

@@ -1,7 +1,8 @@
 """The published orders' banded twins: the same ranking, with a sub-problem started wherever
 the buffer just placed was the last unplaced one across any boundary (not only where some
 buffer ends, as MiniMalloc's sections do), ranked afresh and placed from the lowest floor.
-They search other nodes than their orders, and the portfolio races them on a small share."""
+They search other nodes than their orders, and the portfolio races them on their order's
+full share on graphs of the challenging family's size, on a small share on smaller ones."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from planner.solvers._search_kernel import FOUND, OUT_OF_NODES
 from planner.solvers.search import (
     BREADTH_SHARE,
     HALF_SHARE,
+    TWIN_FULL_MIN,
     _Banded,
     _decide,
     _decide_all,
@@ -22,6 +24,8 @@ from planner.solvers.search import (
     _members,
     _Portfolio,
     _weights,
+    first_try_nodes,
+    solve_search,
 )
 from tests.support.bruteforce import assert_valid_offsets
 
@@ -62,12 +66,55 @@ def test_the_portfolio_decides_it_and_would_not_without_the_twins() -> None:
     assert_valid_offsets(request, g, offsets)
 
 
-def test_the_twins_race_on_half_a_breadth_share() -> None:
-    _, g = _stuck()
+def _twin_weights(g: InterferenceGraph, decision: bool) -> list[int]:
     members = _members(g)
-    weights = _weights(members)
-    twins = [w for m, w in zip(members, weights, strict=True) if isinstance(m, _Banded)]
-    assert twins == [BREADTH_SHARE + HALF_SHARE] * 3
+    weights = _weights(members, decision)
+    return [w for m, w in zip(members, weights, strict=True) if isinstance(m, _Banded)]
+
+
+def test_deciding_the_capacity_asked_for_the_twins_of_large_graphs_race_on_a_full_share() -> None:
+    _, g = _stuck()
+    assert g.n > TWIN_FULL_MIN
+    assert _twin_weights(g, decision=True) == [0, 0, 0]
+    # Minimising below a plan, and on small graphs, half a breadth order's share.
+    assert _twin_weights(g, decision=False) == [BREADTH_SHARE + HALF_SHARE] * 3
+    small = build_graph(family_instance("random-wide", TWIN_FULL_MIN, STUCK[2]).request, "none")
+    assert _twin_weights(small, decision=True) == [BREADTH_SHARE + HALF_SHARE] * 3
+
+
+# At its bound only TAW's banded twin decides it within a few thousand nodes: on its
+# order's full share the race decides it within NARROW_NODES, on an eighth of one it does
+# not.
+NARROW = ("random-narrow", 333, 18_018)
+NARROW_NODES = 20_000
+
+
+def test_a_twin_on_a_full_share_decides_what_it_could_not_on_an_eighth() -> None:
+    request = family_instance(*NARROW).request
+    g = build_graph(request, "none")
+    members = _members(g)
+    status, offsets, _ = _decide_all(members, CAPACITY, NARROW_NODES, parallel=False, decision=True)
+    assert status == FOUND
+    assert_valid_offsets(request, g, offsets)
+    assert _decide_all(members, CAPACITY, NARROW_NODES, parallel=False)[0] == OUT_OF_NODES
+
+
+def test_a_request_at_its_bound_is_decided_by_a_twin_on_a_full_share() -> None:
+    # The whole search at the capacity asked for: the decision the twin wins.
+    request = family_instance(*NARROW).request
+    g = build_graph(request, "none")
+    solution = solve_search(
+        g,
+        capacity=CAPACITY,
+        lower_bound=CAPACITY,
+        hint=None,
+        time_limit=10.0,
+        nodes=NARROW_NODES + first_try_nodes(g),
+    )
+    assert solution.proved_optimal
+    assert solution.arena_bytes == CAPACITY
+    assert solution.offsets is not None
+    assert_valid_offsets(request, g, solution.offsets)
 
 
 def test_no_twin_where_every_boundary_has_an_end() -> None:
