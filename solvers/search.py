@@ -631,12 +631,15 @@ def _full_twin(m: _Member) -> bool:
     return isinstance(m, _Banded) and int(m.size.size) > TWIN_FULL_MIN
 
 
-def _shares(insts: Sequence[_Member], decision: bool = False) -> float:
-    """Full shares ``nodes`` pays for among ``insts``: the canonical orders' (the shares of
-    the members ``_on_top`` come on top), or every member's where there is none other."""
+def _allotment(
+    insts: Sequence[_Member], nodes: int, decision: bool = False
+) -> tuple[list[int], int]:
+    """(each member's share exponent (``_weights``), the nodes of a full share): ``nodes``
+    pays for the canonical orders' shares (the shares of the members ``_on_top`` come on
+    top), or for every member's where there is none other."""
     weights = _weights(insts, decision)
     canonical = [w for m, w in zip(insts, weights, strict=True) if not _on_top(m)]
-    return sum(1.0 / (1 << w) for w in canonical or weights)
+    return weights, int(nodes / sum(1.0 / (1 << w) for w in canonical or weights))
 
 
 def _decide_staged(
@@ -661,7 +664,7 @@ def _decide_staged(
             break
         if k < charged:
             portfolio.ran_out_at = None  # once: a later decision of it would be the race's
-            used += _all_out_charge(group, quick)
+            used += _all_out_charge(*_allotment(group, quick))
             continue
         status, offsets, more = _decide_all(group, capacity, quick, deadline, stop=stop)
         used += more
@@ -708,8 +711,7 @@ def _decide_all(
     ``decision``: the capacity is the one asked for (``_weights``).
     """
     k = len(insts)
-    weights = _weights(insts, decision)
-    per = int(nodes / _shares(insts, decision))
+    weights, per = _allotment(insts, nodes, decision)
     if per >> weights[-1] == 0:
         return _decide(insts[0], capacity, nodes)
     if parallel is None:
@@ -730,15 +732,14 @@ def _decide_all(
         if status != OUT_OF_NODES
     ]
     if not decided:
-        return OUT_OF_NODES, results[0][1], _all_out_charge(insts, nodes, decision)
+        return OUT_OF_NODES, results[0][1], _all_out_charge(weights, per)
     effort, i = min(decided)
     return results[i][0], results[i][1], sum(max(1, effort >> w) for w in weights)
 
 
-def _all_out_charge(insts: Sequence[_Member], nodes: int, decision: bool = False) -> int:
-    """The nodes ``_decide_all`` charges over ``insts`` on ``nodes`` when no member decides."""
-    weights = _weights(insts, decision)
-    per = int(nodes / _shares(insts, decision))
+def _all_out_charge(weights: Sequence[int], per: int) -> int:
+    """The nodes ``_decide_all`` charges when no member decides, each member on its share
+    (exponents ``weights``) of ``per`` nodes (``_allotment``)."""
     return sum(per >> w for w in weights)
 
 
